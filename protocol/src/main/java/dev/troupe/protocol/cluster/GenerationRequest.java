@@ -1,0 +1,104 @@
+package dev.troupe.protocol.cluster;
+
+import dev.troupe.protocol.CborSerializable;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One chat generation as the worker sees it: the conversation (JSON-like values, exactly as the
+ * chat template wants them), the prompt controls, and the fully-defaulted {@link SamplingParams}.
+ * Built by the gateway's request mapper; never holds HTTP records.
+ *
+ * <p>JSON-like values are String, Number, Boolean, null, List and Map, so the record round-trips
+ * through Jackson CBOR unchanged (numbers may come back as a different boxed type).
+ *
+ * @param requestId unique per in-flight request on a worker (the gateway adds a suffix if needed)
+ * @param model the served model name the client asked for
+ * @param messages conversation messages ({@code role}, {@code content}, ...); null when {@code
+ *     prompt} is given instead
+ * @param prompt a raw prompt string used instead of {@code messages} (no chat template); null for chat
+ * @param tools tool definitions handed to the template, or null
+ * @param documents RAG documents handed to the template, or null
+ * @param addGenerationPrompt append the assistant header (vLLM default true)
+ * @param continueFinalMessage leave the final message open; never together with addGenerationPrompt
+ * @param addSpecialTokens let the tokenizer add its special tokens (BOS...) on top of the template
+ * @param chatTemplate a request-supplied Jinja template, or null for the model's own
+ * @param chatTemplateKwargs extra template variables (e.g. {@code enable_thinking}); never null
+ * @param reasoningEffort low/medium/high handed to the template as {@code reasoning_effort}, or null
+ * @param truncatePromptTokens null = off; -1 = keep the last max_model_len tokens; N = keep last N
+ * @param echo the client asked for echo (implies prompt logprobs when logprobs are requested)
+ * @param priority lower runs earlier (only with the priority scheduling policy; else must be 0)
+ * @param cacheSalt salts the prefix cache, or null
+ * @param kvTransferParams disaggregated-serving parameters, carried through; never null
+ * @param sampling sampling and stopping, every default applied
+ * @param returnTokenIds the client wants prompt and generated token ids
+ * @param returnTokensAsTokenIds logprob token strings are written as {@code token_id:N}
+ */
+public record GenerationRequest(
+    String requestId,
+    String model,
+    List<Map<String, Object>> messages,
+    String prompt,
+    List<Map<String, Object>> tools,
+    List<Map<String, Object>> documents,
+    boolean addGenerationPrompt,
+    boolean continueFinalMessage,
+    boolean addSpecialTokens,
+    String chatTemplate,
+    Map<String, Object> chatTemplateKwargs,
+    String reasoningEffort,
+    Integer truncatePromptTokens,
+    boolean echo,
+    int priority,
+    String cacheSalt,
+    Map<String, Object> kvTransferParams,
+    SamplingParams sampling,
+    boolean returnTokenIds,
+    boolean returnTokensAsTokenIds)
+    implements CborSerializable {
+
+  public GenerationRequest {
+    if (requestId == null || requestId.isBlank())
+      throw new IllegalArgumentException("requestId is required");
+    if (model == null || model.isBlank()) throw new IllegalArgumentException("model is required");
+    if ((messages == null) == (prompt == null))
+      throw new IllegalArgumentException("exactly one of messages and prompt is required");
+    if (sampling == null) throw new IllegalArgumentException("sampling is required");
+    if (truncatePromptTokens != null && truncatePromptTokens < -1)
+      throw new IllegalArgumentException("truncatePromptTokens must be >= -1");
+    if (continueFinalMessage && addGenerationPrompt)
+      throw new IllegalArgumentException(
+          "continueFinalMessage and addGenerationPrompt cannot both be set");
+    messages = messages == null ? null : List.copyOf(messages);
+    tools = tools == null ? null : List.copyOf(tools);
+    documents = documents == null ? null : List.copyOf(documents);
+    chatTemplateKwargs = jsonObject(chatTemplateKwargs);
+    kvTransferParams = jsonObject(kvTransferParams);
+  }
+
+  /** JSON objects may hold null values, which {@code Map.copyOf} refuses; keep insertion order. */
+  private static Map<String, Object> jsonObject(Map<String, Object> map) {
+    return map == null
+        ? Map.of()
+        : Collections.unmodifiableMap(new LinkedHashMap<>(map));
+  }
+
+  /** A chat request with vLLM's defaults for every prompt control: the common case in tests. */
+  public static GenerationRequest chat(
+      String requestId, String model, List<Map<String, Object>> messages, SamplingParams sampling) {
+    return new GenerationRequest(
+        requestId, model, messages, null, null, null, true, false, false, null, Map.of(), null,
+        null, false, 0, null, Map.of(), sampling, false, false);
+  }
+
+  /** A copy with another priority (tests and the bench drive the scheduler through this). */
+  public GenerationRequest withPriority(int newPriority) {
+    return new GenerationRequest(
+        requestId, model, messages, prompt, tools, documents, addGenerationPrompt,
+        continueFinalMessage, addSpecialTokens, chatTemplate, chatTemplateKwargs, reasoningEffort,
+        truncatePromptTokens, echo, newPriority, cacheSalt, kvTransferParams, sampling,
+        returnTokenIds, returnTokensAsTokenIds);
+  }
+}

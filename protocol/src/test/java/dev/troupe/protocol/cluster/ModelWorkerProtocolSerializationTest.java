@@ -1,0 +1,138 @@
+package dev.troupe.protocol.cluster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.*;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.serialization.Serialization;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.Serializers;
+import org.apache.pekko.serialization.jackson.JacksonCborSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Every worker message round-trips through the configured (CBOR) serializer unchanged. */
+class ModelWorkerProtocolSerializationTest {
+
+  private static ActorTestKit testKit;
+
+  @BeforeAll
+  static void start() {
+    testKit = ActorTestKit.create();
+  }
+
+  @AfterAll
+  static void stop() {
+    testKit.shutdownTestKit();
+  }
+
+  private static Object roundTrip(Object message) {
+    Serialization serialization = SerializationExtension.get(testKit.system().classicSystem());
+    var serializer = serialization.findSerializerFor(message);
+    assertEquals(JacksonCborSerializer.class, serializer.getClass(), "bound to jackson-cbor");
+    byte[] bytes = serialization.serialize(message).get();
+    String manifest = Serializers.manifestFor(serializer, message);
+    return serialization.deserialize(bytes, serializer.identifier(), manifest).get();
+  }
+
+  private static GenerationRequest request() {
+    Map<String, Object> message = new LinkedHashMap<>();
+    message.put("role", "user");
+    message.put("content", "Hello");
+    message.put("name", null);
+    Map<String, Object> kwargs = new LinkedHashMap<>();
+    kwargs.put("enable_thinking", false);
+    kwargs.put("depth", 3);
+    kwargs.put("tags", List.of("a", "b"));
+    SamplingParams sampling =
+        new SamplingParams(
+            2, 0.7, 0.9, 40, 0.05, 0.1, -0.2, 1.1, 42L, 64, 2, List.of("\n\n"), List.of(7, 9),
+            true, false, 5, 1, true, false, Map.of(3, -100.0, 11, 2.5), List.of(1, 2, 3),
+            List.of("bad"), false, 1.0, List.of(), Map.of("k", "v"));
+    return new GenerationRequest(
+        "req-1", "demo", List.of(message), null, null, List.of(Map.of("title", "t", "text", "x")),
+        true, false, true, "{{ messages }}", kwargs, "low", -1, true, 3, "salt",
+        Map.of("do_remote_prefill", true), sampling, true, true);
+  }
+
+  @Test
+  void commandsRoundTrip() {
+    TestProbe<GenerationEvent> events = testKit.createTestProbe();
+    TestProbe<TokenizeReply> tokenized = testKit.createTestProbe();
+    TestProbe<DetokenizeReply> detokenized = testKit.createTestProbe();
+    TestProbe<WorkerStatus> status = testKit.createTestProbe();
+    List<Object> messages =
+        List.of(
+            new Generate(request(), events.ref()),
+            new Cancel("req-1"),
+            new Tokenize(
+                List.of(Map.of("role", "user", "content", "hi")), null, null, true, false, false,
+                null, Map.of(), true, tokenized.ref()),
+            new Tokenize(null, "hi", null, false, false, true, null, null, false, tokenized.ref()),
+            new Detokenize(List.of(1, 2, 3), detokenized.ref()),
+            new GetStatus(status.ref()));
+    for (Object message : messages) assertEquals(message, roundTrip(message));
+  }
+
+  @Test
+  void eventsAndRepliesRoundTrip() {
+    TokenLogprob a = new TokenLogprob(5, "Hi", -0.25, 1);
+    TokenLogprob b = new TokenLogprob(6, "token_id:6", -9999.0, 2);
+    List<LogprobEntry> promptLogprobs = new ArrayList<>(Arrays.asList(null, new LogprobEntry(a, List.of(a, b))));
+    List<Object> messages =
+        List.of(
+            new Started("r", List.of(1, 2), promptLogprobs, 3),
+            new Started("r", List.of(1, 2), null, 0),
+            new TokenDelta(
+                "r",
+                List.of(
+                    new ChoiceDelta(0, "Hi", List.of(5), List.of(new LogprobEntry(a, List.of(a, b)))),
+                    new ChoiceDelta(1, "", List.of(), null))),
+            new ChoiceFinished("r", 0, FinishReason.STOP, "\n\n"),
+            new ChoiceFinished("r", 1, FinishReason.STOP, 7),
+            new ChoiceFinished("r", 1, FinishReason.LENGTH, null),
+            new Completed("r", new Usage(10, 4, 0)),
+            new Failed("r", ErrorKind.OVERLOADED, "queue full", null),
+            new Tokenized(List.of(1, 2), List.of("a", "b"), 2048),
+            new Tokenized(List.of(1, 2), null, 2048),
+            new Detokenized("hello"),
+            new Rejected(ErrorKind.BAD_REQUEST, "bad", "messages"),
+            new WorkerStatus("demo#0", "demo", 2048, "fcfs", 1, 2, 0, 10, 100, 0));
+    for (Object message : messages) assertEquals(message, roundTrip(message));
+    Started started = (Started) roundTrip(new Started("r", List.of(1), promptLogprobs, 0));
+    assertNull(started.promptLogprobs().get(0), "vLLM's prompt logprobs start with null");
+  }
+
+  @Test
+  void entityIds() {
+    assertEquals("qwen#2", ModelWorkerProtocol.entityId("qwen", 2));
+    assertEquals(new ReplicaId("a#b", 0), ModelWorkerProtocol.parseEntityId("a#b#0"));
+    assertEquals("ModelWorker", ModelWorkerProtocol.TYPE_KEY.name());
+    assertThrows(IllegalArgumentException.class, () -> ModelWorkerProtocol.parseEntityId("demo"));
+    assertThrows(IllegalArgumentException.class, () -> ModelWorkerProtocol.parseEntityId("demo#x"));
+  }
+
+  @Test
+  void requestValidation() {
+    SamplingParams sampling = SamplingParams.defaults(16);
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> GenerationRequest.chat("r", "m", null, sampling));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            new GenerationRequest(
+                "r", "m", List.of(), null, null, null, true, true, false, null, null, null, null,
+                false, 0, null, null, sampling, false, false));
+    assertEquals(5, request().withPriority(5).priority());
+  }
+}

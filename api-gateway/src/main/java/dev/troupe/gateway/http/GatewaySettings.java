@@ -1,0 +1,59 @@
+package dev.troupe.gateway.http;
+
+import com.typesafe.config.Config;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * Everything the HTTP layer is configured with, read once from {@code troupe.gateway} (see the
+ * module's {@code reference.conf}).
+ *
+ * @param host interface to bind
+ * @param port TCP port to bind (0 = any free port)
+ * @param apiKeys accepted Bearer keys for {@code /v1} paths; empty = no auth
+ * @param maxBodyBytes request bodies above this size are answered with 413
+ * @param askTimeout how long a route waits for a worker's first answer before a 503
+ */
+public record GatewaySettings(
+    String host, int port, List<String> apiKeys, long maxBodyBytes, Duration askTimeout) {
+
+  /** 64 MiB: room for long multi-turn trajectories, small enough to refuse abuse. */
+  public static final long DEFAULT_MAX_BODY_BYTES = 64L * 1024 * 1024;
+
+  public GatewaySettings {
+    if (host == null || host.isBlank()) throw new IllegalArgumentException("host is required");
+    if (port < 0 || port > 65535) throw new IllegalArgumentException("port out of range: " + port);
+    apiKeys = apiKeys.stream().filter(k -> !k.isBlank()).toList();
+    if (maxBodyBytes < 1) throw new IllegalArgumentException("maxBodyBytes must be positive");
+    if (askTimeout == null || askTimeout.isNegative() || askTimeout.isZero())
+      throw new IllegalArgumentException("askTimeout must be positive");
+  }
+
+  /** Reads {@code troupe.gateway} from {@code config}. */
+  public static GatewaySettings fromConfig(Config config) {
+    Config c = config.getConfig("troupe.gateway");
+    return new GatewaySettings(
+        c.getString("host"),
+        c.getInt("port"),
+        c.getStringList("api-keys"),
+        c.getBytes("max-body-size"),
+        c.getDuration("ask-timeout"));
+  }
+
+  /** Loopback on {@code port}, the given keys, default limits: for tests and embedding. */
+  public static GatewaySettings of(int port, List<String> apiKeys) {
+    return new GatewaySettings("127.0.0.1", port, apiKeys, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(30));
+  }
+
+  public GatewaySettings withPort(int newPort) {
+    return new GatewaySettings(host, newPort, apiKeys, maxBodyBytes, askTimeout);
+  }
+
+  public GatewaySettings withApiKeys(List<String> keys) {
+    return new GatewaySettings(host, port, keys, maxBodyBytes, askTimeout);
+  }
+
+  public GatewaySettings withMaxBodyBytes(long bytes) {
+    return new GatewaySettings(host, port, apiKeys, bytes, askTimeout);
+  }
+}

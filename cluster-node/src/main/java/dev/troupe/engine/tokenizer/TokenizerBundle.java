@@ -1,0 +1,183 @@
+package dev.troupe.engine.tokenizer;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.troupe.engine.ChatTemplate;
+import dev.troupe.engine.Tokenizer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.zip.GZIPInputStream;
+
+/**
+ * A model's text side, loaded from its Hugging Face directory: the tokenizer ({@code
+ * tokenizer.json}), the chat template and special tokens ({@code tokenizer_config.json}).
+ *
+ * @param tokenizer the exact Hugging Face tokenizer
+ * @param chatTemplate the model's default chat template (named {@code default} when the config
+ *     holds a list), or null when the model has none
+ * @param chatTemplates every template in the config by name (a single string is {@code default})
+ * @param specialTokens transformers' {@code special_tokens_map}: {@code bos_token}, {@code
+ *     eos_token}, {@code unk_token}, {@code sep_token}, {@code pad_token}, {@code cls_token}, {@code
+ *     mask_token} (String) and {@code additional_special_tokens} (List of String), only those set;
+ *     templates see these as variables
+ * @param eosTokenId the id of {@code eos_token}, or null when the config names none
+ */
+public record TokenizerBundle(
+    Tokenizer tokenizer,
+    ChatTemplate chatTemplate,
+    Map<String, String> chatTemplates,
+    Map<String, Object> specialTokens,
+    Integer eosTokenId) {
+
+  /** transformers' {@code SPECIAL_TOKENS_ATTRIBUTES}, in its order. */
+  private static final List<String> SPECIAL_TOKEN_ATTRIBUTES =
+      List.of(
+          "bos_token",
+          "eos_token",
+          "unk_token",
+          "sep_token",
+          "pad_token",
+          "cls_token",
+          "mask_token",
+          "additional_special_tokens");
+
+  private static final String DEMO_RESOURCES = "/dev/troupe/engine/demo/";
+
+  public TokenizerBundle {
+    if (tokenizer == null) throw new IllegalArgumentException("tokenizer is required");
+    // insertion order kept: it is transformers' order, and templates may iterate the maps
+    chatTemplates = Collections.unmodifiableMap(new LinkedHashMap<>(chatTemplates));
+    specialTokens = Collections.unmodifiableMap(new LinkedHashMap<>(specialTokens));
+  }
+
+  /** Loads {@code tokenizer.json} and (if present) {@code tokenizer_config.json} from a model dir. */
+  public static TokenizerBundle load(Path modelDir) {
+    Path tokenizerJson = modelDir.resolve("tokenizer.json");
+    if (!Files.isRegularFile(tokenizerJson))
+      throw new IllegalArgumentException("no tokenizer.json in " + modelDir);
+    Path configPath = modelDir.resolve("tokenizer_config.json");
+    try {
+      byte[] config = Files.isRegularFile(configPath) ? Files.readAllBytes(configPath) : null;
+      return build(Files.readAllBytes(tokenizerJson), config, configPath.toString());
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read tokenizer files in " + modelDir, e);
+    }
+  }
+
+  /**
+   * The embedded demo model's tokenizer and chat template: Qwen3's ({@code Qwen/Qwen3-4B},
+   * Apache-2.0), stored gzip-compressed on the classpath.
+   */
+  public static TokenizerBundle demo() {
+    return build(
+        demoResource("tokenizer.json.gz"),
+        demoResource("tokenizer_config.json.gz"),
+        "demo tokenizer_config.json");
+  }
+
+  /** The special token {@code name} ({@code bos_token}, ...) as a string, or null when unset. */
+  public String specialToken(String name) {
+    return specialTokens.get(name) instanceof String s ? s : null;
+  }
+
+  public String bosToken() {
+    return specialToken("bos_token");
+  }
+
+  public String eosToken() {
+    return specialToken("eos_token");
+  }
+
+  public String padToken() {
+    return specialToken("pad_token");
+  }
+
+  private static TokenizerBundle build(byte[] tokenizerJson, byte[] configJson, String configName) {
+    Map<String, Object> config = configJson == null ? Map.of() : parseConfig(configJson, configName);
+    boolean cleanUp = Boolean.TRUE.equals(config.get("clean_up_tokenization_spaces"));
+    HfTokenizer tokenizer = HfTokenizer.fromBytes(tokenizerJson, cleanUp);
+    Map<String, Object> specials = specialTokens(config);
+    Integer eosId = null;
+    if (specials.get("eos_token") instanceof String eos) {
+      OptionalInt id = tokenizer.tokenToId(eos);
+      if (id.isEmpty())
+        throw new IllegalArgumentException(
+            configName + ": eos_token " + eos + " is not in the vocabulary");
+      eosId = id.getAsInt();
+    }
+    Map<String, String> templates = chatTemplates(config.get("chat_template"), configName);
+    return new TokenizerBundle(tokenizer, null, templates, specials, eosId);
+  }
+
+  private static Map<String, Object> parseConfig(byte[] json, String name) {
+    try {
+      return new ObjectMapper().readValue(json, new TypeReference<LinkedHashMap<String, Object>>() {});
+    } catch (IOException e) {
+      throw new IllegalArgumentException("invalid " + name + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Special tokens may be plain strings or serialized AddedToken objects ({@code content}). */
+  private static Map<String, Object> specialTokens(Map<String, Object> config) {
+    Map<String, Object> out = new LinkedHashMap<>();
+    for (String attr : SPECIAL_TOKEN_ATTRIBUTES) {
+      Object value = config.get(attr);
+      if (value == null) continue;
+      if (value instanceof List<?> list) {
+        List<String> tokens = new ArrayList<>();
+        for (Object item : list) tokens.add(tokenContent(item, attr));
+        out.put(attr, List.copyOf(tokens));
+      } else {
+        out.put(attr, tokenContent(value, attr));
+      }
+    }
+    return out;
+  }
+
+  private static String tokenContent(Object value, String attr) {
+    if (value instanceof String s) return s;
+    if (value instanceof Map<?, ?> m && m.get("content") instanceof String s) return s;
+    throw new IllegalArgumentException("tokenizer_config.json: unreadable " + attr + ": " + value);
+  }
+
+  /** {@code chat_template}: a string, or a list of {@code {name, template}} (transformers). */
+  private static Map<String, String> chatTemplates(Object value, String configName) {
+    Map<String, String> out = new LinkedHashMap<>();
+    if (value instanceof String s) {
+      out.put("default", s);
+    } else if (value instanceof List<?> list) {
+      for (Object item : list) {
+        if (item instanceof Map<?, ?> m
+            && m.get("name") instanceof String name
+            && m.get("template") instanceof String template) {
+          out.put(name, template);
+        } else {
+          throw new IllegalArgumentException(configName + ": malformed chat_template entry " + item);
+        }
+      }
+    } else if (value != null) {
+      throw new IllegalArgumentException(configName + ": chat_template must be a string or list");
+    }
+    return out;
+  }
+
+  private static byte[] demoResource(String name) {
+    try (InputStream raw = TokenizerBundle.class.getResourceAsStream(DEMO_RESOURCES + name)) {
+      if (raw == null) throw new IllegalStateException("demo resource missing: " + name);
+      try (InputStream in = new GZIPInputStream(raw, 1 << 16)) {
+        return in.readAllBytes();
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read demo resource " + name, e);
+    }
+  }
+}

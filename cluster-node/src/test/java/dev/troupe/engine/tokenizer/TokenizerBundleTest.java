@@ -1,0 +1,102 @@
+package dev.troupe.engine.tokenizer;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.engine.Tokenizer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class TokenizerBundleTest {
+
+  @Test
+  void demoIsQwen3() {
+    TokenizerBundle demo = TokenizerBundle.demo();
+    TokenizerBundle qwen3 = Fixtures.bundle("qwen3");
+    String text = "Hello <|im_start|>user\n你好 🎉<|im_end|>";
+    assertArrayEquals(qwen3.tokenizer().encode(text, true), demo.tokenizer().encode(text, true));
+    assertEquals("<|im_end|>", demo.eosToken());
+    assertEquals(151645, demo.eosTokenId());
+    assertEquals("<|endoftext|>", demo.padToken());
+    assertNull(demo.bosToken());
+    assertEquals(qwen3.chatTemplates(), demo.chatTemplates());
+    assertTrue(demo.chatTemplates().get("default").contains("enable_thinking"));
+  }
+
+  @Test
+  void readsSpecialTokensAsTransformersSpecialTokensMap() {
+    TokenizerBundle llama = Fixtures.bundle("llama3_2");
+    assertEquals("<|begin_of_text|>", llama.bosToken());
+    assertEquals("<|eot_id|>", llama.eosToken());
+    assertEquals(128009, llama.eosTokenId());
+    assertEquals(List.of("bos_token", "eos_token"), List.copyOf(llama.specialTokens().keySet()));
+    TokenizerBundle qwen = Fixtures.bundle("qwen3");
+    assertEquals(
+        List.of("eos_token", "pad_token", "additional_special_tokens"),
+        List.copyOf(qwen.specialTokens().keySet()));
+    assertTrue(((List<?>) qwen.specialTokens().get("additional_special_tokens")).contains("<|im_start|>"));
+  }
+
+  @Test
+  void postProcessorAddsBosOnlyWhereTheTokenizerSaysSo() {
+    Tokenizer llama32 = Fixtures.bundle("llama3_2").tokenizer();
+    Tokenizer llama3 = Fixtures.bundle("llama3").tokenizer();
+    assertEquals(128000, llama32.encode("Hi", true)[0]);
+    assertEquals(llama32.encode("Hi", false).length + 1, llama32.encode("Hi", true).length);
+    assertArrayEquals(llama3.encode("Hi", false), llama3.encode("Hi", true));
+  }
+
+  @Test
+  void vocabularyMapsCoverBaseAndAddedTokens() {
+    Tokenizer qwen = Fixtures.bundle("qwen3").tokenizer();
+    assertEquals(151669, qwen.vocabSize());
+    assertEquals("<think>", qwen.idToToken(151667));
+    assertEquals(151644, qwen.tokenToId("<|im_start|>").orElseThrow());
+    assertEquals("Ġhello", qwen.idToToken(qwen.tokenToId("Ġhello").orElseThrow()));
+    assertNull(qwen.idToToken(-1));
+    assertNull(qwen.idToToken(999_999));
+    assertTrue(qwen.specialTokenIds().contains(151644));
+    // <think> is an added token but not special: skip_special_tokens keeps it
+    assertTrue(!qwen.specialTokenIds().contains(151667));
+    assertEquals("<think>x", qwen.decode(qwen.encode("<|im_start|><think>x", false), true, true));
+  }
+
+  @Test
+  void loneSurrogatesBecomeReplacementCharacters() {
+    Tokenizer qwen = Fixtures.bundle("qwen3").tokenizer();
+    assertArrayEquals(qwen.encode("a\uFFFDb\uFFFD", false), qwen.encode("a\uD800b\uDC00", false));
+    assertArrayEquals(qwen.encode("\uD83D\uDE00", false), qwen.encode("😀", false));
+    assertEquals("x\uFFFD", HfTokenizer.replaceLoneSurrogates("x\uDBFF"));
+    assertEquals("\uFFFD\uFFFD", HfTokenizer.replaceLoneSurrogates("\uDC00\uD800"));
+  }
+
+  @Test
+  void longInputIsNeverTruncated() {
+    Tokenizer qwen = Fixtures.bundle("qwen3").tokenizer();
+    String text = String.join(" ", java.util.Collections.nCopies(20_000, "word"));
+    assertEquals(20_000, qwen.encode(text, false).length);
+  }
+
+  @Test
+  void cleanUpTokenizationSpacesFollowsTheConfig() {
+    Tokenizer llama = Fixtures.bundle("llama3").tokenizer();
+    Tokenizer qwen = Fixtures.bundle("qwen3").tokenizer();
+    String text = "Wait . Really , they 're here !";
+    assertEquals("Wait. Really, they're here!", llama.decode(llama.encode(text, false), false, true));
+    assertEquals(text, qwen.decode(qwen.encode(text, false), false, true));
+  }
+
+  @Test
+  void missingOrBrokenFilesAreClearErrors(@TempDir Path dir) throws Exception {
+    assertThrows(IllegalArgumentException.class, () -> TokenizerBundle.load(dir));
+    Files.writeString(dir.resolve("tokenizer.json"), "{not json");
+    assertThrows(IllegalArgumentException.class, () -> TokenizerBundle.load(dir));
+    assertThrows(IllegalArgumentException.class, () -> Fixtures.bundle("qwen3").tokenizer().decode(new int[] {-5}, false, true));
+  }
+}

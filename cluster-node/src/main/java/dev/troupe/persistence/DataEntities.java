@@ -1,0 +1,61 @@
+package dev.troupe.persistence;
+
+import dev.troupe.protocol.cluster.TrainableModelProtocol;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol;
+import dev.troupe.registry.ModelRegistry;
+import dev.troupe.registry.TrainableModel;
+import dev.troupe.trajectory.JdbcTrajectoryStore;
+import dev.troupe.trajectory.TrajectoryLog;
+import dev.troupe.trajectory.TrajectoryStore;
+import java.time.Duration;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Starts the persistent preview entities on a node: {@code TrainableModel}, {@code ModelRegistry}
+ * and {@code TrajectoryLog}, sharded on role {@code trainer} (nodes without it get proxies). Call
+ * after {@link PersistenceInit#ensureSchema} and before the gateway routes are built.
+ */
+public final class DataEntities {
+  private static final Logger log = LoggerFactory.getLogger(DataEntities.class);
+  /** Dispatcher for trajectory logs: their store calls block. */
+  public static final String BLOCKING_DISPATCHER = "troupe.persistence.blocking-dispatcher";
+  private static final Duration METRICS_TIMEOUT = Duration.ofSeconds(15);
+
+  private DataEntities() {}
+
+  /** Inits the three entity types; the trajectory store closes with the system. */
+  public static void init(ActorSystem<?> system, PersistenceSettings settings) {
+    ClusterSharding sharding = ClusterSharding.get(system);
+    TrajectoryStore store = new JdbcTrajectoryStore(settings);
+    system.getWhenTerminated().thenRun(store::close);
+    sharding.init(
+        Entity.of(
+                TrainableModelProtocol.TYPE_KEY,
+                ctx -> TrainableModel.create(ctx.getEntityId(), settings))
+            .withRole(TrainableModelProtocol.ROLE));
+    sharding.init(
+        Entity.of(
+                TrainableModelProtocol.REGISTRY_TYPE_KEY,
+                ctx -> ModelRegistry.create(ctx.getEntityId(), settings))
+            .withRole(TrainableModelProtocol.ROLE));
+    TrajectoryLog.MetricsSink sink =
+        (modelId, step, metrics) ->
+            sharding
+                .entityRefFor(TrainableModelProtocol.TYPE_KEY, modelId)
+                .<TrainableModelProtocol.ModelReply>ask(
+                    r -> new TrainableModelProtocol.RecordMetrics(step, metrics, r),
+                    METRICS_TIMEOUT);
+    sharding.init(
+        Entity.of(
+                TrajectoryLogProtocol.TYPE_KEY,
+                ctx -> TrajectoryLog.create(ctx.getEntityId(), store, sink, settings))
+            .withRole(TrajectoryLogProtocol.ROLE)
+            .withEntityProps(DispatcherSelector.fromConfig(BLOCKING_DISPATCHER)));
+    log.info("Preview data entities started on {}", settings.backend());
+  }
+}

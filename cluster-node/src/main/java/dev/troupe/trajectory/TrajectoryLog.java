@@ -1,0 +1,245 @@
+package dev.troupe.trajectory;
+
+import com.fasterxml.jackson.annotation.JsonSubTypes;
+import com.fasterxml.jackson.annotation.JsonTypeInfo;
+import dev.troupe.persistence.PersistenceSettings;
+import dev.troupe.protocol.CborSerializable;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Append;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendFailed;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendReply;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Appended;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Command;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.ReadPage;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.SplitStats;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.TrajectoryPage;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
+import org.apache.pekko.persistence.typed.javadsl.EventHandler;
+import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
+import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
+import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The trajectory log of one model (entity id = model UUID, sharded on role {@code trainer}). Groups
+ * go to the {@link TrajectoryStore} first (rows past the committed end are invisible), then a
+ * {@link GroupsLogged} event commits them: the reply is sent only after both, so an acknowledged
+ * group survives a crash, and an {@code Idempotency-Key} seen before is answered without storing
+ * again. Per (split, step) statistics are kept here and the resulting metrics are set on the model's
+ * checkpoint through {@link MetricsSink}. Runs on a blocking dispatcher: store calls block.
+ *
+ * <p>Survives a restart: the committed end, per-split statistics and the most recent idempotency
+ * keys (journal + snapshots); group payloads live in the store.
+ */
+public final class TrajectoryLog
+    extends EventSourcedBehaviorWithEnforcedReplies<Command, TrajectoryLog.Event, TrajectoryLog.State> {
+  private static final Logger log = LoggerFactory.getLogger(TrajectoryLog.class);
+
+  /** Where split metrics go: the model's checkpoint (see {@code TrainableModel}). */
+  @FunctionalInterface
+  public interface MetricsSink {
+    CompletionStage<?> record(String modelId, long step, Map<String, Double> metrics);
+  }
+
+  /** Journal events; type names carry a version so a renamed class still reads old rows. */
+  @JsonTypeInfo(use = JsonTypeInfo.Id.NAME, property = "type")
+  @JsonSubTypes({@JsonSubTypes.Type(value = GroupsLogged.class, name = "trajectory.groups-logged.v1")})
+  public sealed interface Event extends CborSerializable {}
+
+  /**
+   * Groups {@code [firstSeq, firstSeq + count)} are logged under {@code split} at checkpoint {@code
+   * step}; {@code idempotencyKey} may be null.
+   */
+  public record GroupsLogged(
+      String split,
+      long step,
+      long firstSeq,
+      int count,
+      SplitStats stats,
+      String idempotencyKey,
+      long loggedAtMillis)
+      implements Event {}
+
+  /**
+   * @param nextSeq the committed end: groups below it are logged
+   * @param stats per {@code split + "@" + step}
+   * @param recentKeys idempotency key → the reply it got, oldest first
+   */
+  public record State(long nextSeq, Map<String, SplitStats> stats, Map<String, Appended> recentKeys)
+      implements CborSerializable {
+    static final State EMPTY = new State(0, Map.of(), Map.of());
+
+    public State {
+      stats = Map.copyOf(stats);
+      recentKeys = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(recentKeys));
+    }
+
+    SplitStats statsOf(String split, long step) {
+      return stats.getOrDefault(split + "@" + step, SplitStats.EMPTY);
+    }
+  }
+
+  /** Private: the checkpoint metrics were recorded (or failed to be); now answer. */
+  private record MetricsDone(Appended reply, ActorRef<AppendReply> replyTo) implements Command {}
+
+  private final String modelId;
+  private final TrajectoryStore store;
+  private final MetricsSink metrics;
+  private final PersistenceSettings settings;
+  private final ActorContext<Command> context;
+
+  /** The behaviour for model {@code modelId}. */
+  public static Behavior<Command> create(
+      String modelId, TrajectoryStore store, MetricsSink metrics, PersistenceSettings settings) {
+    return Behaviors.setup(ctx -> new TrajectoryLog(ctx, modelId, store, metrics, settings));
+  }
+
+  /** The journal id of a model's log. */
+  public static PersistenceId persistenceId(String modelId) {
+    return PersistenceId.of("TrajectoryLog", modelId);
+  }
+
+  private TrajectoryLog(
+      ActorContext<Command> ctx,
+      String modelId,
+      TrajectoryStore store,
+      MetricsSink metrics,
+      PersistenceSettings settings) {
+    super(persistenceId(modelId));
+    this.context = ctx;
+    this.modelId = modelId;
+    this.store = store;
+    this.metrics = metrics;
+    this.settings = settings;
+  }
+
+  @Override
+  public State emptyState() {
+    return State.EMPTY;
+  }
+
+  @Override
+  public RetentionCriteria retentionCriteria() {
+    return RetentionCriteria.snapshotEvery(settings.snapshotEvery(), 2);
+  }
+
+  @Override
+  public CommandHandlerWithReply<Command, Event, State> commandHandler() {
+    return newCommandHandlerWithReplyBuilder()
+        .forAnyState()
+        .onCommand(Append.class, this::onAppend)
+        .onCommand(ReadPage.class, this::onReadPage)
+        .onCommand(MetricsDone.class, this::onMetricsDone)
+        .build();
+  }
+
+  private ReplyEffect<Event, State> onAppend(State state, Append cmd) {
+    if (cmd.idempotencyKey() != null && state.recentKeys().containsKey(cmd.idempotencyKey())) {
+      Appended first = state.recentKeys().get(cmd.idempotencyKey());
+      return Effect()
+          .reply(
+              cmd.replyTo(),
+              new Appended(
+                  first.split(),
+                  first.step(),
+                  first.groups(),
+                  first.trajectories(),
+                  first.firstSeq(),
+                  first.metrics(),
+                  true));
+    }
+    if (cmd.groups().isEmpty()) {
+      return Effect()
+          .reply(
+              cmd.replyTo(),
+              new Appended(
+                  cmd.split(),
+                  cmd.step(),
+                  0,
+                  0,
+                  state.nextSeq(),
+                  state.statsOf(cmd.split(), cmd.step()).toMetrics(cmd.split()),
+                  false));
+    }
+    try {
+      store.write(modelId, cmd.split(), cmd.step(), state.nextSeq(), cmd.groups());
+    } catch (RuntimeException e) {
+      log.warn("Model {}: storing {} groups failed: {}", modelId, cmd.groups().size(), e.toString());
+      return Effect().reply(cmd.replyTo(), new AppendFailed("the trajectory store is unavailable"));
+    }
+    GroupsLogged event =
+        new GroupsLogged(
+            cmd.split(),
+            cmd.step(),
+            state.nextSeq(),
+            cmd.groups().size(),
+            cmd.stats(),
+            cmd.idempotencyKey(),
+            System.currentTimeMillis());
+    return Effect()
+        .persist(event)
+        .thenRun(
+            (State s) -> {
+              Appended reply = replyFor(event, s);
+              context.pipeToSelf(
+                  metrics.record(modelId, event.step(), reply.metrics()),
+                  (ok, err) -> {
+                    if (err != null)
+                      log.warn("Model {}: recording {} metrics failed: {}", modelId, event.split(), err.toString());
+                    return new MetricsDone(reply, cmd.replyTo());
+                  });
+            })
+        .thenNoReply();
+  }
+
+  private ReplyEffect<Event, State> onMetricsDone(State state, MetricsDone done) {
+    return Effect().reply(done.replyTo(), done.reply());
+  }
+
+  private ReplyEffect<Event, State> onReadPage(State state, ReadPage cmd) {
+    TrajectoryStore.Page page =
+        store.read(modelId, cmd.split(), cmd.afterSeq(), state.nextSeq(), cmd.limit(), cmd.maxBytes());
+    return Effect().reply(cmd.replyTo(), new TrajectoryPage(page.groups(), page.hasMore()));
+  }
+
+  private static Appended replyFor(GroupsLogged e, State s) {
+    int trajectories = (int) e.stats().trajectories();
+    return new Appended(
+        e.split(),
+        e.step(),
+        e.count(),
+        trajectories,
+        e.firstSeq(),
+        s.statsOf(e.split(), e.step()).toMetrics(e.split()),
+        false);
+  }
+
+  @Override
+  public EventHandler<State, Event> eventHandler() {
+    return newEventHandlerBuilder()
+        .forAnyState()
+        .onEvent(GroupsLogged.class, (State s, GroupsLogged e) -> apply(s, e))
+        .build();
+  }
+
+  private State apply(State s, GroupsLogged e) {
+    Map<String, SplitStats> stats = new java.util.HashMap<>(s.stats());
+    stats.merge(e.split() + "@" + e.step(), e.stats(), SplitStats::plus);
+    State next = new State(e.firstSeq() + e.count(), stats, s.recentKeys());
+    if (e.idempotencyKey() == null || settings.idempotencyKeysKept() == 0) return next;
+    LinkedHashMap<String, Appended> keys = new LinkedHashMap<>(s.recentKeys());
+    keys.put(e.idempotencyKey(), replyFor(e, next));
+    while (keys.size() > settings.idempotencyKeysKept()) {
+      keys.remove(keys.keySet().iterator().next());
+    }
+    return new State(next.nextSeq(), next.stats(), keys);
+  }
+}

@@ -1,0 +1,39 @@
+package dev.troupe.trajectory;
+
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.StoredGroup;
+import java.util.List;
+
+/**
+ * Durable storage of logged trajectory groups, keyed by (model, seq) with the split beside it.
+ * Calls block; the {@link TrajectoryLog} entity calls them from its blocking dispatcher. Rows at or
+ * past the log's committed sequence number are not visible: the journal decides what was logged.
+ */
+public interface TrajectoryStore extends AutoCloseable {
+
+  /**
+   * Writes groups at {@code firstSeq, firstSeq+1, …} in one transaction, first removing rows at or
+   * after {@code firstSeq} left by a write whose event never made it to the journal. Returns once
+   * the transaction is committed.
+   */
+  void write(String modelId, String split, long step, long firstSeq, List<byte[]> groups);
+
+  /**
+   * Reads groups with {@code afterSeq < seq < committedEnd} in order, optionally of one split (null:
+   * all), stopping after {@code limit} groups or once {@code maxBytes} is reached (at least one group
+   * when any). One extra row is looked at to answer {@code hasMore}.
+   */
+  Page read(String modelId, String split, long afterSeq, long committedEnd, int limit, long maxBytes);
+
+  /** Removes every group of a model. */
+  void deleteModel(String modelId);
+
+  @Override
+  void close();
+
+  /** A page of groups and whether more follow. */
+  record Page(List<StoredGroup> groups, boolean hasMore) {
+    public Page {
+      groups = List.copyOf(groups);
+    }
+  }
+}

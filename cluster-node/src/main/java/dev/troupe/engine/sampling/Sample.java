@@ -1,0 +1,30 @@
+package dev.troupe.engine.sampling;
+
+import java.util.List;
+
+/**
+ * The token chosen at one step, with raw logprobs (computed from the model's logits before any
+ * processing, vLLM's default {@code raw_logprobs} mode).
+ *
+ * @param token the chosen token id
+ * @param logprob its raw log-probability, floored at {@link Logprobs#FLOOR}
+ * @param rank its 1-based rank in the vocabulary (number of tokens with a logprob at least as high)
+ * @param logprobs null when the request asked for no logprobs; else vLLM's per-position dictionary
+ *     in insertion order: the sampled token first, then the top {@code k} tokens by rank, without
+ *     duplicates (so {@code k} or {@code k + 1} entries)
+ */
+public record Sample(int token, float logprob, int rank, List<TokenLogprob> logprobs) {
+  public Sample {
+    logprobs = logprobs == null ? null : List.copyOf(logprobs);
+  }
+
+  /**
+   * What the chat API returns as {@code top_logprobs}: the first {@code topLogprobs} dictionary
+   * entries, not re-sorted (vLLM's behaviour: when the sampled token is not in the top k, this is
+   * the sampled token plus the top k - 1).
+   */
+  public List<TokenLogprob> chatTopLogprobs(int topLogprobs) {
+    if (logprobs == null) return List.of();
+    return logprobs.subList(0, Math.min(Math.max(topLogprobs, 0), logprobs.size()));
+  }
+}

@@ -1,0 +1,83 @@
+package dev.troupe.engine.sampling;
+
+import dev.troupe.engine.Tokenizer;
+import dev.troupe.protocol.cluster.SamplingParams;
+
+/**
+ * Makes the per-choice {@link Sampler}s of one model and owns the scratch buffers they share (one
+ * vocabulary-sized row of processed logits plus index space), so a sampling step allocates next
+ * to nothing.
+ *
+ * <p>Thread: a factory and every sampler it made are confined to one thread (the engine's); the
+ * shared scratch makes concurrent {@code next} calls unsafe.
+ */
+public final class SamplerFactory {
+
+  private final int vocabSize;
+  private final Tokenizer tokenizer;
+  private final EosTokens eos;
+  private final LogitsProcessorRegistry processors;
+  final Workspace workspace;
+
+  /**
+   * @param vocabSize the model's logits row length (may exceed the tokenizer's vocabulary)
+   * @param tokenizer for {@code bad_words}; may be null when no request uses them
+   * @param eos the model's EOS ids (masked by {@code min_tokens})
+   * @param processors the allow-list of custom logits processors
+   */
+  public SamplerFactory(
+      int vocabSize, Tokenizer tokenizer, EosTokens eos, LogitsProcessorRegistry processors) {
+    if (vocabSize <= 0) throw new IllegalArgumentException("vocabSize must be positive");
+    this.vocabSize = vocabSize;
+    this.tokenizer = tokenizer;
+    this.eos = eos == null ? EosTokens.none() : eos;
+    this.processors = processors == null ? LogitsProcessorRegistry.none() : processors;
+    this.workspace = new Workspace(vocabSize);
+  }
+
+  /**
+   * The sampler of choice {@code choiceIndex} (0-based) of a request.
+   *
+   * @throws InvalidSamplingParamsException when the parameters name ids outside the vocabulary, a
+   *     bad word that tokenises outside it, or a logits processor that is not allowed
+   */
+  public Sampler create(SamplingParams params, int[] promptTokenIds, int choiceIndex) {
+    return new Sampler(this, params, promptTokenIds, choiceIndex);
+  }
+
+  /** Runs every check {@link #create} runs, without constructing processors. */
+  public void validate(SamplingParams params) {
+    Sampler.validate(params, vocabSize);
+    processors.check(params.logitsProcessors());
+    BadWords.of(params.badWords(), tokenizer, vocabSize);
+  }
+
+  public int vocabSize() {
+    return vocabSize;
+  }
+
+  public EosTokens eos() {
+    return eos;
+  }
+
+  Tokenizer tokenizer() {
+    return tokenizer;
+  }
+
+  LogitsProcessorRegistry processors() {
+    return processors;
+  }
+
+  /** Scratch shared by the samplers of one factory (one thread). */
+  static final class Workspace {
+    final float[] work;
+    final int[] idx;
+    final long[] keys;
+
+    Workspace(int vocabSize) {
+      work = new float[vocabSize];
+      idx = new int[vocabSize];
+      keys = new long[vocabSize];
+    }
+  }
+}

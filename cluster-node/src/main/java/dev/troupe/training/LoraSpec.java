@@ -1,0 +1,33 @@
+package dev.troupe.training;
+
+import java.util.List;
+import java.util.Set;
+
+/**
+ * What training adapts: LoRA adapters of rank {@code rank} on the named projections of every layer
+ * (served weight {@code W + (alpha / rank)·B·A}, B initialised to zero so step 0 equals the base),
+ * or — for small models — every projection and norm of the transformer blocks in full.
+ *
+ * @param targets PEFT short names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj
+ * @param fullFineTune train the blocks' projection weights and norm gains themselves (no adapters)
+ * @param seed seeds the Kaiming-uniform initialisation of A
+ */
+public record LoraSpec(int rank, double alpha, List<String> targets, boolean fullFineTune, long seed) {
+  public static final List<String> ALL_TARGETS =
+      List.of("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj");
+
+  /** ART's adapter: r 8, α 16, all seven projections, seed 3407. */
+  public static final LoraSpec DEFAULT = new LoraSpec(8, 16, ALL_TARGETS, false, 3407);
+
+  public LoraSpec {
+    if (rank < 1) throw new IllegalArgumentException("rank must be >= 1");
+    if (!(alpha > 0)) throw new IllegalArgumentException("alpha must be > 0");
+    targets = List.copyOf(targets);
+    if (!Set.copyOf(ALL_TARGETS).containsAll(targets))
+      throw new IllegalArgumentException("unknown LoRA target in " + targets);
+  }
+
+  public double scale() {
+    return alpha / rank;
+  }
+}

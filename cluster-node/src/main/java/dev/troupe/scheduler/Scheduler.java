@@ -1,0 +1,408 @@
+package dev.troupe.scheduler;
+
+import dev.troupe.scheduler.ScheduleResult.BlockCopy;
+import dev.troupe.scheduler.ScheduleResult.ScheduledChunk;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Continuous-batching scheduler of one model replica, after vLLM v1's: every step spends a token
+ * budget on the running requests first (one token per decoding sequence, chunks of prompts being
+ * prefilled), then admits waiting requests in policy order while budget, sequence slots and KV
+ * blocks last. A running request that cannot get a block preempts the worst running request
+ * (recompute: its blocks are dropped and it re-enters the waiting queue at its arrival position).
+ * With the priority policy a better waiting request also preempts a worse running one.
+ *
+ * <p>A request is prefilled once and then forked by the engine into its n choices ({@link #fork}),
+ * which share the prompt's blocks; a sequence about to write into a shared block gets a private
+ * copy first ({@link ScheduleResult#copies()}).
+ *
+ * <p>Plain Java, not thread-safe: owned by one worker, called from its thread only.
+ */
+public final class Scheduler {
+  private final SchedulerConfig config;
+  private final BlockAllocator blocks;
+  private final List<SequenceGroup> waiting = new ArrayList<>();
+  private final List<SequenceGroup> running = new ArrayList<>();
+  private final Map<String, SequenceGroup> byId = new HashMap<>();
+  private long arrivals;
+  private long step;
+  private long preemptions;
+
+  public Scheduler(SchedulerConfig config, int numBlocks, int blockSize) {
+    this.config = config;
+    this.blocks = new BlockAllocator(numBlocks, blockSize);
+  }
+
+  public SchedulerConfig config() {
+    return config;
+  }
+
+  public BlockAllocator blocks() {
+    return blocks;
+  }
+
+  /** Whether the waiting queue can take one more request. */
+  public boolean hasRoom() {
+    return waiting.size() < config.maxWaiting();
+  }
+
+  /**
+   * Queues a request.
+   *
+   * @param width sequences it forks into after its prefill (n, or the beam width)
+   * @throws IllegalStateException when the queue is full ({@link #hasRoom()}) or the id is in use
+   */
+  public SequenceGroup add(String requestId, int[] prompt, int width, int priority) {
+    if (!hasRoom()) throw new IllegalStateException("waiting queue is full");
+    if (byId.containsKey(requestId))
+      throw new IllegalStateException("request " + requestId + " is already scheduled");
+    if (prompt.length == 0) throw new IllegalArgumentException("empty prompt");
+    if (width < 1) throw new IllegalArgumentException("width must be >= 1");
+    if (width > config.maxNumSeqs())
+      throw new IllegalArgumentException(
+          "width " + width + " exceeds max running sequences " + config.maxNumSeqs());
+    SequenceGroup group = new SequenceGroup(requestId, priority, arrivals++, step, prompt, width);
+    waiting.add(group);
+    byId.put(requestId, group);
+    return group;
+  }
+
+  public SequenceGroup get(String requestId) {
+    return byId.get(requestId);
+  }
+
+  public boolean hasWork() {
+    return !waiting.isEmpty() || !running.isEmpty();
+  }
+
+  public int numWaiting() {
+    return waiting.size();
+  }
+
+  /** Requests holding cache blocks (possibly mid-prefill). */
+  public int numRunning() {
+    return running.size();
+  }
+
+  public int numRunningSequences() {
+    return seatsTaken();
+  }
+
+  /** Preemptions since start. */
+  public long numPreemptions() {
+    return preemptions;
+  }
+
+  public long step() {
+    return step;
+  }
+
+  // ------------------------------------------------------------------ scheduling
+
+  /** Decides the next step's batch; computed-token counts advance as if it ran. */
+  public ScheduleResult schedule() {
+    step++;
+    List<ScheduledChunk> chunks = new ArrayList<>();
+    List<BlockCopy> copies = new ArrayList<>();
+    List<SequenceGroup> preempted = new ArrayList<>();
+    List<SequenceGroup> outOfMemory = new ArrayList<>();
+    int budget = config.maxNumBatchedTokens();
+
+    if (config.policy() == SchedulingPolicy.PRIORITY) preemptForWaiting(preempted);
+
+    boolean cacheFull = false;
+    running.sort(order());
+    for (int i = 0; i < running.size() && budget > 0; i++) {
+      SequenceGroup group = running.get(i);
+      while (true) {
+        Attempt attempt = tryPlace(group, budget);
+        if (attempt.placed()) {
+          budget -= attempt.commit(chunks, copies);
+          break;
+        }
+        attempt.undo();
+        if (!attempt.outOfBlocks()) break; // nothing of it fits this step's budget
+        // Out of blocks: the worst running request gives way (it is after i: not scheduled yet).
+        cacheFull = true;
+        SequenceGroup victim = running.get(running.size() - 1);
+        if (victim == group && running.size() == 1) {
+          drop(group);
+          outOfMemory.add(group);
+          i--;
+          break;
+        }
+        preempt(victim);
+        preempted.add(victim);
+        if (victim == group) {
+          i--;
+          break;
+        }
+      }
+    }
+
+    // vLLM v1: no admissions in a step whose running requests had to preempt (the cache is full).
+    if (!cacheFull) {
+      while (budget > 0 && !waiting.isEmpty()) {
+        SequenceGroup group = bestWaiting();
+        if (seatsTaken() + group.seats() > config.maxNumSeqs()) break;
+        Attempt attempt = tryPlace(group, budget);
+        if (!attempt.placed()) {
+          attempt.undo();
+          boolean alone = running.isEmpty() && budget == config.maxNumBatchedTokens();
+          if (alone) {
+            // Even an empty cache and a whole budget cannot hold it: refuse rather than wait forever.
+            drop(group);
+            outOfMemory.add(group);
+            continue;
+          }
+          break;
+        }
+        budget -= attempt.commit(chunks, copies);
+        waiting.remove(group);
+        running.add(group);
+      }
+    }
+    return new ScheduleResult(step, chunks, copies, preempted, outOfMemory);
+  }
+
+  /**
+   * Priority policy: while the best waiting request cannot start (no seat, or too few blocks once
+   * the running requests have taken what their next tokens need), preempt the worst running
+   * request if it is worse than that waiting one.
+   */
+  private void preemptForWaiting(List<SequenceGroup> preempted) {
+    Comparator<SequenceGroup> order = order();
+    while (!waiting.isEmpty() && !running.isEmpty()) {
+      SequenceGroup best = bestWaiting();
+      int runningNeeds = 0;
+      for (SequenceGroup g : running) runningNeeds += blocksNeeded(g);
+      boolean seats = seatsTaken() + best.seats() <= config.maxNumSeqs();
+      boolean room = blocks.numFree() - runningNeeds >= blocksNeeded(best);
+      if (seats && room) return;
+      SequenceGroup worst = running.stream().max(order).orElseThrow();
+      if (order.compare(worst, best) <= 0) return;
+      preempt(worst);
+      preempted.add(worst);
+    }
+  }
+
+  /** Blocks the group's next step would take (new positions and copy-on-write), within a budget. */
+  private int blocksNeeded(SequenceGroup group) {
+    int need = 0;
+    int budget = config.maxNumBatchedTokens();
+    for (Sequence s : group.live()) {
+      if (budget <= 0) break;
+      int n = Math.min(s.numTokens() - s.numComputed(), budget);
+      if (n == 0) continue;
+      budget -= n;
+      int[] table = s.blockTableRef();
+      int first = s.numComputed() / blocks.blockSize();
+      int last = (s.numComputed() + n - 1) / blocks.blockSize();
+      need += Math.max(0, last + 1 - table.length);
+      for (int b = first; b <= last && b < table.length; b++) if (blocks.refCount(table[b]) > 1) need++;
+    }
+    return need;
+  }
+
+  /** Best first: arrival for FCFS; (aged priority, arrival) for the priority policy. */
+  private Comparator<SequenceGroup> order() {
+    if (config.policy() == SchedulingPolicy.FCFS)
+      return Comparator.comparingLong(SequenceGroup::arrival);
+    return Comparator.comparingLong(this::effectivePriority)
+        .thenComparingLong(SequenceGroup::arrival);
+  }
+
+  /** Priority minus one for every {@code agingSteps} steps since arrival. */
+  long effectivePriority(SequenceGroup group) {
+    long aged = config.agingSteps() == 0 ? 0 : (step - group.arrivalStep()) / config.agingSteps();
+    return group.priority() - aged;
+  }
+
+  private SequenceGroup bestWaiting() {
+    return waiting.stream().min(order()).orElseThrow();
+  }
+
+  private int seatsTaken() {
+    int seats = 0;
+    for (SequenceGroup g : running) seats += g.seats();
+    return seats;
+  }
+
+  /**
+   * Reserves blocks for the group's next tokens within the budget. Block tables change right away;
+   * {@link Attempt#undo()} gives the new blocks back.
+   */
+  private Attempt tryPlace(SequenceGroup group, int budget) {
+    Attempt attempt = new Attempt();
+    for (Sequence seq : group.live()) {
+      if (budget == 0) break;
+      int need = seq.numTokens() - seq.numComputed();
+      if (need == 0) continue;
+      // Without chunked prefill a prompt runs whole or waits for a step with enough budget.
+      if (need > budget && !config.chunkedPrefill()) break;
+      int n = Math.min(need, budget);
+      if (!reserve(seq, n, attempt)) {
+        attempt.outOfBlocks = true;
+        return attempt;
+      }
+      attempt.chunks.add(new Pending(seq, n));
+      budget -= n;
+    }
+    attempt.placed = !attempt.chunks.isEmpty();
+    return attempt;
+  }
+
+  /** Gives {@code seq} private blocks for positions numComputed .. numComputed + n. */
+  private boolean reserve(Sequence seq, int n, Attempt attempt) {
+    int start = seq.numComputed();
+    int end = start + n;
+    int[] table = seq.blockTableRef();
+    int first = start / blocks.blockSize();
+    int last = (end - 1) / blocks.blockSize();
+    int fresh = Math.max(0, last + 1 - table.length);
+    int shared = 0;
+    for (int b = first; b <= last && b < table.length; b++) if (blocks.refCount(table[b]) > 1) shared++;
+    if (blocks.numFree() < fresh + shared) return false;
+    int[] updated = Arrays.copyOf(table, Math.max(table.length, last + 1));
+    for (int b = first; b <= last && b < table.length; b++) {
+      if (blocks.refCount(table[b]) > 1) {
+        int copy = blocks.allocate();
+        attempt.copies.add(new BlockCopy(table[b], copy));
+        attempt.undoCopies.add(new int[] {table[b], copy});
+        blocks.release(table[b]);
+        updated[b] = copy;
+      }
+    }
+    for (int b = table.length; b <= last; b++) {
+      updated[b] = blocks.allocate();
+      attempt.fresh.add(updated[b]);
+    }
+    attempt.tables.add(new Object[] {seq, table});
+    seq.setBlockTable(updated);
+    return true;
+  }
+
+  private record Pending(Sequence seq, int n) {}
+
+  /** One group's tentative placement: committed whole or undone whole. */
+  private final class Attempt {
+    final List<Pending> chunks = new ArrayList<>();
+    final List<BlockCopy> copies = new ArrayList<>();
+    final List<int[]> undoCopies = new ArrayList<>();
+    final List<Integer> fresh = new ArrayList<>();
+    final List<Object[]> tables = new ArrayList<>();
+    boolean placed;
+    boolean outOfBlocks;
+
+    boolean placed() {
+      return placed;
+    }
+
+    boolean outOfBlocks() {
+      return outOfBlocks;
+    }
+
+    int commit(List<ScheduledChunk> out, List<BlockCopy> outCopies) {
+      int used = 0;
+      for (Pending p : chunks) {
+        Sequence seq = p.seq();
+        int start = seq.numComputed();
+        int end = start + p.n();
+        seq.setNumComputed(end);
+        out.add(
+            new ScheduledChunk(
+                seq, start, seq.tokens(start, end), seq.blockTable(), end == seq.numTokens()));
+        used += p.n();
+      }
+      outCopies.addAll(copies);
+      return used;
+    }
+
+    /** Restores the block tables and the blocks' holders as they were before the attempt. */
+    void undo() {
+      for (int[] c : undoCopies) {
+        blocks.share(c[0]);
+        blocks.release(c[1]);
+      }
+      for (int b : fresh) blocks.release(b);
+      for (int k = tables.size() - 1; k >= 0; k--) {
+        Object[] t = tables.get(k);
+        ((Sequence) t[0]).setBlockTable((int[]) t[1]);
+      }
+      chunks.clear();
+      copies.clear();
+    }
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  /** Drops the group's cache and sends it back to waiting, to be recomputed from scratch. */
+  private void preempt(SequenceGroup group) {
+    freeBlocks(group);
+    running.remove(group);
+    waiting.add(group);
+    group.countPreemption();
+    preemptions++;
+  }
+
+  private void drop(SequenceGroup group) {
+    freeBlocks(group);
+    running.remove(group);
+    waiting.remove(group);
+    byId.remove(group.requestId());
+    for (Sequence s : group.sequences()) if (!s.finished()) s.markFinished();
+  }
+
+  private void freeBlocks(SequenceGroup group) {
+    for (Sequence s : group.sequences()) {
+      for (int b : s.blockTableRef()) blocks.release(b);
+      s.setBlockTable(new int[0]);
+      s.setNumComputed(0);
+    }
+  }
+
+  /**
+   * A new sequence continuing {@code parent}: same tokens, sharing its blocks. Used to split a
+   * prefilled prompt into its choices and to branch beams.
+   */
+  public Sequence fork(Sequence parent, int index) {
+    if (parent.finished()) throw new IllegalStateException("cannot fork a finished sequence");
+    Sequence child = parent.copyAs(index);
+    for (int b : child.blockTableRef()) blocks.share(b);
+    parent.group().add(child);
+    parent.group().markForked();
+    return child;
+  }
+
+  /** Marks the group as split into its choices (width 1 requests never fork). */
+  public void markForked(SequenceGroup group) {
+    group.markForked();
+  }
+
+  /** A sequence is done: its blocks are released now; the request leaves with its last one. */
+  public void finish(Sequence seq) {
+    if (seq.finished()) return;
+    for (int b : seq.blockTableRef()) blocks.release(b);
+    seq.setBlockTable(new int[0]);
+    seq.markFinished();
+    SequenceGroup group = seq.group();
+    if (group.finished()) {
+      running.remove(group);
+      waiting.remove(group);
+      byId.remove(group.requestId());
+    }
+  }
+
+  /** Removes a request wherever it is, freeing its blocks; false if unknown. */
+  public boolean abort(String requestId) {
+    SequenceGroup group = byId.get(requestId);
+    if (group == null) return false;
+    drop(group);
+    return true;
+  }
+}

@@ -1,0 +1,98 @@
+package dev.troupe.scheduler;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * One request in the scheduler: a prompt that is prefilled once, then forks into {@code n}
+ * sequences (choices or beams) sharing the prompt's blocks. Preempted and resumed as a whole.
+ */
+public final class SequenceGroup {
+  private final String requestId;
+  private final int priority;
+  private final long arrival;
+  private final long arrivalStep;
+  private final int width;
+  private final List<Sequence> sequences = new ArrayList<>();
+  private boolean forked;
+  private int preemptions;
+
+  SequenceGroup(String requestId, int priority, long arrival, long arrivalStep, int[] prompt, int width) {
+    this.requestId = requestId;
+    this.priority = priority;
+    this.arrival = arrival;
+    this.arrivalStep = arrivalStep;
+    this.width = width;
+    sequences.add(new Sequence(this, 0, prompt, prompt.length, prompt.length));
+  }
+
+  public String requestId() {
+    return requestId;
+  }
+
+  public int priority() {
+    return priority;
+  }
+
+  /** Arrival order (a counter): ties in priority go to the earlier arrival. */
+  public long arrival() {
+    return arrival;
+  }
+
+  long arrivalStep() {
+    return arrivalStep;
+  }
+
+  /** Sequences the request runs once forked (n, or the beam width). */
+  public int width() {
+    return width;
+  }
+
+  /** True once the prompt has been prefilled and split into its choices. */
+  public boolean forked() {
+    return forked;
+  }
+
+  void markForked() {
+    forked = true;
+  }
+
+  public int preemptions() {
+    return preemptions;
+  }
+
+  void countPreemption() {
+    preemptions++;
+  }
+
+  /** All sequences, finished ones included, in creation order. */
+  public List<Sequence> sequences() {
+    return Collections.unmodifiableList(sequences);
+  }
+
+  void add(Sequence sequence) {
+    sequences.add(sequence);
+  }
+
+  public List<Sequence> live() {
+    List<Sequence> live = new ArrayList<>();
+    for (Sequence s : sequences) if (!s.finished()) live.add(s);
+    return live;
+  }
+
+  /** Sequence slots it occupies against {@code maxNumSeqs}: the width until forked. */
+  int seats() {
+    return forked ? live().size() : width;
+  }
+
+  public boolean finished() {
+    for (Sequence s : sequences) if (!s.finished()) return false;
+    return true;
+  }
+
+  @Override
+  public String toString() {
+    return requestId + "(p" + priority + ",#" + arrival + ")";
+  }
+}

@@ -31,6 +31,21 @@ public interface ModelRunner extends AutoCloseable {
   /** Copies the cached keys/values of block {@code src} into block {@code dst} (copy-on-write). */
   void copyBlock(int src, int dst);
 
+  /**
+   * Makes a LoRA adapter available to chunks naming {@code id} (replacing any adapter with that id
+   * for later steps). Adapters are validated against the model's layer shapes here.
+   *
+   * @param id a positive id; 0 is the base model
+   */
+  default void registerAdapter(int id, LoraAdapter adapter) {
+    throw new UnsupportedOperationException("this runner does not serve LoRA adapters");
+  }
+
+  /** Forgets adapter {@code id}; chunks naming it afterwards fail. */
+  default void removeAdapter(int id) {
+    throw new UnsupportedOperationException("this runner does not serve LoRA adapters");
+  }
+
   @Override
   void close();
 
@@ -41,11 +56,20 @@ public interface ModelRunner extends AutoCloseable {
    * @param startPosition position of {@code tokens[0]} in the sequence (= tokens already cached)
    * @param blockTable KV block ids of the sequence, covering at least startPosition + tokens.length
    * @param allLogits return logits for every token (prompt logprobs) instead of only the last
+   * @param adapterId the LoRA adapter this chunk runs with ({@link #registerAdapter}); 0 = base
+   *     model. Per chunk, so a running request keeps the adapter it started with.
    */
-  record SequenceChunk(int[] tokens, int startPosition, int[] blockTable, boolean allLogits) {
+  record SequenceChunk(
+      int[] tokens, int startPosition, int[] blockTable, boolean allLogits, int adapterId) {
     public SequenceChunk {
       if (tokens.length == 0) throw new IllegalArgumentException("empty chunk");
       if (startPosition < 0) throw new IllegalArgumentException("negative start position");
+      if (adapterId < 0) throw new IllegalArgumentException("negative adapter id");
+    }
+
+    /** A chunk on the base model. */
+    public SequenceChunk(int[] tokens, int startPosition, int[] blockTable, boolean allLogits) {
+      this(tokens, startPosition, blockTable, allLogits, 0);
     }
   }
 }

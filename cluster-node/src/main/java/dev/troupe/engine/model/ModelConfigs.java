@@ -1,0 +1,129 @@
+package dev.troupe.engine.model;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.troupe.engine.ModelConfig;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Reads a Hugging Face {@code config.json} (plus {@code generation_config.json} for end-of-sequence
+ * ids) into a {@link ModelConfig}. Defaults follow transformers' config classes for the supported
+ * architectures; anything we cannot run faithfully is rejected here, not discovered later.
+ */
+public final class ModelConfigs {
+  public static final Set<String> SUPPORTED =
+      Set.of("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM");
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private ModelConfigs() {}
+
+  /** Reads {@code dir/config.json} and, if present, {@code dir/generation_config.json}. */
+  public static ModelConfig read(Path dir) {
+    Path file = dir.resolve("config.json");
+    if (!Files.isRegularFile(file)) throw new ModelLoadException("no config.json in " + dir.toAbsolutePath());
+    JsonNode c = readJson(file);
+    List<Integer> eos = new ArrayList<>();
+    Path gen = dir.resolve("generation_config.json");
+    if (Files.isRegularFile(gen)) eos.addAll(ids(readJson(gen).get("eos_token_id")));
+    eos.addAll(ids(c.get("eos_token_id")));
+    try {
+      return parse(c, List.copyOf(new LinkedHashSet<>(eos)));
+    } catch (IllegalArgumentException e) {
+      throw new ModelLoadException(file + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static JsonNode readJson(Path file) {
+    try {
+      JsonNode n = JSON.readTree(file.toFile());
+      if (n == null || !n.isObject()) throw new ModelLoadException(file + ": not a JSON object");
+      return n;
+    } catch (IOException e) {
+      throw new ModelLoadException(file + ": unreadable JSON: " + e.getMessage(), e);
+    }
+  }
+
+  private static ModelConfig parse(JsonNode c, List<Integer> eos) {
+    JsonNode archs = c.get("architectures");
+    String arch = archs != null && archs.isArray() && archs.size() > 0 ? archs.get(0).asText() : null;
+    if (arch == null || !SUPPORTED.contains(arch))
+      throw new IllegalArgumentException(
+          "unsupported architecture " + arch + " (supported: " + String.join(", ", SUPPORTED.stream().sorted().toList()) + ")");
+    String act = text(c, "hidden_act", "silu");
+    if (!act.equals("silu")) throw new IllegalArgumentException("unsupported hidden_act " + act);
+    int hidden = req(c, "hidden_size");
+    int heads = req(c, "num_attention_heads");
+    int kvHeads = c.hasNonNull("num_key_value_heads") ? c.get("num_key_value_heads").asInt() : heads;
+    int headDim = c.hasNonNull("head_dim") ? c.get("head_dim").asInt() : hidden / heads;
+    if (headDim % 2 != 0) throw new IllegalArgumentException("head_dim " + headDim + " is odd");
+    boolean qwen2 = arch.equals("Qwen2ForCausalLM");
+    boolean attentionBias = c.path("attention_bias").asBoolean(false);
+    if (attentionBias && !qwen2)
+      // Llama/Qwen3 attention_bias also adds an o_proj bias, which no released checkpoint of these
+      // families uses; refuse rather than silently drop it.
+      throw new IllegalArgumentException("attention_bias=true is not supported for " + arch);
+    return new ModelConfig(
+        arch,
+        req(c, "vocab_size"),
+        hidden,
+        req(c, "intermediate_size"),
+        req(c, "num_hidden_layers"),
+        heads,
+        kvHeads,
+        headDim,
+        c.path("max_position_embeddings").asInt(2048),
+        c.path("rms_norm_eps").asDouble(1e-6),
+        c.path("rope_theta").asDouble(10000.0),
+        ropeScaling(c.get("rope_scaling")),
+        c.path("tie_word_embeddings").asBoolean(false),
+        qwen2,
+        arch.equals("Qwen3ForCausalLM"),
+        c.hasNonNull("bos_token_id") && c.get("bos_token_id").isInt() ? c.get("bos_token_id").asInt() : null,
+        eos);
+  }
+
+  private static ModelConfig.RopeScaling ropeScaling(JsonNode r) {
+    if (r == null || r.isNull()) return null;
+    String type = r.hasNonNull("rope_type") ? r.get("rope_type").asText() : text(r, "type", "default");
+    if (type.equals("default")) return null;
+    if (!type.equals("llama3"))
+      throw new IllegalArgumentException("unsupported rope_scaling type " + type + " (llama3 is supported)");
+    return new ModelConfig.RopeScaling(
+        type,
+        reqD(r, "factor"),
+        reqD(r, "low_freq_factor"),
+        reqD(r, "high_freq_factor"),
+        req(r, "original_max_position_embeddings"));
+  }
+
+  private static List<Integer> ids(JsonNode n) {
+    List<Integer> out = new ArrayList<>();
+    if (n == null || n.isNull()) return out;
+    if (n.isArray()) n.forEach(x -> out.add(x.asInt()));
+    else out.add(n.asInt());
+    return out;
+  }
+
+  private static String text(JsonNode c, String field, String dflt) {
+    return c.hasNonNull(field) ? c.get(field).asText() : dflt;
+  }
+
+  private static int req(JsonNode c, String field) {
+    JsonNode n = c.get(field);
+    if (n == null || !n.canConvertToInt() || n.asInt() <= 0)
+      throw new IllegalArgumentException("missing or invalid " + field);
+    return n.asInt();
+  }
+
+  private static double reqD(JsonNode c, String field) {
+    JsonNode n = c.get(field);
+    if (n == null || !n.isNumber()) throw new IllegalArgumentException("rope_scaling lacks " + field);
+    return n.asDouble();
+  }
+}

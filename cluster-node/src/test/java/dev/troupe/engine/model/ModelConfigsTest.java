@@ -1,0 +1,87 @@
+package dev.troupe.engine.model;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.testing.TinyModels;
+import dev.troupe.engine.testing.TinyModels.Arch;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+class ModelConfigsTest {
+  @TempDir Path tmp;
+
+  @ParameterizedTest
+  @EnumSource(Arch.class)
+  void roundTripsEveryArchitecture(Arch arch) throws IOException {
+    ModelConfig c = TinyModels.config(arch);
+    Files.writeString(tmp.resolve("config.json"), TinyModels.configJson(c));
+    assertEquals(c, ModelConfigs.read(tmp));
+  }
+
+  @Test
+  void readsARealLlama32Config() throws IOException {
+    // the shape of meta-llama/Llama-3.2-1B-Instruct's config.json
+    Files.writeString(tmp.resolve("config.json"), """
+        {"architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000,
+         "eos_token_id": [128001, 128008, 128009], "head_dim": 64, "hidden_act": "silu",
+         "hidden_size": 2048, "intermediate_size": 8192, "max_position_embeddings": 131072,
+         "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+         "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0,
+         "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+         "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+         "vocab_size": 128256}""");
+    Files.writeString(tmp.resolve("generation_config.json"),
+        "{\"bos_token_id\": 128000, \"eos_token_id\": [128001, 128008, 128009], \"temperature\": 0.6}");
+    ModelConfig c = ModelConfigs.read(tmp);
+    assertEquals(64, c.headDim());
+    assertEquals(8, c.numKvHeads());
+    assertEquals(new ModelConfig.RopeScaling("llama3", 32.0, 1.0, 4.0, 8192), c.ropeScaling());
+    assertTrue(c.tieWordEmbeddings());
+    assertFalse(c.attentionBias());
+    assertEquals(128000, c.bosTokenId());
+    assertEquals(List.of(128001, 128008, 128009), c.eosTokenIds());
+  }
+
+  @Test
+  void generationConfigEosComesFirstAndDefaultsApply() throws IOException {
+    Files.writeString(tmp.resolve("config.json"), """
+        {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "eos_token_id": 7}""");
+    Files.writeString(tmp.resolve("generation_config.json"), "{\"eos_token_id\": [9, 7]}");
+    ModelConfig c = ModelConfigs.read(tmp);
+    assertEquals(List.of(9, 7), c.eosTokenIds());
+    assertEquals(4, c.numKvHeads());
+    assertEquals(16, c.headDim());
+    assertTrue(c.attentionBias());
+    assertFalse(c.tieWordEmbeddings());
+    assertNull(c.ropeScaling());
+  }
+
+  @Test
+  void unsupportedArchitectureAndRopeAreClearErrors() throws IOException {
+    Files.writeString(tmp.resolve("config.json"),
+        "{\"architectures\": [\"GPT2LMHeadModel\"], \"hidden_size\": 64, \"vocab_size\": 10}");
+    ModelLoadException e = assertThrows(ModelLoadException.class, () -> ModelConfigs.read(tmp));
+    assertTrue(e.getMessage().contains("unsupported architecture GPT2LMHeadModel"), e.getMessage());
+    assertTrue(e.getMessage().contains("config.json"), e.getMessage());
+    assertThrows(ModelLoadException.class, () -> ModelRunners.open(tmp, 4, 4));
+    Files.writeString(tmp.resolve("config.json"), """
+        {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+         "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}""");
+    e = assertThrows(ModelLoadException.class, () -> ModelConfigs.read(tmp));
+    assertTrue(e.getMessage().contains("yarn"), e.getMessage());
+    assertThrows(ModelLoadException.class, () -> ModelConfigs.read(tmp.resolve("absent")));
+  }
+}

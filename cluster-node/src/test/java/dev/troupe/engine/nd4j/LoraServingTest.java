@@ -1,0 +1,100 @@
+package dev.troupe.engine.nd4j;
+
+import static dev.troupe.engine.nd4j.Nd4jModelRunnerTest.maxDiff;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.engine.LoraAdapter;
+import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.testing.MapWeights;
+import dev.troupe.engine.testing.ScalarReferenceModel;
+import dev.troupe.engine.testing.TinyModels;
+import dev.troupe.engine.testing.TinyModels.Arch;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/** LoRA served per chunk equals the scalar reference run on merged weights W + scale·B·A. */
+class LoraServingTest {
+
+  private static LoraAdapter randomAdapter(ModelConfig c, long seed, String... modules) {
+    Random r = new Random(seed);
+    int rank = 4;
+    Map<String, float[]> a = new HashMap<>(), b = new HashMap<>();
+    for (String m : modules) {
+      for (int l = 0; l < c.numLayers(); l++) {
+        int mi = List.of(Lora.MODULES).indexOf(m);
+        int[] io = Lora.inOut(mi, c);
+        float[] am = new float[rank * io[0]], bm = new float[io[1] * rank];
+        for (int i = 0; i < am.length; i++) am[i] = (float) (0.2 * r.nextGaussian());
+        for (int i = 0; i < bm.length; i++) bm[i] = (float) (0.2 * r.nextGaussian());
+        String key = "model.layers." + l + "." + m;
+        a.put(key, am);
+        b.put(key, bm);
+      }
+    }
+    return new LoraAdapter(1, rank, 8.0, a, b);
+  }
+
+  private static MapWeights merged(ModelConfig c, Map<String, float[]> base, LoraAdapter ad) {
+    Map<String, float[]> copy = new HashMap<>();
+    for (Map.Entry<String, float[]> e : base.entrySet()) copy.put(e.getKey(), e.getValue().clone());
+    MapWeights w = new MapWeights(c, copy);
+    for (String key : ad.a().keySet()) {
+      float[] wm = w.get(key + ".weight");
+      float[] am = ad.a().get(key), bm = ad.b().get(key);
+      int in = am.length / ad.rank(), out = bm.length / ad.rank();
+      for (int o = 0; o < out; o++)
+        for (int i = 0; i < in; i++) {
+          double s = 0;
+          for (int k = 0; k < ad.rank(); k++) s += bm[o * ad.rank() + k] * am[k * in + i];
+          wm[o * in + i] += (float) (ad.scale() * s);
+        }
+    }
+    return w;
+  }
+
+  @Test
+  void adapterChunksMatchMergedWeightsAndBaseChunksStayBase() {
+    ModelConfig c = TinyModels.config(Arch.QWEN3);
+    Map<String, float[]> base = TinyModels.randomWeights(c, 99);
+    LoraAdapter ad = randomAdapter(c, 5, "self_attn.q_proj", "self_attn.v_proj", "self_attn.o_proj",
+        "mlp.gate_proj", "mlp.down_proj");
+    LoraAdapter ad2 = randomAdapter(c, 6, "self_attn.k_proj", "mlp.up_proj");
+    int[] prompt = {3, 14, 15, 92, 65, 35, 89, 79, 32, 38};
+    float[][] refBase = new ScalarReferenceModel(c, new MapWeights(c, base)).logits(prompt);
+    float[][] refAd = new ScalarReferenceModel(c, merged(c, base, ad)).logits(prompt);
+    float[][] refAd2 = new ScalarReferenceModel(c, merged(c, base, ad2)).logits(prompt);
+    assertTrue(maxDiff(refBase[9], refAd[9]) > 1e-2, "the adapter must change the logits");
+    try (ModelRunner m = Nd4jModelRunner.load(c, new MapWeights(c, base), 16, 4)) {
+      m.registerAdapter(1, ad);
+      m.registerAdapter(2, ad2);
+      List<float[][]> out =
+          m.forward(
+              List.of(
+                  new SequenceChunk(prompt, 0, new int[] {0, 1, 2}, true, 1),
+                  new SequenceChunk(prompt, 0, new int[] {3, 4, 5}, false, 0),
+                  new SequenceChunk(prompt, 0, new int[] {6, 7, 8}, false, 2)));
+      for (int t = 0; t < prompt.length; t++) assertTrue(maxDiff(out.get(0)[t], refAd[t]) < 1e-4, "adapter row " + t);
+      assertTrue(maxDiff(out.get(1)[0], refBase[9]) < 1e-4, "base chunk");
+      assertTrue(maxDiff(out.get(2)[0], refAd2[9]) < 1e-4, "second adapter");
+      // a decode step keeps its adapter
+      float[][] dec = m.forward(List.of(new SequenceChunk(new int[] {7}, 10, new int[] {0, 1, 2}, false, 1))).get(0);
+      int[] longer = java.util.Arrays.copyOf(prompt, 11);
+      longer[10] = 7;
+      float[][] refLonger = new ScalarReferenceModel(c, merged(c, base, ad)).logits(longer);
+      assertTrue(maxDiff(dec[0], refLonger[10]) < 1e-4);
+      m.removeAdapter(1);
+      assertThrows(IllegalArgumentException.class,
+          () -> m.forward(List.of(new SequenceChunk(new int[] {7}, 11, new int[] {0, 1, 2}, false, 1))));
+      Map<String, float[]> bad = Map.of("model.layers.0.self_attn.q_proj", new float[3]);
+      assertThrows(IllegalArgumentException.class, () -> m.registerAdapter(3, new LoraAdapter(1, 1, 1, bad, bad)));
+      Map<String, float[]> unknown = Map.of("model.layers.9.self_attn.q_proj", new float[32]);
+      assertThrows(IllegalArgumentException.class, () -> m.registerAdapter(3, new LoraAdapter(1, 1, 1, unknown, unknown)));
+    }
+  }
+}

@@ -1,0 +1,160 @@
+package dev.troupe.engine.nd4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.model.DType;
+import dev.troupe.engine.model.ModelConfigs;
+import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.model.WeightSource;
+import dev.troupe.engine.testing.ScalarReferenceModel;
+import dev.troupe.engine.testing.TinyModels;
+import dev.troupe.engine.testing.TinyModels.Arch;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** The ND4J forward against the scalar reference, for every architecture and batch shape. */
+class Nd4jModelRunnerTest {
+  static final double TOL = 1e-4;
+  static final int BS = 4;
+
+  @TempDir Path tmp;
+
+  private static DType dtypeFor(Arch a) {
+    return switch (a) {
+      case LLAMA, MISTRAL -> DType.F32;
+      case LLAMA3_SCALED, QWEN3 -> DType.BF16;
+      case QWEN2 -> DType.F16;
+    };
+  }
+
+  private static int[] randomTokens(Random r, int n, int vocab) {
+    int[] t = new int[n];
+    for (int i = 0; i < n; i++) t[i] = r.nextInt(vocab);
+    return t;
+  }
+
+  static float maxDiff(float[] a, float[] b) {
+    assertEquals(a.length, b.length);
+    float m = 0;
+    for (int i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+    return m;
+  }
+
+  private static int[] blocks(int... ids) {
+    return ids;
+  }
+
+  @ParameterizedTest
+  @EnumSource(Arch.class)
+  void matchesScalarReferenceForSingleSequencesChunksAndMixedBatches(Arch arch) throws Exception {
+    Path dir = TinyModels.write(tmp.resolve(arch.name()), arch, dtypeFor(arch), 42 + arch.ordinal(), arch == Arch.QWEN3);
+    Random r = new Random(7);
+    int[] a = randomTokens(r, 23, 97), b = randomTokens(r, 9, 97), c = randomTokens(r, 14, 97);
+    float[][] refA, refB, refC;
+    try (WeightSource w = ModelRunners.weights(dir)) {
+      ScalarReferenceModel ref = new ScalarReferenceModel(ModelConfigs.read(dir), w);
+      refA = ref.logits(a);
+      refB = ref.logits(b);
+      refC = ref.logits(c);
+    }
+    try (ModelRunner m = ModelRunners.open(dir, 32, BS)) {
+      // 1. a whole prompt in one chunk, all logits, blocks out of order
+      int[] tableA = blocks(9, 3, 17, 0, 5, 30);
+      float[][] all = m.forward(List.of(new SequenceChunk(a, 0, tableA, true))).get(0);
+      for (int t = 0; t < a.length; t++)
+        assertTrue(maxDiff(all[t], refA[t]) < TOL, arch + " single sequence, position " + t + ": " + maxDiff(all[t], refA[t]));
+
+      // 2. the same prompt as chunked prefill (7, 5) then decode steps, in other blocks
+      int[] tableA2 = blocks(1, 2, 4, 6, 7, 8);
+      float[][] l = m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOfRange(a, 0, 7), 0, tableA2, false))).get(0);
+      assertTrue(maxDiff(l[0], refA[6]) < TOL);
+      l = m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOfRange(a, 7, 12), 7, tableA2, false))).get(0);
+      assertTrue(maxDiff(l[0], refA[11]) < TOL, arch + " chunked prefill");
+      for (int t = 12; t < a.length; t++) {
+        l = m.forward(List.of(new SequenceChunk(new int[] {a[t]}, t, tableA2, false))).get(0);
+        assertTrue(maxDiff(l[0], refA[t]) < TOL, arch + " decode at " + t + ": " + maxDiff(l[0], refA[t]));
+      }
+
+      // 3. mixed batch: b prefilling 6 tokens, c prefilling all, a decoding (cache from step 2)
+      int[] tableB = blocks(10, 11, 12), tableC = blocks(13, 14, 15, 16);
+      m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOfRange(b, 0, 3), 0, tableB, false)));
+      List<float[][]> mixed =
+          m.forward(
+              List.of(
+                  new SequenceChunk(java.util.Arrays.copyOfRange(b, 3, 9), 3, tableB, true),
+                  new SequenceChunk(new int[] {a[a.length - 1]}, a.length - 1, tableA2, false),
+                  new SequenceChunk(c, 0, tableC, false)));
+      for (int i = 0; i < 6; i++) assertTrue(maxDiff(mixed.get(0)[i], refB[3 + i]) < TOL, arch + " mixed b " + i);
+      assertTrue(maxDiff(mixed.get(1)[0], refA[a.length - 1]) < TOL, arch + " mixed a");
+      assertEquals(1, mixed.get(2).length);
+      assertTrue(maxDiff(mixed.get(2)[0], refC[c.length - 1]) < TOL, arch + " mixed c");
+    }
+  }
+
+  @Test
+  void batchedEqualsUnbatched() throws Exception {
+    Path dir = TinyModels.write(tmp.resolve("m"), Arch.QWEN3, DType.F32, 5, false);
+    Random r = new Random(11);
+    int n = 6;
+    int[][] prompts = new int[n][];
+    for (int i = 0; i < n; i++) prompts[i] = randomTokens(r, 3 + 2 * i, 97);
+    try (ModelRunner m = ModelRunners.open(dir, 64, BS)) {
+      List<float[]> alone = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        int[] table = {i * 4, i * 4 + 1, i * 4 + 2, i * 4 + 3};
+        alone.add(m.forward(List.of(new SequenceChunk(prompts[i], 0, table, false))).get(0)[0]);
+        alone.add(m.forward(List.of(new SequenceChunk(new int[] {i}, prompts[i].length, table, false))).get(0)[0]);
+      }
+      List<SequenceChunk> prefill = new ArrayList<>(), decode = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        int[] table = {32 + i * 4, 33 + i * 4, 34 + i * 4, 35 + i * 4};
+        prefill.add(new SequenceChunk(prompts[i], 0, table, false));
+        decode.add(new SequenceChunk(new int[] {i}, prompts[i].length, table, false));
+      }
+      List<float[][]> p = m.forward(prefill), d = m.forward(decode);
+      for (int i = 0; i < n; i++) {
+        assertTrue(maxDiff(p.get(i)[0], alone.get(2 * i)) < 1e-5, "prefill " + i);
+        assertTrue(maxDiff(d.get(i)[0], alone.get(2 * i + 1)) < 1e-5, "decode " + i);
+      }
+    }
+  }
+
+  @Test
+  void copyBlockCopiesCachedKeysAndValues() throws Exception {
+    Path dir = TinyModels.write(tmp.resolve("m"), Arch.LLAMA, DType.F32, 3, false);
+    int[] prompt = {5, 6, 7, 8, 9, 10};
+    try (ModelRunner m = ModelRunners.open(dir, 8, BS)) {
+      m.forward(List.of(new SequenceChunk(prompt, 0, new int[] {0, 1}, false)));
+      float[] expected = m.forward(List.of(new SequenceChunk(new int[] {11}, 6, new int[] {0, 1}, false))).get(0)[0];
+      // a fork: block 0 shared, block 1 copied to 2 before the fork writes into it
+      m.copyBlock(1, 2);
+      float[] forked = m.forward(List.of(new SequenceChunk(new int[] {11}, 6, new int[] {0, 2}, false))).get(0)[0];
+      assertTrue(maxDiff(expected, forked) < 1e-6);
+      // without the copy, block 3 holds nothing of this sequence and the logits differ
+      float[] wrong = m.forward(List.of(new SequenceChunk(new int[] {11}, 6, new int[] {0, 3}, false))).get(0)[0];
+      assertTrue(maxDiff(expected, wrong) > 1e-3);
+    }
+  }
+
+  @Test
+  void rejectsBadChunks() throws Exception {
+    Path dir = TinyModels.write(tmp.resolve("m"), Arch.LLAMA, DType.F32, 3, false);
+    try (ModelRunner m = ModelRunners.open(dir, 4, BS)) {
+      assertThrows(IllegalArgumentException.class, () -> m.forward(List.of(new SequenceChunk(new int[] {1, 2, 3, 4, 5}, 0, new int[] {0}, false))));
+      assertThrows(IllegalArgumentException.class, () -> m.forward(List.of(new SequenceChunk(new int[] {97}, 0, new int[] {0}, false))));
+      assertThrows(IllegalArgumentException.class, () -> m.forward(List.of(new SequenceChunk(new int[] {1}, 0, new int[] {4}, false))));
+      assertThrows(IllegalArgumentException.class, () -> m.forward(List.of(new SequenceChunk(new int[] {1}, 0, new int[] {0}, false, 3))));
+      assertThrows(IllegalArgumentException.class, () -> m.copyBlock(0, 4));
+    }
+  }
+}

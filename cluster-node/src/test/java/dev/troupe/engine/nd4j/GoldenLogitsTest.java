@@ -1,0 +1,63 @@
+package dev.troupe.engine.nd4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.model.ModelConfigs;
+import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.model.WeightSource;
+import dev.troupe.engine.testing.ScalarReferenceModel;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Our logits against PyTorch's for tiny random models in Hugging Face format. The models and
+ * {@code golden.json} under {@code src/test/resources/golden/} are written by
+ * {@code tools/golden/make_golden.py} (Debian python3-torch, the transformers model math in torch):
+ * Llama with llama3 rope scaling in BF16, Qwen3 with q/k norm and tied embeddings in F16.
+ */
+class GoldenLogitsTest {
+
+  @ParameterizedTest
+  @ValueSource(strings = {"llama", "qwen3"})
+  void matchesPyTorch(String name) throws Exception {
+    Path dir = Path.of(GoldenLogitsTest.class.getResource("/golden/" + name).toURI());
+    JsonNode g = new ObjectMapper().readTree(dir.resolve("golden.json").toFile());
+    int[] tokens = new int[g.get("tokens").size()];
+    for (int i = 0; i < tokens.length; i++) tokens[i] = g.get("tokens").get(i).asInt();
+    float[][] golden = new float[tokens.length][];
+    for (int t = 0; t < tokens.length; t++) {
+      JsonNode row = g.get("logits").get(t);
+      golden[t] = new float[row.size()];
+      for (int i = 0; i < row.size(); i++) golden[t][i] = (float) row.get(i).asDouble();
+    }
+    try (ModelRunner m = ModelRunners.open(dir, 16, 8)) {
+      int[] table = {5, 2, 9, 0, 7, 1};
+      int split = 25;
+      float[][] prefill = m.forward(List.of(new SequenceChunk(Arrays.copyOf(tokens, split), 0, table, true))).get(0);
+      for (int t = 0; t < split; t++) assertClose(golden[t], prefill[t], name + " prefill position " + t);
+      for (int t = split; t < tokens.length; t++) {
+        float[] l = m.forward(List.of(new SequenceChunk(new int[] {tokens[t]}, t, table, false))).get(0)[0];
+        assertClose(golden[t], l, name + " decode position " + t);
+      }
+    }
+    // the scalar reference used by the other tests agrees with PyTorch too
+    try (WeightSource w = ModelRunners.weights(dir)) {
+      float[][] ref = new ScalarReferenceModel(ModelConfigs.read(dir), w).logits(tokens);
+      for (int t = 0; t < tokens.length; t++) assertClose(golden[t], ref[t], name + " reference position " + t);
+    }
+  }
+
+  private static void assertClose(float[] expected, float[] actual, String what) {
+    assertEquals(expected.length, actual.length, what);
+    float d = Nd4jModelRunnerTest.maxDiff(expected, actual);
+    assertTrue(d <= 1e-4, what + ": max |Δlogit| " + d);
+  }
+}

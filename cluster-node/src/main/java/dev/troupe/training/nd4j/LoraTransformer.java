@@ -2,7 +2,7 @@ package dev.troupe.training.nd4j;
 
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
-import dev.troupe.training.BaseWeights;
+import dev.troupe.engine.model.WeightSource;
 import dev.troupe.training.LoraSpec;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -49,7 +49,7 @@ public final class LoraTransformer implements AutoCloseable {
   private final Set<String> noDecay = new LinkedHashSet<>();
 
   /** Builds the model; LoRA A matrices get PEFT's Kaiming-uniform init (bound 1/sqrt(in)). */
-  public LoraTransformer(ModelConfig config, BaseWeights weights, LoraSpec spec, DataType dtype) {
+  public LoraTransformer(ModelConfig config, WeightSource weights, LoraSpec spec, DataType dtype) {
     this.config = config;
     this.spec = spec;
     this.dtype = dtype;
@@ -58,7 +58,7 @@ public final class LoraTransformer implements AutoCloseable {
     int v = config.vocabSize();
     embed = load(weights, "model.embed_tokens.weight", v, h);
     lmHead =
-        config.tieWordEmbeddings() || !weights.has("lm_head.weight")
+        config.tieWordEmbeddings() || !weights.contains("lm_head.weight")
             ? embed
             : load(weights, "lm_head.weight", v, h);
     finalNorm = new Norm("model.norm.weight", load(weights, "model.norm.weight", h), false);
@@ -471,8 +471,8 @@ public final class LoraTransformer implements AutoCloseable {
 
   // --- parameters ------------------------------------------------------------------------------
 
-  private INDArray load(BaseWeights w, String name, long... shape) {
-    float[] data = w.tensor(name);
+  private INDArray load(WeightSource w, String name, long... shape) {
+    float[] data = w.floats(name);
     long size = 1;
     for (long s : shape) size *= s;
     if (data.length != size)
@@ -480,7 +480,7 @@ public final class LoraTransformer implements AutoCloseable {
     return Nd4j.create(data, shape, DataType.FLOAT).castTo(dtype);
   }
 
-  private Linear linear(BaseWeights w, String module, int out, int in, boolean bias, Random random) {
+  private Linear linear(WeightSource w, String module, int out, int in, boolean bias, Random random) {
     Linear l = new Linear(module, load(w, module + ".weight", out, in));
     if (bias) l.bias = load(w, module + ".bias", out);
     String shortName = module.substring(module.lastIndexOf('.') + 1);
@@ -499,7 +499,7 @@ public final class LoraTransformer implements AutoCloseable {
     return l;
   }
 
-  private Norm norm(BaseWeights w, String name, int size) {
+  private Norm norm(WeightSource w, String name, int size) {
     Norm norm = new Norm(name, load(w, name, size), spec.fullFineTune());
     if (norm.trainable) {
       register(name, norm.g.dup().data().asDouble(), size);

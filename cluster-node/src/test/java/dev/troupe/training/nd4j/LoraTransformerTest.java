@@ -4,6 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.nd4j.Nd4jModelRunner;
+import dev.troupe.engine.testing.MapWeights;
+import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.training.LoraSpec;
 import java.util.HashMap;
 import java.util.List;
@@ -60,7 +64,7 @@ class LoraTransformerTest {
   private static void assertForwardMatchesScalar(ModelConfig c) {
     TinyWeights base = new TinyWeights(c, 42);
     LoraSpec spec = new LoraSpec(2, 4, LoraSpec.ALL_TARGETS, false, 7);
-    LoraTransformer m = new LoraTransformer(c, base, spec, DataType.DOUBLE);
+    LoraTransformer m = new LoraTransformer(c, base.source(c), spec, DataType.DOUBLE);
     randomizeB(m, 3);
     double[] lp = m.forward(TOKENS, POSITIONS, SEGMENTS).logprobs();
     ScalarDecoder ref = new ScalarDecoder(c, merged(base, m, spec));
@@ -85,7 +89,7 @@ class LoraTransformerTest {
   void zeroBLeavesTheBaseModelUnchanged() {
     ModelConfig c = TinyWeights.qwen2();
     TinyWeights base = new TinyWeights(c, 5);
-    LoraTransformer m = new LoraTransformer(c, base, LoraSpec.DEFAULT, DataType.DOUBLE);
+    LoraTransformer m = new LoraTransformer(c, base.source(c), LoraSpec.DEFAULT, DataType.DOUBLE);
     double[] lp = m.forward(slice(TOKENS, 0, 6), slice(POSITIONS, 0, 6), new int[6]).logprobs();
     double[] ref = new ScalarDecoder(c, base.tensors).logprobs(slice(TOKENS, 0, 6));
     for (int t = 0; t < 5; t++) assertEquals(ref[t], lp[t], 1e-9);
@@ -93,7 +97,7 @@ class LoraTransformerTest {
 
   private static void assertGradientsMatchFiniteDifferences(ModelConfig c, LoraSpec spec) {
     TinyWeights base = new TinyWeights(c, 11);
-    LoraTransformer m = new LoraTransformer(c, base, spec, DataType.DOUBLE);
+    LoraTransformer m = new LoraTransformer(c, base.source(c), spec, DataType.DOUBLE);
     if (!spec.fullFineTune()) randomizeB(m, 9);
     // L = Σ_t coef_t · logprob_t, so dL/dlogprob = coef (last entry has no target)
     Random r = new Random(1);
@@ -143,10 +147,40 @@ class LoraTransformerTest {
   }
 
   @Test
+  void floatLogprobsMatchTheServingRunnerWithTheAdapterRegistered() {
+    for (TinyModels.Arch arch : TinyModels.Arch.values()) {
+      ModelConfig c = TinyModels.config(arch);
+      MapWeights w = new MapWeights(c, TinyModels.randomWeights(c, 17));
+      LoraSpec spec = new LoraSpec(4, 8, LoraSpec.ALL_TARGETS, false, 5);
+      LoraTransformer m = new LoraTransformer(c, w, spec, DataType.FLOAT);
+      randomizeB(m, 23);
+      int[] tokens = {1, 40, 7, 93, 12, 5, 66, 31};
+      double[] lp = m.forward(tokens, new int[] {0, 1, 2, 3, 4, 5, 6, 7}, new int[8]).logprobs();
+      try (ModelRunner runner = Nd4jModelRunner.load(c, w, 4, 16)) {
+        runner.registerAdapter(1, m.toAdapter(1));
+        float[][] logits =
+            runner.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, new int[] {0}, true, 1))).get(0);
+        for (int t = 0; t + 1 < tokens.length; t++) {
+          double max = Double.NEGATIVE_INFINITY;
+          for (float z : logits[t]) max = Math.max(max, z);
+          double sum = 0;
+          for (float z : logits[t]) sum += Math.exp(z - max);
+          double expected = logits[t][tokens[t + 1]] - max - Math.log(sum);
+          assertEquals(expected, lp[t], 2e-4, arch + " t=" + t);
+        }
+      }
+    }
+  }
+
+  @Test
   void targetsSelectWhichModulesGetAdapters() {
     LoraSpec spec = new LoraSpec(4, 8, List.of("q_proj", "v_proj"), false, 1);
     LoraTransformer m =
-        new LoraTransformer(TinyWeights.llama(false), new TinyWeights(TinyWeights.llama(false), 1), spec, DataType.FLOAT);
+        new LoraTransformer(
+            TinyWeights.llama(false),
+            new TinyWeights(TinyWeights.llama(false), 1).source(TinyWeights.llama(false)),
+            spec,
+            DataType.FLOAT);
     assertEquals(2 * 2 * 2, m.parameters().size()); // 2 layers × 2 modules × (A, B)
     assertTrue(m.parameters().containsKey("model.layers.1.self_attn.v_proj.lora_B"));
     for (double b : m.parameters().get("model.layers.0.self_attn.q_proj.lora_B")) assertEquals(0.0, b);

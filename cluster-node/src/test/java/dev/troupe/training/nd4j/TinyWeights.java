@@ -1,13 +1,14 @@
 package dev.troupe.training.nd4j;
 
 import dev.troupe.engine.ModelConfig;
-import dev.troupe.training.BaseWeights;
+import dev.troupe.engine.model.WeightSource;
+import dev.troupe.engine.testing.MapWeights;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
 
 /** Random Hugging Face-named weights for a tiny config, for tests. */
-final class TinyWeights implements BaseWeights {
+final class TinyWeights {
   final Map<String, float[]> tensors = new HashMap<>();
 
   TinyWeights(ModelConfig c, long seed) {
@@ -49,16 +50,9 @@ final class TinyWeights implements BaseWeights {
     tensors.put(name, v);
   }
 
-  @Override
-  public boolean has(String name) {
-    return tensors.containsKey(name);
-  }
-
-  @Override
-  public float[] tensor(String name) {
-    float[] t = tensors.get(name);
-    if (t == null) throw new IllegalArgumentException("no tensor " + name);
-    return t;
+  /** The tensors as a weight source shaped by {@code c}. */
+  WeightSource source(ModelConfig c) {
+    return new MapWeights(c, tensors);
   }
 
   static ModelConfig llama(boolean tied) {

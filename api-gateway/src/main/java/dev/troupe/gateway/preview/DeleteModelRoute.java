@@ -1,0 +1,54 @@
+package dev.troupe.gateway.preview;
+
+import static org.apache.pekko.http.javadsl.server.Directives.delete;
+import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
+import static org.apache.pekko.http.javadsl.server.Directives.path;
+
+import dev.troupe.gateway.http.ApiRoute;
+import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.protocol.api.preview.DeleteModelResponse;
+import dev.troupe.protocol.cluster.TrainableModelProtocol;
+import org.apache.pekko.http.javadsl.server.PathMatchers;
+import org.apache.pekko.http.javadsl.server.Route;
+
+/**
+ * {@code DELETE /v1/preview/models/{id}}: deletes the model and its checkpoints, then frees its name
+ * in the registry. 404 when there is no such model.
+ */
+public final class DeleteModelRoute implements ApiRoute {
+  private final PreviewContext ctx;
+
+  public DeleteModelRoute(PreviewContext ctx) {
+    this.ctx = ctx;
+  }
+
+  @Override
+  public Route route() {
+    return path(
+        PathMatchers.segment("v1").slash("preview").slash("models").slash(PathMatchers.segment()),
+        raw ->
+            delete(
+                () -> {
+                  String id = Problems.modelId(raw);
+                  return onSuccess(
+                      ctx.<TrainableModelProtocol.DeleteReply>askModel(id, TrainableModelProtocol.Delete::new)
+                          .thenCompose(
+                              reply -> {
+                                int checkpoints =
+                                    reply instanceof TrainableModelProtocol.ModelDeleted d
+                                        ? d.deletedCheckpoints()
+                                        : -1;
+                                // Unregister also when nothing was deleted: repairs a delete that
+                                // stopped between the two steps.
+                                return ctx.<TrainableModelProtocol.Unregistered>askRegistry(
+                                        r -> new TrainableModelProtocol.Unregister(id, r))
+                                    .thenApply(
+                                        u -> {
+                                          if (checkpoints < 0) throw Problems.modelNotFound(id);
+                                          return new DeleteModelResponse(id, checkpoints, false);
+                                        });
+                              }),
+                      JsonBodies::completeJson);
+                }));
+  }
+}

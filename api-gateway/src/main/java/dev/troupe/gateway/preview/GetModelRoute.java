@@ -1,0 +1,35 @@
+package dev.troupe.gateway.preview;
+
+import static org.apache.pekko.http.javadsl.server.Directives.get;
+import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
+import static org.apache.pekko.http.javadsl.server.Directives.path;
+
+import dev.troupe.gateway.http.ApiRoute;
+import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.protocol.cluster.TrainableModelProtocol;
+import org.apache.pekko.http.javadsl.server.PathMatchers;
+import org.apache.pekko.http.javadsl.server.Route;
+
+/** {@code GET /v1/preview/models/{id}}: the model, or 404. */
+public final class GetModelRoute implements ApiRoute {
+  private final PreviewContext ctx;
+
+  public GetModelRoute(PreviewContext ctx) {
+    this.ctx = ctx;
+  }
+
+  @Override
+  public Route route() {
+    return path(
+        PathMatchers.segment("v1").slash("preview").slash("models").slash(PathMatchers.segment()),
+        raw ->
+            get(
+                () -> {
+                  String id = Problems.modelId(raw);
+                  return onSuccess(
+                      ctx.<TrainableModelProtocol.ModelReply>askModel(id, TrainableModelProtocol.Get::new)
+                          .thenApply(r -> CreateModelRoute.toResponse(r, id)),
+                      JsonBodies::completeJson);
+                }));
+  }
+}

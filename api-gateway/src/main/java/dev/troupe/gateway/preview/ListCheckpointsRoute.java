@@ -1,0 +1,73 @@
+package dev.troupe.gateway.preview;
+
+import static org.apache.pekko.http.javadsl.server.Directives.get;
+import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
+import static org.apache.pekko.http.javadsl.server.Directives.parameterOptional;
+import static org.apache.pekko.http.javadsl.server.Directives.path;
+
+import dev.troupe.gateway.http.ApiRoute;
+import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.protocol.api.preview.CheckpointResponse;
+import dev.troupe.protocol.api.preview.CursorPage;
+import dev.troupe.protocol.cluster.TrainableModelProtocol;
+import java.util.List;
+import org.apache.pekko.http.javadsl.server.PathMatchers;
+import org.apache.pekko.http.javadsl.server.Route;
+
+/**
+ * {@code GET /v1/preview/models/{id}/checkpoints?after=&limit=&order=asc|desc}: checkpoints by step
+ * ({@code {id, step, metrics}}); ART's {@code get_step()} asks {@code limit=1&order=desc}.
+ */
+public final class ListCheckpointsRoute implements ApiRoute {
+  private final PreviewContext ctx;
+
+  public ListCheckpointsRoute(PreviewContext ctx) {
+    this.ctx = ctx;
+  }
+
+  @Override
+  public Route route() {
+    return path(
+        PathMatchers.segment("v1")
+            .slash("preview")
+            .slash("models")
+            .slash(PathMatchers.segment())
+            .slash("checkpoints"),
+        raw ->
+            get(
+                () ->
+                    parameterOptional(
+                        "after",
+                        after ->
+                            parameterOptional(
+                                "limit",
+                                rawLimit ->
+                                    parameterOptional(
+                                        "order",
+                                        order -> {
+                                          String id = Problems.modelId(raw);
+                                          Problems p = new Problems();
+                                          int limit = Problems.limit(rawLimit, p);
+                                          String o = order.orElse("asc");
+                                          if (!o.equals("asc") && !o.equals("desc"))
+                                            p.add(List.of("query", "order"), "Input should be 'asc' or 'desc'", "enum");
+                                          p.throwIfAny();
+                                          return onSuccess(
+                                              ctx.<TrainableModelProtocol.CheckpointsReply>askModel(
+                                                      id,
+                                                      r ->
+                                                          new TrainableModelProtocol.ListCheckpoints(
+                                                              after.orElse(null), limit, o.equals("desc"), r))
+                                                  .thenApply(reply -> page(reply, id)),
+                                              JsonBodies::completeJson);
+                                        })))));
+  }
+
+  private static CursorPage<CheckpointResponse> page(TrainableModelProtocol.CheckpointsReply reply, String id) {
+    if (!(reply instanceof TrainableModelProtocol.CheckpointPage page)) throw Problems.modelNotFound(id);
+    return CursorPage.of(
+        page.data().stream().map(c -> new CheckpointResponse(c.id(), c.step(), c.metrics())).toList(),
+        CheckpointResponse::id,
+        page.hasMore());
+  }
+}

@@ -1,6 +1,7 @@
 package dev.troupe.gateway.preview;
 
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol;
 import java.time.Duration;
@@ -51,6 +52,21 @@ public final class PreviewContext {
     this.servedModels = Objects.requireNonNull(servedModels);
     this.defaultEntity = Objects.requireNonNull(defaultEntity);
     this.askTimeout = Objects.requireNonNull(askTimeout);
+  }
+
+  /** The entity for a key's owner when a request names none. */
+  public static final String DEFAULT_ENTITY = "troupe";
+
+  /**
+   * {@link #sharded(ActorSystem, Supplier, String, Duration)} with the served models of {@code
+   * troupe.models} and the default entity.
+   */
+  public static PreviewContext sharded(ActorSystem<?> system, Duration askTimeout) {
+    List<String> names =
+        ServedModels.fromConfig(system.settings().config()).models().stream()
+            .map(ServedModels.ServedModel::name)
+            .toList();
+    return sharded(system, () -> names, DEFAULT_ENTITY, askTimeout);
   }
 
   /**

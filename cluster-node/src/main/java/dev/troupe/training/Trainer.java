@@ -1,0 +1,185 @@
+package dev.troupe.training;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.engine.LoraAdapter;
+import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.model.WeightSource;
+import dev.troupe.protocol.cluster.TrainingConfig;
+import dev.troupe.training.nd4j.LoraTransformer;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.nd4j.linalg.api.buffer.DataType;
+
+/**
+ * The training loop of one model, plain Java: trajectory groups → packed rows → for each row one
+ * forward/backward and one AdamW step (ART: batch size one row) → checkpoint. Keeps the adapters
+ * and optimizer state between jobs; {@link #restore} picks them up from a checkpoint after a restart.
+ *
+ * <p>Thread: not thread-safe; the owner runs it on one dedicated thread (ND4J's rule).
+ */
+public final class Trainer {
+  private final String modelId;
+  private final String baseModel;
+  private final TrajectoryTokenizer tokenizer;
+  private final Settings settings;
+  private final CheckpointStore store;
+  private final LoraTransformer model;
+  private final AdamW optimizer;
+
+  /**
+   * @param maxSequenceLength packed row length
+   * @param lora adapter shape (or full fine-tuning)
+   * @param optimizer AdamW betas, weight decay, gradient clipping
+   */
+  public record Settings(int maxSequenceLength, LoraSpec lora, AdamW.Hyper optimizer) {
+    public static final Settings DEFAULT = new Settings(2048, LoraSpec.DEFAULT, AdamW.Hyper.ART);
+
+    public Settings {
+      if (maxSequenceLength < 2) throw new IllegalArgumentException("max sequence length must be >= 2");
+    }
+  }
+
+  /** Progress callbacks, called on the trainer's thread in order. */
+  public interface Listener {
+    void started(int numSequences);
+
+    void gradientStep(int index, Map<String, Double> metrics);
+  }
+
+  /**
+   * @param checkpoint the stored step's directory
+   * @param adapter the new adapter to serve (null under full fine-tuning)
+   * @param metrics averaged {@code train/*} metrics for the checkpoint listing
+   */
+  public record Result(long step, Path checkpoint, LoraAdapter adapter, Map<String, Double> metrics) {}
+
+  public Trainer(
+      String modelId,
+      String baseModel,
+      ModelConfig config,
+      WeightSource weights,
+      TrajectoryTokenizer tokenizer,
+      Settings settings,
+      CheckpointStore store) {
+    this.modelId = modelId;
+    this.baseModel = baseModel;
+    this.tokenizer = tokenizer;
+    this.settings = settings;
+    this.store = store;
+    this.model = new LoraTransformer(config, weights, settings.lora(), DataType.FLOAT);
+    this.optimizer = new AdamW(settings.optimizer());
+  }
+
+  /** Loads adapters and optimizer state from a checkpoint written by this class. */
+  public void restore(Path checkpointDir) {
+    CheckpointStore.Saved saved = CheckpointStore.load(checkpointDir);
+    for (Map.Entry<String, double[]> e : model.parameters().entrySet()) {
+      double[] v = saved.parameters().get(e.getKey());
+      if (v == null || v.length != e.getValue().length)
+        throw new IllegalStateException(checkpointDir + " does not match the adapter shape at " + e.getKey());
+      System.arraycopy(v, 0, e.getValue(), 0, v.length);
+    }
+    if (saved.optimizer() != null) optimizer.restore(saved.optimizer());
+  }
+
+  /** The currently trained adapter (what a checkpoint of this step holds). */
+  public LoraAdapter adapter(int version) {
+    return model.toAdapter(version);
+  }
+
+  /** Log-probabilities of {@code tokens[t + 1]} after {@code tokens[..t]} under the current weights. */
+  public double[] score(int[] tokens) {
+    int[] positions = new int[tokens.length];
+    for (int i = 0; i < positions.length; i++) positions[i] = i;
+    return model.forward(tokens, positions, new int[tokens.length]).logprobs();
+  }
+
+  /** Runs one job and stores checkpoint {@code step}, even when nothing was trainable. */
+  public Result train(long step, List<JsonNode> groups, TrainingConfig config, Listener listener) {
+    TrainingBatch batch =
+        TrainingBatch.build(
+            groups,
+            tokenizer,
+            config.scaleRewards(),
+            config.advantageBalance(),
+            settings.maxSequenceLength());
+    List<PackedRow> rows = batch.rows();
+    listener.started(rows.size());
+    if (config.precalculateLogprobs()) {
+      // π_old := the job's starting policy, so ratios measure this job's own drift
+      for (PackedRow row : rows) {
+        double[] lp = model.forward(row.tokens(), row.positions(), row.segments()).logprobs();
+        for (int t = 0; t < row.length(); t++) if (row.mask()[t]) row.oldLogprobs()[t] = lp[t];
+      }
+    }
+    Map<String, Double> sums = new LinkedHashMap<>();
+    for (int i = 0; i < rows.size(); i++) {
+      PackedRow row = rows.get(i);
+      long start = System.nanoTime();
+      double[] loss = new double[1];
+      LoraTransformer.Output out =
+          model.forwardBackward(
+              row.tokens(),
+              row.positions(),
+              row.segments(),
+              lp -> {
+                RlLoss.Result r =
+                    RlLoss.compute(
+                        config,
+                        lp,
+                        row.oldLogprobs(),
+                        row.advantages(),
+                        row.weights(),
+                        row.mask(),
+                        row.historyIds());
+                loss[0] = r.loss();
+                return r.gradient();
+              });
+      double gradNorm =
+          optimizer.update(
+              model.parameters(), out.gradients(), config.learningRate(), model.noDecayParameters());
+      double seconds = (System.nanoTime() - start) / 1e9;
+      Map<String, Double> m = new LinkedHashMap<>();
+      m.put("loss", loss[0]);
+      m.put("policy_loss", loss[0]);
+      m.put("entropy", entropy(row, out.entropies()));
+      m.put("grad_norm", gradNorm);
+      m.put("learning_rate", config.learningRate());
+      m.putAll(batch.metrics());
+      m.put("num_trainable_tokens", (double) row.numTrainable());
+      m.put("num_tokens", (double) row.length());
+      m.put("tokens_per_second", row.length() / Math.max(seconds, 1e-9));
+      listener.gradientStep(i, m);
+      for (Map.Entry<String, Double> e : m.entrySet()) sums.merge(e.getKey(), e.getValue(), Double::sum);
+    }
+    Map<String, Double> metrics = new LinkedHashMap<>();
+    for (Map.Entry<String, Double> e : batch.metrics().entrySet()) metrics.put("train/" + e.getKey(), e.getValue());
+    for (String k : List.of("loss", "entropy", "grad_norm", "tokens_per_second"))
+      if (sums.containsKey(k)) metrics.put("train/" + k, sums.get(k) / rows.size());
+    metrics.put("train/num_gradient_steps", (double) rows.size());
+    Path dir =
+        store.save(modelId, step, baseModel, settings.lora(), model.parameters(), shapes(), optimizer.state());
+    LoraAdapter adapter = settings.lora().fullFineTune() ? null : model.toAdapter((int) step);
+    return new Result(step, dir, adapter, metrics);
+  }
+
+  /** ART's logged entropy: Σ H_t·w_t·m_t / Σ m_t. */
+  private static double entropy(PackedRow row, double[] h) {
+    double s = 0;
+    int n = 0;
+    for (int t = 0; t < row.length(); t++)
+      if (row.mask()[t]) {
+        s += h[t] * row.weights()[t];
+        n++;
+      }
+    return n == 0 ? 0 : s / n;
+  }
+
+  private Map<String, long[]> shapes() {
+    Map<String, long[]> s = new LinkedHashMap<>();
+    for (String name : model.parameters().keySet()) s.put(name, model.shape(name));
+    return s;
+  }
+}

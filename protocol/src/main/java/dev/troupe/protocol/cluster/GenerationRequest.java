@@ -59,6 +59,13 @@ public record GenerationRequest(
     boolean returnTokensAsTokenIds)
     implements CborSerializable {
 
+  /**
+   * {@code sampling.maxTokens} when the client set no {@code max_tokens}: the worker, which knows
+   * the prompt length, generates up to the context length (vLLM's default). An explicit value that
+   * does not fit beside the prompt is a 400 naming {@code max_tokens}.
+   */
+  public static final int MAX_TOKENS_UNSET = Integer.MAX_VALUE;
+
   public GenerationRequest {
     if (requestId == null || requestId.isBlank())
       throw new IllegalArgumentException("requestId is required");

@@ -1,0 +1,84 @@
+package dev.troupe.engine.core;
+
+import com.typesafe.config.Config;
+import dev.troupe.scheduler.SchedulerConfig;
+import dev.troupe.scheduler.SchedulingPolicy;
+import java.util.List;
+
+/**
+ * How one engine (one model replica) is sized and what it allows, from {@code troupe.worker.engine}
+ * (see cluster-node's {@code reference.conf}).
+ *
+ * @param blockSize positions per KV-cache block
+ * @param numBlocks KV-cache blocks; the context is capped at numBlocks x blockSize
+ * @param maxModelLen context length; 0 = the model's {@code max_position_embeddings}
+ * @param maxNumSeqs most sequences running at once
+ * @param maxNumBatchedTokens token budget of one step
+ * @param maxWaiting bounded waiting queue; more requests are refused as overloaded
+ * @param chunkedPrefill split long prompts over steps
+ * @param agingSteps priority aging: one priority level per this many steps waited (0 = off)
+ * @param allowRequestChatTemplate accept a {@code chat_template} sent with the request
+ * @param logitsProcessors class names of custom logits processors requests may name
+ */
+public record EngineSettings(
+    int blockSize,
+    int numBlocks,
+    int maxModelLen,
+    int maxNumSeqs,
+    int maxNumBatchedTokens,
+    int maxWaiting,
+    boolean chunkedPrefill,
+    int agingSteps,
+    boolean allowRequestChatTemplate,
+    List<String> logitsProcessors) {
+
+  public EngineSettings {
+    if (blockSize < 1) throw new IllegalArgumentException("block-size must be >= 1");
+    if (numBlocks < 1) throw new IllegalArgumentException("num-blocks must be >= 1");
+    if (maxModelLen < 0) throw new IllegalArgumentException("max-model-len must be >= 0");
+    logitsProcessors = List.copyOf(logitsProcessors);
+  }
+
+  /** Reads a {@code troupe.worker.engine} section. */
+  public static EngineSettings fromConfig(Config c) {
+    return new EngineSettings(
+        c.getInt("block-size"),
+        c.getInt("num-blocks"),
+        c.getInt("max-model-len"),
+        c.getInt("max-num-seqs"),
+        c.getInt("max-num-batched-tokens"),
+        c.getInt("max-waiting"),
+        c.getBoolean("chunked-prefill"),
+        c.getInt("aging-steps"),
+        c.getBoolean("allow-request-chat-template"),
+        c.getStringList("logits-processors"));
+  }
+
+  /** Small sizes for tests: 16-position blocks, 64 of them, 8 sequences, 256-token steps. */
+  public static EngineSettings small() {
+    return new EngineSettings(16, 64, 0, 8, 256, 16, true, 100, true, List.of());
+  }
+
+  public EngineSettings withMaxWaiting(int n) {
+    return new EngineSettings(
+        blockSize, numBlocks, maxModelLen, maxNumSeqs, maxNumBatchedTokens, n, chunkedPrefill,
+        agingSteps, allowRequestChatTemplate, logitsProcessors);
+  }
+
+  public EngineSettings withNumBlocks(int n) {
+    return new EngineSettings(
+        blockSize, n, maxModelLen, maxNumSeqs, maxNumBatchedTokens, maxWaiting, chunkedPrefill,
+        agingSteps, allowRequestChatTemplate, logitsProcessors);
+  }
+
+  public EngineSettings withMaxNumSeqs(int n) {
+    return new EngineSettings(
+        blockSize, numBlocks, maxModelLen, n, maxNumBatchedTokens, maxWaiting, chunkedPrefill,
+        agingSteps, allowRequestChatTemplate, logitsProcessors);
+  }
+
+  SchedulerConfig schedulerConfig(SchedulingPolicy policy) {
+    return new SchedulerConfig(
+        maxNumSeqs, maxNumBatchedTokens, maxWaiting, policy, chunkedPrefill, agingSteps);
+  }
+}

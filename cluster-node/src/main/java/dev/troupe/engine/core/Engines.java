@@ -1,0 +1,38 @@
+package dev.troupe.engine.core;
+
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.tokenizer.TokenizerBundle;
+import dev.troupe.protocol.cluster.ServedModels.ServedModel;
+import dev.troupe.scheduler.SchedulingPolicy;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** Opens the engine of a served model: its weights, tokenizer and chat template. */
+public final class Engines {
+  private Engines() {}
+
+  /**
+   * Loads {@code model} (a Hugging Face directory, or the built-in demo model) into a new engine.
+   *
+   * @throws IllegalArgumentException when the directory is missing or cannot be run
+   */
+  public static Engine open(ServedModel model, EngineSettings settings) {
+    ModelRunner runner;
+    TokenizerBundle text;
+    if (model.isDemo()) {
+      runner = ModelRunners.openDemo(settings.numBlocks(), settings.blockSize());
+      text = TokenizerBundle.demo();
+    } else {
+      Path dir = Path.of(model.path());
+      if (!Files.isDirectory(dir))
+        throw new IllegalArgumentException(
+            "model " + model.name() + ": directory " + dir + " does not exist");
+      text = TokenizerBundle.load(dir);
+      runner = ModelRunners.open(dir, settings.numBlocks(), settings.blockSize());
+    }
+    return new Engine(
+        model.name(), runner, text, settings, SchedulingPolicy.parse(model.schedulingPolicy()),
+        null);
+  }
+}

@@ -1,0 +1,313 @@
+package dev.troupe.engine.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.tokenizer.TokenizerBundle;
+import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.*;
+import dev.troupe.protocol.cluster.SamplingParams;
+import dev.troupe.scheduler.SchedulingPolicy;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The engine on the built-in demo model (random weights): generations are checked against a
+ * reference that recomputes the whole sequence from scratch at every token, so KV-cache paging,
+ * chunked prefill, forking, preemption and batching must not change a single token.
+ */
+class EngineTest {
+  static final TokenizerBundle TEXT = TokenizerBundle.demo();
+  private static ModelRunner reference;
+
+  @BeforeAll
+  static void openReference() {
+    reference = ModelRunners.openDemo(16, 16);
+  }
+
+  @AfterAll
+  static void closeRunners() {
+    reference.close();
+    RUNNERS.values().forEach(ModelRunner::close);
+  }
+
+  /** Runners by cache shape, shared by the tests (opening one generates the demo weights). */
+  private static final Map<String, ModelRunner> RUNNERS = new java.util.HashMap<>();
+
+  static Engine engine(EngineSettings settings, SchedulingPolicy policy) {
+    ModelRunner runner =
+        RUNNERS.computeIfAbsent(
+            settings.numBlocks() + "x" + settings.blockSize(),
+            k -> ModelRunners.openDemo(settings.numBlocks(), settings.blockSize()));
+    return new Engine("demo", new Unclosed(runner), TEXT, settings, policy, null);
+  }
+
+  /** Lets a test close its engine without closing the shared runner. */
+  private record Unclosed(ModelRunner runner) implements ModelRunner {
+    public dev.troupe.engine.ModelConfig config() {
+      return runner.config();
+    }
+
+    public int blockSize() {
+      return runner.blockSize();
+    }
+
+    public int numBlocks() {
+      return runner.numBlocks();
+    }
+
+    public List<float[][]> forward(List<SequenceChunk> batch) {
+      return runner.forward(batch);
+    }
+
+    public void copyBlock(int src, int dst) {
+      runner.copyBlock(src, dst);
+    }
+
+    public void close() {}
+  }
+
+  static SamplingParams greedy(int maxTokens) {
+    return new SamplingParams(
+        1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, maxTokens, 0, List.of(), List.of(), false, true,
+        null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
+  }
+
+  static SamplingParams seeded(int n, long seed, int maxTokens) {
+    return new SamplingParams(
+        n, 0.9, 0.95, 50, 0.0, 0.0, 0.0, 1.0, seed, maxTokens, 0, List.of(), List.of(), false, true,
+        null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
+  }
+
+  static GenerationRequest prompt(String id, String text, SamplingParams p) {
+    return new GenerationRequest(
+        id, "demo", null, text, null, null, true, false, false, null, null, null, null, false, 0,
+        null, null, p, false, false);
+  }
+
+  static void collect(List<GenerationEvent> step, Map<String, List<GenerationEvent>> into) {
+    for (GenerationEvent ev : step)
+      into.computeIfAbsent(ev.requestId(), k -> new ArrayList<>()).add(ev);
+  }
+
+  /** Steps until idle; events grouped by request id. */
+  static Map<String, List<GenerationEvent>> drain(Engine e, Map<String, List<GenerationEvent>> into) {
+    int guard = 0;
+    while (e.hasWork() && guard++ < 10_000) collect(e.step(), into);
+    return into;
+  }
+
+  static List<Integer> tokens(List<GenerationEvent> events, int choice) {
+    List<Integer> out = new ArrayList<>();
+    for (GenerationEvent ev : events)
+      if (ev instanceof TokenDelta d)
+        for (ChoiceDelta c : d.choices()) if (c.index() == choice) out.addAll(c.tokenIds());
+    return out;
+  }
+
+  static String text(List<GenerationEvent> events, int choice) {
+    StringBuilder sb = new StringBuilder();
+    for (GenerationEvent ev : events)
+      if (ev instanceof TokenDelta d)
+        for (ChoiceDelta c : d.choices()) if (c.index() == choice) sb.append(c.text());
+    return sb.toString();
+  }
+
+  /** Greedy decoding by full recomputation: no cache reuse between tokens. */
+  static List<Integer> referenceGreedy(int[] prompt, int maxTokens) {
+    List<Integer> seq = new ArrayList<>();
+    for (int t : prompt) seq.add(t);
+    List<Integer> out = new ArrayList<>();
+    for (int step = 0; step < maxTokens; step++) {
+      int[] tokens = seq.stream().mapToInt(Integer::intValue).toArray();
+      int[] table = new int[(tokens.length + 15) / 16];
+      for (int b = 0; b < table.length; b++) table[b] = b;
+      float[] logits =
+          reference.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false))).get(0)[0];
+      int best = 0;
+      for (int i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
+      out.add(best);
+      seq.add(best);
+    }
+    return out;
+  }
+
+  static int[] encode(String text) {
+    return TEXT.tokenizer().encode(text, false);
+  }
+
+  @Test
+  void greedyGenerationMatchesFullRecomputation() {
+    try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
+      assertEquals(List.of(), e.add(prompt("a", "The quick brown fox", greedy(12))));
+      List<GenerationEvent> events = drain(e, new LinkedHashMap<>()).get("a");
+      Started started = assertInstanceOf(Started.class, events.get(0));
+      int[] ids = encode("The quick brown fox");
+      assertEquals(ids.length, started.promptTokenIds().size());
+      List<Integer> expected = referenceGreedy(ids, 12);
+      assertEquals(expected, tokens(events, 0));
+      int[] out = expected.stream().mapToInt(Integer::intValue).toArray();
+      assertEquals(TEXT.tokenizer().decode(out, true, true), text(events, 0));
+      ChoiceFinished fin = assertInstanceOf(ChoiceFinished.class, events.get(events.size() - 2));
+      assertEquals(FinishReason.LENGTH, fin.finishReason());
+      Completed done = assertInstanceOf(Completed.class, events.get(events.size() - 1));
+      assertEquals(new Usage(ids.length, 12, 0), done.usage());
+      assertEquals(0, e.scheduler().blocks().numUsed(), "blocks freed at the end");
+    }
+  }
+
+  @Test
+  void aRequestJoiningMidwayAndChunkedPrefillChangeNothing() {
+    // Budget 8: the long prompt of b is prefilled in chunks while a decodes.
+    EngineSettings settings = new EngineSettings(16, 64, 0, 8, 8, 16, true, 0, true, List.of());
+    String longText = "one two three four five six seven eight nine ten ".repeat(4);
+    try (Engine e = engine(settings, SchedulingPolicy.FCFS)) {
+      Map<String, List<GenerationEvent>> events = new LinkedHashMap<>();
+      e.add(prompt("a", "Hello there", greedy(10)));
+      for (int i = 0; i < 3; i++) collect(e.step(), events);
+      e.add(prompt("b", longText, greedy(6)));
+      drain(e, events);
+      assertEquals(referenceGreedy(encode("Hello there"), 10), tokens(events.get("a"), 0));
+      assertEquals(referenceGreedy(encode(longText), 6), tokens(events.get("b"), 0));
+    }
+  }
+
+  @Test
+  void nChoicesShareOnePrefillAndEachMatchesItsOwnSeed() {
+    try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
+      e.add(prompt("n3", "Once upon a time", seeded(3, 1234, 8)));
+      Map<String, List<GenerationEvent>> events = drain(e, new LinkedHashMap<>());
+      List<GenerationEvent> n3 = events.get("n3");
+      assertEquals(1, n3.stream().filter(ev -> ev instanceof Started).count());
+      Completed done = assertInstanceOf(Completed.class, n3.get(n3.size() - 1));
+      assertEquals(24, done.usage().completionTokens());
+      // Choice i uses seed + i: a lone request seeded 1234 + i gives the same tokens.
+      for (int i = 0; i < 3; i++) e.add(prompt("solo" + i, "Once upon a time", seeded(1, 1234 + i, 8)));
+      drain(e, events);
+      for (int i = 0; i < 3; i++) assertEquals(tokens(events.get("solo" + i), 0), tokens(n3, i));
+      assertNotEquals(tokens(n3, 0), tokens(n3, 1), "different seeds, different samples");
+    }
+  }
+
+  @Test
+  void preemptionRecomputesWithoutChangingOutput() {
+    // 6 blocks of 4 = 24 positions for three requests that each grow to ~14 tokens.
+    EngineSettings tiny = new EngineSettings(4, 6, 0, 8, 64, 16, true, 0, true, List.of());
+    try (Engine e = engine(tiny, SchedulingPolicy.FCFS)) {
+      String[] texts = {"alpha beta gamma", "delta epsilon zeta", "eta theta iota"};
+      for (int i = 0; i < 3; i++) e.add(prompt("r" + i, texts[i], greedy(10)));
+      Map<String, List<GenerationEvent>> events = drain(e, new LinkedHashMap<>());
+      assertTrue(e.scheduler().numPreemptions() > 0, "the cache is too small for all three");
+      for (int i = 0; i < 3; i++)
+        assertEquals(referenceGreedy(encode(texts[i]), 10), tokens(events.get("r" + i), 0));
+      assertEquals(0, e.scheduler().blocks().numUsed());
+    }
+  }
+
+  @Test
+  void cancelFreesBlocksAndAbortsChoices() {
+    try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
+      e.add(prompt("c", "Tell me a story", seeded(2, 7, 50)));
+      e.step();
+      e.step();
+      assertTrue(e.scheduler().blocks().numUsed() > 0);
+      List<GenerationEvent> events = e.cancel("c");
+      assertEquals(0, e.scheduler().blocks().numUsed());
+      assertEquals(
+          2,
+          events.stream()
+              .filter(ev -> ev instanceof ChoiceFinished f && f.finishReason() == FinishReason.ABORT)
+              .count());
+      assertInstanceOf(Completed.class, events.get(events.size() - 1));
+      assertTrue(e.cancel("c").isEmpty(), "unknown ids are ignored");
+      assertFalse(e.hasWork());
+    }
+  }
+
+  @Test
+  void aFullWaitingQueueIsOverload() {
+    try (Engine e = engine(EngineSettings.small().withMaxWaiting(1), SchedulingPolicy.FCFS)) {
+      assertEquals(List.of(), e.add(prompt("a", "hi", greedy(2))));
+      Failed f = assertInstanceOf(Failed.class, e.add(prompt("b", "hi", greedy(2))).get(0));
+      assertEquals(ErrorKind.OVERLOADED, f.kind());
+      e.step(); // a leaves the queue
+      assertEquals(List.of(), e.add(prompt("b", "hi", greedy(2))));
+    }
+  }
+
+  @Test
+  void invalidRequestsAreRefusedWithTheParameter() {
+    EngineSettings settings = new EngineSettings(16, 64, 32, 8, 256, 16, true, 0, true, List.of());
+    try (Engine e = engine(settings, SchedulingPolicy.FCFS)) {
+      assertEquals(32, e.maxModelLen());
+      Failed longPrompt = (Failed) e.add(prompt("a", "word ".repeat(40), greedy(2))).get(0);
+      assertEquals("messages", longPrompt.param());
+      assertTrue(longPrompt.message().contains("maximum context length is 32 tokens"));
+      Failed tooMany = (Failed) e.add(prompt("b", "hello", greedy(32))).get(0);
+      assertEquals("max_tokens", tooMany.param());
+      Failed priority = (Failed) e.add(prompt("c", "hello", greedy(2)).withPriority(3)).get(0);
+      assertEquals("priority", priority.param());
+      // Unset max_tokens runs to the context: 32 - prompt.
+      e.add(prompt("e", "hello", greedy(GenerationRequest.MAX_TOKENS_UNSET)));
+      List<GenerationEvent> events = drain(e, new LinkedHashMap<>()).get("e");
+      Completed done = (Completed) events.get(events.size() - 1);
+      assertEquals(32 - encode("hello").length, done.usage().completionTokens());
+    }
+  }
+
+  @Test
+  void promptLogprobsStartWithNullAndMatchTheReference() {
+    SamplingParams p =
+        new SamplingParams(
+            1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, 1, 0, List.of(), List.of(), false, true, 2, 3,
+            true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
+    try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
+      e.add(prompt("p", "Logprobs of a prompt", p));
+      List<GenerationEvent> events = drain(e, new LinkedHashMap<>()).get("p");
+      Started s = (Started) events.get(0);
+      int[] ids = encode("Logprobs of a prompt");
+      assertEquals(ids.length, s.promptLogprobs().size());
+      assertNull(s.promptLogprobs().get(0));
+      // Position 1 is predicted by the logits after token 0.
+      float[] row =
+          reference
+              .forward(List.of(new ModelRunner.SequenceChunk(new int[] {ids[0]}, 0, new int[] {0}, false)))
+              .get(0)[0];
+      double max = Double.NEGATIVE_INFINITY, sum = 0;
+      for (float v : row) max = Math.max(max, v);
+      for (float v : row) sum += Math.exp(v - max);
+      double expected = row[ids[1]] - max - Math.log(sum);
+      LogprobEntry first = s.promptLogprobs().get(1);
+      assertEquals(ids[1], first.chosen().tokenId());
+      assertEquals(expected, first.chosen().logprob(), 1e-4);
+      TokenDelta d = (TokenDelta) events.get(1);
+      LogprobEntry sampled = d.choices().get(0).logprobs().get(0);
+      assertEquals(1, sampled.chosen().rank(), "greedy picks the top token");
+      assertEquals(2, sampled.top().size());
+    }
+  }
+
+  @Test
+  void tokenizeAndDetokenize() {
+    try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
+      Tokenized t =
+          (Tokenized) e.tokenize(null, "Hello world", null, false, false, true, null, Map.of(), true);
+      assertEquals(encode("Hello world").length, t.count());
+      assertEquals(t.count(), t.tokenStrs().size());
+      Detokenized d = (Detokenized) e.detokenize(t.tokens());
+      assertEquals("Hello world", d.prompt());
+      assertInstanceOf(Rejected.class, e.detokenize(List.of(-5)));
+    }
+  }
+}

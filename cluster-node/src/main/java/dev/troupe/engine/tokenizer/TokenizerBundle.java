@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.troupe.engine.ChatTemplate;
 import dev.troupe.engine.Tokenizer;
+import dev.troupe.engine.template.JinjaChatTemplate;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -16,14 +17,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.zip.GZIPInputStream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A model's text side, loaded from its Hugging Face directory: the tokenizer ({@code
  * tokenizer.json}), the chat template and special tokens ({@code tokenizer_config.json}).
  *
  * @param tokenizer the exact Hugging Face tokenizer
- * @param chatTemplate the model's default chat template (named {@code default} when the config
- *     holds a list), or null when the model has none
+ * @param chatTemplate the model's chat template(s) (with several named ones, {@code tool_use} is
+ *     used when tools are given, else {@code default}), or null when the model has none
  * @param chatTemplates every template in the config by name (a single string is {@code default})
  * @param specialTokens transformers' {@code special_tokens_map}: {@code bos_token}, {@code
  *     eos_token}, {@code unk_token}, {@code sep_token}, {@code pad_token}, {@code cls_token}, {@code
@@ -49,6 +52,8 @@ public record TokenizerBundle(
           "cls_token",
           "mask_token",
           "additional_special_tokens");
+
+  private static final Logger LOG = LoggerFactory.getLogger(TokenizerBundle.class);
 
   private static final String DEMO_RESOURCES = "/dev/troupe/engine/demo/";
 
@@ -84,6 +89,15 @@ public record TokenizerBundle(
         "demo tokenizer_config.json");
   }
 
+  /**
+   * A per-request {@code chat_template}: the name of one of the model's templates, or template
+   * source, rendered with this tokenizer's special tokens (as transformers does).
+   */
+  public ChatTemplate compileTemplate(String nameOrSource) {
+    String named = chatTemplates.get(nameOrSource);
+    return JinjaChatTemplate.of(named != null ? named : nameOrSource, specialTokens);
+  }
+
   /** The special token {@code name} ({@code bos_token}, ...) as a string, or null when unset. */
   public String specialToken(String name) {
     return specialTokens.get(name) instanceof String s ? s : null;
@@ -115,7 +129,11 @@ public record TokenizerBundle(
       eosId = id.getAsInt();
     }
     Map<String, String> templates = chatTemplates(config.get("chat_template"), configName);
-    return new TokenizerBundle(tokenizer, null, templates, specials, eosId);
+    JinjaChatTemplate template = templates.isEmpty() ? null : JinjaChatTemplate.of(templates, specials);
+    if (template != null && template.compileError(false) != null)
+      LOG.warn("{}: the chat template does not compile, chat requests will fail: {}",
+          configName, template.compileError(false).getMessage());
+    return new TokenizerBundle(tokenizer, template, templates, specials, eosId);
   }
 
   private static Map<String, Object> parseConfig(byte[] json, String name) {

@@ -6,10 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.troupe.engine.ChatTemplate;
 import dev.troupe.engine.Tokenizer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -27,6 +29,27 @@ class TokenizerBundleTest {
     assertNull(demo.bosToken());
     assertEquals(qwen3.chatTemplates(), demo.chatTemplates());
     assertTrue(demo.chatTemplates().get("default").contains("enable_thinking"));
+    String prompt =
+        demo.chatTemplate()
+            .render(new ChatTemplate.Input(List.of(Map.of("role", "user", "content", "Hi")), null, null, true, false, Map.of()));
+    assertEquals("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", prompt);
+  }
+
+  @Test
+  void perRequestTemplatesSeeTheSpecialTokens() {
+    TokenizerBundle llama = Fixtures.bundle("llama3_2");
+    ChatTemplate custom = llama.compileTemplate("{{ bos_token }}{% for m in messages %}[{{ m.content }}]{% endfor %}{{ eos_token }}");
+    assertEquals(
+        "<|begin_of_text|>[a][b]<|eot_id|>",
+        custom.render(new ChatTemplate.Input(
+            List.of(Map.of("role", "user", "content", "a"), Map.of("role", "assistant", "content", "b")),
+            null, null, false, false, Map.of())));
+    // a name of one of the model's templates selects it
+    ChatTemplate byName = llama.compileTemplate("default");
+    Map<String, Object> user = Map.of("role", "user", "content", "x");
+    ChatTemplate.Input input = new ChatTemplate.Input(List.of(user), null, null, true, false, Map.of("date_string", "1 Jan 2030"));
+    assertEquals(llama.chatTemplate().render(input), byName.render(input));
+    assertThrows(ChatTemplate.TemplateException.class, () -> llama.compileTemplate("{% if %}").render(input));
   }
 
   @Test

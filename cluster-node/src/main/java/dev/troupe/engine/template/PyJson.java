@@ -1,0 +1,126 @@
+package dev.troupe.engine.template;
+
+import dev.troupe.engine.ChatTemplate.TemplateException;
+import dev.troupe.engine.template.Values.Tuple;
+import dev.troupe.engine.template.Values.Undefined;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Python's {@code json.dumps} as transformers' {@code tojson} filter calls it: {@code
+ * ensure_ascii=False} by default, separators {@code (', ', ': ')} or, with {@code indent}, {@code
+ * (',', ': ')}, floats as Python's repr, keys in insertion order unless {@code sort_keys}.
+ */
+final class PyJson {
+  private final boolean ensureAscii;
+  private final String indent;
+  private final String itemSeparator;
+  private final String keySeparator;
+  private final boolean sortKeys;
+
+  PyJson(boolean ensureAscii, String indent, String itemSeparator, String keySeparator, boolean sortKeys) {
+    this.ensureAscii = ensureAscii;
+    this.indent = indent;
+    this.itemSeparator = itemSeparator != null ? itemSeparator : indent != null ? "," : ", ";
+    this.keySeparator = keySeparator != null ? keySeparator : ": ";
+    this.sortKeys = sortKeys;
+  }
+
+  String dumps(Object v) {
+    StringBuilder sb = new StringBuilder();
+    write(sb, v, 0);
+    return sb.toString();
+  }
+
+  private void write(StringBuilder sb, Object v, int level) {
+    if (v == null) sb.append("null");
+    else if (v instanceof Boolean b) sb.append(b ? "true" : "false");
+    else if (v instanceof Long l) sb.append(l);
+    else if (v instanceof Double d) {
+      if (Double.isNaN(d)) sb.append("NaN");
+      else if (Double.isInfinite(d)) sb.append(d > 0 ? "Infinity" : "-Infinity");
+      else sb.append(Values.floatRepr(d));
+    } else if (v instanceof String s) writeString(sb, s);
+    else if (v instanceof List<?> || v instanceof Tuple) {
+      List<Object> items = Values.asList(v);
+      if (items.isEmpty()) {
+        sb.append("[]");
+        return;
+      }
+      sb.append('[');
+      for (int i = 0; i < items.size(); i++) {
+        if (i > 0) sb.append(itemSeparator);
+        newline(sb, level + 1);
+        write(sb, items.get(i), level + 1);
+      }
+      newline(sb, level);
+      sb.append(']');
+    } else if (v instanceof Map<?, ?> m) {
+      if (m.isEmpty()) {
+        sb.append("{}");
+        return;
+      }
+      List<Map.Entry<String, Object>> entries = new ArrayList<>();
+      for (Map.Entry<?, ?> e : m.entrySet()) entries.add(Map.entry(key(e.getKey()), nullSafe(e.getValue())));
+      if (sortKeys) entries.sort(Map.Entry.comparingByKey());
+      sb.append('{');
+      boolean first = true;
+      for (Map.Entry<String, Object> e : entries) {
+        if (!first) sb.append(itemSeparator);
+        first = false;
+        newline(sb, level + 1);
+        writeString(sb, e.getKey());
+        sb.append(keySeparator);
+        write(sb, e.getValue() == NULL ? null : e.getValue(), level + 1);
+      }
+      newline(sb, level);
+      sb.append('}');
+    } else if (v instanceof Undefined u) {
+      throw new TemplateException("Object of type Undefined is not JSON serializable ('" + u.name() + "')");
+    } else {
+      throw new TemplateException("Object of type " + Values.typeName(v) + " is not JSON serializable");
+    }
+  }
+
+  private static final Object NULL = new Object();
+
+  private static Object nullSafe(Object v) {
+    return v == null ? NULL : v;
+  }
+
+  /** Python json converts str, int, float, bool and None keys; others are an error. */
+  private static String key(Object k) {
+    if (k instanceof String s) return s;
+    if (k == null) return "null";
+    if (k instanceof Boolean b) return b ? "true" : "false";
+    if (k instanceof Long || k instanceof Double) return Values.repr(k);
+    throw new TemplateException("keys must be str, int, float, bool or None, not " + Values.typeName(k));
+  }
+
+  private void newline(StringBuilder sb, int level) {
+    if (indent == null) return;
+    sb.append('\n').append(indent.repeat(level));
+  }
+
+  private void writeString(StringBuilder sb, String s) {
+    sb.append('"');
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      switch (c) {
+        case '"' -> sb.append("\\\"");
+        case '\\' -> sb.append("\\\\");
+        case '\n' -> sb.append("\\n");
+        case '\r' -> sb.append("\\r");
+        case '\t' -> sb.append("\\t");
+        case '\b' -> sb.append("\\b");
+        case '\f' -> sb.append("\\f");
+        default -> {
+          if (c < 0x20 || (ensureAscii && c > 0x7e)) sb.append(String.format("\\u%04x", (int) c));
+          else sb.append(c);
+        }
+      }
+    }
+    sb.append('"');
+  }
+}

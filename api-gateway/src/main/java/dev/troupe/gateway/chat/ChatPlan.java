@@ -1,0 +1,43 @@
+package dev.troupe.gateway.chat;
+
+import dev.troupe.protocol.cluster.GenerationRequest;
+
+/**
+ * A validated chat request, converted: what to ask the worker, and how to shape the answer.
+ *
+ * @param generation the worker's request, every default applied
+ * @param responseId {@code chatcmpl-<id>}: the {@code X-Request-Id} header, else the body's
+ *     {@code request_id}, else a random id
+ * @param model the served model name written into the response
+ * @param responseRole {@code assistant}, or the last message's role without a generation prompt
+ * @param echoText the text echoed before the generated text ({@code echo} with a last message of
+ *     the response role), else null
+ * @param stream answer as server-sent events
+ * @param includeUsage streamed: send the usage chunk at the end
+ * @param continuousUsage streamed: every chunk carries the running usage
+ * @param logprobs write {@code choices[].logprobs}
+ * @param topLogprobs alternatives per token when {@code logprobs}
+ * @param promptLogprobs write the top-level {@code prompt_logprobs}
+ * @param returnTokenIds write {@code prompt_token_ids} and {@code token_ids}
+ * @param includeReasoning write reasoning text (none is produced without a reasoning parser)
+ */
+public record ChatPlan(
+    GenerationRequest generation,
+    String responseId,
+    String model,
+    String responseRole,
+    String echoText,
+    boolean stream,
+    boolean includeUsage,
+    boolean continuousUsage,
+    boolean logprobs,
+    int topLogprobs,
+    boolean promptLogprobs,
+    boolean returnTokenIds,
+    boolean includeReasoning) {
+
+  public ChatPlan {
+    if (generation == null) throw new IllegalArgumentException("generation is required");
+    if (responseId == null || responseId.isBlank()) throw new IllegalArgumentException("responseId is required");
+  }
+}

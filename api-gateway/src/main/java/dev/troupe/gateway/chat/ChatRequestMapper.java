@@ -1,0 +1,471 @@
+package dev.troupe.gateway.chat;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.http.RequestIds;
+import dev.troupe.protocol.Json;
+import dev.troupe.protocol.api.chat.ChatCompletionRequest;
+import dev.troupe.protocol.api.chat.ChatCompletionRequest.ResponseFormat;
+import dev.troupe.protocol.api.chat.ChatCompletionRequest.StreamOptions;
+import dev.troupe.protocol.api.chat.ChatCompletionRequest.Tool;
+import dev.troupe.protocol.api.chat.StructuredOutputs;
+import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.SamplingParams;
+import dev.troupe.protocol.cluster.SamplingParams.LogitsProcessorSpec;
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The one converter from the OpenAI vocabulary to the engine's: {@link ChatCompletionRequest} →
+ * {@link GenerationRequest} + {@link SamplingParams}, applying every default and cross-field rule of
+ * vLLM's request model and {@code to_sampling_params} (v0.11-era, with later fixes that turn 500s
+ * into 400s). Every refusal is a 400 {@link ApiException} naming the parameter. Checks that need the
+ * tokenized prompt (prompt longer than the context, out-of-vocabulary ids) are the worker's.
+ *
+ * <p>Pure and thread-safe: no I/O, no state.
+ */
+public final class ChatRequestMapper {
+  /** vLLM's {@code --max-logprobs} default. */
+  public static final int MAX_LOGPROBS = 20;
+  /** vLLM's {@code VLLM_MAX_N_SEQUENCES} default. */
+  public static final int MAX_N = 16384;
+
+  private static final Set<String> RESPONSE_FORMAT_TYPES = Set.of("text", "json_object", "json_schema", "structural_tag");
+  private static final Set<String> REASONING_EFFORTS = Set.of("low", "medium", "high");
+  private static final Set<String> MEDIA_PART_TYPES =
+      Set.of("image_url", "image", "image_pil", "image_embeds", "input_audio", "audio_url", "video_url", "video");
+  private static final TypeReference<Map<String, Object>> JSON_OBJECT = new TypeReference<>() {};
+  private static final BigInteger INT64_MIN = BigInteger.valueOf(Long.MIN_VALUE);
+  private static final BigInteger INT64_MAX = BigInteger.valueOf(Long.MAX_VALUE);
+
+  private ChatRequestMapper() {}
+
+  /**
+   * Validates {@code r} and converts it.
+   *
+   * @param model facts of the served model the request resolved to
+   * @param headerRequestId the {@code X-Request-Id} header, which wins over the body's request_id
+   */
+  public static ChatPlan map(ChatCompletionRequest r, ModelFacts model, Optional<String> headerRequestId) {
+    List<Map<String, Object>> messages = checkMessages(r.messages(), model);
+    boolean stream = isTrue(r.stream());
+
+    // --- request-model validators (vLLM runs these before anything else)
+    StreamOptions options = r.streamOptions();
+    if (options != null && !stream && (options.includeUsage() != null || options.continuousUsageStats() != null))
+      throw bad("Stream options can only be defined when `stream=True`.", "stream_options");
+
+    Integer promptLogprobs = r.promptLogprobs();
+    if (promptLogprobs != null) {
+      if (promptLogprobs < -1) throw bad("`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs");
+      if (stream && (promptLogprobs > 0 || promptLogprobs == -1))
+        throw bad("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
+    }
+    boolean logprobs = isTrue(r.logprobs());
+    Integer topLogprobs = r.topLogprobs();
+    if (topLogprobs != null) {
+      if (topLogprobs < -1) throw bad("`top_logprobs` must be a positive value or -1.", "top_logprobs");
+      if ((topLogprobs > 0 || topLogprobs == -1) && !logprobs)
+        throw bad("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
+    }
+    checkStructuredOutputs(r.structuredOutputs());
+    checkTools(r.tools(), r.toolChoice());
+
+    boolean addGenerationPrompt = r.addGenerationPrompt() == null || r.addGenerationPrompt();
+    boolean continueFinal = isTrue(r.continueFinalMessage());
+    if (continueFinal && addGenerationPrompt)
+      throw bad("Cannot set both `continue_final_message` and `add_generation_prompt` to True. "
+          + "Send `add_generation_prompt: false` with `continue_final_message: true`.", "continue_final_message");
+
+    String cacheSalt = checkCacheSalt(r.cacheSalt());
+    Long seed = checkSeed(r.seed());
+
+    Integer truncate = r.truncatePromptTokens();
+    if (truncate != null) {
+      if (truncate < -1)
+        throw bad("Input should be greater than or equal to -1 (greater_than_equal), got " + truncate + ".",
+            "truncate_prompt_tokens");
+      if (truncate > model.maxModelLen())
+        throw bad("truncate_prompt_tokens value (" + truncate + ") is greater than max_model_len ("
+            + model.maxModelLen() + "). Please, select a smaller truncation size.", "truncate_prompt_tokens");
+    }
+    checkResponseFormat(r.responseFormat());
+    if (r.reasoningEffort() != null && !REASONING_EFFORTS.contains(r.reasoningEffort()))
+      throw bad("Input should be 'low', 'medium' or 'high', got '" + r.reasoningEffort() + "'.", "reasoning_effort");
+    Map<String, Object> templateKwargs = checkTemplateKwargs(r.chatTemplateKwargs());
+    if (r.mmProcessorKwargs() != null && !r.mmProcessorKwargs().isEmpty() && !model.multimodal())
+      throw bad("Model `" + model.name() + "` is text-only: `mm_processor_kwargs` asks for multimodal "
+          + "processing, which it cannot do.", "mm_processor_kwargs");
+    int priority = r.priority() == null ? 0 : r.priority();
+    if (priority != 0 && !model.priorityScheduling())
+      throw bad("Got priority " + priority + " but model `" + model.name() + "` does not use priority "
+          + "scheduling (its policy is " + model.schedulingPolicy() + "); priority must be 0.", "priority");
+
+    // --- sampling parameters (vLLM's to_sampling_params + SamplingParams verification)
+    SamplingParams sampling = sampling(r, model, seed, logprobs, topLogprobs, promptLogprobs);
+
+    // --- ids: header beats body, the engine id gets a suffix so equal client ids never collide
+    String id = headerRequestId.filter(s -> !s.isBlank())
+        .orElseGet(() -> r.requestId() != null && !r.requestId().isBlank() ? r.requestId() : RequestIds.random());
+    String engineId = id + "-" + RequestIds.random().substring(0, 8);
+
+    List<Map<String, Object>> tools = r.tools() == null ? null
+        : r.tools().stream().map(t -> Json.mapper().convertValue(t, JSON_OBJECT)).toList();
+    Map<String, Object> kvTransfer = r.kvTransferParams();
+    if (r.documents() != null && r.documents().contains(null))
+      throw bad("Each document must be an object.", "documents");
+
+    GenerationRequest generation = new GenerationRequest(
+        engineId, model.name(), messages, null, tools, r.documents(), addGenerationPrompt, continueFinal,
+        isTrue(r.addSpecialTokens()), r.chatTemplate(), templateKwargs, r.reasoningEffort(), truncate,
+        isTrue(r.echo()), priority, cacheSalt, kvTransfer, sampling, isTrue(r.returnTokenIds()),
+        isTrue(r.returnTokensAsTokenIds()));
+
+    Map<String, Object> last = messages.get(messages.size() - 1);
+    String responseRole = addGenerationPrompt ? "assistant" : String.valueOf(last.get("role"));
+    String echoText = null;
+    if (isTrue(r.echo()) && responseRole.equals(last.get("role"))) {
+      String text = contentText(last.get("content"));
+      if (text != null && !text.isEmpty()) echoText = text;
+    }
+    // v0.11: stream_options.include_usage defaults to true once stream_options is sent.
+    boolean includeUsage = stream && options != null && (options.includeUsage() == null || options.includeUsage());
+    boolean continuous = includeUsage && isTrue(options.continuousUsageStats());
+    return new ChatPlan(
+        generation, "chatcmpl-" + id, model.name(), responseRole, echoText, stream, includeUsage, continuous,
+        logprobs, sampling.logprobs() == null ? 0 : sampling.logprobs(), sampling.promptLogprobs() != null,
+        isTrue(r.returnTokenIds()), r.includeReasoning() == null || r.includeReasoning());
+  }
+
+  private static SamplingParams sampling(
+      ChatCompletionRequest r, ModelFacts model, Long seed, boolean logprobs, Integer topLogprobs,
+      Integer promptLogprobs) {
+    double temperature = r.temperature() == null ? 1.0 : finite(r.temperature(), "temperature");
+    if (temperature < 0) throw bad("temperature must be non-negative, got " + temperature + ".", "temperature");
+    boolean greedy = temperature < SamplingParams.GREEDY_EPSILON;
+    // vLLM raises tiny non-zero temperatures to 0.01 to avoid overflow in the softmax.
+    if (!greedy && temperature < 0.01) temperature = 0.01;
+
+    double topP = r.topP() == null ? 1.0 : finite(r.topP(), "top_p");
+    if (!(topP > 0 && topP <= 1)) throw bad("top_p must be in (0, 1], got " + topP + ".", "top_p");
+    int topK = r.topK() == null ? 0 : r.topK();
+    if (topK < -1) throw bad("top_k must be 0 (disable), or at least 1, got " + topK + ".", "top_k");
+    if (topK == -1) topK = 0;
+    double minP = r.minP() == null ? 0.0 : finite(r.minP(), "min_p");
+    if (minP < 0 || minP > 1) throw bad("min_p must be in [0, 1], got " + minP + ".", "min_p");
+    if (greedy) {
+      // Greedy picks the argmax, which these filters never remove: vLLM turns them off.
+      topP = 1.0;
+      topK = 0;
+      minP = 0.0;
+    }
+    double presence = penalty(r.presencePenalty(), "presence_penalty");
+    double frequency = penalty(r.frequencyPenalty(), "frequency_penalty");
+    double repetition = r.repetitionPenalty() == null ? 1.0 : finite(r.repetitionPenalty(), "repetition_penalty");
+    if (repetition <= 0)
+      throw bad("repetition_penalty must be greater than zero, got " + repetition + ".", "repetition_penalty");
+    double lengthPenalty = r.lengthPenalty() == null ? 1.0 : finite(r.lengthPenalty(), "length_penalty");
+
+    boolean beam = isTrue(r.useBeamSearch());
+    int n = r.n() == null ? 1 : r.n();
+    if (n < 1) throw bad("n must be at least 1, got " + n + ".", "n");
+    if (n > MAX_N) throw bad("n must be at most " + MAX_N + ", got " + n + ".", "n");
+    if (n > 1 && greedy && !beam) throw bad("n must be 1 when using greedy sampling, got " + n + ".", "n");
+
+    // max_completion_tokens wins over the deprecated max_tokens.
+    String maxParam = r.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
+    Integer requestedMax = r.maxCompletionTokens() != null ? r.maxCompletionTokens() : r.maxTokens();
+    if (requestedMax != null && requestedMax < 1)
+      throw bad("max_tokens must be at least 1, got " + requestedMax + ".", maxParam);
+    if (requestedMax != null && requestedMax > model.maxModelLen())
+      throw bad("'max_tokens' or 'max_completion_tokens' is too large: " + requestedMax + ". This model's "
+          + "maximum context length is " + model.maxModelLen() + " tokens.", maxParam);
+    // Absent: as many as the context leaves; the worker caps it at max_model_len - prompt length.
+    int maxTokens = requestedMax != null ? requestedMax : model.maxModelLen();
+    int minTokens = r.minTokens() == null ? 0 : r.minTokens();
+    if (minTokens < 0) throw bad("min_tokens must be greater than or equal to 0, got " + minTokens + ".", "min_tokens");
+    if (requestedMax != null && minTokens > maxTokens)
+      throw bad("min_tokens must be less than or equal to max_tokens=" + maxTokens + ", got " + minTokens + ".",
+          "min_tokens");
+
+    Integer sampleLogprobs = null;
+    if (logprobs) {
+      int k = topLogprobs == null ? 0 : topLogprobs;
+      if (k == -1 || k > MAX_LOGPROBS)
+        throw bad("Requested sample logprobs of " + (k == -1 ? "-1 (the whole vocabulary)" : k)
+            + ", which is greater than max allowed: " + MAX_LOGPROBS, "top_logprobs");
+      sampleLogprobs = k;
+    }
+    Integer prompt = promptLogprobs;
+    // vLLM: echo without prompt_logprobs asks for prompt logprobs of top_logprobs alternatives.
+    if (prompt == null && isTrue(r.echo())) prompt = topLogprobs == null ? 0 : Math.max(topLogprobs, 0);
+    if (prompt != null && (prompt == -1 || prompt > MAX_LOGPROBS))
+      throw bad("Requested prompt logprobs of " + (prompt == -1 ? "-1 (the whole vocabulary)" : prompt)
+          + ", which is greater than max allowed: " + MAX_LOGPROBS, "prompt_logprobs");
+
+    List<String> stop = stopStrings(r.stop());
+    List<Integer> stopTokenIds = nonNegativeIds(r.stopTokenIds(), "stop_token_ids");
+    List<Integer> allowed = r.allowedTokenIds();
+    if (allowed != null) {
+      if (allowed.isEmpty()) throw bad("allowed_token_ids is not None and empty!", "allowed_token_ids");
+      allowed = nonNegativeIds(allowed, "allowed_token_ids");
+    }
+    List<String> badWords = r.badWords() == null ? List.of() : r.badWords();
+    for (int i = 0; i < badWords.size(); i++)
+      if (badWords.get(i) == null || badWords.get(i).isEmpty())
+        throw bad("bad_words must not contain empty strings.", "bad_words[" + i + "]");
+
+    return new SamplingParams(
+        n, temperature, topP, topK, minP, presence, frequency, repetition, seed, maxTokens, minTokens, stop,
+        stopTokenIds, isTrue(r.includeStopStrInOutput()), isTrue(r.ignoreEos()), sampleLogprobs, prompt,
+        r.skipSpecialTokens() == null || r.skipSpecialTokens(),
+        r.spacesBetweenSpecialTokens() == null || r.spacesBetweenSpecialTokens(),
+        logitBias(r.logitBias()), allowed, badWords, beam, lengthPenalty, logitsProcessors(r.logitsProcessors()),
+        engineXargs(r.engineXargs()));
+  }
+
+  // ------------------------------------------------------------------ messages
+
+  private static List<Map<String, Object>> checkMessages(List<Map<String, Object>> messages, ModelFacts model) {
+    if (messages == null) throw bad("Field required: `messages`.", "messages");
+    if (messages.isEmpty()) throw bad("`messages` must contain at least one message.", "messages");
+    for (int i = 0; i < messages.size(); i++) {
+      Map<String, Object> m = messages.get(i);
+      String at = "messages[" + i + "]";
+      if (m == null) throw bad("Each message must be an object.", at);
+      if (!(m.get("role") instanceof String role) || role.isBlank())
+        throw bad("Each message needs a `role` string.", at + ".role");
+      Object content = m.get("content");
+      if (content == null || content instanceof String) continue;
+      if (!(content instanceof List<?> parts))
+        throw bad("`content` must be a string or a list of content parts.", at + ".content");
+      for (int p = 0; p < parts.size(); p++) {
+        String partAt = at + ".content[" + p + "]";
+        if (!(parts.get(p) instanceof Map<?, ?> part) || !(part.get("type") instanceof String type))
+          throw bad("Each content part must be an object with a `type`.", partAt);
+        if (MEDIA_PART_TYPES.contains(type) && !model.multimodal())
+          throw bad("Model `" + model.name() + "` is text-only and cannot take `" + type + "` content.",
+              partAt + ".type");
+      }
+    }
+    return messages;
+  }
+
+  /** A message's content as text: a string, or the text parts of a list joined with newlines. */
+  static String contentText(Object content) {
+    if (content instanceof String s) return s;
+    if (!(content instanceof List<?> parts)) return null;
+    List<String> texts = new ArrayList<>();
+    for (Object p : parts)
+      if (p instanceof Map<?, ?> part && part.get("text") instanceof String text) texts.add(text);
+    return String.join("\n", texts);
+  }
+
+  // ------------------------------------------------------------------ field checks
+
+  private static void checkStructuredOutputs(StructuredOutputs so) {
+    if (so == null) return;
+    Map<String, Boolean> kinds = new LinkedHashMap<>();
+    kinds.put("json", so.json() != null && !so.json().isNull());
+    kinds.put("regex", so.regex() != null);
+    kinds.put("choice", so.choice() != null);
+    kinds.put("grammar", so.grammar() != null);
+    kinds.put("json_object", isTrue(so.jsonObject()));
+    kinds.put("structural_tag", so.structuralTag() != null);
+    List<String> set = kinds.entrySet().stream().filter(Map.Entry::getValue).map(Map.Entry::getKey).toList();
+    if (set.size() > 1)
+      throw bad("You can only use one kind of structured outputs constraint but multiple are specified: "
+          + set + ".", "structured_outputs");
+    if (so.choice() != null && so.choice().isEmpty())
+      throw bad("Choice '[]' cannot be an empty list", "structured_outputs.choice");
+    if (so.grammar() != null && so.grammar().isEmpty())
+      throw bad("structured_outputs.grammar cannot be an empty string", "structured_outputs.grammar");
+    if (so.json() != null && so.json().isTextual()) {
+      try {
+        JsonNode schema = Json.mapper().readTree(so.json().asText());
+        if (!schema.isObject() && !schema.isBoolean()) throw new IllegalArgumentException();
+      } catch (Exception e) {
+        throw bad("Invalid JSON grammar specification.", "structured_outputs.json");
+      }
+    } else if (so.json() != null && !so.json().isNull() && !so.json().isObject() && !so.json().isBoolean()) {
+      throw bad("Invalid JSON grammar specification.", "structured_outputs.json");
+    }
+  }
+
+  private static void checkTools(List<Tool> tools, JsonNode toolChoice) {
+    if (tools != null) {
+      for (int i = 0; i < tools.size(); i++) {
+        Tool t = tools.get(i);
+        if (t == null) throw bad("Each tool must be an object.", "tools[" + i + "]");
+        if (!"function".equals(t.type()))
+          throw bad("Input should be 'function', got '" + t.type() + "'.", "tools[" + i + "].type");
+        if (t.function() == null || t.function().name() == null || t.function().name().isBlank())
+          throw bad("Field required: `function.name`.", "tools[" + i + "].function.name");
+      }
+    }
+    // Tool calling is not served: only "none" (or absent, which means none here) is accepted.
+    if (toolChoice == null || toolChoice.isNull()) return;
+    if (toolChoice.isTextual() && toolChoice.asText().equals("none")) return;
+    throw bad("Invalid value for `tool_choice`: " + toolChoice + ". Only \"none\" is supported.", "tool_choice");
+  }
+
+  private static String checkCacheSalt(JsonNode salt) {
+    if (salt == null || salt.isNull()) return null;
+    if (!salt.isTextual() || salt.asText().isEmpty())
+      throw bad("Parameter 'cache_salt' must be a non-empty string if provided.", "cache_salt");
+    return salt.asText();
+  }
+
+  private static Long checkSeed(BigInteger seed) {
+    if (seed == null) return null;
+    if (seed.compareTo(INT64_MIN) < 0)
+      throw bad("Input should be greater than or equal to " + INT64_MIN + " (greater_than_equal).", "seed");
+    if (seed.compareTo(INT64_MAX) > 0)
+      throw bad("Input should be less than or equal to " + INT64_MAX + " (less_than_equal).", "seed");
+    long s = seed.longValueExact();
+    return s == -1 ? null : s; // vLLM: -1 means unseeded
+  }
+
+  private static void checkResponseFormat(ResponseFormat rf) {
+    if (rf == null) return;
+    if (rf.type() == null) throw bad("Field required: `response_format.type`.", "response_format.type");
+    if (!RESPONSE_FORMAT_TYPES.contains(rf.type()))
+      throw bad("Input should be 'text', 'json_object', 'json_schema' or 'structural_tag', got '" + rf.type()
+          + "'.", "response_format.type");
+    if (rf.type().equals("json_schema")) {
+      if (rf.jsonSchema() == null)
+        throw bad("When response_format type is 'json_schema', the 'json_schema' field must be provided.",
+            "response_format.json_schema");
+      if (rf.jsonSchema().name() == null || rf.jsonSchema().name().isBlank())
+        throw bad("Field required: `response_format.json_schema.name`.", "response_format.json_schema.name");
+    }
+  }
+
+  private static Map<String, Object> checkTemplateKwargs(Map<String, Object> kwargs) {
+    if (kwargs == null) return Map.of();
+    List<String> reserved = kwargs.keySet().stream()
+        .filter(k -> k.equals("tokenize") || k.equals("chat_template")).toList();
+    if (!reserved.isEmpty())
+      throw bad("Found unexpected chat template kwargs from request: " + reserved, "chat_template_kwargs");
+    return kwargs;
+  }
+
+  private static List<String> stopStrings(JsonNode stop) {
+    if (stop == null || stop.isNull()) return List.of();
+    if (stop.isTextual()) {
+      if (stop.asText().isEmpty()) throw bad("`stop` must not contain empty strings.", "stop");
+      return List.of(stop.asText());
+    }
+    if (!stop.isArray()) throw bad("`stop` must be a string or a list of strings.", "stop");
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < stop.size(); i++) {
+      JsonNode s = stop.get(i);
+      if (!s.isTextual()) throw bad("`stop` must be a string or a list of strings.", "stop[" + i + "]");
+      if (s.asText().isEmpty()) throw bad("`stop` must not contain empty strings.", "stop[" + i + "]");
+      out.add(s.asText());
+    }
+    return out;
+  }
+
+  private static List<Integer> nonNegativeIds(List<Integer> ids, String param) {
+    if (ids == null) return List.of();
+    for (int i = 0; i < ids.size(); i++)
+      if (ids.get(i) == null || ids.get(i) < 0)
+        throw bad("Token ids must be non-negative integers, got " + ids.get(i) + ".", param + "[" + i + "]");
+    return ids;
+  }
+
+  private static Map<Integer, Double> logitBias(Map<String, Double> bias) {
+    if (bias == null) return Map.of();
+    Map<Integer, Double> out = new LinkedHashMap<>();
+    List<String> badKeys = new ArrayList<>();
+    for (Map.Entry<String, Double> e : bias.entrySet()) {
+      int id;
+      try {
+        id = Integer.parseInt(e.getKey().trim());
+      } catch (NumberFormatException ex) {
+        badKeys.add(e.getKey());
+        continue;
+      }
+      if (id < 0) {
+        badKeys.add(e.getKey());
+        continue;
+      }
+      if (e.getValue() == null || !Double.isFinite(e.getValue()))
+        throw bad("logit_bias values must be finite numbers.", "logit_bias");
+      out.put(id, Math.max(-100.0, Math.min(100.0, e.getValue()))); // clamped as in vLLM
+    }
+    if (!badKeys.isEmpty())
+      throw bad("logit_bias keys must be token ids (non-negative integers); invalid: " + badKeys, "logit_bias");
+    return out;
+  }
+
+  private static List<LogitsProcessorSpec> logitsProcessors(List<JsonNode> specs) {
+    if (specs == null) return List.of();
+    List<LogitsProcessorSpec> out = new ArrayList<>();
+    for (int i = 0; i < specs.size(); i++) {
+      JsonNode s = specs.get(i);
+      String at = "logits_processors[" + i + "]";
+      if (s != null && s.isTextual() && !s.asText().isBlank()) {
+        out.add(new LogitsProcessorSpec(s.asText(), List.of(), Map.of()));
+        continue;
+      }
+      if (s == null || !s.isObject())
+        throw bad("Each logits processor is a qualified name or an object with `qualname`.", at);
+      JsonNode qualname = s.get("qualname");
+      if (qualname == null || !qualname.isTextual() || qualname.asText().isBlank())
+        throw bad("Field required: `qualname` (a string).", at + ".qualname");
+      JsonNode args = s.get("args");
+      if (args != null && !args.isNull() && !args.isArray()) throw bad("`args` must be an array.", at + ".args");
+      JsonNode kwargs = s.get("kwargs");
+      if (kwargs != null && !kwargs.isNull() && !kwargs.isObject())
+        throw bad("`kwargs` must be an object.", at + ".kwargs");
+      List<Object> argList =
+          args == null || args.isNull() ? List.of() : Json.mapper().convertValue(args, new TypeReference<List<Object>>() {});
+      Map<String, Object> kwMap = kwargs == null || kwargs.isNull() ? Map.of() : Json.mapper().convertValue(kwargs, JSON_OBJECT);
+      out.add(new LogitsProcessorSpec(qualname.asText(), argList, kwMap));
+    }
+    return out;
+  }
+
+  private static Map<String, Object> engineXargs(Map<String, Object> xargs) {
+    if (xargs == null) return Map.of();
+    for (Map.Entry<String, Object> e : xargs.entrySet()) {
+      Object v = e.getValue();
+      boolean ok = isScalar(v) || (v instanceof List<?> list && list.stream().allMatch(ChatRequestMapper::isScalar));
+      if (!ok)
+        throw bad("engine_xargs values must be strings, numbers, or lists of them.", "engine_xargs." + e.getKey());
+    }
+    return xargs;
+  }
+
+  private static boolean isScalar(Object v) {
+    return v instanceof String || v instanceof Number || v instanceof Boolean;
+  }
+
+  private static double penalty(Double value, String param) {
+    if (value == null) return 0.0;
+    double v = finite(value, param);
+    if (v < -2 || v > 2) throw bad(param + " must be in [-2, 2], got " + v + ".", param);
+    return v;
+  }
+
+  private static double finite(double v, String param) {
+    if (!Double.isFinite(v)) throw bad(param + " must be a finite number, got " + v + ".", param);
+    return v;
+  }
+
+  private static boolean isTrue(Boolean b) {
+    return b != null && b;
+  }
+
+  private static ApiException bad(String message, String param) {
+    return ApiException.badRequest(message, param);
+  }
+}

@@ -1,0 +1,151 @@
+package dev.troupe.gateway.chat;
+
+import dev.troupe.protocol.api.chat.ChatCompletionResponse;
+import dev.troupe.protocol.api.chat.ChatCompletionResponse.Choice;
+import dev.troupe.protocol.api.chat.ChatCompletionResponse.PromptLogprob;
+import dev.troupe.protocol.api.chat.ChatMessage;
+import dev.troupe.protocol.api.chat.ChoiceLogprobs;
+import dev.troupe.protocol.api.chat.Usage;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceDelta;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceFinished;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenDelta;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Folds a generation's events into the non-streaming response (vLLM's full generator). Not
+ * thread-safe: one instance per request, fed in event order.
+ */
+public final class ChatResponseFolder {
+  private final ChatPlan plan;
+  private final long created;
+  private final Map<Integer, ChoiceState> choices = new TreeMap<>();
+  private Started started;
+  private Completed completed;
+
+  public ChatResponseFolder(ChatPlan plan, long createdEpochSeconds) {
+    this.plan = plan;
+    this.created = createdEpochSeconds;
+    for (int i = 0; i < plan.generation().sampling().n(); i++) choices.put(i, new ChoiceState());
+  }
+
+  /** Accumulates one event; a {@link Failed} becomes the API error. */
+  public ChatResponseFolder add(GenerationEvent event) {
+    if (event instanceof Started s) {
+      started = s;
+    } else if (event instanceof TokenDelta d) {
+      for (ChoiceDelta c : d.choices()) {
+        ChoiceState st = choices.computeIfAbsent(c.index(), i -> new ChoiceState());
+        st.text.append(c.text());
+        st.tokenIds.addAll(c.tokenIds());
+        if (c.logprobs() != null) st.logprobs.addAll(c.logprobs());
+      }
+    } else if (event instanceof ChoiceFinished f) {
+      ChoiceState st = choices.computeIfAbsent(f.index(), i -> new ChoiceState());
+      st.finishReason = f.finishReason().wireName();
+      st.stopReason = f.stopReason();
+    } else if (event instanceof Completed c) {
+      completed = c;
+    } else if (event instanceof Failed f) {
+      throw GenerationStream.toApiException(f);
+    }
+    return this;
+  }
+
+  /** The response; the stream must have reached {@link Completed}. */
+  public ChatCompletionResponse response() {
+    if (completed == null) throw GenerationStream.toApiException(new IllegalStateException("generation ended without Completed"));
+    List<Choice> out = new ArrayList<>();
+    for (Map.Entry<Integer, ChoiceState> e : choices.entrySet()) {
+      ChoiceState st = e.getValue();
+      String content = (plan.echoText() == null ? "" : plan.echoText()) + st.text;
+      out.add(new Choice(
+          e.getKey(),
+          ChatMessage.of(plan.responseRole(), content, null),
+          plan.logprobs() ? logprobs(st.logprobs, plan.topLogprobs()) : null,
+          st.finishReason,
+          st.stopReason,
+          plan.returnTokenIds() ? List.copyOf(st.tokenIds) : null));
+    }
+    var u = completed.usage();
+    return new ChatCompletionResponse(
+        plan.responseId(), ChatCompletionResponse.OBJECT, created, plan.model(), out, null, null,
+        Usage.of(u.promptTokens(), u.completionTokens(), u.cachedPromptTokens()),
+        plan.promptLogprobs() && started != null ? promptLogprobs(started.promptLogprobs()) : null,
+        plan.returnTokenIds() && started != null ? started.promptTokenIds() : null,
+        null);
+  }
+
+  private static final class ChoiceState {
+    final StringBuilder text = new StringBuilder();
+    final List<Integer> tokenIds = new ArrayList<>();
+    final List<LogprobEntry> logprobs = new ArrayList<>();
+    String finishReason;
+    Object stopReason;
+  }
+
+  // ------------------------------------------------------------------ shared formatting
+
+  /** vLLM's chat logprobs: per token the chosen one, then alternatives sampled-first, {@code k} of them. */
+  static ChoiceLogprobs logprobs(List<LogprobEntry> entries, int k) {
+    List<ChoiceLogprobs.TokenLogprob> content = new ArrayList<>(entries.size());
+    for (LogprobEntry e : entries) {
+      List<ChoiceLogprobs.TopLogprob> top = new ArrayList<>();
+      if (k > 0) {
+        top.add(top(e.chosen()));
+        for (TokenLogprob t : e.top()) {
+          if (top.size() >= k) break;
+          if (t.tokenId() != e.chosen().tokenId()) top.add(top(t));
+        }
+      }
+      TokenLogprob c = e.chosen();
+      content.add(new ChoiceLogprobs.TokenLogprob(c.token(), floor(c.logprob()), bytes(c.token()), top));
+    }
+    return new ChoiceLogprobs(content);
+  }
+
+  private static ChoiceLogprobs.TopLogprob top(TokenLogprob t) {
+    return new ChoiceLogprobs.TopLogprob(t.token(), floor(t.logprob()), bytes(t.token()));
+  }
+
+  /** Top-level {@code prompt_logprobs}: null first entry, then {token id: {logprob, rank, decoded_token}}. */
+  static List<Map<String, PromptLogprob>> promptLogprobs(List<LogprobEntry> entries) {
+    if (entries == null) return null;
+    List<Map<String, PromptLogprob>> out = new ArrayList<>(entries.size());
+    for (LogprobEntry e : entries) {
+      if (e == null) {
+        out.add(null);
+        continue;
+      }
+      Map<String, PromptLogprob> m = new LinkedHashMap<>();
+      TokenLogprob c = e.chosen();
+      m.put(Integer.toString(c.tokenId()), new PromptLogprob(floor(c.logprob()), c.rank(), c.token()));
+      for (TokenLogprob t : e.top())
+        m.putIfAbsent(Integer.toString(t.tokenId()), new PromptLogprob(floor(t.logprob()), t.rank(), t.token()));
+      out.add(m);
+    }
+    return out;
+  }
+
+  static List<Integer> bytes(String token) {
+    byte[] b = (token == null ? "" : token).getBytes(StandardCharsets.UTF_8);
+    List<Integer> out = new ArrayList<>(b.length);
+    for (byte x : b) out.add(x & 0xff);
+    return out;
+  }
+
+  /** vLLM never writes -inf: logprobs are floored at -9999. */
+  static double floor(double logprob) {
+    return Double.isNaN(logprob) ? -9999.0 : Math.max(-9999.0, logprob);
+  }
+}

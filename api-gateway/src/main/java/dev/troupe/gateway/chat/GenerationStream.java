@@ -1,0 +1,118 @@
+package dev.troupe.gateway.chat;
+
+import dev.troupe.gateway.http.ApiException;
+import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.RecipientRef;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.OverflowStrategy;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.typed.javadsl.ActorSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One generation as a stream of the worker's events — the single code path behind streaming and
+ * non-streaming answers. Materializing it sends {@link Generate} with a stream-backed reply address;
+ * the stream ends after {@link Completed} or {@link Failed}. If it ends any other way (client gone,
+ * timeout) the worker is told to {@link Cancel}, and since the reply address dies with the stream,
+ * a worker that watches it cancels as well.
+ */
+public final class GenerationStream {
+  private static final Logger log = LoggerFactory.getLogger(GenerationStream.class);
+  /** Events a slow client may fall behind by before the request is failed (tokens are never dropped). */
+  private static final int BUFFER = 16_384;
+
+  private GenerationStream() {}
+
+  /** The worker's events for {@code request}, ending with Completed or Failed. */
+  public static Source<GenerationEvent, NotUsed> events(
+      RecipientRef<Command> worker, GenerationRequest request, Duration firstEventTimeout) {
+    AtomicBoolean finished = new AtomicBoolean();
+    return ActorSource.<GenerationEvent>actorRef(e -> false, e -> Optional.empty(), BUFFER, OverflowStrategy.fail())
+        .mapMaterializedValue(ref -> {
+          worker.tell(new Generate(request, ref));
+          return NotUsed.getInstance();
+        })
+        .initialTimeout(firstEventTimeout)
+        .takeWhile(e -> !(e instanceof Completed || e instanceof Failed), true)
+        .map(e -> {
+          if (e instanceof Completed || e instanceof Failed) finished.set(true);
+          return e;
+        })
+        .watchTermination((mat, done) -> {
+          done.whenComplete((ok, error) -> {
+            if (!finished.get()) {
+              log.debug("Generation {} ended before completion ({}); cancelling", request.requestId(),
+                  error == null ? "cancelled" : error.toString());
+              worker.tell(new Cancel(request.requestId()));
+            }
+          });
+          return mat;
+        });
+  }
+
+  /**
+   * Runs {@code events} until its first event: a failure before anything was generated becomes an
+   * {@link ApiException} (so streams answer an error status before any byte is sent); otherwise the
+   * first event and the rest of the stream.
+   */
+  public static CompletionStage<Pair<GenerationEvent, Source<GenerationEvent, NotUsed>>> firstEvent(
+      Source<GenerationEvent, NotUsed> events, ActorSystem<?> system) {
+    return events
+        .prefixAndTail(1)
+        .runWith(Sink.head(), system)
+        .handle((pair, error) -> {
+          if (error != null) throw toApiException(error);
+          List<GenerationEvent> first = pair.first();
+          if (first.isEmpty()) throw ApiException.internal("The worker ended the request without an answer.");
+          GenerationEvent head = first.get(0);
+          if (head instanceof Failed f) throw toApiException(f);
+          return Pair.create(head, pair.second());
+        });
+  }
+
+  /** The HTTP error for a worker's {@link Failed}. */
+  public static ApiException toApiException(Failed f) {
+    return switch (f.kind()) {
+      case BAD_REQUEST -> ApiException.badRequest(f.message(), f.param());
+      case NOT_FOUND -> ApiException.notFound(f.message(), f.param() == null ? "model" : f.param());
+      case OVERLOADED -> ApiException.overloaded(f.message());
+      case INTERNAL -> {
+        log.error("Generation {} failed in the worker: {}", f.requestId(), f.message());
+        yield ApiException.internal("Internal server error");
+      }
+    };
+  }
+
+  /** The HTTP error for a stream failure (timeouts are 503: no worker answered in time). */
+  public static ApiException toApiException(Throwable error) {
+    Throwable t = error;
+    while (t.getCause() != null && !(t instanceof ApiException) && !(t instanceof TimeoutException)) t = t.getCause();
+    if (t instanceof ApiException api) return api;
+    if (t instanceof TimeoutException)
+      return ApiException.overloaded("No model worker answered in time; retry later.");
+    log.error("Generation stream failed", error);
+    return ApiException.internal("Internal server error");
+  }
+
+  /** Kinds that mean the request itself was wrong. */
+  static boolean isClientError(ErrorKind kind) {
+    return kind == ErrorKind.BAD_REQUEST || kind == ErrorKind.NOT_FOUND;
+  }
+}

@@ -1,0 +1,24 @@
+package dev.troupe.gateway.chat;
+
+/**
+ * What request validation must know about the served model.
+ *
+ * @param name the served model name (written into responses)
+ * @param maxModelLen context length in tokens
+ * @param schedulingPolicy {@code fcfs} or {@code priority}
+ * @param multimodal whether the model accepts media parts (images, audio, video); none does yet
+ */
+public record ModelFacts(String name, int maxModelLen, String schedulingPolicy, boolean multimodal) {
+  public static final String FCFS = "fcfs";
+  public static final String PRIORITY = "priority";
+
+  public ModelFacts {
+    if (name == null || name.isBlank()) throw new IllegalArgumentException("name is required");
+    if (maxModelLen < 1) throw new IllegalArgumentException("maxModelLen must be positive");
+    if (schedulingPolicy == null) schedulingPolicy = FCFS;
+  }
+
+  public boolean priorityScheduling() {
+    return PRIORITY.equalsIgnoreCase(schedulingPolicy);
+  }
+}

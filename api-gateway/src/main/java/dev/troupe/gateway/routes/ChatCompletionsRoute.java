@@ -1,0 +1,106 @@
+package dev.troupe.gateway.routes;
+
+import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
+import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
+import static org.apache.pekko.http.javadsl.server.Directives.pathEndOrSingleSlash;
+import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
+import static org.apache.pekko.http.javadsl.server.Directives.post;
+import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
+
+import dev.troupe.gateway.chat.ChatChunkWriter;
+import dev.troupe.gateway.chat.ChatPlan;
+import dev.troupe.gateway.chat.ChatRequestMapper;
+import dev.troupe.gateway.chat.ChatResponseFolder;
+import dev.troupe.gateway.chat.GenerationStream;
+import dev.troupe.gateway.http.ApiRoute;
+import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.http.RequestIds;
+import dev.troupe.gateway.workers.ModelDirectory;
+import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.protocol.api.chat.ChatCompletionRequest;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.http.javadsl.model.ContentType;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.MediaTypes;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.http.javadsl.server.PathMatchers;
+import org.apache.pekko.japi.pf.PFBuilder;
+import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * {@code POST /v1/chat/completions} (also with a trailing slash): parse → validate and convert
+ * ({@link ChatRequestMapper}) → ask a worker replica → map its events, folded into one JSON
+ * response or written as server-sent events. Errors found before the first byte (validation, the
+ * worker refusing the prompt, unknown model, overload) are plain HTTP errors, streams included.
+ */
+public final class ChatCompletionsRoute implements ApiRoute {
+  /** Events arriving within this window are formatted together (a step's last delta and its finish). */
+  private static final Duration GROUP_WINDOW = Duration.ofMillis(1);
+  private static final ContentType EVENT_STREAM = MediaTypes.TEXT_EVENT_STREAM.toContentType();
+
+  private final ModelDirectory models;
+
+  public ChatCompletionsRoute(ModelDirectory models) {
+    this.models = models;
+  }
+
+  @Override
+  public Route route() {
+    return pathPrefix(PathMatchers.segment("v1").slash("chat").slash("completions"), () ->
+        pathEndOrSingleSlash(() -> post(() ->
+            RequestIds.incoming(headerId ->
+                JsonBodies.entity(ChatCompletionRequest.class, request -> {
+                  ServedModel model = models.resolve(request.model());
+                  return onSuccess(models.facts(model), facts -> {
+                    ChatPlan plan = ChatRequestMapper.map(request, facts, headerId);
+                    String id = plan.responseId().substring("chatcmpl-".length());
+                    return respondWithHeader(RawHeader.create(RequestIds.HEADER, id), () ->
+                        completeWithFuture(plan.stream() ? stream(model, plan) : whole(model, plan)));
+                  });
+                })))));
+  }
+
+  private Source<GenerationEvent, NotUsed> events(ServedModel model, ChatPlan plan) {
+    return GenerationStream.events(models.pick(model), plan.generation(), models.askTimeout());
+  }
+
+  private CompletionStage<HttpResponse> whole(ServedModel model, ChatPlan plan) {
+    long created = System.currentTimeMillis() / 1000;
+    return events(model, plan)
+        .runWith(Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add), models.system())
+        .handle((folder, error) -> {
+          if (error != null) throw GenerationStream.toApiException(error);
+          return JsonBodies.response(StatusCodes.OK, folder.response());
+        });
+  }
+
+  private CompletionStage<HttpResponse> stream(ServedModel model, ChatPlan plan) {
+    long created = System.currentTimeMillis() / 1000;
+    return GenerationStream.firstEvent(events(model, plan), models.system()).thenApply(first -> {
+      ChatChunkWriter writer = new ChatChunkWriter(plan, created);
+      Source<ByteString, NotUsed> frames = Source.single(first.first())
+          .concat(first.second())
+          .groupedWithin(256, GROUP_WINDOW)
+          .mapConcat(group -> writer.onEvents(List.copyOf(group)))
+          // A failure after the stream opened is an error event, then [DONE] (HTTP status stays 200).
+          .recoverWithRetries(1, new PFBuilder<Throwable, Source<ByteString, NotUsed>>()
+              .match(Throwable.class, e -> Source.from(writer.error(GenerationStream.toApiException(e))))
+              .build())
+          // The worker's stream always ends with Completed or Failed; if not, still end the SSE properly.
+          .concatLazy(Source.lazySource(() -> Source.from(writer.isDone()
+              ? List.<ByteString>of()
+              : writer.error(GenerationStream.toApiException(new IllegalStateException(
+                  "generation " + plan.generation().requestId() + " ended without completing"))))));
+      return HttpResponse.create().withEntity(HttpEntities.createChunked(EVENT_STREAM, frames));
+    });
+  }
+}

@@ -1,0 +1,53 @@
+package dev.troupe.gateway.routes;
+
+import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
+import static org.apache.pekko.http.javadsl.server.Directives.get;
+import static org.apache.pekko.http.javadsl.server.Directives.path;
+import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
+
+import dev.troupe.gateway.chat.ModelFacts;
+import dev.troupe.gateway.http.ApiRoute;
+import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.http.RequestIds;
+import dev.troupe.gateway.workers.ModelDirectory;
+import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.protocol.api.models.ModelList;
+import dev.troupe.protocol.api.models.ModelList.ModelCard;
+import dev.troupe.protocol.api.models.ModelList.ModelPermission;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.server.Route;
+
+/**
+ * {@code GET /v1/models}: the served models as OpenAI's list with vLLM's card fields. A model whose
+ * workers have not answered yet is listed with {@code max_model_len: null}.
+ */
+public final class ModelsRoute implements ApiRoute {
+  private final ModelDirectory models;
+
+  public ModelsRoute(ModelDirectory models) {
+    this.models = models;
+  }
+
+  @Override
+  public Route route() {
+    return pathPrefix("v1", () -> path("models", () -> get(() -> {
+      List<CompletableFuture<ModelFacts>> facts = new ArrayList<>();
+      for (ServedModel m : models.models())
+        facts.add(models.facts(m).toCompletableFuture().exceptionally(e -> null));
+      return completeWithFuture(CompletableFuture.allOf(facts.toArray(CompletableFuture[]::new)).thenApply(x -> {
+        List<ModelCard> cards = new ArrayList<>();
+        for (int i = 0; i < models.models().size(); i++) {
+          ServedModel m = models.models().get(i);
+          ModelFacts f = facts.get(i).join();
+          cards.add(new ModelCard(m.name(), "model", m.created(), "troupe", m.root(), m.parent(),
+              f == null ? null : f.maxModelLen(),
+              List.of(ModelPermission.standard("modelperm-" + RequestIds.random(), m.created()))));
+        }
+        return JsonBodies.response(StatusCodes.OK, ModelList.of(cards));
+      }));
+    })));
+  }
+}

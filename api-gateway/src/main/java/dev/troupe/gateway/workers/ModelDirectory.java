@@ -1,0 +1,120 @@
+package dev.troupe.gateway.workers;
+
+import dev.troupe.gateway.chat.ModelFacts;
+import dev.troupe.gateway.http.ApiException;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.RecipientRef;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+
+/**
+ * The gateway's view of the served models and how to reach their workers: resolves a request's
+ * {@code model} (404 if unknown), picks a replica, and knows each model's facts (context length,
+ * scheduling policy), asked once from a worker with {@link ModelWorkerProtocol.GetStatus} and cached.
+ *
+ * <p>Replica choice is round-robin per model: with continuous batching every replica absorbs
+ * concurrent requests, and round-robin spreads them without a load query on the request path.
+ *
+ * <p>Thread-safe; shared by all routes.
+ */
+public final class ModelDirectory {
+  private final ActorSystem<?> system;
+  private final List<ServedModel> models;
+  private final Function<String, RecipientRef<Command>> refs;
+  private final Duration askTimeout;
+  private final Map<String, CompletableFuture<ModelFacts>> facts = new ConcurrentHashMap<>();
+  private final Map<String, AtomicInteger> nextReplica = new ConcurrentHashMap<>();
+
+  /**
+   * @param refs entity id ({@code model#replica}) to the worker's address
+   */
+  public ModelDirectory(
+      ActorSystem<?> system, List<ServedModel> models, Function<String, RecipientRef<Command>> refs,
+      Duration askTimeout) {
+    if (models.isEmpty()) throw new IllegalArgumentException("at least one served model is required");
+    this.system = system;
+    this.models = List.copyOf(models);
+    this.refs = refs;
+    this.askTimeout = askTimeout;
+  }
+
+  /**
+   * Workers reached through Cluster Sharding. The {@link ModelWorkerProtocol#TYPE_KEY} entity must be
+   * initialized on this node (as host on worker nodes, as proxy on gateway-only nodes) before use.
+   */
+  public static ModelDirectory sharded(ActorSystem<?> system, List<ServedModel> models, Duration askTimeout) {
+    ClusterSharding sharding = ClusterSharding.get(system);
+    return new ModelDirectory(
+        system, models, id -> sharding.entityRefFor(ModelWorkerProtocol.TYPE_KEY, id), askTimeout);
+  }
+
+  public List<ServedModel> models() {
+    return models;
+  }
+
+  public Duration askTimeout() {
+    return askTimeout;
+  }
+
+  public ActorSystem<?> system() {
+    return system;
+  }
+
+  /** The model named {@code requested}; absent or empty means the first served model (as vLLM). */
+  public ServedModel resolve(String requested) {
+    if (requested == null || requested.isBlank()) return models.get(0);
+    for (ServedModel m : models) if (m.name().equals(requested)) return m;
+    throw ApiException.notFound("The model `" + requested + "` does not exist.", "model");
+  }
+
+  /** The next replica of {@code model} to send work to. */
+  public RecipientRef<Command> pick(ServedModel model) {
+    int i = Math.floorMod(nextReplica.computeIfAbsent(model.name(), k -> new AtomicInteger()).getAndIncrement(),
+        model.replicas());
+    return refs.apply(ModelWorkerProtocol.entityId(model.name(), i));
+  }
+
+  /** Replica {@code replica} of {@code model}. */
+  public RecipientRef<Command> replica(ServedModel model, int replica) {
+    return refs.apply(ModelWorkerProtocol.entityId(model.name(), replica));
+  }
+
+  /** The model's facts, asked once from a worker; a failed ask is retried by the next caller. */
+  public CompletionStage<ModelFacts> facts(ServedModel model) {
+    CompletableFuture<ModelFacts> cached = facts.get(model.name());
+    if (cached != null && !cached.isCompletedExceptionally()) return cached;
+    CompletableFuture<ModelFacts> asked = AskPattern.<Command, WorkerStatus>ask(
+            pick(model), ModelWorkerProtocol.GetStatus::new, askTimeout, system.scheduler())
+        .thenApply(s -> new ModelFacts(model.name(), s.maxModelLen(), s.schedulingPolicy(), false))
+        .toCompletableFuture();
+    facts.put(model.name(), asked);
+    return asked.exceptionallyCompose(e -> {
+      facts.remove(model.name(), asked);
+      return CompletableFuture.failedFuture(ApiException.overloaded(
+          "No worker of model `" + model.name() + "` answered within " + askTimeout.toSeconds() + "s; retry later."));
+    });
+  }
+
+  /** True when a worker of every served model answers (GET /health). */
+  public CompletionStage<Boolean> healthy() {
+    CompletableFuture<?>[] all = models.stream().map(m -> facts(m).toCompletableFuture()).toArray(CompletableFuture[]::new);
+    return CompletableFuture.allOf(all).handle((ok, error) -> error == null);
+  }
+
+  /** Facts already known for {@code model}, without asking; null if not yet known. */
+  public ModelFacts knownFacts(ServedModel model) {
+    CompletableFuture<ModelFacts> f = facts.get(model.name());
+    return f != null && f.isDone() && !f.isCompletedExceptionally() ? f.join() : null;
+  }
+}

@@ -1,0 +1,23 @@
+package dev.troupe.gateway.workers;
+
+/**
+ * A model the gateway serves, as configured on the gateway node.
+ *
+ * @param name the served name clients use in {@code model}
+ * @param replicas number of ModelWorker entities ({@code name#0 … name#replicas-1})
+ * @param root where the weights come from (shown by {@code /v1/models})
+ * @param parent the base model of an adapter, else null
+ * @param created seconds since the epoch (shown by {@code /v1/models})
+ */
+public record ServedModel(String name, int replicas, String root, String parent, long created) {
+  public ServedModel {
+    if (name == null || name.isBlank()) throw new IllegalArgumentException("name is required");
+    if (replicas < 1) throw new IllegalArgumentException("replicas must be at least 1");
+    if (root == null) root = name;
+  }
+
+  /** A base model with {@code replicas} replicas, created now. */
+  public static ServedModel of(String name, int replicas, String root) {
+    return new ServedModel(name, replicas, root, null, System.currentTimeMillis() / 1000);
+  }
+}

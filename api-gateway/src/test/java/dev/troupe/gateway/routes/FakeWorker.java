@@ -1,0 +1,131 @@
+package dev.troupe.gateway.routes;
+
+import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceDelta;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceFinished;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenize;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenized;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.FinishReason;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GetStatus;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenDelta;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenized;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * A test double for a ModelWorker entity speaking the real {@code ModelWorkerProtocol}: it answers
+ * with a scripted generation chosen by the last message's content, and forwards every command it
+ * receives to {@code seen} so tests can check what the gateway asked for.
+ *
+ * <ul>
+ *   <li>{@code "bad prompt"}: {@link Failed} BAD_REQUEST naming {@code messages}, before Started
+ *   <li>{@code "busy"}: {@link Failed} OVERLOADED
+ *   <li>{@code "crash midway"}: Started, one delta, then {@link Failed} INTERNAL
+ *   <li>{@code "hang"}: Started, then nothing (until cancelled)
+ *   <li>anything else: per choice the words {@code "Hello", " world"} (ids 100+i, 200+i), then
+ *       finish {@code stop} with stop reason from the first stop string (or null), and usage
+ * </ul>
+ */
+final class FakeWorker {
+  static final int MAX_MODEL_LEN = 128;
+  static final List<Integer> PROMPT_IDS = List.of(1, 2, 3);
+
+  private FakeWorker() {}
+
+  static Behavior<Command> create(String policy, ActorRef<Object> seen) {
+    return Behaviors.receive(Command.class)
+        .onMessage(Generate.class, g -> {
+          seen.tell(g);
+          generate(g.request(), g.replyTo());
+          return Behaviors.same();
+        })
+        .onMessage(GetStatus.class, s -> {
+          s.replyTo().tell(new WorkerStatus("fake#0", "fake", MAX_MODEL_LEN, policy, 0, 0, 0, 0, 16, 0));
+          return Behaviors.same();
+        })
+        .onMessage(Tokenize.class, t -> {
+          seen.tell(t);
+          if (t.prompt() != null && t.prompt().equals("bad"))
+            t.replyTo().tell(new Rejected(ErrorKind.BAD_REQUEST, "cannot tokenize", "prompt"));
+          else
+            t.replyTo().tell(new Tokenized(List.of(5, 6, 7), t.returnTokenStrs() ? List.of("a", "b", "c") : null,
+                MAX_MODEL_LEN));
+          return Behaviors.same();
+        })
+        .onMessage(Detokenize.class, d -> {
+          seen.tell(d);
+          d.replyTo().tell(new Detokenized("text of " + d.tokens()));
+          return Behaviors.same();
+        })
+        .onAnyMessage(m -> {
+          seen.tell(m);
+          return Behaviors.same();
+        })
+        .build();
+  }
+
+  private static void generate(GenerationRequest r, ActorRef<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> to) {
+    String id = r.requestId();
+    Map<String, Object> last = r.messages().get(r.messages().size() - 1);
+    String prompt = String.valueOf(last.get("content"));
+    switch (prompt) {
+      case "bad prompt" -> {
+        to.tell(new Failed(id, ErrorKind.BAD_REQUEST, "This model's maximum context length is 128 tokens.", "messages"));
+        return;
+      }
+      case "busy" -> {
+        to.tell(new Failed(id, ErrorKind.OVERLOADED, "The waiting queue of fake#0 is full.", null));
+        return;
+      }
+      default -> { }
+    }
+    List<LogprobEntry> promptLogprobs = null;
+    if (r.sampling().promptLogprobs() != null) {
+      promptLogprobs = new ArrayList<>();
+      promptLogprobs.add(null);
+      promptLogprobs.add(entry(2, "b", -0.5));
+      promptLogprobs.add(entry(3, "c", -0.25));
+    }
+    to.tell(new Started(id, PROMPT_IDS, promptLogprobs, 0));
+    if (prompt.equals("hang")) return;
+    int n = r.sampling().n();
+    boolean logprobs = r.sampling().logprobs() != null;
+    List<ChoiceDelta> first = new ArrayList<>();
+    List<ChoiceDelta> second = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      first.add(new ChoiceDelta(i, "Hello", List.of(100 + i), logprobs ? List.of(entry(100 + i, "Hello", -0.1)) : null));
+      second.add(new ChoiceDelta(i, " world", List.of(200 + i), logprobs ? List.of(entry(200 + i, " world", -0.2)) : null));
+    }
+    to.tell(new TokenDelta(id, first));
+    if (prompt.equals("crash midway")) {
+      to.tell(new Failed(id, ErrorKind.INTERNAL, "engine exploded: NullPointerException at Foo.java:12", null));
+      return;
+    }
+    to.tell(new TokenDelta(id, second));
+    Object stopReason = r.sampling().stop().isEmpty() ? null : r.sampling().stop().get(0);
+    for (int i = 0; i < n; i++) to.tell(new ChoiceFinished(id, i, FinishReason.STOP, stopReason));
+    to.tell(new Completed(id, new Usage(PROMPT_IDS.size(), 2 * n, 0)));
+  }
+
+  private static LogprobEntry entry(int id, String token, double logprob) {
+    return new LogprobEntry(new TokenLogprob(id, token, logprob, 1),
+        List.of(new TokenLogprob(id, token, logprob, 1), new TokenLogprob(7, "alt", -3.0, 2),
+            new TokenLogprob(8, "other", -4.0, 3)));
+  }
+}

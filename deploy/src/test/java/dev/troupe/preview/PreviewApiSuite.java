@@ -46,7 +46,7 @@ abstract class PreviewApiSuite {
   }
 
   @AfterAll
-  void stopNode() {
+  void stopNode() throws Exception {
     if (node != null) node.close();
   }
 

@@ -1,0 +1,79 @@
+package dev.troupe.gateway.chat;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.gateway.http.ApiException;
+import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
+import dev.troupe.protocol.cluster.SamplingParams;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/** The event stream behind both response modes: completion, cancellation when the consumer leaves, timeouts. */
+class GenerationStreamTest {
+  private static final ActorTestKit testKit = ActorTestKit.create();
+
+  @AfterAll
+  static void shutdown() {
+    testKit.shutdownTestKit();
+  }
+
+  private static GenerationRequest request(String id) {
+    return GenerationRequest.chat(id, "m", List.of(Map.of("role", "user", "content", "x")), SamplingParams.defaults(4));
+  }
+
+  @Test
+  void endsAfterCompletedWithoutCancelling() {
+    TestProbe<Command> worker = testKit.createTestProbe();
+    var result = GenerationStream.events(worker.ref(), request("r1"), Duration.ofSeconds(3))
+        .runWith(Sink.seq(), testKit.system());
+    Generate g = worker.expectMessageClass(Generate.class);
+    g.replyTo().tell(new Started("r1", List.of(1), null, 0));
+    g.replyTo().tell(new Completed("r1", new Usage(1, 0, 0)));
+    List<GenerationEvent> events = result.toCompletableFuture().join();
+    assertEquals(2, events.size());
+    assertInstanceOf(Completed.class, events.get(1));
+    worker.expectNoMessage(Duration.ofMillis(200));
+  }
+
+  @Test
+  void aConsumerThatLeavesCancelsTheRequest() {
+    TestProbe<Command> worker = testKit.createTestProbe();
+    // take(1): the consumer stops after the first event, as an SSE client that disconnects.
+    var result = GenerationStream.events(worker.ref(), request("r2"), Duration.ofSeconds(3))
+        .take(1).runWith(Sink.seq(), testKit.system());
+    Generate g = worker.expectMessageClass(Generate.class);
+    g.replyTo().tell(new Started("r2", List.of(1), null, 0));
+    result.toCompletableFuture().join();
+    assertEquals("r2", worker.expectMessageClass(Cancel.class).requestId());
+  }
+
+  @Test
+  void aSilentWorkerIsA503() {
+    TestProbe<Command> worker = testKit.createTestProbe();
+    var first = GenerationStream.firstEvent(
+        GenerationStream.events(worker.ref(), request("r3"), Duration.ofMillis(200)), testKit.system());
+    worker.expectMessageClass(Generate.class);
+    CompletionException e = assertThrows(CompletionException.class, () -> first.toCompletableFuture().join());
+    ApiException api = assertInstanceOf(ApiException.class, e.getCause());
+    assertEquals(503, api.status());
+    assertTrue(api.getMessage().contains("retry"), api.getMessage());
+    assertEquals("r3", worker.expectMessageClass(Cancel.class).requestId());
+  }
+}

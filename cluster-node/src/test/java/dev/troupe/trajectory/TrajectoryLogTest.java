@@ -1,0 +1,174 @@
+package dev.troupe.trajectory;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.ConfigFactory;
+import dev.troupe.persistence.PersistenceSettings;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Append;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendFailed;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendReply;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Appended;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Command;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.ReadPage;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.SplitStats;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.StoredGroup;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.TrajectoryPage;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.persistence.testkit.javadsl.EventSourcedBehaviorTestKit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The TrajectoryLog entity on the event-sourced testkit with an in-memory store: durable-first
+ * ordering, idempotency keys, orphan rows of an unacknowledged write, metrics, recovery.
+ */
+class TrajectoryLogTest {
+  static final ActorTestKit testKit =
+      ActorTestKit.create(
+          EventSourcedBehaviorTestKit.config()
+              .withFallback(ConfigFactory.parseString("pekko.loglevel = WARNING"))
+              .withFallback(ConfigFactory.load()));
+  static final String MODEL = "3f1c2b9a-1111-4222-8333-944455556666";
+
+  @AfterAll
+  static void tearDown() {
+    testKit.shutdownTestKit();
+  }
+
+  /** A store in memory; {@code fail} makes the next write throw. */
+  static final class MemoryStore implements TrajectoryStore {
+    final List<StoredGroup> rows = new CopyOnWriteArrayList<>();
+    volatile boolean fail;
+
+    @Override
+    public void write(String modelId, String split, long step, long firstSeq, List<byte[]> groups) {
+      if (fail) throw new IllegalStateException("disk on fire");
+      rows.removeIf(g -> g.seq() >= firstSeq);
+      for (int i = 0; i < groups.size(); i++) rows.add(new StoredGroup(firstSeq + i, split, step, 0, groups.get(i)));
+    }
+
+    @Override
+    public Page read(String modelId, String split, long afterSeq, long committedEnd, int limit, long maxBytes) {
+      List<StoredGroup> out = new ArrayList<>();
+      boolean more = false;
+      for (StoredGroup g : rows) {
+        if (g.seq() <= afterSeq || g.seq() >= committedEnd || (split != null && !split.equals(g.split()))) continue;
+        if (out.size() == limit) {
+          more = true;
+          break;
+        }
+        out.add(g);
+      }
+      return new Page(out, more);
+    }
+
+    @Override
+    public void deleteModel(String modelId) {
+      rows.clear();
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  record Recorded(long step, Map<String, Double> metrics) {}
+
+  final MemoryStore store = new MemoryStore();
+  final List<Recorded> recorded = new CopyOnWriteArrayList<>();
+  final EventSourcedBehaviorTestKit<Command, TrajectoryLog.Event, TrajectoryLog.State> kit =
+      EventSourcedBehaviorTestKit.create(
+          testKit.system(),
+          TrajectoryLog.create(
+              MODEL,
+              store,
+              (id, step, metrics) -> {
+                recorded.add(new Recorded(step, metrics));
+                return CompletableFuture.completedFuture(null);
+              },
+              PersistenceSettings.h2(Path.of("x")).withSnapshotEvery(2)));
+
+  static byte[] json(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** Appends are answered after the metrics round trip, so use a probe rather than runCommand. */
+  AppendReply append(String split, long step, List<byte[]> groups, SplitStats stats, String key) {
+    TestProbe<AppendReply> probe = testKit.createTestProbe();
+    ActorRef<AppendReply> ref = probe.getRef();
+    kit.runCommand(new Append(split, step, groups, stats, key, ref));
+    return probe.receiveMessage(Duration.ofSeconds(5));
+  }
+
+  @Test
+  void appendsAreStoredThenCommittedAndMetricsGoToTheCheckpoint() {
+    SplitStats g1 = SplitStats.ofGroup(new double[] {1, 3}, List.of(Map.of("acc", 1.0), Map.of("acc", 0.0)));
+    SplitStats g2 = SplitStats.ofGroup(new double[] {2}, List.of(Map.of()));
+    Appended a = (Appended) append("val", 4, List.of(json("{\"a\":1}"), json("{\"b\":2}")), g1.plus(g2), null);
+    assertEquals(0, a.firstSeq());
+    assertEquals(2, a.groups());
+    assertEquals(3, a.trajectories());
+    assertEquals(2.0, a.metrics().get("val/reward"));
+    assertEquals(1.0, a.metrics().get("val/reward_std_dev"));
+    assertEquals(0.5, a.metrics().get("val/acc"));
+    assertEquals(List.of(new Recorded(4, a.metrics())), recorded);
+    assertEquals(2, store.rows.size());
+    assertEquals(2, kit.getState().nextSeq());
+  }
+
+  @Test
+  void aRepeatedIdempotencyKeyStoresNothingAndSurvivesRecovery() {
+    SplitStats s = SplitStats.ofGroup(new double[] {1}, List.of(Map.of()));
+    Appended first = (Appended) append("train", 0, List.of(json("{}")), s, "k1");
+    kit.restart();
+    Appended again = (Appended) append("train", 0, List.of(json("{}")), s, "k1");
+    assertTrue(again.duplicate());
+    assertFalse(first.duplicate());
+    assertEquals(first.firstSeq(), again.firstSeq());
+    assertEquals(1, store.rows.size());
+    assertEquals(1, kit.getState().nextSeq());
+  }
+
+  @Test
+  void aFailedWriteIsNotAcknowledgedAndItsRowsAreReplaced() {
+    SplitStats s = SplitStats.ofGroup(new double[] {1}, List.of(Map.of()));
+    append("val", 0, List.of(json("{\"n\":0}")), s, null);
+    // Rows written by a write whose event never made it (a crash in between) are invisible...
+    store.rows.add(new StoredGroup(1, "val", 0, 0, json("{\"orphan\":true}")));
+    TrajectoryPage visible = kit.<TrajectoryPage>runCommand(r -> new ReadPage(null, -1, 10, 1 << 20, r)).reply();
+    assertEquals(1, visible.data().size());
+    // ...and replaced by the next write at the same sequence number.
+    store.fail = true;
+    assertInstanceOf(AppendFailed.class, append("val", 0, List.of(json("{\"n\":1}")), s, "kf"));
+    store.fail = false;
+    append("val", 0, List.of(json("{\"n\":1}")), s, "kf");
+    TrajectoryPage page = kit.<TrajectoryPage>runCommand(r -> new ReadPage("val", -1, 10, 1 << 20, r)).reply();
+    assertEquals(List.of("{\"n\":0}", "{\"n\":1}"), page.data().stream().map(g -> new String(g.json(), StandardCharsets.UTF_8)).toList());
+  }
+
+  @Test
+  void recoveryRestoresSequenceAndSplitStatistics() {
+    for (int i = 0; i < 5; i++) {
+      append("val", 1, List.of(json("{\"i\":" + i + "}")), SplitStats.ofGroup(new double[] {i}, List.of(Map.of())), "key" + i);
+    }
+    TrajectoryLog.State before = kit.getState();
+    kit.restart();
+    assertEquals(before, kit.getState());
+    Appended next = (Appended) append("val", 1, List.of(json("{}")), SplitStats.ofGroup(new double[] {5}, List.of(Map.of())), null);
+    assertEquals(5, next.firstSeq());
+    assertEquals(2.5, next.metrics().get("val/reward"));
+    assertEquals(6.0, next.metrics().get("val/num_trajectories"));
+  }
+}

@@ -187,7 +187,7 @@ public final class ChatRequestMapper {
       throw bad("'max_tokens' or 'max_completion_tokens' is too large: " + requestedMax + ". This model's "
           + "maximum context length is " + model.maxModelLen() + " tokens.", maxParam);
     // Absent: as many as the context leaves; the worker caps it at max_model_len - prompt length.
-    int maxTokens = requestedMax != null ? requestedMax : model.maxModelLen();
+    int maxTokens = requestedMax != null ? requestedMax : GenerationRequest.MAX_TOKENS_UNSET;
     int minTokens = r.minTokens() == null ? 0 : r.minTokens();
     if (minTokens < 0) throw bad("min_tokens must be greater than or equal to 0, got " + minTokens + ".", "min_tokens");
     if (requestedMax != null && minTokens > maxTokens)

@@ -3,6 +3,7 @@ package dev.troupe.gateway.workers;
 import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
+import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
 import java.time.Duration;
@@ -59,6 +60,15 @@ public final class ModelDirectory {
         system, models, id -> sharding.entityRefFor(ModelWorkerProtocol.TYPE_KEY, id), askTimeout);
   }
 
+  /** Workers reached through Cluster Sharding, for the cluster's configured {@code troupe.models}. */
+  public static ModelDirectory sharded(ActorSystem<?> system, ServedModels configured, Duration askTimeout) {
+    long created = System.currentTimeMillis() / 1000;
+    List<ServedModel> served = configured.models().stream()
+        .map(m -> new ServedModel(m.name(), m.replicas(), m.path(), null, created))
+        .toList();
+    return sharded(system, served, askTimeout);
+  }
+
   public List<ServedModel> models() {
     return models;
   }
@@ -96,11 +106,18 @@ public final class ModelDirectory {
     if (cached != null && !cached.isCompletedExceptionally()) return cached;
     CompletableFuture<ModelFacts> asked = AskPattern.<Command, WorkerStatus>ask(
             pick(model), ModelWorkerProtocol.GetStatus::new, askTimeout, system.scheduler())
-        .thenApply(s -> new ModelFacts(model.name(), s.maxModelLen(), s.schedulingPolicy(), false))
+        .thenApply(s -> {
+          // A replica that could not load its model reports a context length of 0.
+          if (s.maxModelLen() < 1)
+            throw ApiException.overloaded("Model `" + model.name() + "` cannot serve right now (its worker failed to load it).");
+          return new ModelFacts(model.name(), s.maxModelLen(), s.schedulingPolicy(), false);
+        })
         .toCompletableFuture();
     facts.put(model.name(), asked);
     return asked.exceptionallyCompose(e -> {
       facts.remove(model.name(), asked);
+      Throwable cause = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+      if (cause instanceof ApiException api) return CompletableFuture.failedFuture(api);
       return CompletableFuture.failedFuture(ApiException.overloaded(
           "No worker of model `" + model.name() + "` answered within " + askTimeout.toSeconds() + "s; retry later."));
     });

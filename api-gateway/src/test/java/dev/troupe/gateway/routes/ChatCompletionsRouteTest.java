@@ -126,7 +126,7 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
     assertEquals(1.0, s.temperature());
     assertEquals(1.0, s.topP());
     assertEquals(0, s.topK());
-    assertEquals(FakeWorker.MAX_MODEL_LEN, s.maxTokens(), "no max_tokens: as many as the context allows");
+    assertEquals(GenerationRequest.MAX_TOKENS_UNSET, s.maxTokens(), "no max_tokens: as many as the context allows");
     assertNull(s.seed());
     assertNull(s.logprobs());
     assertNull(s.promptLogprobs());

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
  * chunked prefill, forking, preemption and batching must not change a single token.
  */
 class EngineTest {
-  static final TokenizerBundle TEXT = TokenizerBundle.demo();
+  static final TokenizerBundle TEXT = TestEngines.TEXT;
   private static ModelRunner reference;
 
   @BeforeAll
@@ -37,45 +37,12 @@ class EngineTest {
   }
 
   @AfterAll
-  static void closeRunners() {
+  static void closeReference() {
     reference.close();
-    RUNNERS.values().forEach(ModelRunner::close);
   }
-
-  /** Runners by cache shape, shared by the tests (opening one generates the demo weights). */
-  private static final Map<String, ModelRunner> RUNNERS = new java.util.HashMap<>();
 
   static Engine engine(EngineSettings settings, SchedulingPolicy policy) {
-    ModelRunner runner =
-        RUNNERS.computeIfAbsent(
-            settings.numBlocks() + "x" + settings.blockSize(),
-            k -> ModelRunners.openDemo(settings.numBlocks(), settings.blockSize()));
-    return new Engine("demo", new Unclosed(runner), TEXT, settings, policy, null);
-  }
-
-  /** Lets a test close its engine without closing the shared runner. */
-  private record Unclosed(ModelRunner runner) implements ModelRunner {
-    public dev.troupe.engine.ModelConfig config() {
-      return runner.config();
-    }
-
-    public int blockSize() {
-      return runner.blockSize();
-    }
-
-    public int numBlocks() {
-      return runner.numBlocks();
-    }
-
-    public List<float[][]> forward(List<SequenceChunk> batch) {
-      return runner.forward(batch);
-    }
-
-    public void copyBlock(int src, int dst) {
-      runner.copyBlock(src, dst);
-    }
-
-    public void close() {}
+    return TestEngines.demo(settings, policy);
   }
 
   static SamplingParams greedy(int maxTokens) {

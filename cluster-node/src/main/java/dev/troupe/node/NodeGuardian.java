@@ -1,0 +1,91 @@
+package dev.troupe.node;
+
+import dev.troupe.protocol.cluster.ModelWorkerProtocol;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
+import dev.troupe.protocol.cluster.ServedModels.ServedModel;
+import dev.troupe.worker.EngineProvider;
+import dev.troupe.worker.ModelWorker;
+import java.util.Set;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
+import org.apache.pekko.cluster.typed.Cluster;
+
+/**
+ * The node's guardian for the inference side: initialises Cluster Sharding for {@code ModelWorker}
+ * (hosting entities on nodes with role {@code worker}, a proxy elsewhere — gateway-only nodes), and
+ * on worker nodes wakes every configured replica so models are loaded before the first request.
+ * With remember-entities the replicas of a node that leaves are restarted on the others.
+ *
+ * <p>Other entity types (training, trajectories, registry) are initialised by their owners.
+ */
+public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
+
+  /** Messages of the guardian. */
+  public interface Command {}
+
+  /** A replica answered its wake-up. */
+  private record ReplicaUp(WorkerStatus status) implements Command {}
+
+  /**
+   * @param engines opens each replica's engine (the real loader, or small engines in tests)
+   */
+  public static Behavior<Command> create(NodeSettings settings, EngineProvider engines) {
+    return Behaviors.setup(ctx -> new NodeGuardian(ctx, settings, engines));
+  }
+
+  /** Initialises ModelWorker sharding on this node (entity host or proxy, by role). */
+  public static void initSharding(
+      org.apache.pekko.actor.typed.ActorSystem<?> system, NodeSettings settings, EngineProvider engines) {
+    ClusterSharding.get(system)
+        .init(
+            Entity.of(
+                    ModelWorkerProtocol.TYPE_KEY,
+                    entity ->
+                        ModelWorker.create(
+                            entity.getEntityId(), settings.models(), engines,
+                            settings.metricsLogInterval()))
+                .withRole(ModelWorkerProtocol.ROLE)
+                .withSettings(ClusterShardingSettings.create(system).withRememberEntities(true))
+                .withEntityProps(DispatcherSelector.fromConfig(NodeSettings.WORKER_DISPATCHER)));
+  }
+
+  private NodeGuardian(ActorContext<Command> ctx, NodeSettings settings, EngineProvider engines) {
+    super(ctx);
+    initSharding(ctx.getSystem(), settings, engines);
+    Set<String> roles = Cluster.get(ctx.getSystem()).selfMember().getRoles();
+    boolean worker = roles.contains(ModelWorkerProtocol.ROLE);
+    ctx.getLog().info("node roles {}: ModelWorker {}", roles, worker ? "host" : "proxy");
+    if (worker && settings.startReplicas()) {
+      ActorRef<WorkerStatus> up = ctx.messageAdapter(WorkerStatus.class, ReplicaUp::new);
+      ClusterSharding sharding = ClusterSharding.get(ctx.getSystem());
+      for (ServedModel model : settings.models().models())
+        for (String id : model.entityIds())
+          sharding
+              .entityRefFor(ModelWorkerProtocol.TYPE_KEY, id)
+              .tell(new ModelWorkerProtocol.GetStatus(up));
+    }
+  }
+
+  @Override
+  public Receive<Command> createReceive() {
+    return newReceiveBuilder().onMessage(ReplicaUp.class, this::onReplicaUp).build();
+  }
+
+  private Behavior<Command> onReplicaUp(ReplicaUp up) {
+    WorkerStatus s = up.status();
+    if (s.maxModelLen() > 0)
+      getContext()
+          .getLog()
+          .info("replica {} is up (context {}, {} KV blocks)", s.entityId(), s.maxModelLen(), s.kvBlocksTotal());
+    else getContext().getLog().warn("replica {} cannot serve; see its log", s.entityId());
+    return this;
+  }
+}

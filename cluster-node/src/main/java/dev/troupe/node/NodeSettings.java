@@ -1,0 +1,31 @@
+package dev.troupe.node;
+
+import com.typesafe.config.Config;
+import dev.troupe.engine.core.EngineSettings;
+import dev.troupe.protocol.cluster.ServedModels;
+import java.time.Duration;
+
+/**
+ * What a node runs, read once from config: the served models ({@code troupe.models}), the engine
+ * sizing ({@code troupe.worker.engine}) and node behaviour ({@code troupe.node}).
+ *
+ * @param metricsLogInterval how often each worker logs its engine metrics; zero = never
+ * @param startReplicas worker nodes wake every configured replica at start
+ */
+public record NodeSettings(
+    ServedModels models,
+    EngineSettings engine,
+    Duration metricsLogInterval,
+    boolean startReplicas) {
+
+  /** Config path of the dispatcher ModelWorker entities run on. */
+  public static final String WORKER_DISPATCHER = "troupe.worker.dispatcher";
+
+  public static NodeSettings fromConfig(Config config) {
+    return new NodeSettings(
+        ServedModels.fromConfig(config),
+        EngineSettings.fromConfig(config.getConfig("troupe.worker.engine")),
+        config.getDuration("troupe.worker.metrics-log-interval"),
+        config.getBoolean("troupe.node.start-replicas"));
+  }
+}

@@ -1,0 +1,17 @@
+package dev.troupe.worker;
+
+import dev.troupe.engine.core.Engine;
+import dev.troupe.engine.core.EngineSettings;
+import dev.troupe.engine.core.Engines;
+import dev.troupe.protocol.cluster.ServedModels.ServedModel;
+
+/** Opens the engine of one model replica; tests substitute small engines. */
+@FunctionalInterface
+public interface EngineProvider {
+  Engine open(ServedModel model, int replica);
+
+  /** Loads the model's weights and tokenizer with the given sizing. */
+  static EngineProvider loading(EngineSettings settings) {
+    return (model, replica) -> Engines.open(model, settings);
+  }
+}

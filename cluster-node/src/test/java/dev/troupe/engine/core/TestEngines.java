@@ -1,0 +1,60 @@
+package dev.troupe.engine.core;
+
+import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.tokenizer.TokenizerBundle;
+import dev.troupe.scheduler.SchedulingPolicy;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Engines on the built-in demo model for tests. Demo runners are cached by cache shape (opening one
+ * generates the weights, ~1-2 s) and handed out behind a wrapper whose {@code close} does nothing;
+ * a runner must only be used by one engine at a time, so tests that run engines concurrently ask for
+ * distinct shapes.
+ */
+public final class TestEngines {
+  public static final TokenizerBundle TEXT = TokenizerBundle.demo();
+  private static final Map<String, ModelRunner> RUNNERS = new ConcurrentHashMap<>();
+
+  private TestEngines() {}
+
+  /** A demo engine with these settings and a fresh runner wrapper (no weights regenerated). */
+  public static Engine demo(EngineSettings settings, SchedulingPolicy policy) {
+    return new Engine("demo", runner(settings.numBlocks(), settings.blockSize()), TEXT, settings, policy, null);
+  }
+
+  /** A shared demo runner of this shape; closing it does nothing. */
+  public static ModelRunner runner(int numBlocks, int blockSize) {
+    ModelRunner shared =
+        RUNNERS.computeIfAbsent(
+            numBlocks + "x" + blockSize, k -> ModelRunners.openDemo(numBlocks, blockSize));
+    return new Unclosed(shared);
+  }
+
+  private record Unclosed(ModelRunner runner) implements ModelRunner {
+    public ModelConfig config() {
+      return runner.config();
+    }
+
+    public int blockSize() {
+      return runner.blockSize();
+    }
+
+    public int numBlocks() {
+      return runner.numBlocks();
+    }
+
+    public List<float[][]> forward(List<SequenceChunk> batch) {
+      return runner.forward(batch);
+    }
+
+    public void copyBlock(int src, int dst) {
+      runner.copyBlock(src, dst);
+    }
+
+    public void close() {}
+  }
+}

@@ -55,6 +55,7 @@ public final class Nd4jModelRunner implements ModelRunner {
   private final Layer[] layers;
   private final double[] invFreq; // [d/2]
   private final Map<Integer, Lora> adapters = new HashMap<>();
+  private final Linear.Scratch scratch = new Linear.Scratch();
   private boolean closed;
 
   private Nd4jModelRunner(ModelConfig cfg, WeightSource w, int numBlocks, int blockSize) {
@@ -187,7 +188,7 @@ public final class Nd4jModelRunner implements ModelRunner {
       Layer l = layers[li];
       // attention block: x += o(attn(rope(norm(q)), rope(norm(k)), v)) of rmsnorm(x)
       float[] h = Kernels.rmsNorm(x, T, hidden, l.attnNorm(), eps);
-      float[] qkv = l.qkv().apply(h, T); // [T, qDim + 2 kvDim]
+      float[] qkv = l.qkv().apply(scratch, h, T); // [T, qDim + 2 kvDim]
       loraQkv(s, li, h, qkv, T);
       int stride = qDim + 2 * kvDim;
       for (int t = 0; t < T; t++) {
@@ -205,17 +206,17 @@ public final class Nd4jModelRunner implements ModelRunner {
         System.arraycopy(qkv, base + qDim + kvDim, l.vCache(), slot, kvDim);
       }
       float[] attn = Attention.run(s, qkv, stride, l.kCache(), l.vCache(), nHeads, nKv, headDim, blockSize); // [T, qDim]
-      float[] o = l.o().apply(attn, T); // [T, H]
+      float[] o = l.o().apply(scratch, attn, T); // [T, H]
       lora(s, li, Lora.O, attn, qDim, o, hidden, 0, T);
       Kernels.addInPlace(x, o);
 
       // MLP block: x += down(silu(gate(h)) * up(h)) of h = rmsnorm(x)
       h = Kernels.rmsNorm(x, T, hidden, l.mlpNorm(), eps);
-      float[] gu = l.gateUp().apply(h, T); // [T, 2I]
+      float[] gu = l.gateUp().apply(scratch, h, T); // [T, 2I]
       lora(s, li, Lora.GATE, h, hidden, gu, 2 * inter, 0, T);
       lora(s, li, Lora.UP, h, hidden, gu, 2 * inter, inter, T);
       float[] a = Kernels.swiglu(gu, T, inter); // [T, I]
-      float[] dn = l.down().apply(a, T); // [T, H]
+      float[] dn = l.down().apply(scratch, a, T); // [T, H]
       lora(s, li, Lora.DOWN, a, inter, dn, hidden, 0, T);
       Kernels.addInPlace(x, dn);
     }
@@ -224,7 +225,7 @@ public final class Nd4jModelRunner implements ModelRunner {
     int R = s.logitRows.length;
     float[] xr = new float[R * hidden];
     for (int r = 0; r < R; r++) System.arraycopy(x, s.logitRows[r] * hidden, xr, r * hidden, hidden);
-    float[] logits = lmHead.apply(Kernels.rmsNorm(xr, R, hidden, finalNorm, eps), R);
+    float[] logits = lmHead.apply(scratch, Kernels.rmsNorm(xr, R, hidden, finalNorm, eps), R);
     List<float[][]> out = new ArrayList<>(batch.size());
     int r = 0;
     for (SequenceChunk c : batch) {
@@ -272,8 +273,10 @@ public final class Nd4jModelRunner implements ModelRunner {
 
   @Override
   public void close() {
+    if (closed) return;
     closed = true;
     adapters.clear();
+    scratch.close();
     embed.close();
     if (lmHead != embed) lmHead.close();
     for (Layer l : layers) {

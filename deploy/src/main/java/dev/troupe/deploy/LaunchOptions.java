@@ -1,0 +1,161 @@
+package dev.troupe.deploy;
+
+import dev.troupe.protocol.cluster.Roles;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The launcher's flags ({@code troupe serve ...}), parsed and checked.
+ *
+ * @param port HTTP port of the gateway
+ * @param models served models, name to Hugging Face directory (or {@code demo}), in flag order;
+ *     the built-in demo model when none is given
+ * @param replicas replicas per model name (default 1)
+ * @param apiKeys keys from {@code --api-key} and {@code TROUPE_API_KEYS}
+ * @param roles cluster roles of this node
+ * @param seedNodes {@code host:port} of the cluster's seed nodes; empty = this node alone
+ * @param host address other nodes reach this node at (Artery canonical hostname)
+ * @param clusterPort Artery port (0 = any free port)
+ * @param managementPort Pekko Management HTTP port (cluster members, shards, health); -1 = off
+ * @param dataDir where the H2 database and the generated API key live
+ */
+public record LaunchOptions(
+    int port,
+    Map<String, String> models,
+    Map<String, Integer> replicas,
+    List<String> apiKeys,
+    List<String> roles,
+    List<String> seedNodes,
+    String host,
+    int clusterPort,
+    int managementPort,
+    Path dataDir) {
+
+  public static final String USAGE =
+      """
+      Usage: troupe serve [options]
+        --port N                 HTTP port of the OpenAI-compatible API (default 8000)
+        --model NAME=DIR         serve the Hugging Face model in DIR as NAME (repeatable);
+                                 DIR "demo" is the built-in demo model (the default)
+        --replicas NAME=N        run N replicas of model NAME (default 1)
+        --api-key KEY            accept this Bearer key (repeatable; also TROUPE_API_KEYS=k1,k2);
+                                 without any, a key is generated once into <data-dir>/api-key
+        --roles R1,R2            cluster roles of this node: gateway, worker, trainer (default all)
+        --seed-nodes H:P,...     join the cluster at these nodes (default: form a new cluster)
+        --host HOST              address other nodes reach this node at (default 127.0.0.1)
+        --cluster-port N         cluster (Artery) port (default 25520)
+        --management-port N      Pekko Management HTTP port, -1 = off (default 7626)
+        --data-dir DIR           database and key directory (default ./data)
+      """;
+
+  public LaunchOptions {
+    if (port < 0 || port > 65535) throw new IllegalArgumentException("--port out of range: " + port);
+    if (clusterPort < 0 || clusterPort > 65535)
+      throw new IllegalArgumentException("--cluster-port out of range: " + clusterPort);
+    models = Collections.unmodifiableMap(new LinkedHashMap<>(models));
+    replicas = Map.copyOf(replicas);
+    for (var e : replicas.entrySet()) {
+      if (!models.containsKey(e.getKey()))
+        throw new IllegalArgumentException("--replicas names unknown model " + e.getKey());
+      if (e.getValue() < 1) throw new IllegalArgumentException("--replicas must be >= 1");
+    }
+    apiKeys = List.copyOf(apiKeys);
+    roles = List.copyOf(roles);
+    for (String r : roles)
+      if (!List.of(Roles.GATEWAY, Roles.WORKER, Roles.TRAINER).contains(r))
+        throw new IllegalArgumentException("unknown role " + r + " (gateway, worker, trainer)");
+    if (roles.isEmpty()) throw new IllegalArgumentException("--roles must name at least one role");
+    seedNodes = List.copyOf(seedNodes);
+  }
+
+  /**
+   * Parses {@code args} (an optional leading {@code serve}, then flags) with {@code envKeys} the
+   * value of {@code TROUPE_API_KEYS} (may be null).
+   *
+   * @throws IllegalArgumentException naming the bad flag
+   */
+  public static LaunchOptions parse(List<String> args, String envKeys) {
+    int port = 8000;
+    Map<String, String> models = new LinkedHashMap<>();
+    Map<String, Integer> replicas = new LinkedHashMap<>();
+    List<String> keys = new ArrayList<>();
+    List<String> roles = List.of(Roles.GATEWAY, Roles.WORKER, Roles.TRAINER);
+    List<String> seeds = List.of();
+    String host = "127.0.0.1";
+    int clusterPort = 25520;
+    int managementPort = 7626;
+    Path dataDir = Path.of("data");
+    int i = 0;
+    if (!args.isEmpty() && args.get(0).equals("serve")) i++;
+    for (; i < args.size(); i++) {
+      String flag = args.get(i);
+      String value;
+      int eq = flag.indexOf('=');
+      if (!flag.startsWith("--")) throw new IllegalArgumentException("unexpected argument " + flag);
+      if (eq > 0) {
+        value = flag.substring(eq + 1);
+        flag = flag.substring(0, eq);
+      } else {
+        if (flag.equals("--help")) throw new IllegalArgumentException(USAGE);
+        if (i + 1 >= args.size()) throw new IllegalArgumentException(flag + " needs a value");
+        value = args.get(++i);
+      }
+      switch (flag) {
+        case "--port" -> port = integer(flag, value);
+        case "--model" -> {
+          String[] kv = pair(flag, value);
+          if (models.put(kv[0], kv[1]) != null)
+            throw new IllegalArgumentException("--model " + kv[0] + " given twice");
+        }
+        case "--replicas" -> {
+          String[] kv = pair(flag, value);
+          replicas.put(kv[0], integer(flag, kv[1]));
+        }
+        case "--api-key" -> keys.add(value);
+        case "--roles" -> roles = list(value);
+        case "--seed-nodes" -> seeds = list(value);
+        case "--host" -> host = value;
+        case "--cluster-port" -> clusterPort = integer(flag, value);
+        case "--management-port" -> managementPort = integer(flag, value);
+        case "--data-dir" -> dataDir = Path.of(value);
+        default -> throw new IllegalArgumentException("unknown flag " + flag + "\n" + USAGE);
+      }
+    }
+    if (models.isEmpty()) models.put("demo", "demo");
+    if (envKeys != null) keys.addAll(list(envKeys));
+    for (String seed : seeds)
+      if (!seed.matches("[^:]+:\\d+"))
+        throw new IllegalArgumentException("--seed-nodes entries must be host:port, got " + seed);
+    return new LaunchOptions(
+        port, models, replicas, keys, roles, seeds, host, clusterPort, managementPort, dataDir);
+  }
+
+  public int replicasOf(String model) {
+    return replicas.getOrDefault(model, 1);
+  }
+
+  private static int integer(String flag, String value) {
+    try {
+      return Integer.parseInt(value.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(flag + " expects a number, got " + value);
+    }
+  }
+
+  private static String[] pair(String flag, String value) {
+    int eq = value.indexOf('=');
+    if (eq <= 0 || eq == value.length() - 1)
+      throw new IllegalArgumentException(flag + " expects NAME=VALUE, got " + value);
+    return new String[] {value.substring(0, eq), value.substring(eq + 1)};
+  }
+
+  private static List<String> list(String value) {
+    List<String> out = new ArrayList<>();
+    for (String s : value.split(",")) if (!s.isBlank()) out.add(s.trim());
+    return out;
+  }
+}

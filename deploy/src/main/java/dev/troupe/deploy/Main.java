@@ -1,0 +1,40 @@
+package dev.troupe.deploy;
+
+import com.typesafe.config.ConfigFactory;
+import java.util.Arrays;
+
+/**
+ * Entry point of the distribution ({@code ./troupe serve [flags]}, or {@code java -jar troupe.jar
+ * serve [flags]}): parses the flags (see {@link LaunchOptions#USAGE}) and runs one node until the
+ * JVM is stopped (SIGTERM/Ctrl-C leave the cluster gracefully).
+ */
+public final class Main {
+  private Main() {}
+
+  public static void main(String[] args) throws Exception {
+    LaunchOptions options;
+    try {
+      options = LaunchOptions.parse(Arrays.asList(args), System.getenv("TROUPE_API_KEYS"));
+    } catch (IllegalArgumentException e) {
+      System.err.println(e.getMessage());
+      if (!e.getMessage().startsWith("Usage")) System.err.println("(see --help)");
+      System.exit(e.getMessage().startsWith("Usage") ? 0 : 2);
+      return;
+    }
+    TroupeNode node =
+        TroupeNode.start(
+            options,
+            ConfigFactory.empty(),
+            key ->
+                System.out.println(
+                    "\nGenerated API key (shown once, kept in "
+                        + options.dataDir().resolve(ApiKeys.FILE)
+                        + "):\n\n    "
+                        + key
+                        + "\n"));
+    if (node.httpPort() > 0)
+      System.out.println(
+          "Troupe is serving " + options.models().keySet() + " on http://localhost:" + node.httpPort() + "/v1");
+    node.system().getWhenTerminated().toCompletableFuture().get();
+  }
+}

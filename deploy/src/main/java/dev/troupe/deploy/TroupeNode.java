@@ -1,0 +1,178 @@
+package dev.troupe.deploy;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigValueFactory;
+import dev.troupe.gateway.http.ApiRoutes;
+import dev.troupe.gateway.http.GatewayServer;
+import dev.troupe.gateway.http.GatewaySettings;
+import dev.troupe.gateway.preview.PreviewContext;
+import dev.troupe.gateway.preview.PreviewRoutes;
+import dev.troupe.gateway.routes.StandardRoutes;
+import dev.troupe.gateway.workers.ModelDirectory;
+import dev.troupe.node.NodeGuardian;
+import dev.troupe.node.NodeSettings;
+import dev.troupe.persistence.DataEntities;
+import dev.troupe.persistence.Persistence;
+import dev.troupe.persistence.PersistenceInit;
+import dev.troupe.persistence.PersistenceSettings;
+import dev.troupe.protocol.cluster.Roles;
+import dev.troupe.protocol.cluster.ServedModels;
+import dev.troupe.worker.EngineProvider;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.Join;
+import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.management.javadsl.PekkoManagement;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One Troupe node in this JVM: the actor system (a cluster member with the configured roles), the
+ * model workers or their proxies ({@link NodeGuardian}), the preview data entities, the HTTP API on
+ * gateway nodes, and Pekko Management (cluster members, shards, health) when its port is set.
+ * {@link Main} runs one; tests run several.
+ */
+public final class TroupeNode implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(TroupeNode.class);
+  /** The actor system's name: every node of one cluster uses it. */
+  public static final String SYSTEM_NAME = "troupe";
+
+  private final ActorSystem<Void> system;
+  private final ServerBinding binding;
+  private final List<String> apiKeys;
+
+  private TroupeNode(ActorSystem<Void> system, ServerBinding binding, List<String> apiKeys) {
+    this.system = system;
+    this.binding = binding;
+    this.apiKeys = apiKeys;
+  }
+
+  /**
+   * Starts a node.
+   *
+   * @param overrides config taking precedence over everything (tests: free ports, no JVM exit)
+   * @param announceKey told a generated API key (printed once by the launcher)
+   */
+  public static TroupeNode start(LaunchOptions options, Config overrides, Consumer<String> announceKey)
+      throws Exception {
+    List<String> keys = ApiKeys.resolve(options.apiKeys(), options.dataDir(), announceKey);
+    Config base =
+        overrides
+            .withFallback(config(options, keys))
+            .withFallback(ConfigFactory.parseResources("troupe-node.conf"))
+            .withFallback(ConfigFactory.load());
+    PersistenceSettings persistence = PersistenceSettings.fromConfig(base);
+    Config config = Persistence.configFor(persistence).withFallback(base).resolve();
+    PersistenceInit.ensureSchema(persistence);
+
+    NodeSettings node = NodeSettings.fromConfig(config);
+    ActorSystem<Void> system =
+        ActorSystem.create(
+            Behaviors.setup(
+                ctx -> {
+                  ctx.spawn(
+                      NodeGuardian.create(node, EngineProvider.loading(node.engine())), "models");
+                  return Behaviors.empty();
+                }),
+            SYSTEM_NAME,
+            config);
+    try {
+      Cluster cluster = Cluster.get(system);
+      if (options.seedNodes().isEmpty())
+        cluster.manager().tell(Join.create(cluster.selfMember().address()));
+      // Hosts on trainer nodes, proxies elsewhere; the gateway's preview routes need them.
+      DataEntities.init(system, persistence);
+      if (options.managementPort() >= 0) PekkoManagement.get(system).start();
+      ServerBinding binding = null;
+      if (options.roles().contains(Roles.GATEWAY)) binding = bindGateway(system, config, node.models());
+      log.info(
+          "Troupe node {} up with roles {}, models {}",
+          cluster.selfMember().address(), options.roles(), options.models().keySet());
+      return new TroupeNode(system, binding, keys);
+    } catch (Exception | Error e) {
+      system.terminate();
+      throw e;
+    }
+  }
+
+  private static ServerBinding bindGateway(ActorSystem<?> system, Config config, ServedModels models)
+      throws Exception {
+    GatewaySettings gs = GatewaySettings.fromConfig(config);
+    ModelDirectory directory = ModelDirectory.sharded(system, models, gs.askTimeout());
+    var route =
+        ApiRoutes.builder(gs)
+            .addAll(StandardRoutes.of(directory))
+            .addAll(PreviewRoutes.all(PreviewContext.sharded(system, gs.askTimeout())))
+            .build();
+    return GatewayServer.bind(system, gs, route).toCompletableFuture().get(30, TimeUnit.SECONDS);
+  }
+
+  /** The flags as config: cluster membership, HTTP, models, data directory. */
+  static Config config(LaunchOptions o, List<String> keys) {
+    List<String> seeds = new ArrayList<>();
+    for (String s : o.seedNodes()) seeds.add("pekko://" + SYSTEM_NAME + "@" + s);
+    List<Map<String, Object>> models = new ArrayList<>();
+    for (var e : o.models().entrySet()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("name", e.getKey());
+      m.put("path", e.getValue());
+      m.put("replicas", o.replicasOf(e.getKey()));
+      models.add(m);
+    }
+    Map<String, Object> values = new LinkedHashMap<>();
+    values.put("pekko.remote.artery.canonical.hostname", o.host());
+    values.put("pekko.remote.artery.canonical.port", o.clusterPort());
+    values.put("pekko.cluster.roles", o.roles());
+    values.put("pekko.cluster.seed-nodes", seeds);
+    values.put("pekko.management.http.hostname", o.host());
+    values.put("pekko.management.http.port", Math.max(o.managementPort(), 0));
+    values.put("troupe.gateway.port", o.port());
+    values.put("troupe.gateway.api-keys", keys);
+    values.put("troupe.models", models);
+    values.put("troupe.persistence.data-dir", o.dataDir().toAbsolutePath().toString());
+    Config c = ConfigFactory.empty();
+    for (var e : values.entrySet()) c = c.withValue(e.getKey(), ConfigValueFactory.fromAnyRef(e.getValue()));
+    return c;
+  }
+
+  public ActorSystem<Void> system() {
+    return system;
+  }
+
+  /** The bound HTTP port, or -1 on a node without the gateway role. */
+  public int httpPort() {
+    return binding == null ? -1 : binding.localAddress().getPort();
+  }
+
+  public Address address() {
+    return Cluster.get(system).selfMember().address();
+  }
+
+  public List<String> apiKeys() {
+    return apiKeys;
+  }
+
+  /** Leaves the cluster and stops the node (CoordinatedShutdown). */
+  @Override
+  public void close() {
+    system.terminate();
+    try {
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      log.warn("node did not stop within 60 s", e);
+    }
+  }
+
+  /** How long {@link Main} waits for the node to stop at JVM exit. */
+  static final Duration SHUTDOWN_TIMEOUT = Duration.ofSeconds(60);
+}

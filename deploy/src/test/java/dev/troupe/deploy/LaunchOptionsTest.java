@@ -1,0 +1,80 @@
+package dev.troupe.deploy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.protocol.cluster.ServedModels;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LaunchOptionsTest {
+
+  @Test
+  void defaultsServeTheDemoModelWithAllRoles() {
+    LaunchOptions o = LaunchOptions.parse(List.of("serve"), null);
+    assertEquals(8000, o.port());
+    assertEquals(Map.of("demo", "demo"), o.models());
+    assertEquals(List.of("gateway", "worker", "trainer"), o.roles());
+    assertEquals(List.of(), o.seedNodes());
+    assertEquals(List.of(), o.apiKeys());
+  }
+
+  @Test
+  void everyFlag() {
+    LaunchOptions o =
+        LaunchOptions.parse(
+            List.of(
+                "serve", "--port", "9000", "--model", "qwen=/models/qwen", "--model=small=demo",
+                "--replicas", "qwen=3", "--api-key", "k1", "--api-key=k2", "--roles",
+                "gateway,worker", "--seed-nodes", "10.0.0.1:25520,10.0.0.2:25520",
+                "--cluster-port", "0", "--management-port", "-1", "--data-dir", "/tmp/x",
+                "--host", "10.0.0.3"),
+            "k3, k4");
+    assertEquals(9000, o.port());
+    assertEquals(List.of("qwen", "small"), new ArrayList<>(o.models().keySet()), "flag order kept");
+    assertEquals(3, o.replicasOf("qwen"));
+    assertEquals(1, o.replicasOf("small"));
+    assertEquals(List.of("k1", "k2", "k3", "k4"), o.apiKeys());
+    assertEquals(List.of("gateway", "worker"), o.roles());
+    assertEquals(List.of("10.0.0.1:25520", "10.0.0.2:25520"), o.seedNodes());
+    assertEquals(Path.of("/tmp/x"), o.dataDir());
+    // The flags become the config the node reads.
+    ServedModels models =
+        ServedModels.fromConfig(TroupeNode.config(o, o.apiKeys()).withFallback(
+            com.typesafe.config.ConfigFactory.load()));
+    assertEquals("qwen", models.defaultModel().orElseThrow().name());
+    assertEquals(List.of("qwen#0", "qwen#1", "qwen#2"), models.find("qwen").orElseThrow().entityIds());
+  }
+
+  @Test
+  void badFlagsNameTheProblem() {
+    assertTrue(
+        assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--port", "x"), null))
+            .getMessage()
+            .contains("--port"));
+    assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--model", "nodir"), null));
+    assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--replicas", "x=2"), null));
+    assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--roles", "chef"), null));
+    assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--seed-nodes", "nohost"), null));
+    assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--frobnicate", "1"), null));
+  }
+
+  @Test
+  void aKeyIsGeneratedOnceAndKept(@TempDir Path dir) throws Exception {
+    List<String> announced = new ArrayList<>();
+    List<String> first = ApiKeys.resolve(List.of(), dir, announced::add);
+    assertEquals(1, announced.size(), "printed once");
+    assertTrue(first.get(0).startsWith("sk-troupe-"));
+    assertEquals(first.get(0), Files.readString(dir.resolve("api-key")).trim());
+    List<String> second = ApiKeys.resolve(List.of(), dir, announced::add);
+    assertEquals(first, second);
+    assertEquals(1, announced.size(), "not printed again");
+    assertEquals(List.of("mine"), ApiKeys.resolve(List.of("mine"), dir, announced::add));
+  }
+}

@@ -82,29 +82,32 @@ final class Linear implements AutoCloseable {
     return y;
   }
 
-  /** Reusable off-heap staging buffers for products; one per runner (its thread). */
+  /** Reusable off-heap staging buffers for BLAS calls, by slot; one set per runner (its thread). */
   static final class Scratch {
-    private FloatPointer in = new FloatPointer(1), out = new FloatPointer(1);
+    static final int IN = 0, OUT = 1;
+    private final FloatPointer[] bufs = new FloatPointer[8];
 
     FloatPointer in(long n) {
-      if (in.capacity() < n) {
-        in.close();
-        in = new FloatPointer(n);
-      }
-      return in;
+      return buf(IN, n);
     }
 
     FloatPointer out(long n) {
-      if (out.capacity() < n) {
-        out.close();
-        out = new FloatPointer(n);
+      return buf(OUT, n);
+    }
+
+    /** A buffer of at least {@code n} floats, positioned at 0; contents undefined. */
+    FloatPointer buf(int slot, long n) {
+      FloatPointer p = bufs[slot];
+      if (p == null || p.capacity() < n) {
+        if (p != null) p.close();
+        // grow geometrically so a slowly growing context does not reallocate every step
+        p = bufs[slot] = new FloatPointer(Math.max(n, p == null ? 0 : p.capacity() * 3 / 2));
       }
-      return out;
+      return p.position(0);
     }
 
     void close() {
-      in.close();
-      out.close();
+      for (FloatPointer p : bufs) if (p != null) p.close();
     }
   }
 

@@ -74,13 +74,14 @@ class Nd4jModelRunnerTest {
       for (int t = 0; t < a.length; t++)
         assertTrue(maxDiff(all[t], refA[t]) < TOL, arch + " single sequence, position " + t + ": " + maxDiff(all[t], refA[t]));
 
-      // 2. the same prompt as chunked prefill (7, 5) then decode steps, in other blocks
+      // 2. the same prompt as chunked prefill (7 tokens: per-token attention; 9 tokens after a
+      // cached prefix: GEMM attention) then decode steps, in other blocks
       int[] tableA2 = blocks(1, 2, 4, 6, 7, 8);
       float[][] l = m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOfRange(a, 0, 7), 0, tableA2, false))).get(0);
       assertTrue(maxDiff(l[0], refA[6]) < TOL);
-      l = m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOfRange(a, 7, 12), 7, tableA2, false))).get(0);
-      assertTrue(maxDiff(l[0], refA[11]) < TOL, arch + " chunked prefill");
-      for (int t = 12; t < a.length; t++) {
+      l = m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOfRange(a, 7, 16), 7, tableA2, true))).get(0);
+      for (int i = 0; i < 9; i++) assertTrue(maxDiff(l[i], refA[7 + i]) < TOL, arch + " chunked prefill " + i);
+      for (int t = 16; t < a.length; t++) {
         l = m.forward(List.of(new SequenceChunk(new int[] {a[t]}, t, tableA2, false))).get(0);
         assertTrue(maxDiff(l[0], refA[t]) < TOL, arch + " decode at " + t + ": " + maxDiff(l[0], refA[t]));
       }

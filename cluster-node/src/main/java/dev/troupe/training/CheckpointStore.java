@@ -109,6 +109,28 @@ public final class CheckpointStore {
     }
   }
 
+  /**
+   * A checkpoint directory as a served {@link dev.troupe.engine.LoraAdapter} of version {@code
+   * version} (rank and alpha from {@code adapter_config.json}); what a worker calls on {@code
+   * AdapterCheckpoint}.
+   */
+  public static dev.troupe.engine.LoraAdapter loadAdapter(Path dir, int version) {
+    try {
+      var cfg = Json.mapper().readTree(dir.resolve("adapter_config.json").toFile());
+      SafetensorsFile.Contents st = SafetensorsFile.read(dir.resolve("adapter_model.safetensors"));
+      Map<String, float[]> a = new LinkedHashMap<>();
+      Map<String, float[]> b = new LinkedHashMap<>();
+      st.tensors().forEach((name, t) -> {
+        String n = trainerName(name);
+        if (n.endsWith(".lora_A")) a.put(n.substring(0, n.length() - 7), t.values());
+        else if (n.endsWith(".lora_B")) b.put(n.substring(0, n.length() - 7), t.values());
+      });
+      return new dev.troupe.engine.LoraAdapter(version, cfg.path("r").asInt(), cfg.path("lora_alpha").asDouble(), a, b);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read checkpoint " + dir, e);
+    }
+  }
+
   /** {@code model.layers.0.self_attn.q_proj.lora_A} → {@code base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight}. */
   static String peftName(String trainerName) {
     return PEFT_PREFIX + trainerName + ".weight";

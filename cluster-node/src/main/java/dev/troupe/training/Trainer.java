@@ -106,6 +106,12 @@ public final class Trainer {
             config.advantageBalance(),
             settings.maxSequenceLength());
     List<PackedRow> rows = batch.rows();
+    int vocab = model.config().vocabSize();
+    for (PackedRow row : rows)
+      for (int id : row.tokens())
+        if (id < 0 || id >= vocab)
+          throw new IllegalArgumentException(
+              "token id " + id + " is outside the model's vocabulary of " + vocab);
     listener.started(rows.size());
     if (config.precalculateLogprobs()) {
       // π_old := the job's starting policy, so ratios measure this job's own drift

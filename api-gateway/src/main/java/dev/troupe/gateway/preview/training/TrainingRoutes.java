@@ -1,0 +1,17 @@
+package dev.troupe.gateway.preview.training;
+
+import dev.troupe.gateway.http.ApiRoute;
+import java.util.List;
+
+/**
+ * The training-job endpoints, for one line in the gateway's composition: {@code
+ * ApiRoutes.builder(settings).addAll(TrainingRoutes.all(ctx))}.
+ */
+public final class TrainingRoutes {
+  private TrainingRoutes() {}
+
+  public static List<ApiRoute> all(TrainingContext ctx) {
+    return List.of(
+        new CreateTrainingJobRoute(ctx), new GetTrainingJobRoute(ctx), new ListTrainingJobEventsRoute(ctx));
+  }
+}

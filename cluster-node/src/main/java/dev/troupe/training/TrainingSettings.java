@@ -1,0 +1,41 @@
+package dev.troupe.training;
+
+import com.typesafe.config.Config;
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * {@code troupe.training}, read once at start.
+ *
+ * @param checkpointDir where LoRA checkpoints are written (shared storage across nodes)
+ * @param trainer row length, adapter shape and optimizer
+ * @param askTimeout how long the trainer waits for an entity to answer
+ */
+public record TrainingSettings(Path checkpointDir, Trainer.Settings trainer, Duration askTimeout) {
+  public static TrainingSettings fromConfig(Config root) {
+    Config c = root.getConfig("troupe.training");
+    Path dir = Path.of(c.getString("checkpoint-dir"));
+    if (!dir.isAbsolute())
+      dir = Path.of(root.getString("troupe.persistence.data-dir")).resolve(dir);
+    Config l = c.getConfig("lora");
+    LoraSpec lora =
+        new LoraSpec(
+            l.getInt("rank"),
+            l.getDouble("alpha"),
+            l.getStringList("target-modules"),
+            c.getBoolean("full-fine-tune"),
+            l.getLong("seed"));
+    Config o = c.getConfig("optimizer");
+    AdamW.Hyper hyper =
+        new AdamW.Hyper(
+            o.getDouble("beta1"),
+            o.getDouble("beta2"),
+            o.getDouble("eps"),
+            o.getDouble("weight-decay"),
+            o.getDouble("max-grad-norm"));
+    return new TrainingSettings(
+        dir.toAbsolutePath().normalize(),
+        new Trainer.Settings(c.getInt("max-sequence-length"), lora, hyper),
+        c.getDuration("ask-timeout"));
+  }
+}

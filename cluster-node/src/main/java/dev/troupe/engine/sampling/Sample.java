@@ -6,6 +6,10 @@ import java.util.List;
  * The token chosen at one step, with raw logprobs (computed from the model's logits before any
  * processing, vLLM's default {@code raw_logprobs} mode).
  *
+ * <p>Logprobs cost a few vocabulary passes, so like vLLM they are computed only when the request
+ * asks for them ({@code SamplingParams.logprobs != null}, 0 included); otherwise {@code logprob} is
+ * NaN, {@code rank} 0 and {@code logprobs} null.
+ *
  * @param token the chosen token id
  * @param logprob its raw log-probability, floored at {@link Logprobs#FLOOR}
  * @param rank its 1-based rank in the vocabulary (number of tokens with a logprob at least as high)

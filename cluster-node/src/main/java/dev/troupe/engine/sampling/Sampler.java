@@ -46,7 +46,10 @@ public final class Sampler {
   static final double MIN_RANDOM_TEMPERATURE = 0.01;
 
   private static final float LOGIT_BIAS_LIMIT = 100f;
-  private static final int TOP_P_FIRST_GUESS = 64;
+  /** top_p histogram: bins over the top TOP_P_RANGE logit units (nats before temperature). */
+  static final int TOP_P_BINS = 2048;
+
+  private static final double TOP_P_RANGE = 40.0;
 
   private final SamplerFactory.Workspace ws;
   private final int vocab;
@@ -177,15 +180,14 @@ public final class Sampler {
     if (logits.length != vocab)
       throw new IllegalArgumentException(
           "logits row has " + logits.length + " entries, vocabulary is " + vocab);
-    double logNormalizer = Logprobs.logSumExp(logits, 0, vocab);
     float[] x = ws.work;
     System.arraycopy(logits, 0, x, 0, vocab);
     process(x);
     int token = greedy ? argmax(x) : sampleRandom(x);
-    float lp = Logprobs.logprob(logits[token], logNormalizer);
-    if (logprobs == -2) return new Sample(token, lp, Logprobs.rank(logits, 0, vocab, logits[token]), null);
+    if (logprobs == -2) return new Sample(token, Float.NaN, 0, null);
+    double logNormalizer = Logprobs.logSumExp(logits, 0, vocab);
     List<TokenLogprob> entries = Logprobs.entries(logits, 0, vocab, token, logprobs, logNormalizer);
-    return new Sample(token, lp, entries.get(0).rank(), entries);
+    return new Sample(token, entries.get(0).logprob(), entries.get(0).rank(), entries);
   }
 
   /** Records the token appended to this choice's output (counts for penalties, min_tokens, ...). */
@@ -326,46 +328,79 @@ public final class Sampler {
     return count;
   }
 
-  /** top_p over the whole row: grows a sorted head until it covers top_p, sorting all as a last resort. */
+  /**
+   * top_p over the whole row without sorting it: tokens are binned by logit, bins are summed from
+   * the top until the mass reaches top_p, and only the bin where it does is sorted. Tokens in
+   * higher bins are kept (less than top_p ranks above them), lower bins dropped. Leaves the kept
+   * tokens in idx (higher bins unordered, then the boundary bin best first) and returns how many.
+   */
   private int topPDense(float[] x, int[] idx, float max) {
+    float min = max;
+    for (int i = 0; i < vocab; i++) if (x[i] < min && x[i] != Float.NEGATIVE_INFINITY) min = x[i];
+    double range = Math.min((double) max - min, TOP_P_RANGE);
+    double[] mass = ws.binMass;
+    java.util.Arrays.fill(mass, 0);
+    double binsPerUnit = range > 0 ? (TOP_P_BINS - 1) / range : 0;
     double z = 0;
-    int finite = 0;
     for (int i = 0; i < vocab; i++) {
-      if (x[i] != Float.NEGATIVE_INFINITY) {
-        z += Math.exp((double) x[i] - max);
-        finite++;
-      }
+      if (x[i] == Float.NEGATIVE_INFINITY) continue;
+      double w = Math.exp((double) x[i] - max);
+      z += w;
+      mass[bin(x[i], max, binsPerUnit)] += w;
     }
-    for (int m = TOP_P_FIRST_GUESS; m < finite / 4; m *= 8) {
-      int got = Logprobs.topK(x, 0, vocab, m, idx);
-      double before = 0;
-      for (int j = 0; j < got; j++) {
-        if (before >= topP) return Math.max(j, 1);
-        before += Math.exp((double) x[idx[j]] - max) / z;
+    double target = topP * z;
+    double above = 0;
+    int boundary = TOP_P_BINS - 1;
+    for (int b = 0; b < TOP_P_BINS; b++) {
+      if (above + mass[b] >= target) {
+        boundary = b;
+        break;
       }
+      above += mass[b];
     }
-    int count = 0;
-    for (int i = 0; i < vocab; i++) if (x[i] != Float.NEGATIVE_INFINITY) idx[count++] = i;
-    Logprobs.sortDescending(x, idx, count, ws.keys);
-    return prefixBelow(x, idx, count, max, z);
+    int kept = 0;
+    for (int i = 0; i < vocab; i++)
+      if (x[i] != Float.NEGATIVE_INFINITY && bin(x[i], max, binsPerUnit) < boundary) idx[kept++] = i;
+    int start = kept;
+    for (int i = 0; i < vocab; i++)
+      if (x[i] != Float.NEGATIVE_INFINITY && bin(x[i], max, binsPerUnit) == boundary) idx[kept++] = i;
+    int inBin = kept - start;
+    int[] bucket = ws.bucket;
+    System.arraycopy(idx, start, bucket, 0, inBin);
+    Logprobs.sortDescending(x, bucket, inBin, ws.keys);
+    double before = above / z;
+    int j = 0;
+    while (j < inBin && (before < topP || start + j == 0)) {
+      before += Math.exp((double) x[bucket[j]] - max) / z;
+      idx[start + j] = bucket[j];
+      j++;
+    }
+    return start + j;
+  }
+
+  /** Bin 0 holds the largest logits; everything more than TOP_P_RANGE below the max is last. */
+  private static int bin(float logit, float max, double binsPerUnit) {
+    double d = ((double) max - logit) * binsPerUnit;
+    return d >= TOP_P_BINS - 1 ? TOP_P_BINS - 1 : (int) d;
   }
 
   /** Inverse-CDF draw over idx[0..count), or over the whole row when count is -1. */
   private int draw(float[] x, int[] idx, int count, float max) {
     double u = random.nextDouble();
     if (count < 0) {
+      // x is not needed after the draw: keep the weights in it, so exp runs once per entry
       double total = 0;
-      for (int i = 0; i < vocab; i++) total += weight(x[i], max);
+      for (int i = 0; i < vocab; i++) total += x[i] = (float) weight(x[i], max);
       double target = u * total, cum = 0;
       int last = -1;
       for (int i = 0; i < vocab; i++) {
-        double w = weight(x[i], max);
+        double w = x[i];
         if (w <= 0) continue;
         cum += w;
         last = i;
         if (cum > target) return i;
       }
-      return last >= 0 ? last : argmax(x);
+      return last >= 0 ? last : 0;
     }
     double total = 0;
     for (int j = 0; j < count; j++) total += weight(x[idx[j]], max);

@@ -73,11 +73,14 @@ public final class SamplerFactory {
     final float[] work;
     final int[] idx;
     final long[] keys;
+    final int[] bucket;
+    final double[] binMass = new double[Sampler.TOP_P_BINS];
 
     Workspace(int vocabSize) {
       work = new float[vocabSize];
       idx = new int[vocabSize];
       keys = new long[vocabSize];
+      bucket = new int[vocabSize];
     }
   }
 }

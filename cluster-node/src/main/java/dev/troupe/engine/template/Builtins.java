@@ -96,6 +96,7 @@ final class Builtins {
       if (DICT_METHODS.contains(name)) return (Callable) (args, kwargs) -> dictMethod(m, name, args);
       return Values.containsKey(m, name) ? Values.get(m, name) : new Undefined(name);
     }
+    if (obj instanceof Values.Loop loop) return loop.attr(name);
     if (obj instanceof Namespace ns)
       return ns.attrs.containsKey(name) ? ns.attrs.get(name) : new Undefined(name);
     if (Values.asList(obj) != null && LIST_METHODS.contains(name)) {

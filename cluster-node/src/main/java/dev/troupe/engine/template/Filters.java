@@ -106,16 +106,16 @@ final class Filters {
       }
       case "int" -> toInt(v, opt(args, kw, 0, "default", 0L));
       case "float" -> toFloat(v, opt(args, kw, 0, "default", 0.0));
-      case "abs" -> v instanceof Double d ? Math.abs(d) : Math.abs(Values.asLong(v));
+      case "abs" -> v instanceof Double d ? (Object) Math.abs(d) : (Object) Math.abs(Values.asLong(v));
       case "round" -> {
         long precision = Values.asLong(opt(args, kw, 0, "precision", 0L));
         String method = Values.str(opt(args, kw, 1, "method", "common"));
         RoundingMode mode = switch (method) {
           case "ceil" -> RoundingMode.CEILING;
           case "floor" -> RoundingMode.FLOOR;
-          default -> RoundingMode.HALF_UP;
+          default -> RoundingMode.HALF_EVEN; // Python's round() on the exact binary value
         };
-        yield new BigDecimal(Double.toString(Values.asDouble(v))).setScale((int) precision, mode).doubleValue();
+        yield new BigDecimal(Values.asDouble(v)).setScale((int) precision, mode).doubleValue();
       }
       case "sum" -> {
         Object total = opt(args, kw, 1, "start", 0L);

@@ -130,6 +130,7 @@ final class Interpreter {
     if (f.filter() != null) {
       List<Object> kept = new ArrayList<>();
       for (Object item : items) {
+        step();
         Scope s = new Scope(scope);
         bindTargets(f.targets(), item, s);
         if (Values.truthy(eval(f.filter(), s))) kept.add(item);
@@ -141,39 +142,16 @@ final class Interpreter {
       return;
     }
     for (int i = 0; i < items.size(); i++) {
+      step(); // an empty body still costs: nested loops must hit the budget
       Scope s = new Scope(scope);
       bindTargets(f.targets(), items.get(i), s);
-      s.vars.put("loop", loop(items, i));
+      s.vars.put("loop", new Values.Loop(items, i));
       try {
         exec(f.body(), s, out);
       } catch (LoopControl control) {
         if (control.isBreak) break;
       }
     }
-  }
-
-  private static Map<Object, Object> loop(List<Object> items, int i) {
-    int n = items.size();
-    Map<Object, Object> loop = new LinkedHashMap<>();
-    loop.put("index", (long) i + 1);
-    loop.put("index0", (long) i);
-    loop.put("revindex", (long) (n - i));
-    loop.put("revindex0", (long) (n - i - 1));
-    loop.put("first", i == 0);
-    loop.put("last", i == n - 1);
-    loop.put("length", (long) n);
-    loop.put("depth", 1L);
-    loop.put("depth0", 0L);
-    loop.put("previtem", i > 0 ? items.get(i - 1) : new Undefined("previtem"));
-    loop.put("nextitem", i < n - 1 ? items.get(i + 1) : new Undefined("nextitem"));
-    loop.put(
-        "cycle",
-        (Callable)
-            (args, kwargs) -> {
-              if (args.isEmpty()) throw new TemplateException("no items for cycling given");
-              return args.get(i % args.size());
-            });
-    return loop;
   }
 
   private void bindTargets(List<String> targets, Object value, Scope scope) {

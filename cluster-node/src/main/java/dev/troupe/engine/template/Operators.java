@@ -10,6 +10,9 @@ import java.util.List;
 final class Operators {
   private Operators() {}
 
+  /** Largest string or list a template may build with {@code *} (same as the output budget). */
+  private static final long MAX_REPEAT = JinjaTemplate.DEFAULT_MAX_OUTPUT_CHARS;
+
   static Object binary(String op, Object a, Object b) {
     if (op.equals("~")) return Values.str(a) + Values.str(b);
     if (a instanceof Undefined u) throw u.error();
@@ -29,9 +32,11 @@ final class Operators {
         }
       }
       case "*" -> {
-        if (a instanceof String s && Values.isIntegral(b)) return s.repeat((int) Math.max(0, Values.asLong(b)));
-        if (Values.isIntegral(a) && b instanceof String s) return s.repeat((int) Math.max(0, Values.asLong(a)));
+        if (a instanceof String s && Values.isIntegral(b)) return repeat(s, Values.asLong(b));
+        if (Values.isIntegral(a) && b instanceof String s) return repeat(s, Values.asLong(a));
         if (a instanceof List<?> && Values.isIntegral(b)) {
+          if ((double) Values.asList(a).size() * Values.asLong(b) > MAX_REPEAT)
+            throw new TemplateException("list repetition too large");
           List<Object> out = new ArrayList<>();
           for (long i = 0; i < Values.asLong(b); i++) out.addAll(Values.asList(a));
           return out;
@@ -78,6 +83,12 @@ final class Operators {
       default:
         throw new TemplateException("unknown operator " + op);
     }
+  }
+
+  private static String repeat(String s, long times) {
+    if (times <= 0) return "";
+    if ((double) s.length() * times > MAX_REPEAT) throw new TemplateException("string repetition too large");
+    return s.repeat((int) times);
   }
 
   static Object negate(Object v) {

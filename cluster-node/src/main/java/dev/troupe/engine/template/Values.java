@@ -39,6 +39,31 @@ final class Values {
     final Map<String, Object> attrs = new LinkedHashMap<>();
   }
 
+  /** Jinja2's {@code loop} variable of one iteration. */
+  record Loop(List<Object> items, int index0) {
+    Object attr(String name) {
+      int n = items.size();
+      return switch (name) {
+        case "index" -> (long) index0 + 1;
+        case "index0" -> (long) index0;
+        case "revindex" -> (long) (n - index0);
+        case "revindex0" -> (long) (n - index0 - 1);
+        case "first" -> index0 == 0;
+        case "last" -> index0 == n - 1;
+        case "length" -> (long) n;
+        case "depth" -> 1L;
+        case "depth0" -> 0L;
+        case "previtem" -> index0 > 0 ? items.get(index0 - 1) : new Undefined("previtem");
+        case "nextitem" -> index0 < n - 1 ? items.get(index0 + 1) : new Undefined("nextitem");
+        case "cycle" -> (Callable) (args, kwargs) -> {
+          if (args.isEmpty()) throw new TemplateException("no items for cycling given");
+          return args.get(index0 % args.size());
+        };
+        default -> new Undefined(name);
+      };
+    }
+  }
+
   /** A function value: macros, globals, bound string/dict methods, {@code loop.cycle}. */
   interface Callable {
     Object call(List<Object> args, Map<String, Object> kwargs);
@@ -269,6 +294,7 @@ final class Values {
       return sb.append('}').toString();
     }
     if (v instanceof Namespace) return "<Namespace>";
+    if (v instanceof Loop) return "<LoopContext>";
     return "<function>";
   }
 

@@ -1,0 +1,170 @@
+package dev.troupe.deploy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
+import dev.troupe.protocol.cluster.SamplingParams;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.sharding.typed.GetShardRegionState;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.ShardRegion.CurrentShardRegionState;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three nodes of the real distribution in one JVM on loopback, as {@code deploy/local-cluster.sh}
+ * starts them: a gateway-only node and two worker nodes. A request sent on the gateway node is
+ * served by a worker on another node (over HTTP and through the sharding proxy); when the worker
+ * node hosting the replica leaves, remember-entities restarts it on the remaining worker node and
+ * requests are served again.
+ */
+class MultiNodeTest {
+  private static final Duration WAIT = Duration.ofSeconds(90);
+  private static final Config TEST =
+      ConfigFactory.parseString(
+          """
+          pekko.coordinated-shutdown.exit-jvm = off
+          pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+          pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+          pekko.loglevel = WARNING
+          pekko.cluster.log-info = off
+          troupe.worker.engine.num-blocks = 32
+          troupe.worker.metrics-log-interval = 0s
+          # Faster hand-over than production defaults: restart remembered entities and retry
+          # shard allocation sooner, spread gossip more often.
+          pekko.cluster.sharding.entity-restart-backoff = 500ms
+          pekko.cluster.sharding.retry-interval = 300ms
+          pekko.cluster.sharding.rebalance-interval = 2s
+          pekko.cluster.gossip-interval = 300ms
+          pekko.cluster.leader-actions-interval = 300ms
+          pekko.cluster.singleton.hand-over-retry-interval = 300ms
+          """);
+
+  private final List<TroupeNode> nodes = new ArrayList<>();
+
+  @AfterEach
+  void stopAll() {
+    for (int i = nodes.size() - 1; i >= 0; i--) nodes.get(i).close();
+  }
+
+  private TroupeNode start(Path dir, String roles, String seed) throws Exception {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "--roles", roles, "--port", "0", "--cluster-port", "0", "--management-port", "-1",
+                "--api-key", "sk-multi", "--data-dir", dir.toString()));
+    if (seed != null) args.addAll(List.of("--seed-nodes", seed));
+    TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), TEST, key -> {});
+    nodes.add(node);
+    return node;
+  }
+
+  private static GenerationRequest request(String id) {
+    SamplingParams p =
+        new SamplingParams(
+            1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, 4, 0, List.of(), List.of(), false, true,
+            null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
+    return new GenerationRequest(
+        id, "demo", null, "Hello from the gateway", null, null, true, false, false, null, null,
+        null, null, false, 0, null, null, p, false, false);
+  }
+
+  /** Entity ids hosted by this node's ModelWorker region. */
+  private static Set<String> hosted(TroupeNode node) {
+    ActorTestKit kit = ActorTestKit.create(node.system());
+    TestProbe<CurrentShardRegionState> probe = kit.createTestProbe();
+    ClusterSharding.get(node.system())
+        .shardState()
+        .tell(new GetShardRegionState(ModelWorkerProtocol.TYPE_KEY, probe.ref()));
+    Set<String> ids = new java.util.HashSet<>();
+    probe.receiveMessage(WAIT).getShards().forEach(s -> ids.addAll(s.getEntityIds()));
+    return ids;
+  }
+
+  private static void generateThrough(TroupeNode gateway, String id) {
+    ActorTestKit kit = ActorTestKit.create(gateway.system());
+    TestProbe<GenerationEvent> probe = kit.createTestProbe();
+    ClusterSharding.get(gateway.system())
+        .entityRefFor(ModelWorkerProtocol.TYPE_KEY, "demo#0")
+        .tell(new Generate(request(id), probe.ref()));
+    assertInstanceOf(Started.class, probe.receiveMessage(WAIT));
+    GenerationEvent last;
+    do last = probe.receiveMessage(WAIT);
+    while (!(last instanceof Completed) && !(last instanceof ModelWorkerProtocol.Failed));
+    Completed done = assertInstanceOf(Completed.class, last);
+    assertEquals(4, done.usage().completionTokens());
+  }
+
+  @Test
+  void requestsCrossNodesAndReplicasMoveWhenAWorkerNodeLeaves(@TempDir Path dir) throws Exception {
+    TroupeNode gateway = start(dir.resolve("g"), "gateway", null);
+    String seed = "127.0.0.1:" + gateway.address().getPort().get();
+    TroupeNode workerA = start(dir.resolve("a"), "worker,trainer", seed);
+    TroupeNode workerB = start(dir.resolve("b"), "worker", seed);
+    TestProbe<Object> wait = ActorTestKit.create(gateway.system()).createTestProbe();
+    wait.awaitAssert(
+        WAIT,
+        () -> {
+          long up = 0;
+          for (var m : Cluster.get(gateway.system()).state().getMembers())
+            if (m.status() == MemberStatus.up()) up++;
+          assertEquals(3, up);
+          return null;
+        });
+
+    // Over HTTP: the gateway node has no worker, so /tokenize must reach another node.
+    HttpClient http = HttpClient.newHttpClient();
+    HttpResponse<String> tokenized =
+        http.send(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.httpPort() + "/tokenize"))
+                .header("Content-Type", "application/json")
+                .header("Authorization", "Bearer sk-multi")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"demo\",\"prompt\":\"Hello world\"}"))
+                .timeout(WAIT)
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, tokenized.statusCode(), tokenized.body());
+    assertTrue(tokenized.body().contains("\"tokens\""), tokenized.body());
+
+    // Through the gateway's sharding proxy: a generation served on a worker node.
+    generateThrough(gateway, "r1");
+    assertEquals(Set.of(), hosted(gateway), "a gateway-only node hosts no worker");
+    TroupeNode host = hosted(workerA).contains("demo#0") ? workerA : workerB;
+    TroupeNode other = host == workerA ? workerB : workerA;
+    assertEquals(Set.of("demo#0"), hosted(host));
+
+    // The hosting node leaves: remember-entities restarts the replica on the other worker node.
+    nodes.remove(host);
+    host.close();
+    wait.awaitAssert(
+        WAIT,
+        () -> {
+          assertEquals(Set.of("demo#0"), hosted(other));
+          return null;
+        });
+    generateThrough(gateway, "r2");
+  }
+}

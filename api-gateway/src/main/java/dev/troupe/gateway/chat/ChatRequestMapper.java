@@ -429,6 +429,8 @@ public final class ChatRequestMapper {
       List<Object> argList =
           args == null || args.isNull() ? List.of() : Json.mapper().convertValue(args, new TypeReference<List<Object>>() {});
       Map<String, Object> kwMap = kwargs == null || kwargs.isNull() ? Map.of() : Json.mapper().convertValue(kwargs, JSON_OBJECT);
+      if (argList.contains(null) || kwMap.containsValue(null))
+        throw bad("Logits processor arguments must not be null.", at);
       out.add(new LogitsProcessorSpec(qualname.asText(), argList, kwMap));
     }
     return out;

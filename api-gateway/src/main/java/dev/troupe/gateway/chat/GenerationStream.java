@@ -5,7 +5,6 @@ import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
@@ -109,10 +108,5 @@ public final class GenerationStream {
       return ApiException.overloaded("No model worker answered in time; retry later.");
     log.error("Generation stream failed", error);
     return ApiException.internal("Internal server error");
-  }
-
-  /** Kinds that mean the request itself was wrong. */
-  static boolean isClientError(ErrorKind kind) {
-    return kind == ErrorKind.BAD_REQUEST || kind == ErrorKind.NOT_FOUND;
   }
 }

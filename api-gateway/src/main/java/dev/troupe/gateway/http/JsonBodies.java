@@ -4,10 +4,14 @@ import static org.apache.pekko.http.javadsl.server.Directives.complete;
 import static org.apache.pekko.http.javadsl.server.Directives.extractRequest;
 import static org.apache.pekko.http.javadsl.server.Directives.extractStrictEntity;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.exc.InputCoercionException;
 import com.fasterxml.jackson.core.exc.StreamReadException;
+import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonDeserializer;
+import com.fasterxml.jackson.databind.deser.DeserializationProblemHandler;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
@@ -37,6 +41,7 @@ import scala.concurrent.duration.FiniteDuration;
  * ValidationException} (422, FastAPI body) via {@link #entityOrDetail}.
  */
 public final class JsonBodies {
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(JsonBodies.class);
   private static final FiniteDuration READ_TIMEOUT = FiniteDuration.create(60, TimeUnit.SECONDS);
   private static final String JSON_ONLY = "Unsupported Media Type: Only 'application/json' is allowed";
 
@@ -92,8 +97,23 @@ public final class JsonBodies {
 
   private static ObjectReader reader(Class<?> type) {
     // Pydantic refuses 1.5 for an integer field; Jackson would silently truncate it.
-    return Json.mapper().readerFor(type).without(DeserializationFeature.ACCEPT_FLOAT_AS_INT);
+    return Json.mapper().readerFor(type).without(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+        .withHandler(LOG_UNKNOWN);
   }
+
+  /** Unknown fields are ignored, as in vLLM, and named at DEBUG. */
+  private static final DeserializationProblemHandler LOG_UNKNOWN = new DeserializationProblemHandler() {
+    @Override
+    public boolean handleUnknownProperty(
+        DeserializationContext ctxt, JsonParser p, JsonDeserializer<?> deserializer, Object beanOrClass,
+        String propertyName) throws IOException {
+      if (log.isDebugEnabled())
+        log.debug("Ignoring unknown field '{}' of {}", propertyName,
+            beanOrClass instanceof Class<?> c ? c.getSimpleName() : beanOrClass.getClass().getSimpleName());
+      p.skipChildren();
+      return true;
+    }
+  };
 
   /** Parses {@code bytes} as {@code type}; any failure is a 400 naming the field. */
   public static <T> T parse(ByteString bytes, Class<T> type) {

@@ -92,6 +92,7 @@ public final class TroupeNode implements AutoCloseable {
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
       // Hosts on trainer nodes, proxies elsewhere; the gateway's preview routes need them.
       DataEntities.init(system, persistence);
+      dev.troupe.training.TrainingEntities.init(system);
       if (options.managementPort() >= 0) PekkoManagement.get(system).start();
       ServerBinding binding = null;
       if (options.roles().contains(Roles.GATEWAY)) binding = bindGateway(system, config, node.models());
@@ -113,6 +114,9 @@ public final class TroupeNode implements AutoCloseable {
         ApiRoutes.builder(gs)
             .addAll(StandardRoutes.of(directory))
             .addAll(PreviewRoutes.all(PreviewContext.sharded(system, gs.askTimeout())))
+            .addAll(
+                dev.troupe.gateway.preview.training.TrainingRoutes.all(
+                    dev.troupe.gateway.preview.training.TrainingContext.sharded(system, gs.askTimeout())))
             .build();
     return GatewayServer.bind(system, gs, route).toCompletableFuture().get(30, TimeUnit.SECONDS);
   }

@@ -31,7 +31,7 @@ import java.util.TreeSet;
  * </ol>
  *
  * <p>Randomness: one {@link SplittableRandom} per choice, seeded with {@code seed + choiceIndex}
- * when the request has a seed (unseeded otherwise), drawing one uniform per random step and
+ * when the request has a seed (unseeded otherwise, and for seed -1 as in vLLM), drawing one uniform per random step and
  * picking the token by inverse CDF over the kept tokens in a fixed order. The draw depends only on
  * this choice's own history, so a seeded request yields the same tokens whatever else shares the
  * batch. (vLLM draws with an exponential race over torch's generator; the distribution is the same,
@@ -96,8 +96,9 @@ public final class Sampler {
     this.minP = p.minP();
     this.topK = p.topK() <= 0 || p.topK() >= vocab ? 0 : p.topK();
     this.topP = p.topP();
-    this.random =
-        p.seed() == null ? new SplittableRandom() : new SplittableRandom(p.seed() + choiceIndex);
+    // vLLM treats seed -1 as "no seed" (SamplingParams.__post_init__)
+    boolean seeded = p.seed() != null && p.seed() != -1L;
+    this.random = seeded ? new SplittableRandom(p.seed() + choiceIndex) : new SplittableRandom();
 
     if (p.allowedTokenIds() != null) {
       allowed = p.allowedTokenIds().stream().mapToInt(Integer::intValue).sorted().distinct().toArray();

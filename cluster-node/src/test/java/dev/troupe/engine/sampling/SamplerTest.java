@@ -360,6 +360,15 @@ class SamplerTest {
       shifted.accept(t);
       assertEquals(soloTokens[i], t);
     }
+    // seed -1 means unseeded (vLLM): two such samplers do not repeat each other
+    p.seed = -1L;
+    Sampler u1 = factory().create(p.build(), new int[0], 0), u2 = factory().create(p.build(), new int[0], 0);
+    StringBuilder a = new StringBuilder(), b = new StringBuilder();
+    for (float[] row : rows) {
+      a.append(u1.next(row).token()).append(',');
+      b.append(u2.next(row).token()).append(',');
+    }
+    assertNotEquals(a.toString(), b.toString());
     // and another choice index really differs
     Sampler choice0 = factory().create(sp, new int[] {1, 2}, 0);
     int[] c0 = new int[rows.size()];

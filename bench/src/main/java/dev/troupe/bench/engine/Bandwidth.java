@@ -4,13 +4,13 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
-/** Read bandwidth: two threads summing disjoint halves of a 1 GiB array, best of several passes. */
+/** Read bandwidth: two threads summing disjoint halves of a 256 MiB array, best of several passes. */
 final class Bandwidth {
   private Bandwidth() {}
 
   static double measureGBs() throws Exception {
     int threads = Math.min(2, Runtime.getRuntime().availableProcessors());
-    int n = 1 << 28; // 1 GiB of floats
+    int n = 1 << 26; // 256 MiB of floats
     float[] a = new float[n];
     for (int i = 0; i < n; i += 1024) a[i] = i;
     ExecutorService ex = Executors.newFixedThreadPool(threads);

@@ -4,6 +4,7 @@ import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.model.WeightLayout;
+import dev.troupe.engine.nd4j.Nd4jDiagnostics;
 import dev.troupe.engine.nd4j.Nd4jModelRunner;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -43,8 +44,10 @@ public final class EngineBench {
     System.out.printf(Locale.ROOT, "cores=%d OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s java=%s%n",
         Runtime.getRuntime().availableProcessors(), System.getenv("OMP_NUM_THREADS"),
         System.getenv("OMP_WAIT_POLICY"), System.getProperty("java.version"));
-    double bw = Bandwidth.measureGBs();
-    System.out.printf(Locale.ROOT, "memory read bandwidth (2 threads, Java streaming sum over 1 GiB): %.1f GB/s%n", bw);
+    double javaBw = Bandwidth.measureGBs();
+    double bw = Nd4jDiagnostics.gemvGBs(512, 8);
+    System.out.printf(Locale.ROOT, "memory read bandwidth: %.1f GB/s as OpenBLAS GEMV streams a 512 MiB matrix; %.1f GB/s Java 2-thread sum over 256 MiB%n", bw, javaBw);
+    System.out.printf(Locale.ROOT, "RSS before loading a model: %s%n", rss());
     List<Size> sizes = switch (which) {
       case "small" -> List.of(SMALL);
       case "medium" -> List.of(MEDIUM);

@@ -5,6 +5,8 @@ import static org.bytedeco.openblas.global.openblas.CblasRowMajor;
 import static org.bytedeco.openblas.global.openblas.CblasTrans;
 import static org.bytedeco.openblas.global.openblas.cblas_sgemm;
 
+import java.util.ArrayList;
+import java.util.List;
 import org.bytedeco.javacpp.FloatPointer;
 
 /**
@@ -27,19 +29,35 @@ final class Attention {
     int T = s.tokens.length;
     float[] out = new float[T * nH * d];
     int maxPos = 0;
-    for (int p : s.positions) maxPos = Math.max(maxPos, p);
-    float[] scores = new float[maxPos + 1];
-    int[] base = new int[maxPos + 1];
+    long work = 0; // multiply-adds of the per-token path
+    List<Integer> perToken = new ArrayList<>();
     for (int ci = 0; ci < s.chunkStart.length; ci++) {
       int from = s.chunkStart[ci], to = ci + 1 < s.chunkStart.length ? s.chunkStart[ci + 1] : T;
       if (to - from >= BLAS_MIN_ROWS) {
         chunkBlas(s, ci, from, to - from, qkv, stride, k, v, nH, nKv, d, bs, out, scratch);
         continue;
       }
-      for (int t = from; t < to; t++) token(s, t, qkv, stride, k, v, nH, nKv, d, bs, out, scores, base);
+      for (int t = from; t < to; t++) {
+        perToken.add(t);
+        maxPos = Math.max(maxPos, s.positions[t]);
+        work += 2L * (s.positions[t] + 1) * nH * d;
+      }
+    }
+    int n = maxPos + 1;
+    if (work < parallelMinWork || perToken.size() < 2) {
+      float[] scores = new float[n];
+      int[] base = new int[n];
+      for (int t : perToken) token(s, t, qkv, stride, k, v, nH, nKv, d, bs, out, scores, base);
+    } else {
+      // decode batches with long contexts: tokens are independent, spread them over the cores
+      perToken.parallelStream()
+          .forEach(t -> token(s, t, qkv, stride, k, v, nH, nKv, d, bs, out, new float[n], new int[n]));
     }
     return out;
   }
+
+  /** Per-token attention work (multiply-adds) above which tokens run in parallel; tests lower it. */
+  static long parallelMinWork = 1 << 20;
 
   /** Below this many query rows a chunk is attended token by token in Java. */
   static final int BLAS_MIN_ROWS = 8;

@@ -131,6 +131,36 @@ class Nd4jModelRunnerTest {
   }
 
   @Test
+  void parallelDecodeAttentionMatchesReference() throws Exception {
+    Path dir = TinyModels.write(tmp.resolve("m"), Arch.MISTRAL, DType.F32, 8, false);
+    Random r = new Random(3);
+    int n = 5;
+    int[][] seqs = new int[n][];
+    for (int i = 0; i < n; i++) seqs[i] = randomTokens(r, 6 + i, 97);
+    long saved = Attention.parallelMinWork;
+    Attention.parallelMinWork = 0;
+    try (WeightSource w = ModelRunners.weights(dir);
+        ModelRunner m = ModelRunners.open(dir, 16, BS)) {
+      ScalarReferenceModel ref = new ScalarReferenceModel(ModelConfigs.read(dir), w);
+      List<SequenceChunk> prefill = new ArrayList<>(), decode = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        int[] table = {3 * i, 3 * i + 1, 3 * i + 2};
+        int len = seqs[i].length;
+        prefill.add(new SequenceChunk(java.util.Arrays.copyOf(seqs[i], len - 1), 0, table, false));
+        decode.add(new SequenceChunk(new int[] {seqs[i][len - 1]}, len - 1, table, false));
+      }
+      m.forward(prefill);
+      List<float[][]> out = m.forward(decode);
+      for (int i = 0; i < n; i++) {
+        float[][] expected = ref.logits(seqs[i]);
+        assertTrue(maxDiff(out.get(i)[0], expected[seqs[i].length - 1]) < TOL, "sequence " + i);
+      }
+    } finally {
+      Attention.parallelMinWork = saved;
+    }
+  }
+
+  @Test
   void copyBlockCopiesCachedKeysAndValues() throws Exception {
     Path dir = TinyModels.write(tmp.resolve("m"), Arch.LLAMA, DType.F32, 3, false);
     int[] prompt = {5, 6, 7, 8, 9, 10};

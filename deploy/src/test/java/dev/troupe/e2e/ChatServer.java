@@ -2,84 +2,69 @@ package dev.troupe.e2e;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
-import dev.troupe.gateway.http.ApiRoutes;
-import dev.troupe.gateway.http.GatewayServer;
-import dev.troupe.gateway.http.GatewaySettings;
-import dev.troupe.gateway.routes.StandardRoutes;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.node.NodeGuardian;
-import dev.troupe.node.NodeSettings;
-import dev.troupe.worker.EngineProvider;
+import dev.troupe.deploy.LaunchOptions;
+import dev.troupe.deploy.TroupeNode;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.cluster.typed.Cluster;
-import org.apache.pekko.cluster.typed.Join;
-import org.apache.pekko.http.javadsl.ServerBinding;
 
 /**
- * A one-node Troupe (roles gateway and worker) serving the built-in demo model over real HTTP on a
- * free port, assembled from the same parts as the distribution: the worker side's node guardian and
- * the gateway's standard routes.
+ * The real server as {@code ./troupe serve} starts it ({@link TroupeNode}, the node {@code Main}
+ * runs, with the same flags), on free ports with a temporary data directory: a one-node cluster
+ * with every role serving the built-in demo model, plus a second demo model under the priority
+ * scheduling policy.
  */
 final class ChatServer implements AutoCloseable {
   static final String KEY = "sk-e2e-test";
   static final String MODEL = "demo";
   static final String PRIORITY_MODEL = "demo-priority";
 
-  final ActorSystem<NodeGuardian.Command> system;
-  final ServerBinding binding;
+  /** Test-only settings on top of the flags: no JVM exit, a small KV cache, two models. */
+  private static final Config OVERRIDES = ConfigFactory.parseString(
+      """
+      pekko.coordinated-shutdown.exit-jvm = off
+      pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+      pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+      pekko.loglevel = WARNING
+      pekko.cluster.log-info = off
+      troupe.models = [
+        { name = "%s", path = "demo" },
+        { name = "%s", path = "demo", scheduling-policy = "priority" }
+      ]
+      troupe.worker.engine { num-blocks = 64, block-size = 16, max-num-seqs = 8 }
+      troupe.worker.metrics-log-interval = 0s
+      """.formatted(MODEL, PRIORITY_MODEL));
 
-  private ChatServer(ActorSystem<NodeGuardian.Command> system, ServerBinding binding) {
-    this.system = system;
-    this.binding = binding;
+  private final TroupeNode node;
+  private final Path dataDir;
+
+  private ChatServer(TroupeNode node, Path dataDir) {
+    this.node = node;
+    this.dataDir = dataDir;
   }
 
   static ChatServer start() throws Exception {
-    Config config = ConfigFactory.parseString(
-            """
-            pekko.actor.provider = cluster
-            pekko.remote.artery.canonical.hostname = 127.0.0.1
-            pekko.remote.artery.canonical.port = 0
-            pekko.cluster.roles = [gateway, worker]
-            pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-            pekko.coordinated-shutdown.exit-jvm = off
-            pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-            pekko.loglevel = WARNING
-            pekko.cluster.log-info = off
-            troupe.models = [
-              { name = "%s", path = "demo" },
-              { name = "%s", path = "demo", scheduling-policy = "priority" }
-            ]
-            troupe.worker.engine { num-blocks = 64, block-size = 16, max-num-seqs = 8 }
-            troupe.worker.metrics-log-interval = 0s
-            """.formatted(MODEL, PRIORITY_MODEL))
-        .withFallback(ConfigFactory.load());
-    NodeSettings node = NodeSettings.fromConfig(config);
-    ActorSystem<NodeGuardian.Command> system = ActorSystem.create(
-        NodeGuardian.create(node, EngineProvider.loading(node.engine())), "troupe-e2e", config);
+    Path dir = Files.createTempDirectory("troupe-e2e");
+    List<String> flags = List.of(
+        "--port", "0", "--cluster-port", "0", "--management-port", "-1",
+        "--api-key", KEY, "--data-dir", dir.toString());
+    TroupeNode node = TroupeNode.start(LaunchOptions.parse(flags, null), OVERRIDES, key -> {});
+    ChatServer server = new ChatServer(node, dir);
     try {
-      Cluster cluster = Cluster.get(system);
-      cluster.manager().tell(Join.create(cluster.selfMember().address()));
-      GatewaySettings gateway = GatewaySettings.of(0, List.of(KEY));
-      ModelDirectory models = ModelDirectory.sharded(system, node.models(), Duration.ofSeconds(60));
-      var route = ApiRoutes.builder(gateway).addAll(StandardRoutes.of(models)).build();
-      ServerBinding binding = GatewayServer.bind(system, gateway, route).toCompletableFuture().get(30, TimeUnit.SECONDS);
-      ChatServer server = new ChatServer(system, binding);
       server.awaitHealthy(Duration.ofMinutes(3));
-      return server;
-    } catch (Exception e) {
-      system.terminate();
+    } catch (Exception | Error e) {
+      server.close();
       throw e;
     }
+    return server;
   }
 
-  /** Polls {@code /health} until every model's worker answers (the models are loaded). */
+  /** Polls {@code /health} until a worker of every model answers (the models are loaded). */
   private void awaitHealthy(Duration limit) throws Exception {
     HttpClient http = HttpClient.newHttpClient();
     HttpRequest health = HttpRequest.newBuilder(URI.create(baseUrl() + "/health")).build();
@@ -92,13 +77,14 @@ final class ChatServer implements AutoCloseable {
   }
 
   String baseUrl() {
-    return "http://127.0.0.1:" + binding.localAddress().getPort();
+    return "http://127.0.0.1:" + node.httpPort();
   }
 
   @Override
   public void close() throws Exception {
-    binding.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
-    system.terminate();
-    system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    node.close();
+    try (var files = Files.walk(dataDir)) {
+      files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
   }
 }

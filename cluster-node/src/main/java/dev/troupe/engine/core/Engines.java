@@ -33,6 +33,6 @@ public final class Engines {
     }
     return new Engine(
         model.name(), runner, text, settings, SchedulingPolicy.parse(model.schedulingPolicy()),
-        null);
+        text::compileTemplate);
   }
 }

@@ -67,7 +67,8 @@ final class Prompts {
           new ChatTemplate.Input(
               messages, tools, documents, addGenerationPrompt, continueFinalMessage, kwargs));
     } catch (ChatTemplate.TemplateException e) {
-      throw RequestRejected.badRequest(e.getMessage(), null);
+      // A request's own template is at fault; the model's raises on what the messages hold.
+      throw RequestRejected.badRequest(e.getMessage(), requestTemplate != null ? "chat_template" : null);
     }
   }
 

@@ -266,6 +266,35 @@ class EngineTest {
   }
 
   @Test
+  void chatMessagesAreRenderedWithTheModelsTemplate() {
+    try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
+      List<Map<String, Object>> messages =
+          List.of(Map.of("role", "system", "content", "Be brief."), Map.of("role", "user", "content", "Hi"));
+      e.add(GenerationRequest.chat("chat", "demo", messages, greedy(3)));
+      List<GenerationEvent> events = drain(e, new LinkedHashMap<>()).get("chat");
+      Started s = (Started) events.get(0);
+      int[] ids = s.promptTokenIds().stream().mapToInt(Integer::intValue).toArray();
+      String prompt = TEXT.tokenizer().decode(ids, false, true);
+      assertTrue(
+          prompt.startsWith(
+              "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"),
+          prompt);
+      // A request template replaces the model's.
+      Tokenized t =
+          (Tokenized)
+              e.tokenize(
+                  messages, null, null, true, false, false,
+                  "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}", Map.of(), false);
+      assertEquals("[system]Be brief.[user]Hi", TEXT.tokenizer().decode(
+          t.tokens().stream().mapToInt(Integer::intValue).toArray(), false, true));
+      Rejected bad =
+          (Rejected)
+              e.tokenize(messages, null, null, true, false, false, "{% for %}", Map.of(), false);
+      assertEquals("chat_template", bad.param());
+    }
+  }
+
+  @Test
   void tokenizeAndDetokenize() {
     try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
       Tokenized t =

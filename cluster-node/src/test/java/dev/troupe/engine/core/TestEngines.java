@@ -23,7 +23,9 @@ public final class TestEngines {
 
   /** A demo engine with these settings and a fresh runner wrapper (no weights regenerated). */
   public static Engine demo(EngineSettings settings, SchedulingPolicy policy) {
-    return new Engine("demo", runner(settings.numBlocks(), settings.blockSize()), TEXT, settings, policy, null);
+    return new Engine(
+        "demo", runner(settings.numBlocks(), settings.blockSize()), TEXT, settings, policy,
+        TEXT::compileTemplate);
   }
 
   /** A shared demo runner of this shape; closing it does nothing. */

@@ -25,10 +25,12 @@ public record Sample(int token, float logprob, int rank, List<TokenLogprob> logp
   /**
    * What the chat API returns as {@code top_logprobs}: the first {@code topLogprobs} dictionary
    * entries, not re-sorted (vLLM's behaviour: when the sampled token is not in the top k, this is
-   * the sampled token plus the top k - 1).
+   * the sampled token plus the top k - 1). Negative means all (vLLM's {@code top_logprobs: -1}, the
+   * whole vocabulary).
    */
   public List<TokenLogprob> chatTopLogprobs(int topLogprobs) {
     if (logprobs == null) return List.of();
-    return logprobs.subList(0, Math.min(Math.max(topLogprobs, 0), logprobs.size()));
+    if (topLogprobs < 0) return logprobs;
+    return logprobs.subList(0, Math.min(topLogprobs, logprobs.size()));
   }
 }

@@ -396,7 +396,14 @@ class SamplerTest {
     assertEquals(List.of(10, 0, 1), s.chatTopLogprobs(3).stream().map(TokenLogprob::tokenId).toList());
     assertEquals(List.of(), s.chatTopLogprobs(0));
 
-    p.logitBias = Map.of(1, 100.0); // sampled token inside the top 3: no duplicate
+    p.logprobs = -1; // whole vocabulary
+    s = factory().create(p.build(), new int[0], 0).next(logits);
+    assertEquals(V, s.logprobs().size());
+    assertEquals(V, s.chatTopLogprobs(-1).size());
+    assertEquals(10, s.chatTopLogprobs(-1).get(0).tokenId());
+    assertEquals(V, s.logprobs().stream().map(TokenLogprob::tokenId).distinct().count());
+    p.logprobs = 3;
+        p.logitBias = Map.of(1, 100.0); // sampled token inside the top 3: no duplicate
     s = factory().create(p.build(), new int[0], 0).next(logits);
     assertEquals(List.of(1, 0, 2), s.logprobs().stream().map(TokenLogprob::tokenId).toList());
     assertEquals(List.of(2, 1, 3), s.logprobs().stream().map(TokenLogprob::rank).toList());

@@ -20,7 +20,7 @@ public record EosTokens(int eosTokenId, Set<Integer> generationEosIds) {
     generationEosIds = Set.copyOf(extra);
   }
 
-  /** EOS ids with no tokenizer-level EOS distinguished: the first id plays the tokenizer's role. */
+  /** The tokenizer's EOS id plus the model config's EOS ids (the tokenizer's own is dropped from those). */
   public static EosTokens of(int eosTokenId, Collection<Integer> generationEosIds) {
     return new EosTokens(eosTokenId, Set.copyOf(generationEosIds));
   }

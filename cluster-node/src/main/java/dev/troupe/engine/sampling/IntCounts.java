@@ -22,11 +22,6 @@ final class IntCounts {
     counts[slot]++;
   }
 
-  int get(int key) {
-    int slot = find(keys, key);
-    return keys[slot] < 0 ? 0 : counts[slot];
-  }
-
   /** First occupied slot, or -1; iterate with {@link #next}. */
   int first() {
     return next(-1);
@@ -43,10 +38,6 @@ final class IntCounts {
 
   int count(int slot) {
     return counts[slot];
-  }
-
-  int size() {
-    return size;
   }
 
   private static int find(int[] keys, int key) {

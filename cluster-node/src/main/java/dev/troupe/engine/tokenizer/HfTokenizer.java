@@ -11,11 +11,14 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * A {@link Tokenizer} over the real Hugging Face {@code tokenizers} library (Rust, through DJL's
@@ -78,6 +81,8 @@ public final class HfTokenizer implements Tokenizer {
 
   /** Builds a tokenizer from the bytes of a {@code tokenizer.json}. */
   public static HfTokenizer fromBytes(byte[] tokenizerJson, boolean cleanUpTokenizationSpaces) {
+    // the Rust parse and our vocabulary read are independent: overlap them
+    CompletableFuture<Vocab> vocab = CompletableFuture.supplyAsync(() -> Vocab.read(tokenizerJson));
     HuggingFaceTokenizer hf;
     try {
       hf =
@@ -85,11 +90,17 @@ public final class HfTokenizer implements Tokenizer {
               new ByteArrayInputStream(tokenizerJson),
               Map.of("truncation", "false", "padding", "false", "addSpecialTokens", "false"));
     } catch (IOException | RuntimeException e) {
+      vocab.cancel(false);
       throw new IllegalArgumentException("invalid tokenizer.json: " + e.getMessage(), e);
     }
-    Vocab vocab = Vocab.read(tokenizerJson);
-    return new HfTokenizer(
-        hf, cleanUpTokenizationSpaces, vocab.idToToken, vocab.tokenToId, vocab.specialIds);
+    Vocab v;
+    try {
+      v = vocab.join();
+    } catch (CompletionException e) {
+      hf.close();
+      throw e.getCause() instanceof RuntimeException r ? r : e;
+    }
+    return new HfTokenizer(hf, cleanUpTokenizationSpaces, v.idToToken, v.tokenToId, v.specialIds);
   }
 
   @Override
@@ -197,7 +208,14 @@ public final class HfTokenizer implements Tokenizer {
       Map<String, Integer> tokenToId = new HashMap<>();
       Set<Integer> special = new HashSet<>();
       Map<Integer, String> added = new HashMap<>();
-      try (JsonParser p = new JsonFactory().createParser(json)) {
+      // 150k vocabulary keys arrive as field names: canonicalizing and interning them is the
+      // slowest part of parsing, and they are used once
+      JsonFactory factory =
+          JsonFactory.builder()
+              .disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES)
+              .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
+              .build();
+      try (JsonParser p = factory.createParser(json)) {
         expect(p.nextToken(), JsonToken.START_OBJECT);
         while (p.nextToken() == JsonToken.FIELD_NAME) {
           String field = p.currentName();
@@ -214,7 +232,8 @@ public final class HfTokenizer implements Tokenizer {
       for (int id : tokenToId.values()) size = Math.max(size, id + 1);
       String[] idToToken = new String[size];
       tokenToId.forEach((token, id) -> idToToken[id] = token);
-      return new Vocab(idToToken, Map.copyOf(tokenToId), special);
+      // not Map.copyOf: its linear probing is pathologically slow for 150k BPE tokens
+      return new Vocab(idToToken, Collections.unmodifiableMap(tokenToId), special);
     }
 
     private static void readModel(JsonParser p, Map<String, Integer> tokenToId) throws IOException {

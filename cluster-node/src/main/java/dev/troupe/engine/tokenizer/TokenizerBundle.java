@@ -80,13 +80,20 @@ public record TokenizerBundle(
 
   /**
    * The embedded demo model's tokenizer and chat template: Qwen3's ({@code Qwen/Qwen3-4B},
-   * Apache-2.0), stored gzip-compressed on the classpath.
+   * Apache-2.0), stored gzip-compressed on the classpath. Loaded once per JVM and shared (a bundle
+   * is immutable and thread-safe; loading takes about a second).
    */
   public static TokenizerBundle demo() {
-    return build(
-        demoResource("tokenizer.json.gz"),
-        demoResource("tokenizer_config.json.gz"),
-        "demo tokenizer_config.json");
+    return DemoHolder.DEMO;
+  }
+
+  /** Lazy, thread-safe initialization of the demo bundle on first use. */
+  private static final class DemoHolder {
+    static final TokenizerBundle DEMO =
+        build(
+            demoResource("tokenizer.json.gz"),
+            demoResource("tokenizer_config.json.gz"),
+            "demo tokenizer_config.json");
   }
 
   /**

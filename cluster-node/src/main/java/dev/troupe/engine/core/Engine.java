@@ -4,6 +4,7 @@ import dev.troupe.engine.ChatTemplate;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.Tokenizer;
+import dev.troupe.engine.sampling.BeamSearch;
 import dev.troupe.engine.sampling.EosTokens;
 import dev.troupe.engine.sampling.InvalidSamplingParamsException;
 import dev.troupe.engine.sampling.LogitsProcessorRegistry;
@@ -167,8 +168,6 @@ public final class Engine implements AutoCloseable {
         throw RequestRejected.badRequest(
             "Got priority " + request.priority() + " but Priority scheduling is not enabled.",
             "priority");
-      if (params.useBeamSearch())
-        throw RequestRejected.badRequest("beam search is not supported yet", "use_beam_search");
       if (params.n() > scheduler.config().maxNumSeqs())
         throw RequestRejected.badRequest(
             "n (" + params.n() + ") exceeds the maximum number of running sequences ("
@@ -183,6 +182,15 @@ public final class Engine implements AutoCloseable {
                 + scheduler.config().maxNumBatchedTokens() + ") and chunked prefill is off",
             "messages");
       Choice[] choices = new Choice[params.n()];
+      if (params.useBeamSearch()) {
+        samplers.validate(params);
+        for (int i = 0; i < choices.length; i++) choices[i] = new Choice(null, null);
+        SequenceGroup group = scheduler.add(id, prompt, params.n(), request.priority());
+        Active a = new Active(request, params, prompt, group, choices);
+        a.beam = BeamSearch.create(params, prompt.length, eos);
+        active.put(id, a);
+        return List.of();
+      }
       for (int i = 0; i < choices.length; i++) {
         Tokenizer.IncrementalDetokenizer detokenizer =
             tokenizer.newDetokenizer(
@@ -264,6 +272,7 @@ public final class Engine implements AutoCloseable {
 
     Map<Active, List<ChoiceDelta>> deltas = new LinkedHashMap<>();
     Map<Active, List<ChoiceFinished>> finishes = new LinkedHashMap<>();
+    java.util.Set<Active> beamsToStep = new java.util.LinkedHashSet<>();
     for (int i = 0; i < batch.size(); i++) {
       ScheduledChunk chunk = plan.chunks().get(i);
       Active a = active.get(chunk.sequence().group().requestId());
@@ -272,6 +281,19 @@ public final class Engine implements AutoCloseable {
       if (!chunk.last()) continue;
       float[] last = rows[rows.length - 1];
       Sequence seq = chunk.sequence();
+      if (a.beam != null) {
+        if (!seq.group().forked()) {
+          scheduler.markForked(seq.group());
+          a.beamSeqs = List.of(seq);
+          if (!a.started) {
+            a.started = true;
+            events.add(new Started(a.id(), boxed(a.prompt), a.promptLogprobs, weightVersion));
+          }
+        }
+        a.beamRows.put(seq, last);
+        beamsToStep.add(a);
+        continue;
+      }
       if (!seq.group().forked()) {
         // The prompt is prefilled: split it into the request's choices, sharing its blocks.
         List<Sequence> seqs = new ArrayList<>();
@@ -287,6 +309,8 @@ public final class Engine implements AutoCloseable {
         advance(a, seq, last, deltas, finishes);
       }
     }
+    for (Active a : beamsToStep)
+      if (a.beamRows.keySet().containsAll(a.beamSeqs)) stepBeams(a, deltas, finishes);
     for (Active a : deltas.keySet()) events.add(new TokenDelta(a.id(), deltas.get(a)));
     for (Map.Entry<Active, List<ChoiceFinished>> e : finishes.entrySet()) {
       events.addAll(e.getValue());
@@ -328,6 +352,73 @@ public final class Engine implements AutoCloseable {
     } else {
       seq.append(token);
     }
+  }
+
+  /**
+   * One beam-search step for a request whose live beams all have logits: expand, then map the new
+   * beams onto sequences (a beam's first child continues its sequence, further children fork it,
+   * childless beams are freed). When the search ends the n best beams are reported whole.
+   */
+  private void stepBeams(
+      Active a, Map<Active, List<ChoiceDelta>> deltas, Map<Active, List<ChoiceFinished>> finishes) {
+    List<float[]> rows = new ArrayList<>(a.beamSeqs.size());
+    for (Sequence s : a.beamSeqs) rows.add(a.beamRows.get(s));
+    a.beamRows.clear();
+    List<BeamSearch.Beam> next = a.beam.step(rows);
+    if (a.beam.done()) {
+      finishBeams(a, deltas, finishes);
+      return;
+    }
+    Sequence[] seqs = new Sequence[next.size()];
+    boolean[] continued = new boolean[a.beamSeqs.size()];
+    for (int j = 0; j < next.size(); j++) {
+      int parent = next.get(j).parent();
+      Sequence p = a.beamSeqs.get(parent);
+      if (!continued[parent]) {
+        continued[parent] = true;
+        seqs[j] = p;
+      } else {
+        seqs[j] = scheduler.fork(p, a.nextBeamIndex++);
+      }
+    }
+    for (int p = 0; p < continued.length; p++)
+      if (!continued[p]) scheduler.finish(a.beamSeqs.get(p));
+    for (int j = 0; j < next.size(); j++) {
+      int[] tokens = next.get(j).tokens();
+      seqs[j].append(tokens[tokens.length - 1]);
+    }
+    a.beamSeqs = List.of(seqs);
+  }
+
+  private void finishBeams(
+      Active a, Map<Active, List<ChoiceDelta>> deltas, Map<Active, List<ChoiceFinished>> finishes) {
+    List<BeamSearch.Result> results = a.beam.results();
+    SamplingParams p = a.params;
+    for (int i = 0; i < results.size(); i++) {
+      BeamSearch.Result r = results.get(i);
+      String text =
+          tokenizer.decode(r.textTokens(), p.skipSpecialTokens(), p.spacesBetweenSpecialTokens());
+      a.completionTokens += r.tokens().length;
+      generatedTokens += r.tokens().length;
+      deltas
+          .computeIfAbsent(a, k -> new ArrayList<>())
+          .add(new ChoiceDelta(i, text, boxed(r.tokens()), null));
+      FinishReason reason =
+          r.finishReason() == dev.troupe.engine.sampling.FinishReason.STOP
+              ? FinishReason.STOP
+              : FinishReason.LENGTH;
+      finishes
+          .computeIfAbsent(a, k -> new ArrayList<>())
+          .add(new ChoiceFinished(a.id(), i, reason, r.stopTokenId()));
+    }
+    for (int i = 0; i < a.choices.length; i++) {
+      a.choices[i].finished = true;
+      if (i >= results.size())
+        finishes
+            .computeIfAbsent(a, k -> new ArrayList<>())
+            .add(new ChoiceFinished(a.id(), i, FinishReason.LENGTH, null));
+    }
+    scheduler.abort(a.id());
   }
 
   private boolean wantsPromptLogits(ScheduledChunk c) {
@@ -413,8 +504,10 @@ public final class Engine implements AutoCloseable {
       Choice c = a.choices[i];
       if (c.finished) continue;
       c.finished = true;
-      StopChecker.Update u = c.stop.abort();
-      if (!u.delta().isEmpty()) flushed.add(new ChoiceDelta(i, u.delta(), List.of(), null));
+      if (c.stop != null) {
+        StopChecker.Update u = c.stop.abort();
+        if (!u.delta().isEmpty()) flushed.add(new ChoiceDelta(i, u.delta(), List.of(), null));
+      }
       finished.add(new ChoiceFinished(a.id(), i, FinishReason.ABORT, null));
     }
     if (!flushed.isEmpty()) events.add(new TokenDelta(a.id(), flushed));
@@ -494,6 +587,11 @@ public final class Engine implements AutoCloseable {
     final List<LogprobEntry> promptLogprobs;
     boolean started;
     int completionTokens;
+    /** Beam search only: the search, its live beams' sequences and their pending logits. */
+    BeamSearch beam;
+    List<Sequence> beamSeqs = List.of();
+    final Map<Sequence, float[]> beamRows = new java.util.HashMap<>();
+    int nextBeamIndex = 1;
 
     Active(GenerationRequest request, SamplingParams params, int[] prompt, SequenceGroup group, Choice[] choices) {
       this.request = request;

@@ -294,6 +294,66 @@ class EngineTest {
     }
   }
 
+  /** Logits after the whole sequence, recomputed from scratch. */
+  static float[] referenceRow(List<Integer> seq) {
+    int[] tokens = seq.stream().mapToInt(Integer::intValue).toArray();
+    int[] table = new int[(tokens.length + 15) / 16];
+    for (int b = 0; b < table.length; b++) table[b] = b;
+    return reference.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false))).get(0)[0];
+  }
+
+  @Test
+  void beamSearchForksSequencesAndMatchesASearchOnRecomputedLogits() {
+    SamplingParams p =
+        new SamplingParams(
+            3, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, 5, 0, List.of(), List.of(), false, true, null,
+            null, true, true, Map.of(), null, List.of(), true, 1.0, List.of(), Map.of());
+    String text = "Beam search over a prompt";
+    // Blocks of 4: beams share and copy partial blocks as they branch.
+    EngineSettings settings = new EngineSettings(4, 64, 0, 8, 256, 16, true, 0, true, List.of());
+    try (Engine e = engine(settings, SchedulingPolicy.FCFS)) {
+      e.add(prompt("beam", text, p));
+      List<GenerationEvent> events = drain(e, new LinkedHashMap<>()).get("beam");
+      assertEquals(0, e.scheduler().blocks().numUsed());
+      // The same search driven with logits recomputed from scratch for every beam.
+      int[] ids = encode(text);
+      var search =
+          new dev.troupe.engine.sampling.BeamSearch(3, 5, ids.length, -1, true, 1.0, false);
+      while (!search.done()) {
+        List<float[]> rows = new ArrayList<>();
+        for (var beam : search.live()) {
+          List<Integer> seq = new ArrayList<>();
+          for (int t : ids) seq.add(t);
+          for (int t : beam.tokens()) seq.add(t);
+          rows.add(referenceRow(seq));
+        }
+        search.step(rows);
+      }
+      var results = search.results();
+      assertEquals(3, results.size());
+      for (int i = 0; i < 3; i++) {
+        List<Integer> expected = new ArrayList<>();
+        for (int t : results.get(i).tokens()) expected.add(t);
+        assertEquals(expected, tokens(events, i), "beam " + i);
+      }
+      Completed done = (Completed) events.get(events.size() - 1);
+      assertEquals(15, done.usage().completionTokens());
+    }
+  }
+
+  @Test
+  void thePriorityPolicyRunsLowerValuesFirst() {
+    EngineSettings oneAtATime = EngineSettings.small().withMaxNumSeqs(1);
+    try (Engine e = engine(oneAtATime, SchedulingPolicy.PRIORITY)) {
+      e.add(prompt("background", "hello", greedy(2)).withPriority(5));
+      e.add(prompt("interactive", "hello", greedy(2)).withPriority(-1));
+      List<String> startOrder = new ArrayList<>();
+      while (e.hasWork())
+        for (GenerationEvent ev : e.step()) if (ev instanceof Started) startOrder.add(ev.requestId());
+      assertEquals(List.of("interactive", "background"), startOrder);
+    }
+  }
+
   @Test
   void tokenizeAndDetokenize() {
     try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {

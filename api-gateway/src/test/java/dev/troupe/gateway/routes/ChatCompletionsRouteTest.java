@@ -412,6 +412,18 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
   }
 
   @Test
+  void aModelWhoseWorkersDoNotAnswerIs503() {
+    var silent = testKit.spawn(org.apache.pekko.actor.typed.javadsl.Behaviors.<dev.troupe.protocol.cluster.ModelWorkerProtocol.Command>ignore());
+    var directory = new dev.troupe.gateway.workers.ModelDirectory(testKit.system(),
+        List.of(dev.troupe.gateway.workers.ServedModel.of("fake", 1, "x")), id -> silent, java.time.Duration.ofMillis(300));
+    TestRoute r = testRoute(dev.troupe.gateway.http.ApiRoutes.builder(dev.troupe.gateway.http.GatewaySettings.of(0, List.of()))
+        .addAll(StandardRoutes.of(directory)).build());
+    String msg = assertError(r.run(postJson("/v1/chat/completions", body(""))), 503, "ServiceUnavailableError", null);
+    assertTrue(msg.contains("retry"), msg);
+    r.run(HttpRequest.GET("/health")).assertStatusCode(503);
+  }
+
+  @Test
   void chatNeedsTheApiKey() {
     assertError(route.run(postJson("/v1/chat/completions", body(""))), 401, "AuthenticationError", null);
   }

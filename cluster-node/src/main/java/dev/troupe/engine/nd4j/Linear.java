@@ -69,6 +69,21 @@ final class Linear implements AutoCloseable {
    * streaming a layer's weights, so activations are staged in {@code scratch}'s off-heap buffers.
    */
   float[] apply(Scratch scratch, float[] x, int rows) {
+    FloatPointer yp = product(scratch, x, rows);
+    float[] y = new float[rows * out];
+    yp.position(0).get(y, 0, y.length);
+    return y;
+  }
+
+  /** As {@link #apply}, one array per row (the LM head: logits go to callers row by row). */
+  float[][] applyRows(Scratch scratch, float[] x, int rows) {
+    FloatPointer yp = product(scratch, x, rows);
+    float[][] y = new float[rows][out];
+    for (int r = 0; r < rows; r++) yp.position((long) r * out).get(y[r], 0, out);
+    return y;
+  }
+
+  private FloatPointer product(Scratch scratch, float[] x, int rows) {
     FloatPointer xp = scratch.in((long) rows * in), yp = scratch.out((long) rows * out);
     xp.position(0).put(x, 0, rows * in);
     if (rows == 1) {
@@ -77,9 +92,7 @@ final class Linear implements AutoCloseable {
     } else {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1f, xp, in, weights, in, 0f, yp, out);
     }
-    float[] y = new float[rows * out];
-    yp.position(0).get(y, 0, y.length);
-    return y;
+    return yp;
   }
 
   /** Reusable off-heap staging buffers for BLAS calls, by slot; one set per runner (its thread). */

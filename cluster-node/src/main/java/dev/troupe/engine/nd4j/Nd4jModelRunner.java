@@ -225,17 +225,13 @@ public final class Nd4jModelRunner implements ModelRunner {
     int R = s.logitRows.length;
     float[] xr = new float[R * hidden];
     for (int r = 0; r < R; r++) System.arraycopy(x, s.logitRows[r] * hidden, xr, r * hidden, hidden);
-    float[] logits = lmHead.apply(scratch, Kernels.rmsNorm(xr, R, hidden, finalNorm, eps), R);
+    float[][] logits = lmHead.applyRows(scratch, Kernels.rmsNorm(xr, R, hidden, finalNorm, eps), R);
     List<float[][]> out = new ArrayList<>(batch.size());
     int r = 0;
     for (SequenceChunk c : batch) {
       int n = c.allLogits() ? c.tokens().length : 1;
-      float[][] lc = new float[n][];
-      for (int i = 0; i < n; i++, r++) {
-        lc[i] = new float[vocab];
-        System.arraycopy(logits, r * vocab, lc[i], 0, vocab);
-      }
-      out.add(lc);
+      out.add(java.util.Arrays.copyOfRange(logits, r, r + n));
+      r += n;
     }
     return out;
   }

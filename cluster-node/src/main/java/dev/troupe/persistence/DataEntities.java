@@ -18,7 +18,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Starts the persistent preview entities on a node: {@code TrainableModel}, {@code ModelRegistry}
  * and {@code TrajectoryLog}, sharded on role {@code trainer} (nodes without it get proxies). Call
- * after {@link PersistenceInit#ensureSchema} and before the gateway routes are built.
+ * after {@link PersistenceInit#ensureSchema} and before the gateway routes are built. Only nodes
+ * with the role open a connection pool for the trajectory store.
  */
 public final class DataEntities {
   private static final Logger log = LoggerFactory.getLogger(DataEntities.class);
@@ -31,8 +32,11 @@ public final class DataEntities {
   /** Inits the three entity types; the trajectory store closes with the system. */
   public static void init(ActorSystem<?> system, PersistenceSettings settings) {
     ClusterSharding sharding = ClusterSharding.get(system);
-    TrajectoryStore store = new JdbcTrajectoryStore(settings);
-    system.getWhenTerminated().thenRun(store::close);
+    // Only nodes that host trajectory logs open the store's pool; elsewhere the entities are proxies.
+    boolean hosts =
+        org.apache.pekko.cluster.typed.Cluster.get(system).selfMember().hasRole(TrajectoryLogProtocol.ROLE);
+    TrajectoryStore store = hosts ? new JdbcTrajectoryStore(settings) : null;
+    if (store != null) system.getWhenTerminated().thenRun(store::close);
     sharding.init(
         Entity.of(
                 TrainableModelProtocol.TYPE_KEY,

@@ -35,7 +35,7 @@ public final class JdbcTrajectoryStore implements TrajectoryStore {
   }
 
   @Override
-  public void write(String modelId, String split, long step, long firstSeq, List<byte[]> groups) {
+  public void write(String modelId, long firstSeq, List<Rows> rows) {
     long now = System.currentTimeMillis();
     try (Connection c = pool.getConnection()) {
       try {
@@ -49,15 +49,19 @@ public final class JdbcTrajectoryStore implements TrajectoryStore {
             c.prepareStatement(
                 "INSERT INTO troupe_trajectory_group (model_id, seq, split, step, logged_at, payload)"
                     + " VALUES (?, ?, ?, ?, ?, ?)")) {
-          for (int i = 0; i < groups.size(); i++) {
-            ins.setString(1, modelId);
-            ins.setLong(2, firstSeq + i);
-            ins.setString(3, split);
-            ins.setLong(4, step);
-            ins.setLong(5, now);
-            ins.setBytes(6, groups.get(i));
-            ins.addBatch();
-            if ((i + 1) % BATCH == 0) ins.executeBatch();
+          long seq = firstSeq;
+          int pending = 0;
+          for (Rows r : rows) {
+            for (byte[] group : r.groups()) {
+              ins.setString(1, modelId);
+              ins.setLong(2, seq++);
+              ins.setString(3, r.split());
+              ins.setLong(4, r.step());
+              ins.setLong(5, now);
+              ins.setBytes(6, group);
+              ins.addBatch();
+              if (++pending % BATCH == 0) ins.executeBatch();
+            }
           }
           ins.executeBatch();
         }

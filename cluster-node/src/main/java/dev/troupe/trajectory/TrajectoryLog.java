@@ -12,8 +12,12 @@ import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Command;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.ReadPage;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.SplitStats;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.TrajectoryPage;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -33,7 +37,8 @@ import org.slf4j.LoggerFactory;
  * go to the {@link TrajectoryStore} first (rows past the committed end are invisible), then a
  * {@link GroupsLogged} event commits them: the reply is sent only after both, so an acknowledged
  * group survives a crash, and an {@code Idempotency-Key} seen before is answered without storing
- * again. Per (split, step) statistics are kept here and the resulting metrics are set on the model's
+ * again. Appends that arrive while a write is in flight are written together next (group commit:
+ * one store transaction and one journal write for all of them). Per (split, step) statistics are kept here and the resulting metrics are set on the model's
  * checkpoint through {@link MetricsSink}. Runs on a blocking dispatcher: store calls block.
  *
  * <p>Survives a restart: the committed end, per-split statistics and the most recent idempotency
@@ -87,14 +92,31 @@ public final class TrajectoryLog
     }
   }
 
-  /** Private: the checkpoint metrics were recorded (or failed to be); now answer. */
-  private record MetricsDone(Appended reply, ActorRef<AppendReply> replyTo) implements Command {}
+  /** Private: the rows of a batch are committed in the store (or failed: {@code error}). */
+  private record BatchWritten(List<Append> batch, Throwable error) implements Command {}
+
+  /** Private: the checkpoint metrics were recorded (or failed to be); now answer the batch. */
+  private record MetricsDone(List<Appended> replies, List<Waiter> waiters) implements Command {}
+
+  /** Who is owed a reply for one append of a batch. */
+  private record Waiter(ActorRef<AppendReply> replyTo, String idempotencyKey) {
+    static Waiter of(Append a) {
+      return new Waiter(a.replyTo(), a.idempotencyKey());
+    }
+  }
 
   private final String modelId;
   private final TrajectoryStore store;
   private final MetricsSink metrics;
   private final PersistenceSettings settings;
   private final ActorContext<Command> context;
+
+  // Group commit (not persisted: an unanswered request is simply lost with the node). While one
+  // batch is being written, later appends queue up and are written together in one transaction and
+  // one journal write, so concurrent clients share commits.
+  private final List<Append> queued = new ArrayList<>();
+  private final Map<String, List<ActorRef<AppendReply>>> waitingOnKey = new HashMap<>();
+  private boolean writing;
 
   /** The behaviour for model {@code modelId}. */
   public static Behavior<Command> create(
@@ -137,24 +159,20 @@ public final class TrajectoryLog
         .forAnyState()
         .onCommand(Append.class, this::onAppend)
         .onCommand(ReadPage.class, this::onReadPage)
+        .onCommand(BatchWritten.class, this::onBatchWritten)
         .onCommand(MetricsDone.class, this::onMetricsDone)
         .build();
   }
 
   private ReplyEffect<Event, State> onAppend(State state, Append cmd) {
-    if (cmd.idempotencyKey() != null && state.recentKeys().containsKey(cmd.idempotencyKey())) {
-      Appended first = state.recentKeys().get(cmd.idempotencyKey());
-      return Effect()
-          .reply(
-              cmd.replyTo(),
-              new Appended(
-                  first.split(),
-                  first.step(),
-                  first.groups(),
-                  first.trajectories(),
-                  first.firstSeq(),
-                  first.metrics(),
-                  true));
+    String key = cmd.idempotencyKey();
+    if (key != null && state.recentKeys().containsKey(key)) {
+      return Effect().reply(cmd.replyTo(), duplicate(state.recentKeys().get(key)));
+    }
+    if (key != null && waitingOnKey.containsKey(key)) {
+      // The same key is being written right now: answer with its outcome.
+      waitingOnKey.get(key).add(cmd.replyTo());
+      return Effect().noReply();
     }
     if (cmd.groups().isEmpty()) {
       return Effect()
@@ -169,39 +187,97 @@ public final class TrajectoryLog
                   state.statsOf(cmd.split(), cmd.step()).toMetrics(cmd.split()),
                   false));
     }
-    try {
-      store.write(modelId, cmd.split(), cmd.step(), state.nextSeq(), cmd.groups());
-    } catch (RuntimeException e) {
-      log.warn("Model {}: storing {} groups failed: {}", modelId, cmd.groups().size(), e.toString());
-      return Effect().reply(cmd.replyTo(), new AppendFailed("the trajectory store is unavailable"));
+    if (key != null) waitingOnKey.put(key, new ArrayList<>());
+    queued.add(cmd);
+    if (!writing) startWrite(state);
+    return Effect().noReply();
+  }
+
+  /** Writes every queued append in one store transaction, off the actor. */
+  private void startWrite(State state) {
+    List<Append> batch = List.copyOf(queued);
+    queued.clear();
+    writing = true;
+    List<TrajectoryStore.Rows> rows = new ArrayList<>(batch.size());
+    for (Append a : batch) rows.add(new TrajectoryStore.Rows(a.split(), a.step(), a.groups()));
+    long firstSeq = state.nextSeq();
+    context.pipeToSelf(
+        CompletableFuture.runAsync(
+            () -> store.write(modelId, firstSeq, rows), context.getExecutionContext()),
+        (ok, err) -> new BatchWritten(batch, err));
+  }
+
+  private ReplyEffect<Event, State> onBatchWritten(State state, BatchWritten done) {
+    if (done.error() != null) {
+      int groups = done.batch().stream().mapToInt(a -> a.groups().size()).sum();
+      log.warn("Model {}: storing {} groups failed: {}", modelId, groups, done.error().toString());
+      for (Append a : done.batch()) answer(Waiter.of(a), new AppendFailed("the trajectory store is unavailable"));
+      writing = false;
+      if (!queued.isEmpty()) startWrite(state);
+      return Effect().noReply();
     }
-    GroupsLogged event =
-        new GroupsLogged(
-            cmd.split(),
-            cmd.step(),
-            state.nextSeq(),
-            cmd.groups().size(),
-            cmd.stats(),
-            cmd.idempotencyKey(),
-            System.currentTimeMillis());
+    List<Event> events = new ArrayList<>(done.batch().size());
+    long seq = state.nextSeq();
+    long now = System.currentTimeMillis();
+    for (Append a : done.batch()) {
+      events.add(
+          new GroupsLogged(a.split(), a.step(), seq, a.groups().size(), a.stats(), a.idempotencyKey(), now));
+      seq += a.groups().size();
+    }
     return Effect()
-        .persist(event)
+        .persist(events)
         .thenRun(
             (State s) -> {
-              Appended reply = replyFor(event, s);
+              List<Appended> replies = new ArrayList<>();
+              Map<String, Appended> bySplitStep = new LinkedHashMap<>();
+              for (Event e : events) {
+                Appended r = replyFor((GroupsLogged) e, s);
+                replies.add(r);
+                bySplitStep.put(r.split() + "@" + r.step(), r);
+              }
+              List<CompletableFuture<?>> recorded = new ArrayList<>();
+              for (Appended r : bySplitStep.values()) {
+                recorded.add(
+                    metrics.record(modelId, r.step(), r.metrics()).toCompletableFuture()
+                        .exceptionally(
+                            err -> {
+                              log.warn("Model {}: recording {} metrics failed: {}", modelId, r.split(), err.toString());
+                              return null;
+                            }));
+              }
               context.pipeToSelf(
-                  metrics.record(modelId, event.step(), reply.metrics()),
-                  (ok, err) -> {
-                    if (err != null)
-                      log.warn("Model {}: recording {} metrics failed: {}", modelId, event.split(), err.toString());
-                    return new MetricsDone(reply, cmd.replyTo());
-                  });
+                  CompletableFuture.allOf(recorded.toArray(CompletableFuture[]::new)),
+                  (ok, err) -> new MetricsDone(replies, done.batch().stream().map(Waiter::of).toList()));
+              writing = false;
+              if (!queued.isEmpty()) startWrite(s);
             })
         .thenNoReply();
   }
 
   private ReplyEffect<Event, State> onMetricsDone(State state, MetricsDone done) {
-    return Effect().reply(done.replyTo(), done.reply());
+    for (int i = 0; i < done.waiters().size(); i++) answer(done.waiters().get(i), done.replies().get(i));
+    return Effect().noReply();
+  }
+
+  /** Replies to an append and to every later request that carried the same key meanwhile. */
+  private void answer(Waiter a, AppendReply reply) {
+    a.replyTo().tell(reply);
+    if (a.idempotencyKey() == null) return;
+    List<ActorRef<AppendReply>> waiting = waitingOnKey.remove(a.idempotencyKey());
+    if (waiting == null) return;
+    AppendReply again = reply instanceof Appended ok ? duplicate(ok) : reply;
+    for (ActorRef<AppendReply> w : waiting) w.tell(again);
+  }
+
+  private static Appended duplicate(Appended first) {
+    return new Appended(
+        first.split(),
+        first.step(),
+        first.groups(),
+        first.trajectories(),
+        first.firstSeq(),
+        first.metrics(),
+        true);
   }
 
   private ReplyEffect<Event, State> onReadPage(State state, ReadPage cmd) {

@@ -11,11 +11,11 @@ import java.util.List;
 public interface TrajectoryStore extends AutoCloseable {
 
   /**
-   * Writes groups at {@code firstSeq, firstSeq+1, …} in one transaction, first removing rows at or
-   * after {@code firstSeq} left by a write whose event never made it to the journal. Returns once
-   * the transaction is committed.
+   * Writes the groups of {@code rows}, in order, at {@code firstSeq, firstSeq+1, …} in one
+   * transaction, first removing rows at or after {@code firstSeq} left by a write whose event never
+   * made it to the journal. Returns once the transaction is committed.
    */
-  void write(String modelId, String split, long step, long firstSeq, List<byte[]> groups);
+  void write(String modelId, long firstSeq, List<Rows> rows);
 
   /**
    * Reads groups with {@code afterSeq < seq < committedEnd} in order, optionally of one split (null:
@@ -29,6 +29,13 @@ public interface TrajectoryStore extends AutoCloseable {
 
   @Override
   void close();
+
+  /** Groups of one append: their split and checkpoint step. */
+  record Rows(String split, long step, List<byte[]> groups) {
+    public Rows {
+      groups = List.copyOf(groups);
+    }
+  }
 
   /** A page of groups and whether more follow. */
   record Page(List<StoredGroup> groups, boolean hasMore) {

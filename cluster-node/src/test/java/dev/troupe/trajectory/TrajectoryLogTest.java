@@ -51,13 +51,24 @@ class TrajectoryLogTest {
   /** A store in memory; {@code fail} makes the next write throw. */
   static final class MemoryStore implements TrajectoryStore {
     final List<StoredGroup> rows = new CopyOnWriteArrayList<>();
+    final List<Integer> writes = new CopyOnWriteArrayList<>();
     volatile boolean fail;
+    volatile java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(0);
 
     @Override
-    public void write(String modelId, String split, long step, long firstSeq, List<byte[]> groups) {
+    public void write(String modelId, long firstSeq, List<Rows> batch) {
+      try {
+        gate.await();
+      } catch (InterruptedException e) {
+        throw new IllegalStateException(e);
+      }
       if (fail) throw new IllegalStateException("disk on fire");
+      writes.add(batch.size());
       rows.removeIf(g -> g.seq() >= firstSeq);
-      for (int i = 0; i < groups.size(); i++) rows.add(new StoredGroup(firstSeq + i, split, step, 0, groups.get(i)));
+      long seq = firstSeq;
+      for (Rows r : batch) {
+        for (byte[] g : r.groups()) rows.add(new StoredGroup(seq++, r.split(), r.step(), 0, g));
+      }
     }
 
     @Override
@@ -170,5 +181,34 @@ class TrajectoryLogTest {
     assertEquals(5, next.firstSeq());
     assertEquals(2.5, next.metrics().get("val/reward"));
     assertEquals(6.0, next.metrics().get("val/num_trajectories"));
+  }
+
+  @Test
+  void appendsArrivingDuringAWriteAreCommittedTogetherAndARepeatedKeyWaitsForTheFirst() {
+    store.gate = new java.util.concurrent.CountDownLatch(1);
+    SplitStats s = SplitStats.ofGroup(new double[] {1}, List.of(Map.of()));
+    TestProbe<AppendReply> p1 = testKit.createTestProbe();
+    TestProbe<AppendReply> p2 = testKit.createTestProbe();
+    TestProbe<AppendReply> p3 = testKit.createTestProbe();
+    TestProbe<AppendReply> p4 = testKit.createTestProbe();
+    kit.runCommand(new Append("val", 0, List.of(json("{\"n\":1}")), s, "k", p1.getRef()));
+    kit.runCommand(new Append("val", 0, List.of(json("{\"n\":2}")), s, null, p2.getRef()));
+    kit.runCommand(new Append("val", 0, List.of(json("{\"n\":1}")), s, "k", p3.getRef()));
+    kit.runCommand(new Append("train", 0, List.of(json("{\"n\":3}"), json("{\"n\":4}")), s, null, p4.getRef()));
+    store.gate.countDown();
+    Appended a1 = (Appended) p1.receiveMessage(Duration.ofSeconds(5));
+    Appended a2 = (Appended) p2.receiveMessage(Duration.ofSeconds(5));
+    Appended a3 = (Appended) p3.receiveMessage(Duration.ofSeconds(5));
+    Appended a4 = (Appended) p4.receiveMessage(Duration.ofSeconds(5));
+    assertFalse(a1.duplicate());
+    assertTrue(a3.duplicate());
+    assertEquals(a1.firstSeq(), a3.firstSeq());
+    assertEquals(List.of(0L, 1L, 2L), List.of(a1.firstSeq(), a2.firstSeq(), a4.firstSeq()));
+    // The first write held one append; the two that queued behind it shared the second write.
+    assertEquals(List.of(1, 2), store.writes);
+    assertEquals(4, store.rows.size());
+    assertEquals(4, kit.getState().nextSeq());
+    assertEquals(2.0, a2.metrics().get("val/num_trajectories"));
+    assertEquals(1.0, a4.metrics().get("train/num_trajectories"));
   }
 }

@@ -15,6 +15,7 @@ import java.util.Map;
  * @param models served models, name to Hugging Face directory (or {@code demo}), in flag order;
  *     the built-in demo model when none is given
  * @param replicas replicas per model name (default 1)
+ * @param policies scheduling policy per model name ({@code fcfs}, the default, or {@code priority})
  * @param apiKeys keys from {@code --api-key} and {@code TROUPE_API_KEYS}
  * @param roles cluster roles of this node
  * @param seedNodes {@code host:port} of the cluster's seed nodes; empty = this node alone
@@ -27,6 +28,7 @@ public record LaunchOptions(
     int port,
     Map<String, String> models,
     Map<String, Integer> replicas,
+    Map<String, String> policies,
     List<String> apiKeys,
     List<String> roles,
     List<String> seedNodes,
@@ -42,6 +44,7 @@ public record LaunchOptions(
         --model NAME=DIR         serve the Hugging Face model in DIR as NAME (repeatable);
                                  DIR "demo" is the built-in demo model (the default)
         --replicas NAME=N        run N replicas of model NAME (default 1)
+        --scheduling-policy NAME=P  fcfs (default) or priority (request "priority" honoured)
         --api-key KEY            accept this Bearer key (repeatable; also TROUPE_API_KEYS=k1,k2);
                                  without any, a key is generated once into <data-dir>/api-key
         --roles R1,R2            cluster roles of this node: gateway, worker, trainer (default all)
@@ -63,6 +66,13 @@ public record LaunchOptions(
         throw new IllegalArgumentException("--replicas names unknown model " + e.getKey());
       if (e.getValue() < 1) throw new IllegalArgumentException("--replicas must be >= 1");
     }
+    policies = Map.copyOf(policies);
+    for (var e : policies.entrySet()) {
+      if (!models.containsKey(e.getKey()))
+        throw new IllegalArgumentException("--scheduling-policy names unknown model " + e.getKey());
+      if (!List.of("fcfs", "priority").contains(e.getValue()))
+        throw new IllegalArgumentException("--scheduling-policy must be fcfs or priority");
+    }
     apiKeys = List.copyOf(apiKeys);
     roles = List.copyOf(roles);
     for (String r : roles)
@@ -82,6 +92,7 @@ public record LaunchOptions(
     int port = 8000;
     Map<String, String> models = new LinkedHashMap<>();
     Map<String, Integer> replicas = new LinkedHashMap<>();
+    Map<String, String> policies = new LinkedHashMap<>();
     List<String> keys = new ArrayList<>();
     List<String> roles = List.of(Roles.GATEWAY, Roles.WORKER, Roles.TRAINER);
     List<String> seeds = List.of();
@@ -115,6 +126,10 @@ public record LaunchOptions(
           String[] kv = pair(flag, value);
           replicas.put(kv[0], integer(flag, kv[1]));
         }
+        case "--scheduling-policy" -> {
+          String[] kv = pair(flag, value);
+          policies.put(kv[0], kv[1]);
+        }
         case "--api-key" -> keys.add(value);
         case "--roles" -> roles = list(value);
         case "--seed-nodes" -> seeds = list(value);
@@ -131,11 +146,15 @@ public record LaunchOptions(
       if (!seed.matches("[^:]+:\\d+"))
         throw new IllegalArgumentException("--seed-nodes entries must be host:port, got " + seed);
     return new LaunchOptions(
-        port, models, replicas, keys, roles, seeds, host, clusterPort, managementPort, dataDir);
+        port, models, replicas, policies, keys, roles, seeds, host, clusterPort, managementPort, dataDir);
   }
 
   public int replicasOf(String model) {
     return replicas.getOrDefault(model, 1);
+  }
+
+  public String policyOf(String model) {
+    return policies.getOrDefault(model, "fcfs");
   }
 
   private static int integer(String flag, String value) {

@@ -131,6 +131,7 @@ public final class TroupeNode implements AutoCloseable {
       m.put("name", e.getKey());
       m.put("path", e.getValue());
       m.put("replicas", o.replicasOf(e.getKey()));
+      m.put("scheduling-policy", o.policyOf(e.getKey()));
       models.add(m);
     }
     Map<String, Object> values = new LinkedHashMap<>();

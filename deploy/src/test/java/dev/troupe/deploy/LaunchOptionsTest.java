@@ -31,7 +31,7 @@ class LaunchOptionsTest {
         LaunchOptions.parse(
             List.of(
                 "serve", "--port", "9000", "--model", "qwen=/models/qwen", "--model=small=demo",
-                "--replicas", "qwen=3", "--api-key", "k1", "--api-key=k2", "--roles",
+                "--replicas", "qwen=3", "--scheduling-policy", "qwen=priority", "--api-key", "k1", "--api-key=k2", "--roles",
                 "gateway,worker", "--seed-nodes", "10.0.0.1:25520,10.0.0.2:25520",
                 "--cluster-port", "0", "--management-port", "-1", "--data-dir", "/tmp/x",
                 "--host", "10.0.0.3"),
@@ -50,6 +50,8 @@ class LaunchOptionsTest {
             com.typesafe.config.ConfigFactory.load()));
     assertEquals("qwen", models.defaultModel().orElseThrow().name());
     assertEquals(List.of("qwen#0", "qwen#1", "qwen#2"), models.find("qwen").orElseThrow().entityIds());
+    assertTrue(models.find("qwen").orElseThrow().usesPriority());
+    assertEquals("fcfs", models.find("small").orElseThrow().schedulingPolicy());
   }
 
   @Test

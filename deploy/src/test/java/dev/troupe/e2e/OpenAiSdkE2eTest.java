@@ -172,6 +172,7 @@ class OpenAiSdkE2eTest {
   // ------------------------------------------------------------------ issue 5 controls
 
   @Test
+  @SuppressWarnings("deprecation") // OpenAI deprecated seed; vLLM (and Troupe) honour it
   void sameSeedSameTextAndNChoices() {
     ChatCompletionCreateParams p = chat("Once upon a time").temperature(1.0).seed(1234L).n(2).maxCompletionTokens(8).build();
     ChatCompletion a = client.chat().completions().create(p);

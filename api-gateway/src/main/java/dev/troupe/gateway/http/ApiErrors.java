@@ -48,14 +48,14 @@ public final class ApiErrors {
     return ExceptionHandler.newBuilder()
         .match(ApiException.class, ApiErrors::reply)
         .match(ValidationException.class,
-            e -> complete(JsonBodies.response(StatusCodes.UNPROCESSABLE_ENTITY, e.body())))
+            e -> complete(JsonBodies.response(StatusCodes.UNPROCESSABLE_CONTENT, e.body())))
         .match(EntityStreamSizeException.class, e -> reply(ApiException.payloadTooLarge(bodyLimitBytes)))
         .matchAny(
             e -> {
               Throwable cause = unwrap(e);
               if (cause instanceof ApiException api) return reply(api);
               if (cause instanceof ValidationException v)
-                return complete(JsonBodies.response(StatusCodes.UNPROCESSABLE_ENTITY, v.body()));
+                return complete(JsonBodies.response(StatusCodes.UNPROCESSABLE_CONTENT, v.body()));
               if (cause instanceof EntityStreamSizeException)
                 return reply(ApiException.payloadTooLarge(bodyLimitBytes));
               log.error("Unhandled error in a route", e);

@@ -35,7 +35,8 @@ public final class SafetensorsWeights implements WeightSource {
   private static final long WINDOW = 256L << 20;
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  private record Entry(TensorInfo info, FileChannel channel, long offset, long bytes) {}
+  /** A tensor's location; {@code unsupported} says why it cannot be read (only if asked for). */
+  private record Entry(TensorInfo info, FileChannel channel, long offset, long bytes, String unsupported) {}
 
   private final Map<String, Entry> entries;
   private final List<FileChannel> channels;
@@ -92,8 +93,9 @@ public final class SafetensorsWeights implements WeightSource {
           throw new ModelLoadException(file + ": cannot open weight file: " + e, e);
         }
         channels.add(ch);
-        for (Entry e : readHeader(file, ch)) {
-          String name = e.info().name();
+        for (Map.Entry<String, Entry> ne : readHeader(file, ch).entrySet()) {
+          String name = ne.getKey();
+          Entry e = ne.getValue();
           if (mapping != null && mapping.containsKey(name)
               && !file.getFileName().toString().equals(mapping.get(name))) continue;
           entries.put(name, e);
@@ -114,7 +116,7 @@ public final class SafetensorsWeights implements WeightSource {
     return new SafetensorsWeights(entries, channels, files.size() == 1 ? files.get(0).toString() : files.toString());
   }
 
-  private static List<Entry> readHeader(Path file, FileChannel ch) {
+  private static Map<String, Entry> readHeader(Path file, FileChannel ch) {
     try {
       long size = ch.size();
       if (size < 8) throw new ModelLoadException(file + ": truncated (" + size + " bytes, no header)");
@@ -136,11 +138,11 @@ public final class SafetensorsWeights implements WeightSource {
         throw new ModelLoadException(file + ": safetensors header is not a JSON object");
       long dataStart = 8 + n;
       long dataLen = size - dataStart;
-      List<Entry> out = new ArrayList<>();
+      Map<String, Entry> out = new LinkedHashMap<>();
       for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
         Map.Entry<String, JsonNode> f = it.next();
         if (f.getKey().equals("__metadata__")) continue;
-        out.add(parseEntry(file, ch, f.getKey(), f.getValue(), dataStart, dataLen));
+        out.put(f.getKey(), parseEntry(file, ch, f.getKey(), f.getValue(), dataStart, dataLen));
       }
       return out;
     } catch (IOException e) {
@@ -158,8 +160,7 @@ public final class SafetensorsWeights implements WeightSource {
         || !offsets.isArray() || offsets.size() != 2)
       throw new ModelLoadException(where + ": header entry lacks dtype, shape or data_offsets");
     DType dtype = DType.fromSafetensors(dt.asText());
-    if (dtype == null)
-      throw new ModelLoadException(where + ": unsupported dtype " + dt.asText() + " (F32, BF16, F16 are)");
+    if (dtype == null) return new Entry(null, ch, -1, -1, where + ": unsupported dtype " + dt.asText() + " (F32, BF16, F16 are)");
     List<Long> shape = new ArrayList<>();
     long numel = 1;
     for (JsonNode d : shapeNode) {
@@ -177,7 +178,7 @@ public final class SafetensorsWeights implements WeightSource {
       throw new ModelLoadException(
           where + ": file truncated, tensor data ends at byte " + (dataStart + end)
               + " but the file has " + (dataStart + dataLen) + " bytes");
-    return new Entry(new TensorInfo(name, dtype, shape, file.toString()), ch, dataStart + begin, end - begin);
+    return new Entry(new TensorInfo(name, dtype, shape, file.toString()), ch, dataStart + begin, end - begin, null);
   }
 
   private static void readFully(FileChannel ch, ByteBuffer buf, long pos) throws IOException {
@@ -195,15 +196,19 @@ public final class SafetensorsWeights implements WeightSource {
 
   @Override
   public TensorInfo info(String name) {
+    return entry(name).info();
+  }
+
+  private Entry entry(String name) {
     Entry e = entries.get(name);
     if (e == null) throw new ModelLoadException(origin + ": missing tensor " + name);
-    return e.info();
+    if (e.unsupported() != null) throw new ModelLoadException(e.unsupported());
+    return e;
   }
 
   @Override
   public void copyTo(String name, long offset, int count, FloatBuffer dst) {
-    Entry e = entries.get(name);
-    if (e == null) throw new ModelLoadException(origin + ": missing tensor " + name);
+    Entry e = entry(name);
     int eb = e.info().dtype().bytes();
     if (offset < 0 || count < 0 || offset + count > e.info().numel())
       throw new IndexOutOfBoundsException(name + ": range " + offset + "+" + count);

@@ -107,6 +107,21 @@ class SafetensorsWeightsTest {
   }
 
   @Test
+  void unsupportedDtypeFailsOnlyWhenThatTensorIsRead() throws IOException {
+    Path dir = Files.createDirectories(tmp.resolve("i64"));
+    byte[] header = ("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+        + "\"step\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[4,12]}}").getBytes();
+    ByteBuffer b = ByteBuffer.allocate(8 + header.length + 12).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(header.length).put(header).putFloat(2.5f).putLong(7L);
+    Files.write(dir.resolve("model.safetensors"), b.array());
+    try (SafetensorsWeights w = SafetensorsWeights.open(dir)) {
+      assertArrayEquals(new float[] {2.5f}, w.floats("a"));
+      ModelLoadException e = assertThrows(ModelLoadException.class, () -> w.floats("step"));
+      assertTrue(e.getMessage().contains("step") && e.getMessage().contains("I64"), e.getMessage());
+    }
+  }
+
+  @Test
   void missingTensorIsRejectedNamingIt() throws IOException {
     ModelConfig c = TinyModels.config(Arch.LLAMA);
     Map<String, float[]> w = TinyModels.randomWeights(c, 1);

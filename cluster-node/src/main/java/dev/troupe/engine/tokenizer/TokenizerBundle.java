@@ -64,18 +64,65 @@ public record TokenizerBundle(
     specialTokens = Collections.unmodifiableMap(new LinkedHashMap<>(specialTokens));
   }
 
-  /** Loads {@code tokenizer.json} and (if present) {@code tokenizer_config.json} from a model dir. */
+  /**
+   * Loads a model directory as transformers does: {@code tokenizer.json}; {@code
+   * tokenizer_config.json} (special tokens, {@code chat_template}, clean-up flag); special tokens
+   * missing there from {@code special_tokens_map.json}; and the chat template from {@code
+   * chat_template.jinja} (plus named ones in {@code additional_chat_templates/*.jinja}) or {@code
+   * chat_template.json} when present, which newer transformers versions save instead of the
+   * config entry and which take precedence over it.
+   */
   public static TokenizerBundle load(Path modelDir) {
     Path tokenizerJson = modelDir.resolve("tokenizer.json");
     if (!Files.isRegularFile(tokenizerJson))
       throw new IllegalArgumentException("no tokenizer.json in " + modelDir);
     Path configPath = modelDir.resolve("tokenizer_config.json");
     try {
-      byte[] config = Files.isRegularFile(configPath) ? Files.readAllBytes(configPath) : null;
+      Map<String, Object> config =
+          Files.isRegularFile(configPath)
+              ? new LinkedHashMap<>(parseConfig(Files.readAllBytes(configPath), configPath.toString()))
+              : new LinkedHashMap<>();
+      Path specialsPath = modelDir.resolve("special_tokens_map.json");
+      if (Files.isRegularFile(specialsPath)) {
+        parseConfig(Files.readAllBytes(specialsPath), specialsPath.toString())
+            .forEach((k, v) -> {
+              if (SPECIAL_TOKEN_ATTRIBUTES.contains(k) && config.get(k) == null) config.put(k, v);
+            });
+      }
+      Object template = templateFiles(modelDir);
+      if (template != null) config.put("chat_template", template);
       return build(Files.readAllBytes(tokenizerJson), config, configPath.toString());
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read tokenizer files in " + modelDir, e);
     }
+  }
+
+  /** The chat template(s) saved as separate files, in the config's shape, or null. */
+  private static Object templateFiles(Path modelDir) throws IOException {
+    Path jinja = modelDir.resolve("chat_template.jinja");
+    Path json = modelDir.resolve("chat_template.json");
+    String main = null;
+    if (Files.isRegularFile(jinja)) {
+      main = Files.readString(jinja);
+    } else if (Files.isRegularFile(json)) {
+      Object value = parseConfig(Files.readAllBytes(json), json.toString()).get("chat_template");
+      if (!(value instanceof String)) return value; // a list of named templates, or null
+      main = (String) value;
+    }
+    List<Map<String, Object>> named = new ArrayList<>();
+    Path extraDir = modelDir.resolve("additional_chat_templates");
+    if (Files.isDirectory(extraDir)) {
+      try (var files = Files.list(extraDir)) {
+        for (Path f : files.sorted().toList()) {
+          String file = f.getFileName().toString();
+          if (file.endsWith(".jinja"))
+            named.add(Map.of("name", file.substring(0, file.length() - 6), "template", Files.readString(f)));
+        }
+      }
+    }
+    if (named.isEmpty()) return main;
+    if (main != null) named.add(0, Map.of("name", "default", "template", main));
+    return named;
   }
 
   /**
@@ -92,7 +139,7 @@ public record TokenizerBundle(
     static final TokenizerBundle DEMO =
         build(
             demoResource("tokenizer.json.gz"),
-            demoResource("tokenizer_config.json.gz"),
+            parseConfig(demoResource("tokenizer_config.json.gz"), "demo tokenizer_config.json"),
             "demo tokenizer_config.json");
   }
 
@@ -122,8 +169,7 @@ public record TokenizerBundle(
     return specialToken("pad_token");
   }
 
-  private static TokenizerBundle build(byte[] tokenizerJson, byte[] configJson, String configName) {
-    Map<String, Object> config = configJson == null ? Map.of() : parseConfig(configJson, configName);
+  private static TokenizerBundle build(byte[] tokenizerJson, Map<String, Object> config, String configName) {
     boolean cleanUp = Boolean.TRUE.equals(config.get("clean_up_tokenization_spaces"));
     HfTokenizer tokenizer = HfTokenizer.fromBytes(tokenizerJson, cleanUp);
     Map<String, Object> specials = specialTokens(config);

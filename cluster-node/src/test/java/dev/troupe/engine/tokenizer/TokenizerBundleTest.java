@@ -116,6 +116,29 @@ class TokenizerBundleTest {
   }
 
   @Test
+  void readsTemplateFilesAndSpecialTokensMapAsTransformersSaves(@TempDir Path dir) throws Exception {
+    Files.createSymbolicLink(dir.resolve("tokenizer.json"), Fixtures.tokenizerDir("qwen3").resolve("tokenizer.json"));
+    Files.writeString(
+        dir.resolve("tokenizer_config.json"),
+        "{\"eos_token\": null, \"chat_template\": \"from config\", \"clean_up_tokenization_spaces\": true}");
+    Files.writeString(
+        dir.resolve("special_tokens_map.json"),
+        "{\"eos_token\": {\"content\": \"<|im_end|>\", \"lstrip\": false}, \"pad_token\": \"<|endoftext|>\"}");
+    Files.writeString(dir.resolve("chat_template.jinja"), "main {{ eos_token }}\n");
+    Files.createDirectories(dir.resolve("additional_chat_templates"));
+    Files.writeString(dir.resolve("additional_chat_templates/tool_use.jinja"), "tools {{ tools | length }}");
+    TokenizerBundle b = TokenizerBundle.load(dir);
+    assertEquals("<|im_end|>", b.eosToken());
+    assertEquals(151645, b.eosTokenId());
+    assertEquals("<|endoftext|>", b.padToken());
+    assertEquals(List.of("default", "tool_use"), List.copyOf(b.chatTemplates().keySet()));
+    List<Map<String, Object>> messages = List.of(Map.of("role", "user", "content", "x"));
+    assertEquals("main <|im_end|>", b.chatTemplate().render(new ChatTemplate.Input(messages, null, null, false, false, Map.of())));
+    assertEquals("tools 0", b.chatTemplate().render(new ChatTemplate.Input(messages, List.of(), null, false, false, Map.of())));
+    assertEquals("Wait.", b.tokenizer().decode(b.tokenizer().encode("Wait .", false), false, true));
+  }
+
+  @Test
   void missingOrBrokenFilesAreClearErrors(@TempDir Path dir) throws Exception {
     assertThrows(IllegalArgumentException.class, () -> TokenizerBundle.load(dir));
     Files.writeString(dir.resolve("tokenizer.json"), "{not json");

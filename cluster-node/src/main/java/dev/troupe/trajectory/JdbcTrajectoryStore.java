@@ -114,13 +114,14 @@ public final class JdbcTrajectoryStore implements TrajectoryStore {
   }
 
   @Override
-  public void deleteModel(String modelId) {
+  public long deleteModel(String modelId) {
     try (Connection c = pool.getConnection();
         PreparedStatement ps =
             c.prepareStatement("DELETE FROM troupe_trajectory_group WHERE model_id = ?")) {
       ps.setString(1, modelId);
-      ps.executeUpdate();
+      long n = ps.executeUpdate();
       c.commit();
+      return n;
     } catch (SQLException e) {
       throw new IllegalStateException("trajectory store delete failed: " + e.getMessage(), e);
     }

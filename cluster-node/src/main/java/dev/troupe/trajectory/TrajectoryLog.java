@@ -9,6 +9,8 @@ import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendFailed;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendReply;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Appended;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Command;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Purge;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Purged;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.ReadPage;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.SplitStats;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.TrajectoryPage;
@@ -56,7 +58,10 @@ public final class TrajectoryLog
 
   /** Journal events; type names carry a version so a renamed class still reads old rows. */
   @JsonTypeInfo(use = JsonTypeInfo.Id.NAME, property = "type")
-  @JsonSubTypes({@JsonSubTypes.Type(value = GroupsLogged.class, name = "trajectory.groups-logged.v1")})
+  @JsonSubTypes({
+    @JsonSubTypes.Type(value = GroupsLogged.class, name = "trajectory.groups-logged.v1"),
+    @JsonSubTypes.Type(value = LogPurged.class, name = "trajectory.purged.v1")
+  })
   public sealed interface Event extends CborSerializable {}
 
   /**
@@ -72,6 +77,9 @@ public final class TrajectoryLog
       String idempotencyKey,
       long loggedAtMillis)
       implements Event {}
+
+  /** Every group was deleted (with the model); sequence numbers keep growing. */
+  public record LogPurged(long groupsDeleted) implements Event {}
 
   /**
    * @param nextSeq the committed end: groups below it are logged
@@ -159,6 +167,7 @@ public final class TrajectoryLog
         .forAnyState()
         .onCommand(Append.class, this::onAppend)
         .onCommand(ReadPage.class, this::onReadPage)
+        .onCommand(Purge.class, this::onPurge)
         .onCommand(BatchWritten.class, this::onBatchWritten)
         .onCommand(MetricsDone.class, this::onMetricsDone)
         .build();
@@ -280,6 +289,12 @@ public final class TrajectoryLog
         true);
   }
 
+  /** A batch still in flight may land after this; the model is gone, so nothing reaches it. */
+  private ReplyEffect<Event, State> onPurge(State state, Purge cmd) {
+    long deleted = store.deleteModel(modelId);
+    return Effect().persist(new LogPurged(deleted)).thenReply(cmd.replyTo(), s -> new Purged(deleted));
+  }
+
   private ReplyEffect<Event, State> onReadPage(State state, ReadPage cmd) {
     TrajectoryStore.Page page =
         store.read(modelId, cmd.split(), cmd.afterSeq(), state.nextSeq(), cmd.limit(), cmd.maxBytes());
@@ -303,6 +318,7 @@ public final class TrajectoryLog
     return newEventHandlerBuilder()
         .forAnyState()
         .onEvent(GroupsLogged.class, (State s, GroupsLogged e) -> apply(s, e))
+        .onEvent(LogPurged.class, (State s, LogPurged e) -> new State(s.nextSeq(), Map.of(), Map.of()))
         .build();
   }
 

@@ -24,8 +24,8 @@ public interface TrajectoryStore extends AutoCloseable {
    */
   Page read(String modelId, String split, long afterSeq, long committedEnd, int limit, long maxBytes);
 
-  /** Removes every group of a model. */
-  void deleteModel(String modelId);
+  /** Removes every group of a model; returns how many there were. */
+  long deleteModel(String modelId);
 
   @Override
   void close();

@@ -87,8 +87,10 @@ class TrajectoryLogTest {
     }
 
     @Override
-    public void deleteModel(String modelId) {
+    public long deleteModel(String modelId) {
+      long n = rows.size();
       rows.clear();
+      return n;
     }
 
     @Override
@@ -210,5 +212,17 @@ class TrajectoryLogTest {
     assertEquals(4, kit.getState().nextSeq());
     assertEquals(2.0, a2.metrics().get("val/num_trajectories"));
     assertEquals(1.0, a4.metrics().get("train/num_trajectories"));
+  }
+
+  @Test
+  void purgeDeletesEverythingAndIsRemembered() {
+    append("val", 0, List.of(json("{}"), json("{}")), SplitStats.ofGroup(new double[] {1, 2}, List.of(Map.of(), Map.of())), "p");
+    var purged = kit.<dev.troupe.protocol.cluster.TrajectoryLogProtocol.Purged>runCommand(
+        dev.troupe.protocol.cluster.TrajectoryLogProtocol.Purge::new);
+    assertEquals(2, purged.reply().groupsDeleted());
+    kit.restart();
+    assertTrue(kit.getState().stats().isEmpty());
+    assertTrue(kit.getState().recentKeys().isEmpty());
+    assertEquals(0, kit.<TrajectoryPage>runCommand(r -> new ReadPage(null, -1, 10, 1 << 20, r)).reply().data().size());
   }
 }

@@ -76,6 +76,8 @@ abstract class PreviewApiSuite {
   @Test
   void createGetListAndDeleteModels() {
     String name = "m-" + UUID.randomUUID();
+    String other = client.createModel("other-" + UUID.randomUUID());
+    client.post("/v1/preview/models/" + other + "/log", logBody("val", group(1)));
     PreviewClient.Reply created =
         client.post("/v1/preview/models",
             "{\"entity\":null,\"project\":\"proj\",\"name\":\"" + name + "\",\"base_model\":\"" + PreviewNode.BASE_MODEL + "\"}");
@@ -99,12 +101,17 @@ abstract class PreviewApiSuite {
     assertEquals(200, got.status());
     assertEquals(name, got.json().get("name").asText());
 
+    client.post("/v1/preview/models/" + id + "/log", logBody("val", group(1), group(2)));
+    assertEquals(2, client.allGroups(id, null).size());
     PreviewClient.Reply deleted = client.delete("/v1/preview/models/" + id, null);
     assertEquals(200, deleted.status(), deleted.body());
     assertEquals(id, deleted.json().get("model_id").asText());
     assertEquals(1, deleted.json().get("deleted_checkpoints").asInt());
     assertEquals(404, client.get("/v1/preview/models/" + id).status());
+    assertEquals(404, client.get("/v1/preview/models/" + id + "/trajectories").status());
     assertEquals(404, client.delete("/v1/preview/models/" + id, null).status());
+    // Another model's trajectories are untouched.
+    assertEquals(1, client.allGroups(other, null).size());
     assertEquals(404, client.post("/v1/preview/models/" + id + "/log", logBody("val", group(1))).status());
     // The name is free again: a new model, a new id.
     PreviewClient.Reply reborn = client.post("/v1/preview/models", again + "}");
@@ -183,6 +190,8 @@ abstract class PreviewApiSuite {
     assertEquals(7.0 / 5, metrics.get("val/reward").asDouble(), 1e-12);
     assertEquals((1 + Math.sqrt(2)) / 2, metrics.get("val/reward_std_dev").asDouble(), 1e-12);
     assertEquals(5, metrics.get("val/num_trajectories").asDouble());
+    // rewards 1,3,0,0,3: mean 1.4, squared deviations .16+2.56+1.96+1.96+2.56 = 9.2
+    assertEquals(Math.sqrt(9.2 / 5), metrics.get("val/reward_std").asDouble(), 1e-12);
     assertEquals(3.0 / 5, metrics.get("val/correct").asDouble(), 1e-12);
     assertEquals(9.0 / 5, metrics.get("val/len").asDouble(), 1e-12);
 

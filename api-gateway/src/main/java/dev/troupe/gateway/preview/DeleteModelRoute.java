@@ -8,12 +8,13 @@ import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.protocol.api.preview.DeleteModelResponse;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol;
 import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
- * {@code DELETE /v1/preview/models/{id}}: deletes the model and its checkpoints, then frees its name
- * in the registry. 404 when there is no such model.
+ * {@code DELETE /v1/preview/models/{id}}: deletes the model and its checkpoints, frees its name in
+ * the registry and deletes its logged trajectories. 404 when there is no such model.
  */
 public final class DeleteModelRoute implements ApiRoute {
   private final PreviewContext ctx;
@@ -38,10 +39,14 @@ public final class DeleteModelRoute implements ApiRoute {
                                     reply instanceof TrainableModelProtocol.ModelDeleted d
                                         ? d.deletedCheckpoints()
                                         : -1;
-                                // Unregister also when nothing was deleted: repairs a delete that
-                                // stopped between the two steps.
+                                // Unregister and purge also when nothing was deleted: repairs a
+                                // delete that stopped between the steps.
                                 return ctx.<TrainableModelProtocol.Unregistered>askRegistry(
                                         r -> new TrainableModelProtocol.Unregister(id, r))
+                                    .thenCompose(
+                                        u ->
+                                            ctx.<TrajectoryLogProtocol.Purged>askLog(
+                                                id, TrajectoryLogProtocol.Purge::new, ctx.askTimeout()))
                                     .thenApply(
                                         u -> {
                                           if (checkpoints < 0) throw Problems.modelNotFound(id);

@@ -60,6 +60,12 @@ public final class TrajectoryLogProtocol {
     }
   }
 
+  /** Deletes every logged group of the model (the model was deleted). */
+  public record Purge(ActorRef<Purged> replyTo) implements Command {}
+
+  /** Reply to {@link Purge}. */
+  public record Purged(long groupsDeleted) implements CborSerializable {}
+
   /** Reply to {@link Append}. */
   public sealed interface AppendReply extends CborSerializable {}
 
@@ -102,17 +108,19 @@ public final class TrajectoryLogProtocol {
   /**
    * Mergeable statistics of logged groups, from which a split's metrics are derived. {@code
    * groupStdSum} sums the population standard deviation of rewards within each group that has more
-   * than one trajectory ({@code groupsWithStd} of them), as ART's {@code reward_std_dev} does.
+   * than one trajectory ({@code groupsWithStd} of them), as ART's {@code reward_std_dev} does;
+   * {@code rewardSquareSum} gives the standard deviation over all trajectories.
    */
   public record SplitStats(
       long groups,
       long trajectories,
       double rewardSum,
+      double rewardSquareSum,
       double groupStdSum,
       long groupsWithStd,
       Map<String, MetricSum> metrics)
       implements CborSerializable {
-    public static final SplitStats EMPTY = new SplitStats(0, 0, 0, 0, 0, Map.of());
+    public static final SplitStats EMPTY = new SplitStats(0, 0, 0, 0, 0, 0, Map.of());
 
     public SplitStats {
       metrics = Map.copyOf(metrics);
@@ -121,7 +129,11 @@ public final class TrajectoryLogProtocol {
     /** Statistics of one group given its rewards and each trajectory's numeric metrics. */
     public static SplitStats ofGroup(double[] rewards, List<Map<String, Double>> trajectoryMetrics) {
       double sum = 0;
-      for (double r : rewards) sum += r;
+      double squares = 0;
+      for (double r : rewards) {
+        sum += r;
+        squares += r * r;
+      }
       double std = 0;
       long withStd = 0;
       if (rewards.length > 1) {
@@ -135,7 +147,7 @@ public final class TrajectoryLogProtocol {
       for (Map<String, Double> tm : trajectoryMetrics) {
         tm.forEach((k, v) -> m.merge(k, new MetricSum(v, 1), MetricSum::plus));
       }
-      return new SplitStats(1, rewards.length, sum, std, withStd, m);
+      return new SplitStats(1, rewards.length, sum, squares, std, withStd, m);
     }
 
     /** Both sets of groups together. */
@@ -146,6 +158,7 @@ public final class TrajectoryLogProtocol {
           groups + o.groups,
           trajectories + o.trajectories,
           rewardSum + o.rewardSum,
+          rewardSquareSum + o.rewardSquareSum,
           groupStdSum + o.groupStdSum,
           groupsWithStd + o.groupsWithStd,
           m);
@@ -153,12 +166,17 @@ public final class TrajectoryLogProtocol {
 
     /**
      * The checkpoint metrics for {@code split}: {@code <split>/reward} (mean), {@code
-     * <split>/reward_std_dev}, {@code <split>/num_trajectories}, {@code <split>/num_groups} and
-     * {@code <split>/<key>} (mean) for every numeric metrics key.
+     * <split>/reward_std_dev} (ART's: mean within-group std), {@code <split>/reward_std} (over all
+     * trajectories), {@code <split>/num_trajectories}, {@code <split>/num_groups} and {@code
+     * <split>/<key>} (mean) for every numeric metrics key.
      */
     public Map<String, Double> toMetrics(String split) {
       Map<String, Double> out = new LinkedHashMap<>();
-      if (trajectories > 0) out.put(split + "/reward", rewardSum / trajectories);
+      if (trajectories > 0) {
+        double mean = rewardSum / trajectories;
+        out.put(split + "/reward", mean);
+        out.put(split + "/reward_std", Math.sqrt(Math.max(0, rewardSquareSum / trajectories - mean * mean)));
+      }
       out.put(split + "/reward_std_dev", groupsWithStd > 0 ? groupStdSum / groupsWithStd : 0.0);
       out.put(split + "/num_trajectories", (double) trajectories);
       out.put(split + "/num_groups", (double) groups);

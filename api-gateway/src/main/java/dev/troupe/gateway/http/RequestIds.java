@@ -25,6 +25,16 @@ public final class RequestIds {
     return UUID.randomUUID().toString().replace("-", "");
   }
 
+  /** Whether {@code id} can be sent as a header value: printable ASCII, at most 256 characters. */
+  public static boolean isHeaderSafe(String id) {
+    if (id.isEmpty() || id.length() > 256) return false;
+    for (int i = 0; i < id.length(); i++) {
+      char c = id.charAt(i);
+      if (c < 0x20 || c > 0x7e) return false;
+    }
+    return true;
+  }
+
   /** Wraps {@code inner} so that the response has an {@code X-Request-Id}. */
   public static Route withRequestIdHeader(Supplier<Route> inner) {
     return optionalHeaderValueByName(

@@ -63,8 +63,11 @@ public final class ChatCompletionsRoute implements ApiRoute {
                   return onSuccess(models.facts(model), facts -> {
                     ChatPlan plan = ChatRequestMapper.map(request, facts, headerId);
                     String id = plan.responseId().substring("chatcmpl-".length());
-                    return respondWithHeader(RawHeader.create(RequestIds.HEADER, id), () ->
-                        completeWithFuture(plan.stream() ? stream(model, plan) : whole(model, plan)));
+                    Route answer = completeWithFuture(plan.stream() ? stream(model, plan) : whole(model, plan));
+                    // A body request_id may hold characters a header cannot; it stays in the body then.
+                    return RequestIds.isHeaderSafe(id)
+                        ? respondWithHeader(RawHeader.create(RequestIds.HEADER, id), () -> answer)
+                        : answer;
                   });
                 })))));
   }

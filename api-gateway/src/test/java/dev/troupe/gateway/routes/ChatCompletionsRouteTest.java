@@ -111,6 +111,10 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
     assertEquals("chatcmpl-hdr-7", json(r).path("id").asText());
     r.assertHeaderExists("X-Request-Id", "hdr-7");
     lastGenerate();
+    TestRouteResult odd = chat(body("\"request_id\":\"line\\nbreak\""));
+    assertEquals("chatcmpl-line\nbreak", json(odd).path("id").asText());
+    assertTrue(odd.response().getHeader("X-Request-Id").isPresent(), "a generated header id instead");
+    lastGenerate();
     String random = json(chat(body(""))).path("id").asText();
     assertTrue(random.matches("chatcmpl-[0-9a-f]{32}"), random);
     lastGenerate();

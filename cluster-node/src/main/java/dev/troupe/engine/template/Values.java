@@ -1,6 +1,7 @@
 package dev.troupe.engine.template;
 
 import dev.troupe.engine.ChatTemplate.TemplateException;
+import com.fasterxml.jackson.databind.JsonNode;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.util.ArrayList;
@@ -74,7 +75,10 @@ final class Values {
     if (v == null || v instanceof String || v instanceof Boolean || v instanceof Long) return v;
     if (v instanceof Integer || v instanceof Short || v instanceof Byte)
       return ((Number) v).longValue();
-    if (v instanceof BigInteger b) return b.longValueExact();
+    if (v instanceof BigInteger b) {
+      if (b.bitLength() < 64) return b.longValue();
+      return b.doubleValue(); // Python would keep an exact int; beyond 2^63 we only print it
+    }
     if (v instanceof BigDecimal d) return d.doubleValue();
     if (v instanceof Double || v instanceof Float) return ((Number) v).doubleValue();
     if (v instanceof Character c) return c.toString();
@@ -88,8 +92,29 @@ final class Values {
       for (Object o : c) out.add(fromJava(o));
       return out;
     }
-    if (v instanceof Object[] a) return fromJava(List.of(a));
+    if (v instanceof Object[] a) return fromJava(java.util.Arrays.asList(a));
+    if (v instanceof JsonNode node) return fromJson(node);
     throw new TemplateException("unsupported template input type " + v.getClass().getSimpleName());
+  }
+
+  /** Jackson trees, as the HTTP layer may hand them over (tool schemas, arguments). */
+  private static Object fromJson(JsonNode node) {
+    if (node == null || node.isNull() || node.isMissingNode()) return null;
+    if (node.isTextual()) return node.textValue();
+    if (node.isBoolean()) return node.booleanValue();
+    if (node.isIntegralNumber()) return fromJava(node.bigIntegerValue());
+    if (node.isNumber()) return node.doubleValue();
+    if (node.isArray()) {
+      List<Object> out = new ArrayList<>(node.size());
+      for (JsonNode item : node) out.add(fromJson(item));
+      return out;
+    }
+    if (node.isObject()) {
+      Map<Object, Object> out = new LinkedHashMap<>();
+      node.fields().forEachRemaining(e -> out.put(e.getKey(), fromJson(e.getValue())));
+      return out;
+    }
+    throw new TemplateException("unsupported JSON node " + node.getNodeType());
   }
 
   static boolean truthy(Object v) {

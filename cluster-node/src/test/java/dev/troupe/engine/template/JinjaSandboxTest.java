@@ -58,6 +58,13 @@ class JinjaSandboxTest {
   }
 
   @Test
+  void jacksonTreesAreConvertedToPlainValues() throws Exception {
+    var tree = new com.fasterxml.jackson.databind.ObjectMapper().readTree("{\"a\": [1, 2.5, null, true, \"x\"], \"big\": 123456789012}");
+    assertEquals("{\"a\": [1, 2.5, null, true, \"x\"], \"big\": 123456789012}|[1, 2.5, None, True, 'x']",
+        render("{{ t | tojson }}|{{ t.a }}", Map.of("t", tree)));
+  }
+
+  @Test
   void raiseExceptionStopsRenderingWithTheTemplatesMessage() {
     TemplateException e =
         assertThrows(TemplateException.class, () -> render("before{{ raise_exception('Only user and assistant roles') }}after", Map.of()));

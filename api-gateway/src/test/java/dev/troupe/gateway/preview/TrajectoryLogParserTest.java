@@ -1,0 +1,116 @@
+package dev.troupe.gateway.preview;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.protocol.Json;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The streamed log-body parser: compact groups, unknown fields kept, statistics, problems. */
+class TrajectoryLogParserTest {
+
+  private static TrajectoryLogParser.Parsed parse(String body) throws IOException {
+    return TrajectoryLogParser.parse(body.getBytes(StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void groupsAreKeptCompactWithUnknownFieldsAndStatisticsAreFolded() throws IOException {
+    String body =
+        """
+        { "model_id": "m", "split": "val", "extra": [1, {"deep": true}],
+          "trajectory_groups": [
+            { "trajectories": [
+                { "messages_and_choices": [ {"role": "user", "content": "a"} ],
+                  "reward": 1, "metrics": {"acc": true, "len": 4}, "new_field": {"x": [1, 2]} },
+                { "messages_and_choices": [], "reward": "3", "metrics": {"acc": false} } ],
+              "exceptions": [] },
+            { "trajectories": [ { "messages_and_choices": [], "reward": -2.5 } ] }
+          ] }
+        """;
+    TrajectoryLogParser.Parsed p = parse(body);
+    assertTrue(p.problems().isEmpty(), p.problems().toString());
+    assertEquals("val", p.split());
+    assertEquals("m", p.modelId());
+    assertEquals(2, p.groups().size());
+    String first = new String(p.groups().get(0), StandardCharsets.UTF_8);
+    assertTrue(first.startsWith("{\"trajectories\":[{\"messages_and_choices\":[{\"role\":\"user\""), first);
+    JsonNode g0 = Json.mapper().readTree(first);
+    assertEquals("[1,2]", g0.get("trajectories").get(0).get("new_field").get("x").toString());
+    assertEquals("[]", g0.get("exceptions").toString());
+    assertEquals(2, p.stats().groups());
+    assertEquals(3, p.stats().trajectories());
+    assertEquals(1.5, p.stats().rewardSum(), 1e-12);
+    assertEquals(1, p.stats().groupsWithStd()); // only the first group has two trajectories
+    assertEquals(1.0, p.stats().groupStdSum(), 1e-12); // rewards 1 and 3
+    assertEquals(0.5, p.stats().metrics().get("acc").sum() / p.stats().metrics().get("acc").count());
+    assertEquals(1, p.stats().metrics().get("len").count());
+  }
+
+  @Test
+  void everyProblemIsReportedAndNoGroupIsKept() throws IOException {
+    TrajectoryLogParser.Parsed p =
+        parse(
+            "{\"split\":\"s\",\"trajectory_groups\":[{\"trajectories\":[{\"reward\":true}]},"
+                + "{\"trajectories\":[{\"messages_and_choices\":[{\"role\":1}],\"reward\":1,"
+                + "\"metadata\":{\"k\":[1]},\"tools\":5,\"additional_histories\":[{}]}]}]}");
+    assertTrue(p.groups().isEmpty());
+    List<String> locs = p.problems().stream().map(d -> d.loc() + ":" + d.type()).toList();
+    assertEquals(
+        List.of(
+            "[body, trajectory_groups, 0, trajectories, 0, messages_and_choices]:missing",
+            "[body, trajectory_groups, 0, trajectories, 0, reward]:float_type",
+            "[body, trajectory_groups, 1, trajectories, 0, messages_and_choices, 0, role]:string_type",
+            "[body, trajectory_groups, 1, trajectories, 0, metadata, k]:string_type",
+            "[body, trajectory_groups, 1, trajectories, 0, tools]:list_type",
+            "[body, trajectory_groups, 1, trajectories, 0, additional_histories, 0, messages_and_choices]:missing"),
+        locs);
+  }
+
+  @Test
+  void aTruncatedBodyIsOneJsonError() throws IOException {
+    TrajectoryLogParser.Parsed p = parse("{\"split\":\"s\",\"trajectory_groups\":[{\"trajectories\":[");
+    assertEquals(1, p.problems().size());
+    assertEquals("json_invalid", p.problems().get(0).type());
+  }
+
+  @Test
+  void theBodyIsReadAsAStreamNotAsOneArray() throws IOException {
+    // 20,000 groups produced lazily: the parser only ever sees a stream.
+    int n = 20_000;
+    byte[] head = "{\"split\":\"val\",\"trajectory_groups\":[".getBytes(StandardCharsets.UTF_8);
+    byte[] group = "{\"trajectories\":[{\"messages_and_choices\":[],\"reward\":0.5}]}".getBytes(StandardCharsets.UTF_8);
+    byte[] tail = "]}".getBytes(StandardCharsets.UTF_8);
+    InputStream in =
+        new InputStream() {
+          int index = -1; // -1: head, 0..n-1: groups, n: tail
+          int pos;
+
+          @Override
+          public int read() {
+            byte[] cur = current();
+            if (cur == null) return -1;
+            if (pos < cur.length) return cur[pos++] & 0xff;
+            index++;
+            pos = 0;
+            if (index > 0 && index < n) return ',';
+            return read();
+          }
+
+          private byte[] current() {
+            if (index < 0) return head;
+            if (index < n) return group;
+            if (index == n) return tail;
+            return null;
+          }
+        };
+    TrajectoryLogParser.Parsed p = TrajectoryLogParser.parse(in);
+    assertTrue(p.problems().isEmpty(), p.problems().toString());
+    assertEquals(n, p.groups().size());
+    assertEquals(n * 0.5, p.stats().rewardSum(), 1e-9);
+  }
+}

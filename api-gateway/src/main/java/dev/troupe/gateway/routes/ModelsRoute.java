@@ -14,9 +14,11 @@ import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.api.models.ModelList;
 import dev.troupe.protocol.api.models.ModelList.ModelCard;
 import dev.troupe.protocol.api.models.ModelList.ModelPermission;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.Route;
 
@@ -25,6 +27,7 @@ import org.apache.pekko.http.javadsl.server.Route;
  * workers have not answered yet is listed with {@code max_model_len: null}.
  */
 public final class ModelsRoute implements ApiRoute {
+  private static final Duration LISTING_WAIT = Duration.ofSeconds(2);
   private final ModelDirectory models;
 
   public ModelsRoute(ModelDirectory models) {
@@ -36,7 +39,9 @@ public final class ModelsRoute implements ApiRoute {
     return pathPrefix("v1", () -> path("models", () -> get(() -> {
       List<CompletableFuture<ModelFacts>> facts = new ArrayList<>();
       for (ServedModel m : models.models())
-        facts.add(models.facts(m).toCompletableFuture().exceptionally(e -> null));
+        // A model whose workers are down is listed without its context length, not waited for.
+        facts.add(models.facts(m).toCompletableFuture().copy()
+            .completeOnTimeout(null, LISTING_WAIT.toMillis(), TimeUnit.MILLISECONDS).exceptionally(e -> null));
       return completeWithFuture(CompletableFuture.allOf(facts.toArray(CompletableFuture[]::new)).thenApply(x -> {
         List<ModelCard> cards = new ArrayList<>();
         for (int i = 0; i < models.models().size(); i++) {

@@ -103,7 +103,7 @@ public final class ModelDirectory {
   /** The model's facts, asked once from a worker; a failed ask is retried by the next caller. */
   public CompletionStage<ModelFacts> facts(ServedModel model) {
     CompletableFuture<ModelFacts> cached = facts.get(model.name());
-    if (cached != null && !cached.isCompletedExceptionally()) return cached;
+    if (cached != null && !cached.isCompletedExceptionally()) return cached.copy(); // callers cannot complete the cache
     CompletableFuture<ModelFacts> asked = AskPattern.<Command, WorkerStatus>ask(
             pick(model), ModelWorkerProtocol.GetStatus::new, askTimeout, system.scheduler())
         .thenApply(s -> {

@@ -425,6 +425,9 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
     String msg = assertError(r.run(postJson("/v1/chat/completions", body(""))), 503, "ServiceUnavailableError", null);
     assertTrue(msg.contains("retry"), msg);
     r.run(HttpRequest.GET("/health")).assertStatusCode(503);
+    TestRouteResult list = r.run(HttpRequest.GET("/v1/models"));
+    list.assertStatusCode(200);
+    assertTrue(json(list).path("data").get(0).path("max_model_len").isNull(), list.entityString());
   }
 
   @Test

@@ -40,14 +40,14 @@ import java.util.stream.Stream;
  * drives the same model's {@link Engine} directly with the same load, for the engine's own
  * tokens/s and TTFT, so the difference is what gateway and cluster cost.
  *
- * <p>Usage: {@code LoadBench [--model DIR] [--max-tokens N] [--requests-per-client N]
+ * <p>Usage: {@code LoadBench [--model DIR] [--max-tokens N] [--requests-per-client N] [--rounds N]
  * [--levels 1,8,32]}. Not a test: results go to docs/benchmarks.md.
  */
 public final class LoadBench {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String KEY = "sk-bench";
 
-  record Options(String modelDir, int maxTokens, int perClient, List<Integer> levels) {}
+  record Options(String modelDir, int maxTokens, int perClient, int rounds, List<Integer> levels) {}
 
   /** One request's timings, nanoseconds from its start. */
   record Sample(long ttft, long last, int tokens) {
@@ -82,34 +82,43 @@ public final class LoadBench {
         o.modelDir() == null ? "demo" : o.modelDir(), o.maxTokens(), o.perClient());
 
     List<Result> gateway = new ArrayList<>();
+    List<Result> engine = new ArrayList<>();
     Path data = Files.createTempDirectory("troupe-bench");
+    String dir = o.modelDir() == null ? "demo" : o.modelDir();
     List<String> flags =
-        new ArrayList<>(
-            List.of(
-                "--port", "0", "--cluster-port", "0", "--management-port", "-1", "--api-key", KEY,
-                "--data-dir", data.toString(), "--model",
-                "bench=" + (o.modelDir() == null ? "demo" : o.modelDir())));
+        List.of(
+            "--port", "0", "--cluster-port", "0", "--management-port", "-1", "--api-key", KEY,
+            "--data-dir", data.toString(), "--model", "bench=" + dir);
+    EngineSettings settings =
+        EngineSettings.fromConfig(ConfigFactory.load().getConfig("troupe.worker.engine"));
+    // Both paths stay loaded; each round runs the gateway, then the engine alone, at one level,
+    // so drifting machine load hits both alike. The median round is reported.
     try (TroupeNode node =
-        TroupeNode.start(
-            LaunchOptions.parse(flags, null),
-            ConfigFactory.parseString(
-                "pekko.coordinated-shutdown.exit-jvm = off\n"
-                    + "pekko.loglevel = WARNING\n"
-                    + "troupe.worker.metrics-log-interval = 0s"),
-            k -> {})) {
+            TroupeNode.start(
+                LaunchOptions.parse(flags, null),
+                ConfigFactory.parseString(
+                    "pekko.coordinated-shutdown.exit-jvm = off\n"
+                        + "pekko.loglevel = WARNING\n"
+                        + "troupe.worker.metrics-log-interval = 0s"),
+                k -> {});
+        Engine e = Engines.open(new ServedModel("bench", dir, 1, "fcfs"), settings)) {
       String url = "http://127.0.0.1:" + node.httpPort() + "/v1/chat/completions";
       HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-      runHttp(http, url, o, 1, 2); // warm-up: model load, JIT
-      for (int c : o.levels()) gateway.add(runHttp(http, url, o, c, o.perClient()));
-    }
-
-    EngineSettings settings = EngineSettings.fromConfig(ConfigFactory.load().getConfig("troupe.worker.engine"));
-    List<Result> engine = new ArrayList<>();
-    ServedModel model =
-        new ServedModel("bench", o.modelDir() == null ? "demo" : o.modelDir(), 1, "fcfs");
-    try (Engine e = Engines.open(model, settings)) {
-      runEngine(e, o, 1, 2);
-      for (int c : o.levels()) engine.add(runEngine(e, o, c, o.perClient()));
+      runHttp(http, url, o, 2, 2); // warm-up: model load, JIT
+      runEngine(e, o, 2, 2);
+      for (int c : o.levels()) {
+        List<Result> g = new ArrayList<>();
+        List<Result> x = new ArrayList<>();
+        for (int round = 0; round < o.rounds(); round++) {
+          g.add(runHttp(http, url, o, c, o.perClient()));
+          x.add(runEngine(e, o, c, o.perClient()));
+          System.out.printf(
+              Locale.ROOT, "c=%d round %d: gateway %.1f tok/s, engine %.1f tok/s%n",
+              c, round, g.get(round).tokensPerSecond(), x.get(round).tokensPerSecond());
+        }
+        gateway.add(median(g));
+        engine.add(median(x));
+      }
     }
 
     System.out.println();
@@ -233,6 +242,12 @@ public final class LoadBench {
     return new Result(c, total, (System.nanoTime() - start) / 1e9, samples);
   }
 
+  static Result median(List<Result> rounds) {
+    List<Result> sorted = new ArrayList<>(rounds);
+    sorted.sort(java.util.Comparator.comparingDouble(Result::tokensPerSecond));
+    return sorted.get(sorted.size() / 2);
+  }
+
   static double quantile(List<Double> values, double q) {
     if (values.isEmpty()) return Double.NaN;
     List<Double> sorted = new ArrayList<>(values);
@@ -243,17 +258,18 @@ public final class LoadBench {
 
   static Options parse(String[] args) {
     String model = null;
-    int maxTokens = 32, perClient = 4;
+    int maxTokens = 32, perClient = 4, rounds = 3;
     List<Integer> levels = List.of(1, 8, 32);
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--model" -> model = args[++i];
         case "--max-tokens" -> maxTokens = Integer.parseInt(args[++i]);
         case "--requests-per-client" -> perClient = Integer.parseInt(args[++i]);
+        case "--rounds" -> rounds = Integer.parseInt(args[++i]);
         case "--levels" -> levels = Stream.of(args[++i].split(",")).map(Integer::parseInt).toList();
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
-    return new Options(model, maxTokens, perClient, levels);
+    return new Options(model, maxTokens, perClient, rounds, levels);
   }
 }

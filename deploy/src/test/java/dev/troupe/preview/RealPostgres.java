@@ -46,6 +46,31 @@ final class RealPostgres implements AutoCloseable {
     this.port = port;
   }
 
+  private static RealPostgres shared;
+  private static int databases;
+
+  /**
+   * One server for the whole test JVM (stopped when it exits); each caller gets a fresh database.
+   * Starting PostgreSQL (unpacking, initdb) is the slow part, so test classes share it.
+   */
+  static synchronized String sharedDatabase() throws IOException, InterruptedException, SQLException {
+    if (shared == null) {
+      RealPostgres server = start();
+      Runtime.getRuntime()
+          .addShutdownHook(
+              new Thread(
+                  () -> {
+                    try {
+                      server.close();
+                    } catch (Exception e) {
+                      // the JVM is exiting; the temp directory is all that may be left
+                    }
+                  }));
+      shared = server;
+    }
+    return shared.createDatabase("troupe_test_" + (++databases));
+  }
+
   static RealPostgres start() throws IOException, InterruptedException {
     Path root = Files.createTempDirectory("troupe-pg");
     Path pg = root.resolve("pg");

@@ -28,8 +28,8 @@ class TwoNodeHandoffTest {
 
   @Test
   void aLogMovesToTheOtherNodeWhenItsHostLeavesWithNoDataLost() throws Exception {
-    try (RealPostgres pg = RealPostgres.start()) {
-      PersistenceSettings settings = PersistenceSettings.postgres(pg.createDatabase("twonode"), "postgres", "");
+    {
+      PersistenceSettings settings = PersistenceSettings.postgres(RealPostgres.sharedDatabase(), "postgres", "");
       PreviewNode a = PreviewNode.start(settings);
       PreviewNode b = PreviewNode.start(settings, a.address());
       try {

@@ -169,6 +169,8 @@ CASES = [
     ("ipython_role", {"messages": [U("run"), {"role": "ipython", "content": "output 42"}], "add_generation_prompt": True}),
     ("tool_unicode_args", {"messages": [U("天気"), A("", tool_calls=[call("get_weather", {"city": "東京", "note": "naïve \"quoted\" \\ back\nslash"})]), T("晴れ")], "tools": [WEATHER], "add_generation_prompt": True}),
     ("empty_tools_list", {"messages": [U("Hi")], "tools": [], "add_generation_prompt": True}),
+    ("content_parts", {"messages": [S([{"type": "text", "text": "sys part"}]), U([{"type": "text", "text": "look "}, {"type": "image"}, {"type": "text", "text": " at this"}]), A([{"type": "text", "text": "nice"}])], "add_generation_prompt": True}),
+    ("continue_parts", {"messages": [U("hi"), A([{"type": "text", "text": "Once upon"}])], "continue_final_message": True}),
     ("reasoning_none", {"messages": [U("Q"), A("A", reasoning_content=None)], "add_generation_prompt": False}),
 ]
 

@@ -16,7 +16,12 @@ final class Ast {
   record If(List<Expr> conditions, List<List<Stmt>> bodies, List<Stmt> orElse) implements Stmt {}
 
   record For(
-      List<String> targets, Expr iterable, Expr filter, List<Stmt> body, List<Stmt> orElse, int line)
+      List<String> targets,
+      Expr iterable,
+      Expr filter,
+      List<Stmt> body,
+      List<Stmt> orElse,
+      int line)
       implements Stmt {}
 
   /** {@code set name = value}, {@code set ns.attr = value} (attr != null) or tuple unpacking. */
@@ -36,7 +41,6 @@ final class Ast {
 
   record Continue() implements Stmt {}
 
-  /** An expression statement ({@code {% do x %}} is not enabled; this is for call blocks). */
   sealed interface Expr {
     int line();
   }
@@ -62,7 +66,8 @@ final class Ast {
   record Filter(Expr value, String name, List<Expr> args, Map<String, Expr> kwargs, int line)
       implements Expr {}
 
-  record Test(Expr value, String name, List<Expr> args, boolean negated, int line) implements Expr {}
+  record Test(Expr value, String name, List<Expr> args, boolean negated, int line)
+      implements Expr {}
 
   record Unary(String op, Expr operand, int line) implements Expr {}
 

@@ -8,7 +8,6 @@ import dev.troupe.engine.template.Values.Undefined;
 import java.time.Clock;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,8 +22,19 @@ import java.util.Set;
 final class Builtins {
   private static final Set<String> MUTATING =
       Set.of(
-          "append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update",
-          "setdefault", "popitem", "__setitem__", "__delitem__");
+          "append",
+          "extend",
+          "insert",
+          "pop",
+          "remove",
+          "clear",
+          "sort",
+          "reverse",
+          "update",
+          "setdefault",
+          "popitem",
+          "__setitem__",
+          "__delitem__");
   private static final Set<String> DICT_METHODS = Set.of("items", "keys", "values", "get", "copy");
   private static final Set<String> LIST_METHODS = Set.of("index", "count", "copy");
 
@@ -33,26 +43,41 @@ final class Builtins {
 
   Builtins(Clock clock) {
     this.clock = clock;
-    globals.put("raise_exception", (Callable) (args, kwargs) -> {
-      throw new TemplateException(args.isEmpty() ? "raise_exception" : Values.str(args.get(0)));
-    });
-    globals.put("strftime_now", (Callable) (args, kwargs) -> Strftime.format(Values.str(arg(args, 0, "format")), ZonedDateTime.now(this.clock)));
-    globals.put("namespace", (Callable) (args, kwargs) -> {
-      Namespace ns = new Namespace();
-      for (Object a : args) {
-        if (!(a instanceof Map<?, ?> m)) throw new TemplateException("namespace() takes a dict or keywords");
-        m.forEach((k, v) -> ns.attrs.put(Values.str(k), v));
-      }
-      ns.attrs.putAll(kwargs);
-      return ns;
-    });
+    globals.put(
+        "raise_exception",
+        (Callable)
+            (args, kwargs) -> {
+              throw new TemplateException(
+                  args.isEmpty() ? "raise_exception" : Values.str(args.get(0)));
+            });
+    globals.put(
+        "strftime_now",
+        (Callable)
+            (args, kwargs) ->
+                Strftime.format(Values.str(arg(args, 0, "format")), ZonedDateTime.now(this.clock)));
+    globals.put(
+        "namespace",
+        (Callable)
+            (args, kwargs) -> {
+              Namespace ns = new Namespace();
+              for (Object a : args) {
+                if (!(a instanceof Map<?, ?> m))
+                  throw new TemplateException("namespace() takes a dict or keywords");
+                m.forEach((k, v) -> ns.attrs.put(Values.str(k), v));
+              }
+              ns.attrs.putAll(kwargs);
+              return ns;
+            });
     globals.put("range", (Callable) (args, kwargs) -> range(args));
-    globals.put("dict", (Callable) (args, kwargs) -> {
-      Map<Object, Object> out = new LinkedHashMap<>();
-      for (Object a : args) if (a instanceof Map<?, ?> m) out.putAll(m);
-      out.putAll(kwargs);
-      return out;
-    });
+    globals.put(
+        "dict",
+        (Callable)
+            (args, kwargs) -> {
+              Map<Object, Object> out = new LinkedHashMap<>();
+              for (Object a : args) if (a instanceof Map<?, ?> m) out.putAll(m);
+              out.putAll(kwargs);
+              return out;
+            });
   }
 
   Map<String, Object> globals() {
@@ -93,7 +118,8 @@ final class Builtins {
     if (obj instanceof String s && StringMethods.has(name))
       return (Callable) (args, kwargs) -> StringMethods.call(s, name, args, kwargs);
     if (obj instanceof Map<?, ?> m) {
-      if (DICT_METHODS.contains(name)) return (Callable) (args, kwargs) -> dictMethod(m, name, args);
+      if (DICT_METHODS.contains(name))
+        return (Callable) (args, kwargs) -> dictMethod(m, name, args);
       return Values.containsKey(m, name) ? Values.get(m, name) : new Undefined(name);
     }
     if (obj instanceof Values.Loop loop) return loop.attr(name);
@@ -122,7 +148,9 @@ final class Builtins {
       int[] cps = s.codePoints().toArray();
       long i = Values.asLong(key);
       if (i < 0) i += cps.length;
-      return i >= 0 && i < cps.length ? new String(cps, (int) i, 1) : new Undefined("[" + key + "]");
+      return i >= 0 && i < cps.length
+          ? new String(cps, (int) i, 1)
+          : new Undefined("[" + key + "]");
     }
     if (key instanceof String s) return getAttr(obj, s);
     if (obj == null) throw new TemplateException("'NoneType' object is not subscriptable");
@@ -141,7 +169,8 @@ final class Builtins {
       return sb.toString();
     }
     List<Object> list = Values.asList(obj);
-    if (list == null) throw new TemplateException("'" + Values.typeName(obj) + "' object is not subscriptable");
+    if (list == null)
+      throw new TemplateException("'" + Values.typeName(obj) + "' object is not subscriptable");
     List<Object> out = new ArrayList<>();
     for (int i : sliceIndices(list.size(), start, stop, st)) out.add(list.get(i));
     return obj instanceof Tuple ? new Tuple(out) : out;
@@ -180,7 +209,9 @@ final class Builtins {
       case "copy" -> new LinkedHashMap<Object, Object>(m);
       default -> { // get
         Object key = arg(args, 0, "key");
-        yield Values.containsKey(m, key) ? Values.get(m, key) : (args.size() > 1 ? args.get(1) : null);
+        yield Values.containsKey(m, key)
+            ? Values.get(m, key)
+            : (args.size() > 1 ? args.get(1) : null);
       }
     };
   }
@@ -194,7 +225,8 @@ final class Builtins {
         yield n;
       }
       default -> {
-        for (int i = 0; i < list.size(); i++) if (Values.equal(list.get(i), arg(args, 0, "value"))) yield (long) i;
+        for (int i = 0; i < list.size(); i++)
+          if (Values.equal(list.get(i), arg(args, 0, "value"))) yield (long) i;
         throw new TemplateException("value is not in list");
       }
     };
@@ -222,13 +254,19 @@ final class Builtins {
       case "float" -> v instanceof Double;
       case "mapping" -> v instanceof Map;
       case "sequence" -> v instanceof String || v instanceof Map || Values.asList(v) != null;
-      case "iterable" -> v instanceof String || v instanceof Map || Values.asList(v) != null || v instanceof Undefined;
+      case "iterable" ->
+          v instanceof String
+              || v instanceof Map
+              || Values.asList(v) != null
+              || v instanceof Undefined;
       case "callable" -> v instanceof Callable;
       case "odd" -> Values.asLong(v) % 2 != 0;
       case "even" -> Values.asLong(v) % 2 == 0;
       case "divisibleby" -> Values.asLong(v) % Values.asLong(arg(args, 0, "num")) == 0;
-      case "lower" -> v instanceof String s && s.equals(s.toLowerCase()) && !s.equals(s.toUpperCase());
-      case "upper" -> v instanceof String s && s.equals(s.toUpperCase()) && !s.equals(s.toLowerCase());
+      case "lower" ->
+          v instanceof String s && s.equals(s.toLowerCase()) && !s.equals(s.toUpperCase());
+      case "upper" ->
+          v instanceof String s && s.equals(s.toUpperCase()) && !s.equals(s.toLowerCase());
       case "eq", "equalto", "==" -> Values.equal(v, arg(args, 0, "other"));
       case "ne", "!=" -> !Values.equal(v, arg(args, 0, "other"));
       case "lt", "lessthan", "<" -> Values.compare(v, arg(args, 0, "other")) < 0;
@@ -242,10 +280,5 @@ final class Builtins {
       }
       default -> throw new TemplateException("no test named '" + name + "'");
     };
-  }
-
-  /** Sort helper shared by filters. */
-  static Comparator<Object> pythonOrder() {
-    return Values::compare;
   }
 }

@@ -7,7 +7,6 @@ import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -15,7 +14,8 @@ import java.util.Map;
 final class Filters {
   private Filters() {}
 
-  static Object apply(Builtins b, String name, Object v, List<Object> args, Map<String, Object> kw) {
+  static Object apply(
+      Builtins b, String name, Object v, List<Object> args, Map<String, Object> kw) {
     switch (name) {
       case "default", "d" -> {
         Object fallback = opt(args, kw, 0, "default_value", "");
@@ -29,26 +29,43 @@ final class Filters {
         String keySep = null;
         if (separators != null) {
           List<Object> seps = Values.asList(separators);
-          if (seps == null || seps.size() != 2) throw new TemplateException("separators must be a pair");
+          if (seps == null || seps.size() != 2)
+            throw new TemplateException("separators must be a pair");
           itemSep = Values.str(seps.get(0));
           keySep = Values.str(seps.get(1));
         }
-        String indentStr = indent == null ? null : indent instanceof String s ? s : " ".repeat((int) Values.asLong(indent));
-        return new PyJson(Values.truthy(kw.getOrDefault("ensure_ascii", false)), indentStr, itemSep, keySep,
+        String indentStr =
+            indent == null
+                ? null
+                : indent instanceof String s ? s : " ".repeat((int) Values.asLong(indent));
+        return new PyJson(
+                Values.truthy(kw.getOrDefault("ensure_ascii", false)),
+                indentStr,
+                itemSep,
+                keySep,
                 Values.truthy(kw.getOrDefault("sort_keys", false)))
             .dumps(v);
       }
       case "safe", "e", "escape", "forceescape" -> {
         if (name.equals("safe")) return v;
-        return Values.str(v).replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
-            .replace("'", "&#39;").replace("\"", "&#34;");
+        return Values.str(v)
+            .replace("&", "&amp;")
+            .replace(">", "&gt;")
+            .replace("<", "&lt;")
+            .replace("'", "&#39;")
+            .replace("\"", "&#34;");
       }
     }
-    if (v instanceof Undefined u && !name.equals("length") && !name.equals("count") && !name.equals("list")
-        && !name.equals("string") && !name.equals("items") && !name.equals("join"))
-      throw u.error();
+    if (v instanceof Undefined u
+        && !name.equals("length")
+        && !name.equals("count")
+        && !name.equals("list")
+        && !name.equals("string")
+        && !name.equals("items")
+        && !name.equals("join")) throw u.error();
     return switch (name) {
-      case "trim" -> StringMethods.strip(Values.str(v), (String) opt(args, kw, 0, "chars", null), true, true);
+      case "trim" ->
+          StringMethods.strip(Values.str(v), (String) opt(args, kw, 0, "chars", null), true, true);
       case "length", "count" -> Values.length(v);
       case "list" -> new ArrayList<>(Values.iterate(v));
       case "string" -> Values.str(v);
@@ -56,13 +73,22 @@ final class Filters {
       case "lower" -> Values.str(v).toLowerCase(java.util.Locale.ROOT);
       case "capitalize" -> {
         String s = Values.str(v);
-        yield s.isEmpty() ? s : s.substring(0, 1).toUpperCase(java.util.Locale.ROOT) + s.substring(1).toLowerCase(java.util.Locale.ROOT);
+        yield s.isEmpty()
+            ? s
+            : s.substring(0, 1).toUpperCase(java.util.Locale.ROOT)
+                + s.substring(1).toLowerCase(java.util.Locale.ROOT);
       }
       case "title" -> StringMethods.title(Values.str(v));
       case "replace" -> {
         String s = Values.str(v);
         Object count = opt(args, kw, 2, "count", null);
-        yield StringMethods.call(s, "replace", count == null ? List.of(Values.str(args.get(0)), Values.str(args.get(1))) : List.of(Values.str(args.get(0)), Values.str(args.get(1)), count), Map.of());
+        yield StringMethods.call(
+            s,
+            "replace",
+            count == null
+                ? List.of(Values.str(args.get(0)), Values.str(args.get(1)))
+                : List.of(Values.str(args.get(0)), Values.str(args.get(1)), count),
+            Map.of());
       }
       case "join" -> {
         String sep = Values.str(opt(args, kw, 0, "d", ""));
@@ -92,7 +118,8 @@ final class Filters {
       }
       case "items" -> {
         if (v instanceof Undefined) yield List.of();
-        if (!(v instanceof Map<?, ?> m)) throw new TemplateException("can only get item pairs from a mapping");
+        if (!(v instanceof Map<?, ?> m))
+          throw new TemplateException("can only get item pairs from a mapping");
         List<Object> out = new ArrayList<>();
         m.forEach((k, val) -> out.add(new Tuple(Arrays.asList(k, val))));
         yield out;
@@ -106,21 +133,24 @@ final class Filters {
       }
       case "int" -> toInt(v, opt(args, kw, 0, "default", 0L));
       case "float" -> toFloat(v, opt(args, kw, 0, "default", 0.0));
-      case "abs" -> v instanceof Double d ? (Object) Math.abs(d) : (Object) Math.abs(Values.asLong(v));
+      case "abs" ->
+          v instanceof Double d ? (Object) Math.abs(d) : (Object) Math.abs(Values.asLong(v));
       case "round" -> {
         long precision = Values.asLong(opt(args, kw, 0, "precision", 0L));
         String method = Values.str(opt(args, kw, 1, "method", "common"));
-        RoundingMode mode = switch (method) {
-          case "ceil" -> RoundingMode.CEILING;
-          case "floor" -> RoundingMode.FLOOR;
-          default -> RoundingMode.HALF_EVEN; // Python's round() on the exact binary value
-        };
+        RoundingMode mode =
+            switch (method) {
+              case "ceil" -> RoundingMode.CEILING;
+              case "floor" -> RoundingMode.FLOOR;
+              default -> RoundingMode.HALF_EVEN; // Python's round() on the exact binary value
+            };
         yield new BigDecimal(Values.asDouble(v)).setScale((int) precision, mode).doubleValue();
       }
       case "sum" -> {
         Object total = opt(args, kw, 1, "start", 0L);
         Object attr = opt(args, kw, 0, "attribute", null);
-        for (Object o : Values.iterate(v)) total = Operators.binary("+", total, attr == null ? o : b.getItem(o, attr));
+        for (Object o : Values.iterate(v))
+          total = Operators.binary("+", total, attr == null ? o : b.getItem(o, attr));
         yield total;
       }
       case "min", "max" -> {
@@ -135,14 +165,18 @@ final class Filters {
       }
       case "unique" -> {
         List<Object> out = new ArrayList<>();
-        for (Object o : Values.iterate(v)) if (out.stream().noneMatch(x -> Values.equal(x, o))) out.add(o);
+        for (Object o : Values.iterate(v))
+          if (out.stream().noneMatch(x -> Values.equal(x, o))) out.add(o);
         yield out;
       }
       case "sort" -> {
         boolean reverse = Values.truthy(opt(args, kw, 0, "reverse", false));
         Object attr = opt(args, kw, 2, "attribute", null);
         List<Object> items = new ArrayList<>(Values.iterate(v));
-        items.sort((x, y) -> Values.compare(attr == null ? x : b.getItem(x, attr), attr == null ? y : b.getItem(y, attr)));
+        items.sort(
+            (x, y) ->
+                Values.compare(
+                    attr == null ? x : b.getItem(x, attr), attr == null ? y : b.getItem(y, attr)));
         if (reverse) java.util.Collections.reverse(items);
         yield items;
       }
@@ -167,7 +201,8 @@ final class Filters {
         Object attr = attrMode ? args.get(0) : null;
         int testAt = attrMode ? 1 : 0;
         String test = args.size() > testAt ? Values.str(args.get(testAt)) : null;
-        List<Object> testArgs = args.size() > testAt + 1 ? args.subList(testAt + 1, args.size()) : List.of();
+        List<Object> testArgs =
+            args.size() > testAt + 1 ? args.subList(testAt + 1, args.size()) : List.of();
         List<Object> out = new ArrayList<>();
         for (Object o : Values.iterate(v)) {
           Object x = attrMode ? b.getItem(o, attr) : o;
@@ -192,13 +227,28 @@ final class Filters {
         yield sb.toString();
       }
       case "wordcount" -> (long) StringMethods.split(Values.str(v), null, -1).size();
-      case "batch", "slice", "groupby", "urlize", "truncate", "wordwrap", "xmlattr", "format", "filesizeformat", "pprint", "random", "striptags", "center", "urlencode", "attr" ->
+      case "batch",
+              "slice",
+              "groupby",
+              "urlize",
+              "truncate",
+              "wordwrap",
+              "xmlattr",
+              "format",
+              "filesizeformat",
+              "pprint",
+              "random",
+              "striptags",
+              "center",
+              "urlencode",
+              "attr" ->
           throw new TemplateException("filter '" + name + "' is not supported");
       default -> throw new TemplateException("no filter named '" + name + "'");
     };
   }
 
-  private static Object opt(List<Object> args, Map<String, Object> kw, int i, String name, Object fallback) {
+  private static Object opt(
+      List<Object> args, Map<String, Object> kw, int i, String name, Object fallback) {
     if (i < args.size()) return args.get(i);
     return kw.getOrDefault(name, fallback);
   }
@@ -232,9 +282,5 @@ final class Filters {
       }
     }
     return fallback;
-  }
-
-  static Map<Object, Object> copy(Map<?, ?> m) {
-    return new LinkedHashMap<>(m);
   }
 }

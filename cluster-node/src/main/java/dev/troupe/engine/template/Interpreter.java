@@ -45,7 +45,8 @@ final class Interpreter {
     }
 
     Object get(String name) {
-      for (Scope s = this; s != null; s = s.parent) if (s.vars.containsKey(name)) return s.vars.get(name);
+      for (Scope s = this; s != null; s = s.parent)
+        if (s.vars.containsKey(name)) return s.vars.get(name);
       return new Undefined(name);
     }
   }
@@ -182,7 +183,8 @@ final class Interpreter {
   private Callable macro(Macro m, Scope definedIn) {
     return (args, kwargs) -> {
       if (args.size() > m.params().size())
-        throw new TemplateException("macro '" + m.name() + "' takes " + m.params().size() + " arguments");
+        throw new TemplateException(
+            "macro '" + m.name() + "' takes " + m.params().size() + " arguments");
       Scope s = new Scope(definedIn);
       for (int i = 0; i < m.params().size(); i++) {
         String p = m.params().get(i);
@@ -223,10 +225,14 @@ final class Interpreter {
       return out;
     }
     if (expr instanceof GetAttr g) return builtins.getAttr(eval(g.object(), scope), g.name());
-    if (expr instanceof GetItem g) return builtins.getItem(eval(g.object(), scope), eval(g.key(), scope));
+    if (expr instanceof GetItem g)
+      return builtins.getItem(eval(g.object(), scope), eval(g.key(), scope));
     if (expr instanceof Slice s)
       return builtins.slice(
-          eval(s.object(), scope), optional(s.start(), scope), optional(s.stop(), scope), optional(s.step(), scope));
+          eval(s.object(), scope),
+          optional(s.start(), scope),
+          optional(s.stop(), scope),
+          optional(s.step(), scope));
     if (expr instanceof Call c) {
       Object callee = eval(c.callee(), scope);
       List<Object> args = new ArrayList<>();

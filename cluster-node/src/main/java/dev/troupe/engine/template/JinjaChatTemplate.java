@@ -16,8 +16,8 @@ import java.util.Map;
  * chosen when tools are given, else {@code default}; {@code continue_final_message} cuts the
  * rendering right after the final message's content.
  *
- * <p>A template that fails to compile is reported on every render (the model still loads and
- * serves plain completions). Immutable and thread-safe.
+ * <p>A template that fails to compile is reported on every render (the model still loads and serves
+ * plain completions). Immutable and thread-safe.
  */
 public final class JinjaChatTemplate implements ChatTemplate {
   private final Map<String, Compiled> templates;
@@ -33,7 +33,8 @@ public final class JinjaChatTemplate implements ChatTemplate {
     }
 
     JinjaTemplate get() {
-      if (error != null) throw new TemplateException("chat template does not compile: " + error.getMessage(), error);
+      if (error != null)
+        throw new TemplateException("chat template does not compile: " + error.getMessage(), error);
       return template;
     }
   }
@@ -60,7 +61,9 @@ public final class JinjaChatTemplate implements ChatTemplate {
   public JinjaChatTemplate withClock(Clock clock) {
     Map<String, Compiled> out = new HashMap<>();
     templates.forEach(
-        (name, c) -> out.put(name, c.error() != null ? c : new Compiled(c.template().withClock(clock), null)));
+        (name, c) ->
+            out.put(
+                name, c.error() != null ? c : new Compiled(c.template().withClock(clock), null)));
     return new JinjaChatTemplate(out, specialTokens);
   }
 
@@ -73,10 +76,10 @@ public final class JinjaChatTemplate implements ChatTemplate {
   public String render(Input input) {
     if (input.continueFinalMessage() && input.addGenerationPrompt())
       throw new TemplateException(
-          "continue_final_message and add_generation_prompt are not compatible. Use "
-              + "continue_final_message when you want the model to continue the final message, and "
-              + "add_generation_prompt when you want to add a header that will prompt it to start a "
-              + "new assistant message instead.");
+          "continue_final_message and add_generation_prompt are not compatible. Use"
+              + " continue_final_message when you want the model to continue the final message, and"
+              + " add_generation_prompt when you want to add a header that will prompt it to start"
+              + " a new assistant message instead.");
     if (input.messages() == null) throw new TemplateException("messages are required");
     JinjaTemplate template = select(input.tools() != null).get();
     Map<String, Object> vars = new LinkedHashMap<>(specialTokens);
@@ -86,7 +89,9 @@ public final class JinjaChatTemplate implements ChatTemplate {
     vars.put("documents", input.documents());
     vars.put("add_generation_prompt", input.addGenerationPrompt());
     String rendered = template.render(vars);
-    return input.continueFinalMessage() ? cutAfterFinalMessage(rendered, input.messages()) : rendered;
+    return input.continueFinalMessage()
+        ? cutAfterFinalMessage(rendered, input.messages())
+        : rendered;
   }
 
   private Compiled select(boolean withTools) {
@@ -94,12 +99,15 @@ public final class JinjaChatTemplate implements ChatTemplate {
     if (withTools && templates.containsKey("tool_use")) return templates.get("tool_use");
     if (templates.containsKey("default")) return templates.get("default");
     throw new TemplateException(
-        "this model has several chat templates " + templates.keySet() + " and none named 'default'");
+        "this model has several chat templates "
+            + templates.keySet()
+            + " and none named 'default'");
   }
 
   /** transformers' continue_final_message: keep everything up to the final message's text. */
   static String cutAfterFinalMessage(String rendered, List<Map<String, Object>> messages) {
-    if (messages.isEmpty()) throw new TemplateException("continue_final_message needs a final message");
+    if (messages.isEmpty())
+      throw new TemplateException("continue_final_message needs a final message");
     Object content = messages.get(messages.size() - 1).get("content");
     String finalMessage = null;
     if (content instanceof String s) {
@@ -113,20 +121,23 @@ public final class JinjaChatTemplate implements ChatTemplate {
       }
       if (finalMessage == null)
         throw new TemplateException(
-            "continue_final_message is set but we could not find any text to continue in the final message!");
+            "continue_final_message is set but we could not find any text to continue in the final"
+                + " message!");
     } else {
-      throw new TemplateException("continue_final_message is set but the final message has no text content");
+      throw new TemplateException(
+          "continue_final_message is set but the final message has no text content");
     }
     String stripped = StringMethods.strip(finalMessage, null, true, true);
     int loc = rendered.lastIndexOf(stripped);
     if (loc < 0)
       throw new TemplateException(
-          "continue_final_message is set but the final message does not appear in the chat after "
-              + "applying the chat template! This can happen if the chat template deletes portions of "
-              + "the final message.");
+          "continue_final_message is set but the final message does not appear in the chat after"
+              + " applying the chat template! This can happen if the chat template deletes portions"
+              + " of the final message.");
     String lstripped = StringMethods.strip(finalMessage, null, true, false);
     int end = loc + lstripped.length();
-    if (end <= rendered.length() && rendered.substring(loc, end).equals(finalMessage)) return rendered.substring(0, end);
+    if (end <= rendered.length() && rendered.substring(loc, end).equals(finalMessage))
+      return rendered.substring(0, end);
     return rendered.substring(0, loc + stripped.length());
   }
 }

@@ -8,10 +8,11 @@ import java.util.Map;
 
 /**
  * A compiled template in our own interpreter of the Jinja2 subset chat templates use, configured as
- * transformers' {@code _compile_jinja_template}: {@code trim_blocks}, {@code lstrip_blocks},
- * loop controls, {@code raise_exception}, {@code strftime_now}, {@code tojson} with {@code
- * ensure_ascii=False}. Sandboxed by construction: templates see only plain values (no Java objects),
- * mutating list/dict methods are refused, and every render has a step and an output budget.
+ * transformers' {@code _compile_jinja_template}: {@code trim_blocks}, {@code lstrip_blocks}, loop
+ * controls, {@code raise_exception}, {@code strftime_now}, {@code tojson} with {@code
+ * ensure_ascii=False}. Sandboxed by construction: templates see only plain values (no Java
+ * objects), mutating list/dict methods are refused, and every render has a step and an output
+ * budget.
  *
  * <p>Immutable and thread-safe; each {@link #render} evaluates independently.
  */
@@ -36,7 +37,10 @@ public final class JinjaTemplate {
   /** Parses a template; a syntax error is a {@link TemplateException} naming the line. */
   public static JinjaTemplate compile(String source) {
     return new JinjaTemplate(
-        Parser.parse(source), Clock.systemDefaultZone(), DEFAULT_MAX_STEPS, DEFAULT_MAX_OUTPUT_CHARS);
+        Parser.parse(source),
+        Clock.systemDefaultZone(),
+        DEFAULT_MAX_STEPS,
+        DEFAULT_MAX_OUTPUT_CHARS);
   }
 
   /** The same template with {@code strftime_now} reading this clock (tests fix the date). */

@@ -176,12 +176,16 @@ final class Lexer {
 
   private void readNumber() {
     int start = pos;
-    while (pos < src.length() && (Character.isDigit(src.charAt(pos)) || src.charAt(pos) == '_')) pos++;
+    while (pos < src.length() && (Character.isDigit(src.charAt(pos)) || src.charAt(pos) == '_'))
+      pos++;
     boolean isFloat = false;
-    if (pos + 1 < src.length() && src.charAt(pos) == '.' && Character.isDigit(src.charAt(pos + 1))) {
+    if (pos + 1 < src.length()
+        && src.charAt(pos) == '.'
+        && Character.isDigit(src.charAt(pos + 1))) {
       isFloat = true;
       pos++;
-      while (pos < src.length() && (Character.isDigit(src.charAt(pos)) || src.charAt(pos) == '_')) pos++;
+      while (pos < src.length() && (Character.isDigit(src.charAt(pos)) || src.charAt(pos) == '_'))
+        pos++;
     }
     if (pos < src.length() && (src.charAt(pos) == 'e' || src.charAt(pos) == 'E')) {
       int save = pos;

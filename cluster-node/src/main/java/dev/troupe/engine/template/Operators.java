@@ -43,31 +43,46 @@ final class Operators {
         }
       }
       case "%" -> {
-        if (a instanceof String) throw new TemplateException("printf-style '%' formatting is not supported");
+        if (a instanceof String)
+          throw new TemplateException("printf-style '%' formatting is not supported");
       }
       default -> {}
     }
     if (!Values.isNumber(a) || !Values.isNumber(b))
       throw new TemplateException(
-          "unsupported operand type(s) for " + op + ": '" + Values.typeName(a) + "' and '" + Values.typeName(b) + "'");
+          "unsupported operand type(s) for "
+              + op
+              + ": '"
+              + Values.typeName(a)
+              + "' and '"
+              + Values.typeName(b)
+              + "'");
     boolean ints = Values.isIntegral(a) && Values.isIntegral(b);
     switch (op) {
       case "+":
-        return ints ? (Object) Math.addExact(Values.asLong(a), Values.asLong(b)) : Values.asDouble(a) + Values.asDouble(b);
+        return ints
+            ? (Object) Math.addExact(Values.asLong(a), Values.asLong(b))
+            : Values.asDouble(a) + Values.asDouble(b);
       case "-":
-        return ints ? (Object) Math.subtractExact(Values.asLong(a), Values.asLong(b)) : Values.asDouble(a) - Values.asDouble(b);
+        return ints
+            ? (Object) Math.subtractExact(Values.asLong(a), Values.asLong(b))
+            : Values.asDouble(a) - Values.asDouble(b);
       case "*":
-        return ints ? (Object) Math.multiplyExact(Values.asLong(a), Values.asLong(b)) : Values.asDouble(a) * Values.asDouble(b);
+        return ints
+            ? (Object) Math.multiplyExact(Values.asLong(a), Values.asLong(b))
+            : Values.asDouble(a) * Values.asDouble(b);
       case "/":
         if (Values.asDouble(b) == 0) throw new TemplateException("division by zero");
         return Values.asDouble(a) / Values.asDouble(b);
       case "//":
-        if (Values.asDouble(b) == 0) throw new TemplateException("integer division or modulo by zero");
+        if (Values.asDouble(b) == 0)
+          throw new TemplateException("integer division or modulo by zero");
         return ints
             ? (Object) Math.floorDiv(Values.asLong(a), Values.asLong(b))
             : Math.floor(Values.asDouble(a) / Values.asDouble(b));
       case "%":
-        if (Values.asDouble(b) == 0) throw new TemplateException("integer division or modulo by zero");
+        if (Values.asDouble(b) == 0)
+          throw new TemplateException("integer division or modulo by zero");
         if (ints) return Math.floorMod(Values.asLong(a), Values.asLong(b));
         double x = Values.asDouble(a);
         double y = Values.asDouble(b);
@@ -76,7 +91,8 @@ final class Operators {
       case "**":
         if (ints && Values.asLong(b) >= 0) {
           long result = 1;
-          for (long i = 0; i < Values.asLong(b); i++) result = Math.multiplyExact(result, Values.asLong(a));
+          for (long i = 0; i < Values.asLong(b); i++)
+            result = Math.multiplyExact(result, Values.asLong(a));
           return result;
         }
         return Math.pow(Values.asDouble(a), Values.asDouble(b));
@@ -87,7 +103,8 @@ final class Operators {
 
   private static String repeat(String s, long times) {
     if (times <= 0) return "";
-    if ((double) s.length() * times > MAX_REPEAT) throw new TemplateException("string repetition too large");
+    if ((double) s.length() * times > MAX_REPEAT)
+      throw new TemplateException("string repetition too large");
     return s.repeat((int) times);
   }
 

@@ -513,8 +513,7 @@ final class Parser {
   private static boolean startsTestArgument(Token t) {
     return switch (t.type()) {
       case STRING, INT, FLOAT -> true;
-      case NAME ->
-          !Set.of("else", "or", "and", "is", "in", "if", "not").contains(t.value());
+      case NAME -> !Set.of("else", "or", "and", "is", "in", "if", "not").contains(t.value());
       case OP -> t.value().equals("[") || t.value().equals("{") || t.value().equals("-");
       default -> false;
     };

@@ -19,7 +19,12 @@ final class PyJson {
   private final String keySeparator;
   private final boolean sortKeys;
 
-  PyJson(boolean ensureAscii, String indent, String itemSeparator, String keySeparator, boolean sortKeys) {
+  PyJson(
+      boolean ensureAscii,
+      String indent,
+      String itemSeparator,
+      String keySeparator,
+      boolean sortKeys) {
     this.ensureAscii = ensureAscii;
     this.indent = indent;
     this.itemSeparator = itemSeparator != null ? itemSeparator : indent != null ? "," : ", ";
@@ -62,7 +67,8 @@ final class PyJson {
         return;
       }
       List<Map.Entry<String, Object>> entries = new ArrayList<>();
-      for (Map.Entry<?, ?> e : m.entrySet()) entries.add(Map.entry(key(e.getKey()), nullSafe(e.getValue())));
+      for (Map.Entry<?, ?> e : m.entrySet())
+        entries.add(Map.entry(key(e.getKey()), nullSafe(e.getValue())));
       if (sortKeys) entries.sort(Map.Entry.comparingByKey());
       sb.append('{');
       boolean first = true;
@@ -77,9 +83,11 @@ final class PyJson {
       newline(sb, level);
       sb.append('}');
     } else if (v instanceof Undefined u) {
-      throw new TemplateException("Object of type Undefined is not JSON serializable ('" + u.name() + "')");
+      throw new TemplateException(
+          "Object of type Undefined is not JSON serializable ('" + u.name() + "')");
     } else {
-      throw new TemplateException("Object of type " + Values.typeName(v) + " is not JSON serializable");
+      throw new TemplateException(
+          "Object of type " + Values.typeName(v) + " is not JSON serializable");
     }
   }
 
@@ -95,7 +103,8 @@ final class PyJson {
     if (k == null) return "null";
     if (k instanceof Boolean b) return b ? "true" : "false";
     if (k instanceof Long || k instanceof Double) return Values.repr(k);
-    throw new TemplateException("keys must be str, int, float, bool or None, not " + Values.typeName(k));
+    throw new TemplateException(
+        "keys must be str, int, float, bool or None, not " + Values.typeName(k));
   }
 
   private void newline(StringBuilder sb, int level) {

@@ -38,9 +38,16 @@ final class Strftime {
         case 'w' -> sb.append(t.getDayOfWeek().getValue() % 7);
         case 'u' -> sb.append(t.getDayOfWeek().getValue());
         case 'Z' -> sb.append(t.getZone().getId().equals("Z") ? "UTC" : t.getZone().getId());
-        case 'z' -> sb.append(t.getOffset().getId().equals("Z") ? "+0000" : t.getOffset().getId().replace(":", ""));
-        case 'F' -> sb.append(String.format("%d-%02d-%02d", t.getYear(), t.getMonthValue(), t.getDayOfMonth()));
-        case 'T' -> sb.append(String.format("%02d:%02d:%02d", t.getHour(), t.getMinute(), t.getSecond()));
+        case 'z' ->
+            sb.append(
+                t.getOffset().getId().equals("Z")
+                    ? "+0000"
+                    : t.getOffset().getId().replace(":", ""));
+        case 'F' ->
+            sb.append(
+                String.format("%d-%02d-%02d", t.getYear(), t.getMonthValue(), t.getDayOfMonth()));
+        case 'T' ->
+            sb.append(String.format("%02d:%02d:%02d", t.getHour(), t.getMinute(), t.getSecond()));
         case '%' -> sb.append('%');
         default -> throw new TemplateException("unsupported strftime directive %" + d);
       }

@@ -6,14 +6,39 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-/** Python {@code str} methods templates call ({@code content.startswith(...)}, {@code split}...). */
+/**
+ * Python {@code str} methods templates call ({@code content.startswith(...)}, {@code split}...).
+ */
 final class StringMethods {
   private static final Set<String> NAMES =
       Set.of(
-          "startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip", "replace",
-          "upper", "lower", "title", "capitalize", "find", "rfind", "count", "splitlines",
-          "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "join", "format",
-          "removeprefix", "removesuffix", "index");
+          "startswith",
+          "endswith",
+          "split",
+          "rsplit",
+          "strip",
+          "lstrip",
+          "rstrip",
+          "replace",
+          "upper",
+          "lower",
+          "title",
+          "capitalize",
+          "find",
+          "rfind",
+          "count",
+          "splitlines",
+          "isdigit",
+          "isalpha",
+          "isalnum",
+          "isspace",
+          "isupper",
+          "islower",
+          "join",
+          "format",
+          "removeprefix",
+          "removesuffix",
+          "index");
 
   private StringMethods() {}
 
@@ -30,11 +55,20 @@ final class StringMethods {
       case "strip" -> strip(s, optString(args, 0, null), true, true);
       case "lstrip" -> strip(s, optString(args, 0, null), true, false);
       case "rstrip" -> strip(s, optString(args, 0, null), false, true);
-      case "replace" -> replace(s, str(arg(args, 0)), str(arg(args, 1)), args.size() > 2 ? Values.asLong(args.get(2)) : -1);
+      case "replace" ->
+          replace(
+              s,
+              str(arg(args, 0)),
+              str(arg(args, 1)),
+              args.size() > 2 ? Values.asLong(args.get(2)) : -1);
       case "upper" -> s.toUpperCase(java.util.Locale.ROOT);
       case "lower" -> s.toLowerCase(java.util.Locale.ROOT);
       case "title" -> title(s);
-      case "capitalize" -> s.isEmpty() ? s : s.substring(0, s.offsetByCodePoints(0, 1)).toUpperCase(java.util.Locale.ROOT) + s.substring(s.offsetByCodePoints(0, 1)).toLowerCase(java.util.Locale.ROOT);
+      case "capitalize" ->
+          s.isEmpty()
+              ? s
+              : s.substring(0, s.offsetByCodePoints(0, 1)).toUpperCase(java.util.Locale.ROOT)
+                  + s.substring(s.offsetByCodePoints(0, 1)).toLowerCase(java.util.Locale.ROOT);
       case "find" -> cpIndex(s, s.indexOf(str(arg(args, 0))));
       case "rfind" -> cpIndex(s, s.lastIndexOf(str(arg(args, 0))));
       case "index" -> {
@@ -52,12 +86,17 @@ final class StringMethods {
       case "isalpha" -> !s.isEmpty() && s.codePoints().allMatch(Character::isLetter);
       case "isalnum" -> !s.isEmpty() && s.codePoints().allMatch(Character::isLetterOrDigit);
       case "isspace" -> !s.isEmpty() && s.codePoints().allMatch(Values::isPySpace);
-      case "isupper" -> s.chars().anyMatch(Character::isLetter) && s.equals(s.toUpperCase(java.util.Locale.ROOT));
-      case "islower" -> s.chars().anyMatch(Character::isLetter) && s.equals(s.toLowerCase(java.util.Locale.ROOT));
-      case "removeprefix" -> s.startsWith(str(arg(args, 0))) ? s.substring(str(arg(args, 0)).length()) : s;
+      case "isupper" ->
+          s.chars().anyMatch(Character::isLetter) && s.equals(s.toUpperCase(java.util.Locale.ROOT));
+      case "islower" ->
+          s.chars().anyMatch(Character::isLetter) && s.equals(s.toLowerCase(java.util.Locale.ROOT));
+      case "removeprefix" ->
+          s.startsWith(str(arg(args, 0))) ? s.substring(str(arg(args, 0)).length()) : s;
       case "removesuffix" -> {
         String suffix = str(arg(args, 0));
-        yield !suffix.isEmpty() && s.endsWith(suffix) ? s.substring(0, s.length() - suffix.length()) : s;
+        yield !suffix.isEmpty() && s.endsWith(suffix)
+            ? s.substring(0, s.length() - suffix.length())
+            : s;
       }
       case "join" -> {
         StringBuilder sb = new StringBuilder();
@@ -81,7 +120,8 @@ final class StringMethods {
   }
 
   private static String str(Object v) {
-    if (!(v instanceof String s)) throw new TemplateException("expected a string but got " + Values.typeName(v));
+    if (!(v instanceof String s))
+      throw new TemplateException("expected a string but got " + Values.typeName(v));
     return s;
   }
 
@@ -97,7 +137,8 @@ final class StringMethods {
 
   private static boolean anyAffix(String s, Object affix, boolean prefix) {
     if (affix instanceof Values.Tuple t) {
-      for (Object o : t.items()) if (prefix ? s.startsWith(str(o)) : s.endsWith(str(o))) return true;
+      for (Object o : t.items())
+        if (prefix ? s.startsWith(str(o)) : s.endsWith(str(o))) return true;
       return false;
     }
     return prefix ? s.startsWith(str(affix)) : s.endsWith(str(affix));
@@ -109,16 +150,19 @@ final class StringMethods {
       int i = 0;
       int n = s.length();
       while (true) {
-        while (i < n && Values.isPySpace(s.codePointAt(i))) i += Character.charCount(s.codePointAt(i));
+        while (i < n && Values.isPySpace(s.codePointAt(i)))
+          i += Character.charCount(s.codePointAt(i));
         if (i >= n) break;
         if (maxSplit >= 0 && out.size() == maxSplit) {
           int end = n;
-          while (end > i && Values.isPySpace(s.codePointBefore(end))) end -= Character.charCount(s.codePointBefore(end));
+          while (end > i && Values.isPySpace(s.codePointBefore(end)))
+            end -= Character.charCount(s.codePointBefore(end));
           out.add(s.substring(i, end));
           break;
         }
         int j = i;
-        while (j < n && !Values.isPySpace(s.codePointAt(j))) j += Character.charCount(s.codePointAt(j));
+        while (j < n && !Values.isPySpace(s.codePointAt(j)))
+          j += Character.charCount(s.codePointAt(j));
         out.add(s.substring(i, j));
         i = j;
       }
@@ -155,10 +199,12 @@ final class StringMethods {
     int start = 0;
     int end = s.length();
     if (left) {
-      while (start < end && stripped(s.codePointAt(start), chars)) start += Character.charCount(s.codePointAt(start));
+      while (start < end && stripped(s.codePointAt(start), chars))
+        start += Character.charCount(s.codePointAt(start));
     }
     if (right) {
-      while (end > start && stripped(s.codePointBefore(end), chars)) end -= Character.charCount(s.codePointBefore(end));
+      while (end > start && stripped(s.codePointBefore(end), chars))
+        end -= Character.charCount(s.codePointBefore(end));
     }
     return s.substring(start, end);
   }
@@ -211,7 +257,9 @@ final class StringMethods {
     return n;
   }
 
-  /** {@code str.format} with {@code {}}, {@code {0}} and {@code {name}} fields (no format specs). */
+  /**
+   * {@code str.format} with {@code {}}, {@code {0}} and {@code {name}} fields (no format specs).
+   */
   private static String format(String s, List<Object> args, Map<String, Object> kwargs) {
     StringBuilder sb = new StringBuilder();
     int auto = 0;

@@ -1,7 +1,7 @@
 package dev.troupe.engine.template;
 
-import dev.troupe.engine.ChatTemplate.TemplateException;
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.engine.ChatTemplate.TemplateException;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.util.ArrayList;
@@ -10,7 +10,6 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 
 /**
  * Python value semantics for template values. The value universe is closed: {@code null} (None),
@@ -56,10 +55,12 @@ final class Values {
         case "depth0" -> 0L;
         case "previtem" -> index0 > 0 ? items.get(index0 - 1) : new Undefined("previtem");
         case "nextitem" -> index0 < n - 1 ? items.get(index0 + 1) : new Undefined("nextitem");
-        case "cycle" -> (Callable) (args, kwargs) -> {
-          if (args.isEmpty()) throw new TemplateException("no items for cycling given");
-          return args.get(index0 % args.size());
-        };
+        case "cycle" ->
+            (Callable)
+                (args, kwargs) -> {
+                  if (args.isEmpty()) throw new TemplateException("no items for cycling given");
+                  return args.get(index0 % args.size());
+                };
         default -> new Undefined(name);
       };
     }
@@ -260,7 +261,8 @@ final class Values {
   static boolean contains(Object container, Object item) {
     if (container instanceof String s) {
       if (!(item instanceof String sub))
-        throw new TemplateException("'in <string>' requires string as left operand, not " + typeName(item));
+        throw new TemplateException(
+            "'in <string>' requires string as left operand, not " + typeName(item));
       return s.contains(sub);
     }
     if (container instanceof Map<?, ?> m) return containsKey(m, item);
@@ -277,7 +279,8 @@ final class Values {
 
   static Object get(Map<?, ?> m, Object key) {
     if (m.containsKey(key)) return m.get(key);
-    if (isNumber(key)) for (Map.Entry<?, ?> e : m.entrySet()) if (equal(e.getKey(), key)) return e.getValue();
+    if (isNumber(key))
+      for (Map.Entry<?, ?> e : m.entrySet()) if (equal(e.getKey(), key)) return e.getValue();
     return null;
   }
 
@@ -354,13 +357,14 @@ final class Values {
     if (cp == ' ') return true;
     return switch (Character.getType(cp)) {
       case Character.CONTROL,
-          Character.FORMAT,
-          Character.SURROGATE,
-          Character.PRIVATE_USE,
-          Character.UNASSIGNED,
-          Character.LINE_SEPARATOR,
-          Character.PARAGRAPH_SEPARATOR,
-          Character.SPACE_SEPARATOR -> false;
+              Character.FORMAT,
+              Character.SURROGATE,
+              Character.PRIVATE_USE,
+              Character.UNASSIGNED,
+              Character.LINE_SEPARATOR,
+              Character.PARAGRAPH_SEPARATOR,
+              Character.SPACE_SEPARATOR ->
+          false;
       default -> true;
     };
   }
@@ -375,8 +379,13 @@ final class Values {
     int exponent = digits.length() - 1 - bd.scale(); // d = 0.digits * 10^(exponent+1)
     String sign = d < 0 ? "-" : "";
     if (exponent < -4 || exponent >= 16) {
-      String mantissa = digits.length() == 1 ? digits : digits.charAt(0) + "." + digits.substring(1);
-      return sign + mantissa + "e" + (exponent < 0 ? "-" : "+") + String.format("%02d", Math.abs(exponent));
+      String mantissa =
+          digits.length() == 1 ? digits : digits.charAt(0) + "." + digits.substring(1);
+      return sign
+          + mantissa
+          + "e"
+          + (exponent < 0 ? "-" : "+")
+          + String.format("%02d", Math.abs(exponent));
     }
     if (exponent < 0) return sign + "0." + "0".repeat(-exponent - 1) + digits;
     if (digits.length() <= exponent + 1)
@@ -386,10 +395,9 @@ final class Values {
 
   /** Python's {@code str.isspace} for one code point. */
   static boolean isPySpace(int cp) {
-    return (cp >= 9 && cp <= 13) || (cp >= 0x1c && cp <= 0x1f) || cp == 0x85 || Character.isSpaceChar(cp);
-  }
-
-  static boolean sameKey(Object a, Object b) {
-    return Objects.equals(a, b) || equal(a, b);
+    return (cp >= 9 && cp <= 13)
+        || (cp >= 0x1c && cp <= 0x1f)
+        || cp == 0x85
+        || Character.isSpaceChar(cp);
   }
 }

@@ -24,8 +24,8 @@ import java.util.concurrent.CompletionException;
  * A {@link Tokenizer} over the real Hugging Face {@code tokenizers} library (Rust, through DJL's
  * JNI binding, whose jar bundles the native library for linux-x86_64/aarch64, macOS arm64 and
  * Windows). Encoding and decoding are the library's own, so added/special tokens are split out
- * first and the {@code post_processor} runs when special tokens are requested, exactly as in
- * {@code transformers}' fast tokenizers.
+ * first and the {@code post_processor} runs when special tokens are requested, exactly as in {@code
+ * transformers}' fast tokenizers.
  *
  * <p>What is ours: {@code clean_up_tokenization_spaces} (transformers applies it in Python after
  * the Rust decode, so we do too), the vocabulary maps (read from {@code tokenizer.json}), lone
@@ -202,7 +202,8 @@ public final class HfTokenizer implements Tokenizer {
   }
 
   /** The id ↔ token maps of {@code model.vocab} and {@code added_tokens}, read by streaming. */
-  private record Vocab(String[] idToToken, Map<String, Integer> tokenToId, Set<Integer> specialIds) {
+  private record Vocab(
+      String[] idToToken, Map<String, Integer> tokenToId, Set<Integer> specialIds) {
 
     static Vocab read(byte[] json) {
       Map<String, Integer> tokenToId = new HashMap<>();
@@ -279,7 +280,8 @@ public final class HfTokenizer implements Tokenizer {
           }
         }
         if (id == null || content == null)
-          throw new IllegalArgumentException("invalid tokenizer.json: added token without id/content");
+          throw new IllegalArgumentException(
+              "invalid tokenizer.json: added token without id/content");
         added.put(id, content);
         if (isSpecial) special.add(id);
       }

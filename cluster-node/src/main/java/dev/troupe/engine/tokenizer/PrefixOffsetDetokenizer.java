@@ -11,9 +11,9 @@ import java.util.Arrays;
  * Decoding a short window from a few tokens back gives decoders that look at neighbours (a leading
  * space after {@code ▁}, byte fallback) the same context as a full decode.
  *
- * <p>Emitted text is never revised. It is the text of the raw decode: like vLLM, no
- * {@code clean_up_tokenization_spaces} (that rewrite can depend on the next token). Not
- * thread-safe: one per sequence.
+ * <p>Emitted text is never revised. It is the text of the raw decode: like vLLM, no {@code
+ * clean_up_tokenization_spaces} (that rewrite can depend on the next token). Not thread-safe: one
+ * per sequence.
  */
 final class PrefixOffsetDetokenizer implements IncrementalDetokenizer {
 

@@ -29,9 +29,9 @@ import org.slf4j.LoggerFactory;
  *     used when tools are given, else {@code default}), or null when the model has none
  * @param chatTemplates every template in the config by name (a single string is {@code default})
  * @param specialTokens transformers' {@code special_tokens_map}: {@code bos_token}, {@code
- *     eos_token}, {@code unk_token}, {@code sep_token}, {@code pad_token}, {@code cls_token}, {@code
- *     mask_token} (String) and {@code additional_special_tokens} (List of String), only those set;
- *     templates see these as variables
+ *     eos_token}, {@code unk_token}, {@code sep_token}, {@code pad_token}, {@code cls_token},
+ *     {@code mask_token} (String) and {@code additional_special_tokens} (List of String), only
+ *     those set; templates see these as variables
  * @param eosTokenId the id of {@code eos_token}, or null when the config names none
  */
 public record TokenizerBundle(
@@ -69,8 +69,8 @@ public record TokenizerBundle(
    * tokenizer_config.json} (special tokens, {@code chat_template}, clean-up flag); special tokens
    * missing there from {@code special_tokens_map.json}; and the chat template from {@code
    * chat_template.jinja} (plus named ones in {@code additional_chat_templates/*.jinja}) or {@code
-   * chat_template.json} when present, which newer transformers versions save instead of the
-   * config entry and which take precedence over it.
+   * chat_template.json} when present, which newer transformers versions save instead of the config
+   * entry and which take precedence over it.
    */
   public static TokenizerBundle load(Path modelDir) {
     Path tokenizerJson = modelDir.resolve("tokenizer.json");
@@ -80,14 +80,17 @@ public record TokenizerBundle(
     try {
       Map<String, Object> config =
           Files.isRegularFile(configPath)
-              ? new LinkedHashMap<>(parseConfig(Files.readAllBytes(configPath), configPath.toString()))
+              ? new LinkedHashMap<>(
+                  parseConfig(Files.readAllBytes(configPath), configPath.toString()))
               : new LinkedHashMap<>();
       Path specialsPath = modelDir.resolve("special_tokens_map.json");
       if (Files.isRegularFile(specialsPath)) {
         parseConfig(Files.readAllBytes(specialsPath), specialsPath.toString())
-            .forEach((k, v) -> {
-              if (SPECIAL_TOKEN_ATTRIBUTES.contains(k) && config.get(k) == null) config.put(k, v);
-            });
+            .forEach(
+                (k, v) -> {
+                  if (SPECIAL_TOKEN_ATTRIBUTES.contains(k) && config.get(k) == null)
+                    config.put(k, v);
+                });
       }
       Object template = templateFiles(modelDir);
       if (template != null) config.put("chat_template", template);
@@ -116,7 +119,9 @@ public record TokenizerBundle(
         for (Path f : files.sorted().toList()) {
           String file = f.getFileName().toString();
           if (file.endsWith(".jinja"))
-            named.add(Map.of("name", file.substring(0, file.length() - 6), "template", Files.readString(f)));
+            named.add(
+                Map.of(
+                    "name", file.substring(0, file.length() - 6), "template", Files.readString(f)));
         }
       }
     }
@@ -169,7 +174,8 @@ public record TokenizerBundle(
     return specialToken("pad_token");
   }
 
-  private static TokenizerBundle build(byte[] tokenizerJson, Map<String, Object> config, String configName) {
+  private static TokenizerBundle build(
+      byte[] tokenizerJson, Map<String, Object> config, String configName) {
     boolean cleanUp = Boolean.TRUE.equals(config.get("clean_up_tokenization_spaces"));
     HfTokenizer tokenizer = HfTokenizer.fromBytes(tokenizerJson, cleanUp);
     Map<String, Object> specials = specialTokens(config);
@@ -182,16 +188,20 @@ public record TokenizerBundle(
       eosId = id.getAsInt();
     }
     Map<String, String> templates = chatTemplates(config.get("chat_template"), configName);
-    JinjaChatTemplate template = templates.isEmpty() ? null : JinjaChatTemplate.of(templates, specials);
+    JinjaChatTemplate template =
+        templates.isEmpty() ? null : JinjaChatTemplate.of(templates, specials);
     if (template != null && template.compileError(false) != null)
-      LOG.warn("{}: the chat template does not compile, chat requests will fail: {}",
-          configName, template.compileError(false).getMessage());
+      LOG.warn(
+          "{}: the chat template does not compile, chat requests will fail: {}",
+          configName,
+          template.compileError(false).getMessage());
     return new TokenizerBundle(tokenizer, template, templates, specials, eosId);
   }
 
   private static Map<String, Object> parseConfig(byte[] json, String name) {
     try {
-      return new ObjectMapper().readValue(json, new TypeReference<LinkedHashMap<String, Object>>() {});
+      return new ObjectMapper()
+          .readValue(json, new TypeReference<LinkedHashMap<String, Object>>() {});
     } catch (IOException e) {
       throw new IllegalArgumentException("invalid " + name + ": " + e.getMessage(), e);
     }
@@ -232,7 +242,8 @@ public record TokenizerBundle(
             && m.get("template") instanceof String template) {
           out.put(name, template);
         } else {
-          throw new IllegalArgumentException(configName + ": malformed chat_template entry " + item);
+          throw new IllegalArgumentException(
+              configName + ": malformed chat_template entry " + item);
         }
       }
     } else if (value != null) {

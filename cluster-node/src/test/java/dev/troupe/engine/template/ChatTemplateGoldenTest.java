@@ -38,10 +38,14 @@ class ChatTemplateGoldenTest {
 
   @BeforeAll
   static void load() throws IOException {
-    try (InputStream in = ChatTemplateGoldenTest.class.getResourceAsStream("golden-chat-templates.json")) {
+    try (InputStream in =
+        ChatTemplateGoldenTest.class.getResourceAsStream("golden-chat-templates.json")) {
       golden = new ObjectMapper().readValue(in, new TypeReference<>() {});
     }
-    clock = Clock.fixed(LocalDateTime.parse((String) golden.get("fixedDate")).toInstant(ZoneOffset.UTC), ZoneOffset.UTC);
+    clock =
+        Clock.fixed(
+            LocalDateTime.parse((String) golden.get("fixedDate")).toInstant(ZoneOffset.UTC),
+            ZoneOffset.UTC);
   }
 
   @ParameterizedTest
@@ -50,9 +54,11 @@ class ChatTemplateGoldenTest {
   void rendersExactlyAsTransformers(String model) throws IOException {
     assertTrue(((String) golden.get("origin")).contains("Jinja2"));
     Path config = TemplateFixtures.tokenizerDir(model).resolve("tokenizer_config.json");
-    Map<String, Object> cfg = new ObjectMapper().readValue(Files.readAllBytes(config), new TypeReference<>() {});
+    Map<String, Object> cfg =
+        new ObjectMapper().readValue(Files.readAllBytes(config), new TypeReference<>() {});
     JinjaChatTemplate template =
-        JinjaChatTemplate.of((String) cfg.get("chat_template"), TemplateFixtures.specialTokens(cfg)).withClock(clock);
+        JinjaChatTemplate.of((String) cfg.get("chat_template"), TemplateFixtures.specialTokens(cfg))
+            .withClock(clock);
     int rendered = 0;
     List<String> mismatches = new ArrayList<>();
     for (Map<String, Object> c : (List<Map<String, Object>>) golden.get("cases")) {
@@ -68,7 +74,8 @@ class ChatTemplateGoldenTest {
               (Map<String, Object>) c.getOrDefault("kwargs", new HashMap<>()));
       if (c.containsKey("error")) {
         String error = (String) c.get("error");
-        TemplateException e = assertThrows(TemplateException.class, () -> template.render(input), name);
+        TemplateException e =
+            assertThrows(TemplateException.class, () -> template.render(input), name);
         if (error.startsWith("TemplateError: "))
           assertEquals(error.substring("TemplateError: ".length()), e.getMessage(), name);
         continue;

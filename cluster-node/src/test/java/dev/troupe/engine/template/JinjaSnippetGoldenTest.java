@@ -36,7 +36,9 @@ class JinjaSnippetGoldenTest {
     }
     assertTrue(((String) golden.get("origin")).contains("Jinja2"));
     Map<String, Object> vars = (Map<String, Object>) golden.get("vars");
-    Clock clock = Clock.fixed(LocalDateTime.parse("2026-03-05T14:30:00").toInstant(ZoneOffset.UTC), ZoneOffset.UTC);
+    Clock clock =
+        Clock.fixed(
+            LocalDateTime.parse("2026-03-05T14:30:00").toInstant(ZoneOffset.UTC), ZoneOffset.UTC);
     List<String> failures = new ArrayList<>();
     int checked = 0;
     for (Map<String, Object> c : (List<Map<String, Object>>) golden.get("cases")) {
@@ -50,13 +52,16 @@ class JinjaSnippetGoldenTest {
       checked++;
       if (c.containsKey("error")) {
         String error = (String) c.get("error");
-        if (!actual.startsWith("ERROR ")) failures.add(source + "\n  expected " + error + "\n  but rendered " + actual);
-        else if (error.startsWith("TemplateError: ") && !actual.equals("ERROR " + error.substring(15)))
+        if (!actual.startsWith("ERROR "))
+          failures.add(source + "\n  expected " + error + "\n  but rendered " + actual);
+        else if (error.startsWith("TemplateError: ")
+            && !actual.equals("ERROR " + error.substring(15)))
           failures.add(source + "\n  expected " + error + "\n  but got " + actual);
       } else if (!c.get("expected").equals(actual)) {
         failures.add(source + "\n  expected " + c.get("expected") + "\n  actual   " + actual);
       }
     }
-    assertEquals("", String.join("\n", failures), failures.size() + " of " + checked + " snippets differ");
+    assertEquals(
+        "", String.join("\n", failures), failures.size() + " of " + checked + " snippets differ");
   }
 }

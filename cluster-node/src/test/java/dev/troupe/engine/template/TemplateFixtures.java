@@ -16,14 +16,22 @@ final class TemplateFixtures {
     if (shared == null && System.getenv("TROUPE_SHARED_DIR") != null)
       shared = Path.of(System.getenv("TROUPE_SHARED_DIR"));
     if (shared == null || !Files.isDirectory(shared))
-      throw new IllegalStateException("shared fixtures not found (troupe.shared.dir / TROUPE_SHARED_DIR)");
+      throw new IllegalStateException(
+          "shared fixtures not found (troupe.shared.dir / TROUPE_SHARED_DIR)");
     return shared.resolve("fixtures/tokenizers").resolve(model);
   }
 
   static Map<String, Object> specialTokens(Map<String, Object> config) {
     Map<String, Object> out = new LinkedHashMap<>();
     for (String attr :
-        List.of("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
+        List.of(
+            "bos_token",
+            "eos_token",
+            "unk_token",
+            "sep_token",
+            "pad_token",
+            "cls_token",
+            "mask_token",
             "additional_special_tokens")) {
       Object v = config.get(attr);
       if (v instanceof Map<?, ?> m) v = m.get("content");

@@ -21,7 +21,8 @@ class ConcurrentUseTest {
     TokenizerBundle bundle = Fixtures.bundle("qwen3");
     Tokenizer tok = bundle.tokenizer();
     List<String> texts = new ArrayList<>();
-    for (int i = 0; i < 40; i++) texts.add("Request " + i + ": 日本語 " + "x".repeat(i) + " <|im_end|> 😀 " + i * 7919);
+    for (int i = 0; i < 40; i++)
+      texts.add("Request " + i + ": 日本語 " + "x".repeat(i) + " <|im_end|> 😀 " + i * 7919);
     List<int[]> expectedIds = new ArrayList<>();
     List<String> expectedPrompts = new ArrayList<>();
     for (String t : texts) {
@@ -52,7 +53,15 @@ class ConcurrentUseTest {
   }
 
   private static String render(TokenizerBundle bundle, String text) {
-    return bundle.chatTemplate()
-        .render(new ChatTemplate.Input(List.of(Map.of("role", "user", "content", text)), null, null, true, false, Map.of()));
+    return bundle
+        .chatTemplate()
+        .render(
+            new ChatTemplate.Input(
+                List.of(Map.of("role", "user", "content", text)),
+                null,
+                null,
+                true,
+                false,
+                Map.of()));
   }
 }

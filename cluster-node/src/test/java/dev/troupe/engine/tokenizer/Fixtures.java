@@ -5,7 +5,9 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
-/** The real tokenizer fixtures in {@code ../shared/fixtures/tokenizers}, each loaded once per JVM. */
+/**
+ * The real tokenizer fixtures in {@code ../shared/fixtures/tokenizers}, each loaded once per JVM.
+ */
 final class Fixtures {
   private static final Map<String, TokenizerBundle> BUNDLES = new ConcurrentHashMap<>();
 

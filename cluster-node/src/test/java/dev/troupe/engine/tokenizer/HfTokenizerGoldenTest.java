@@ -16,9 +16,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Exact Hugging Face ids for the real qwen3, llama3 and llama3_2 tokenizers on ~300 varied strings.
  *
  * <p>Origin of the expected values: {@code tools/tokenizer-golden/generate.mjs}, run with the npm
- * package {@code @huggingface/tokenizers} (Hugging Face's JS port of tokenizers, pinned in the
- * lock file) over {@code ../shared/fixtures/tokenizers}; the output is committed as
- * {@code golden-<model>.json} next to this test.
+ * package {@code @huggingface/tokenizers} (Hugging Face's JS port of tokenizers, pinned in the lock
+ * file) over {@code ../shared/fixtures/tokenizers}; the output is committed as {@code
+ * golden-<model>.json} next to this test.
  */
 class HfTokenizerGoldenTest {
 
@@ -28,7 +28,8 @@ class HfTokenizerGoldenTest {
     JsonNode golden = golden(model);
     assertTrue(golden.get("origin").asText().contains("@huggingface/tokenizers"));
     HfTokenizer tokenizer = (HfTokenizer) Fixtures.bundle(model).tokenizer();
-    assertEquals(golden.get("cleanUpTokenizationSpaces").asBoolean(), tokenizer.cleanUpTokenizationSpaces());
+    assertEquals(
+        golden.get("cleanUpTokenizationSpaces").asBoolean(), tokenizer.cleanUpTokenizationSpaces());
     int cases = 0;
     for (JsonNode c : golden.get("cases")) {
       String text = c.get("text").asText();
@@ -49,7 +50,8 @@ class HfTokenizerGoldenTest {
   }
 
   private static JsonNode golden(String model) throws IOException {
-    try (InputStream in = HfTokenizerGoldenTest.class.getResourceAsStream("golden-" + model + ".json")) {
+    try (InputStream in =
+        HfTokenizerGoldenTest.class.getResourceAsStream("golden-" + model + ".json")) {
       return new ObjectMapper().readTree(in);
     }
   }

@@ -22,7 +22,8 @@ class PrefixOffsetDetokenizerTest {
     Random random = new Random(42);
     // Byte tokens (Ġ-style single bytes >= 0x80) often split a character between ids.
     List<Integer> byteTokens = new ArrayList<>();
-    for (int id = 0; id < 256; id++) if (isHighByteToken(tokenizer.idToToken(id))) byteTokens.add(id);
+    for (int id = 0; id < 256; id++)
+      if (isHighByteToken(tokenizer.idToToken(id))) byteTokens.add(id);
     assertFalse(byteTokens.isEmpty());
     for (int round = 0; round < 60; round++) {
       int n = 1 + random.nextInt(40);
@@ -36,7 +37,8 @@ class PrefixOffsetDetokenizerTest {
                     ? random.nextInt(tokenizer.vocabSize() - 300)
                     : tokenizer.specialTokenIds().stream().findFirst().orElseThrow();
       }
-      for (boolean skip : new boolean[] {false, true}) assertStreams(tokenizer, new int[0], ids, skip);
+      for (boolean skip : new boolean[] {false, true})
+        assertStreams(tokenizer, new int[0], ids, skip);
     }
   }
 
@@ -63,7 +65,8 @@ class PrefixOffsetDetokenizerTest {
   @Test
   void promptContextDoesNotLeakIntoOutput() {
     HfTokenizer tokenizer = (HfTokenizer) Fixtures.bundle("llama3_2").tokenizer();
-    int[] prompt = tokenizer.encode("<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", true);
+    int[] prompt =
+        tokenizer.encode("<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", true);
     int[] generated = tokenizer.encode(" Hello there, café 日本語 👍🏽!", false);
     IncrementalDetokenizer detok = tokenizer.newDetokenizer(prompt, true, true);
     StringBuilder out = new StringBuilder();

@@ -31,25 +31,45 @@ class TokenizerBundleTest {
     assertTrue(demo.chatTemplates().get("default").contains("enable_thinking"));
     String prompt =
         demo.chatTemplate()
-            .render(new ChatTemplate.Input(List.of(Map.of("role", "user", "content", "Hi")), null, null, true, false, Map.of()));
+            .render(
+                new ChatTemplate.Input(
+                    List.of(Map.of("role", "user", "content", "Hi")),
+                    null,
+                    null,
+                    true,
+                    false,
+                    Map.of()));
     assertEquals("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", prompt);
   }
 
   @Test
   void perRequestTemplatesSeeTheSpecialTokens() {
     TokenizerBundle llama = Fixtures.bundle("llama3_2");
-    ChatTemplate custom = llama.compileTemplate("{{ bos_token }}{% for m in messages %}[{{ m.content }}]{% endfor %}{{ eos_token }}");
+    ChatTemplate custom =
+        llama.compileTemplate(
+            "{{ bos_token }}{% for m in messages %}[{{ m.content }}]{% endfor %}{{ eos_token }}");
     assertEquals(
         "<|begin_of_text|>[a][b]<|eot_id|>",
-        custom.render(new ChatTemplate.Input(
-            List.of(Map.of("role", "user", "content", "a"), Map.of("role", "assistant", "content", "b")),
-            null, null, false, false, Map.of())));
+        custom.render(
+            new ChatTemplate.Input(
+                List.of(
+                    Map.of("role", "user", "content", "a"),
+                    Map.of("role", "assistant", "content", "b")),
+                null,
+                null,
+                false,
+                false,
+                Map.of())));
     // a name of one of the model's templates selects it
     ChatTemplate byName = llama.compileTemplate("default");
     Map<String, Object> user = Map.of("role", "user", "content", "x");
-    ChatTemplate.Input input = new ChatTemplate.Input(List.of(user), null, null, true, false, Map.of("date_string", "1 Jan 2030"));
+    ChatTemplate.Input input =
+        new ChatTemplate.Input(
+            List.of(user), null, null, true, false, Map.of("date_string", "1 Jan 2030"));
     assertEquals(llama.chatTemplate().render(input), byName.render(input));
-    assertThrows(ChatTemplate.TemplateException.class, () -> llama.compileTemplate("{% if %}").render(input));
+    assertThrows(
+        ChatTemplate.TemplateException.class,
+        () -> llama.compileTemplate("{% if %}").render(input));
   }
 
   @Test
@@ -63,7 +83,8 @@ class TokenizerBundleTest {
     assertEquals(
         List.of("eos_token", "pad_token", "additional_special_tokens"),
         List.copyOf(qwen.specialTokens().keySet()));
-    assertTrue(((List<?>) qwen.specialTokens().get("additional_special_tokens")).contains("<|im_start|>"));
+    assertTrue(
+        ((List<?>) qwen.specialTokens().get("additional_special_tokens")).contains("<|im_start|>"));
   }
 
   @Test
@@ -111,30 +132,42 @@ class TokenizerBundleTest {
     Tokenizer llama = Fixtures.bundle("llama3").tokenizer();
     Tokenizer qwen = Fixtures.bundle("qwen3").tokenizer();
     String text = "Wait . Really , they 're here !";
-    assertEquals("Wait. Really, they're here!", llama.decode(llama.encode(text, false), false, true));
+    assertEquals(
+        "Wait. Really, they're here!", llama.decode(llama.encode(text, false), false, true));
     assertEquals(text, qwen.decode(qwen.encode(text, false), false, true));
   }
 
   @Test
-  void readsTemplateFilesAndSpecialTokensMapAsTransformersSaves(@TempDir Path dir) throws Exception {
-    Files.createSymbolicLink(dir.resolve("tokenizer.json"), Fixtures.tokenizerDir("qwen3").resolve("tokenizer.json"));
+  void readsTemplateFilesAndSpecialTokensMapAsTransformersSaves(@TempDir Path dir)
+      throws Exception {
+    Files.createSymbolicLink(
+        dir.resolve("tokenizer.json"), Fixtures.tokenizerDir("qwen3").resolve("tokenizer.json"));
     Files.writeString(
         dir.resolve("tokenizer_config.json"),
-        "{\"eos_token\": null, \"chat_template\": \"from config\", \"clean_up_tokenization_spaces\": true}");
+        "{\"eos_token\": null, \"chat_template\": \"from config\","
+            + " \"clean_up_tokenization_spaces\": true}");
     Files.writeString(
         dir.resolve("special_tokens_map.json"),
-        "{\"eos_token\": {\"content\": \"<|im_end|>\", \"lstrip\": false}, \"pad_token\": \"<|endoftext|>\"}");
+        "{\"eos_token\": {\"content\": \"<|im_end|>\", \"lstrip\": false}, \"pad_token\":"
+            + " \"<|endoftext|>\"}");
     Files.writeString(dir.resolve("chat_template.jinja"), "main {{ eos_token }}\n");
     Files.createDirectories(dir.resolve("additional_chat_templates"));
-    Files.writeString(dir.resolve("additional_chat_templates/tool_use.jinja"), "tools {{ tools | length }}");
+    Files.writeString(
+        dir.resolve("additional_chat_templates/tool_use.jinja"), "tools {{ tools | length }}");
     TokenizerBundle b = TokenizerBundle.load(dir);
     assertEquals("<|im_end|>", b.eosToken());
     assertEquals(151645, b.eosTokenId());
     assertEquals("<|endoftext|>", b.padToken());
     assertEquals(List.of("default", "tool_use"), List.copyOf(b.chatTemplates().keySet()));
     List<Map<String, Object>> messages = List.of(Map.of("role", "user", "content", "x"));
-    assertEquals("main <|im_end|>", b.chatTemplate().render(new ChatTemplate.Input(messages, null, null, false, false, Map.of())));
-    assertEquals("tools 0", b.chatTemplate().render(new ChatTemplate.Input(messages, List.of(), null, false, false, Map.of())));
+    assertEquals(
+        "main <|im_end|>",
+        b.chatTemplate()
+            .render(new ChatTemplate.Input(messages, null, null, false, false, Map.of())));
+    assertEquals(
+        "tools 0",
+        b.chatTemplate()
+            .render(new ChatTemplate.Input(messages, List.of(), null, false, false, Map.of())));
     assertEquals("Wait.", b.tokenizer().decode(b.tokenizer().encode("Wait .", false), false, true));
   }
 
@@ -143,6 +176,8 @@ class TokenizerBundleTest {
     assertThrows(IllegalArgumentException.class, () -> TokenizerBundle.load(dir));
     Files.writeString(dir.resolve("tokenizer.json"), "{not json");
     assertThrows(IllegalArgumentException.class, () -> TokenizerBundle.load(dir));
-    assertThrows(IllegalArgumentException.class, () -> Fixtures.bundle("qwen3").tokenizer().decode(new int[] {-5}, false, true));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> Fixtures.bundle("qwen3").tokenizer().decode(new int[] {-5}, false, true));
   }
 }

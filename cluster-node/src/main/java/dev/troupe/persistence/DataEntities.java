@@ -23,8 +23,10 @@ import org.slf4j.LoggerFactory;
  */
 public final class DataEntities {
   private static final Logger log = LoggerFactory.getLogger(DataEntities.class);
+
   /** Dispatcher for trajectory logs: their store calls block. */
   public static final String BLOCKING_DISPATCHER = "troupe.persistence.blocking-dispatcher";
+
   private static final Duration METRICS_TIMEOUT = Duration.ofSeconds(15);
 
   private DataEntities() {}
@@ -32,9 +34,12 @@ public final class DataEntities {
   /** Inits the three entity types; the trajectory store closes with the system. */
   public static void init(ActorSystem<?> system, PersistenceSettings settings) {
     ClusterSharding sharding = ClusterSharding.get(system);
-    // Only nodes that host trajectory logs open the store's pool; elsewhere the entities are proxies.
+    // Only nodes that host trajectory logs open the store's pool; elsewhere the entities are
+    // proxies.
     boolean hosts =
-        org.apache.pekko.cluster.typed.Cluster.get(system).selfMember().hasRole(TrajectoryLogProtocol.ROLE);
+        org.apache.pekko.cluster.typed.Cluster.get(system)
+            .selfMember()
+            .hasRole(TrajectoryLogProtocol.ROLE);
     TrajectoryStore store = hosts ? new JdbcTrajectoryStore(settings) : null;
     if (store != null) system.getWhenTerminated().thenRun(store::close);
     sharding.init(

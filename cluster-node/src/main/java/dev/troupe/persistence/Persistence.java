@@ -8,9 +8,9 @@ import java.util.Map;
 
 /**
  * The pekko-persistence-jdbc configuration for a {@link PersistenceSettings}: journal and snapshot
- * store on one shared Slick database (HikariCP pool), plus the Artery large-message settings
- * the trajectory log needs across nodes. Use as an overlay in front of the node's
- * config: {@code Persistence.configFor(settings).withFallback(config)}.
+ * store on one shared Slick database (HikariCP pool), plus the Artery large-message settings the
+ * trajectory log needs across nodes. Use as an overlay in front of the node's config: {@code
+ * Persistence.configFor(settings).withFallback(config)}.
  */
 public final class Persistence {
   /** Where large messages of the data entities go (sharding regions, ask replies). */

@@ -14,12 +14,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Creates every table the node needs, idempotently, before any entity starts: pekko-persistence-jdbc's
- * journal, tag, snapshot and durable-state tables (its own bundled DDL, made re-runnable) and the
- * trajectory store. On PostgreSQL an advisory lock serialises nodes starting at the same time.
+ * Creates every table the node needs, idempotently, before any entity starts:
+ * pekko-persistence-jdbc's journal, tag, snapshot and durable-state tables (its own bundled DDL,
+ * made re-runnable) and the trajectory store. On PostgreSQL an advisory lock serialises nodes
+ * starting at the same time.
  */
 public final class PersistenceInit {
   private static final Logger log = LoggerFactory.getLogger(PersistenceInit.class);
+
   /** Arbitrary key of the advisory lock that guards schema creation on PostgreSQL. */
   private static final long SCHEMA_LOCK = 0x7472_6f75_7065L;
 
@@ -55,7 +57,8 @@ public final class PersistenceInit {
             : "schema/postgres/postgres-create-schema.sql";
     List<String> out = new ArrayList<>();
     for (String sql : split(read(resource))) out.add(rerunnable(sql));
-    out.addAll(split(read("dev/troupe/persistence/troupe-" + backend.name().toLowerCase() + ".sql")));
+    out.addAll(
+        split(read("dev/troupe/persistence/troupe-" + backend.name().toLowerCase() + ".sql")));
     return out;
   }
 

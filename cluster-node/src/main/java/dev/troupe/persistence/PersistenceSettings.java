@@ -63,7 +63,8 @@ public record PersistenceSettings(
           case "postgres", "postgresql" -> Backend.POSTGRES;
           default ->
               throw new IllegalArgumentException(
-                  "troupe.persistence.backend must be h2 or postgres, not " + c.getString("backend"));
+                  "troupe.persistence.backend must be h2 or postgres, not "
+                      + c.getString("backend"));
         };
     Path dataDir = Path.of(c.getString("data-dir")).toAbsolutePath().normalize();
     String url =

@@ -35,7 +35,8 @@ import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
  * Survives a restart (journal + snapshots).
  */
 public final class ModelRegistry
-    extends EventSourcedBehaviorWithEnforcedReplies<RegistryCommand, ModelRegistry.Event, ModelRegistry.State> {
+    extends EventSourcedBehaviorWithEnforcedReplies<
+        RegistryCommand, ModelRegistry.Event, ModelRegistry.State> {
   private static final SecureRandom RANDOM = new SecureRandom();
 
   /** Journal events; type names carry a version so a renamed class still reads old rows. */

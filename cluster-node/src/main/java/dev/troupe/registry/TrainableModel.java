@@ -43,11 +43,12 @@ import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
  * One trainable model (entity id = model UUID, sharded on role {@code trainer}): its identity and
  * its checkpoints. Step 0 (the base model) exists from creation; the trainer adds steps with {@link
  * AddCheckpoint}; the trajectory log sets {@code <split>/…} metrics with {@link RecordMetrics}.
- * Lifecycle: {@link Unborn} → {@link Active} → {@link Deleted}; each state handles its own commands.
- * Everything survives a restart (journal + snapshots).
+ * Lifecycle: {@link Unborn} → {@link Active} → {@link Deleted}; each state handles its own
+ * commands. Everything survives a restart (journal + snapshots).
  */
 public final class TrainableModel
-    extends EventSourcedBehaviorWithEnforcedReplies<Command, TrainableModel.Event, TrainableModel.State> {
+    extends EventSourcedBehaviorWithEnforcedReplies<
+        Command, TrainableModel.Event, TrainableModel.State> {
 
   /** Journal events; type names carry a version so a renamed class still reads old rows. */
   @JsonTypeInfo(use = JsonTypeInfo.Id.NAME, property = "type")
@@ -159,7 +160,8 @@ public final class TrainableModel
         for (Checkpoint c : checkpoints.values()) {
           if (c.id().equals(cmd.after())) afterStep = c.step();
         }
-        if (afterStep == null) return m.Effect().reply(cmd.replyTo(), new CheckpointPage(List.of(), false));
+        if (afterStep == null)
+          return m.Effect().reply(cmd.replyTo(), new CheckpointPage(List.of(), false));
         view = view.tailMap(afterStep, false);
       }
       List<Checkpoint> page = new ArrayList<>();
@@ -167,8 +169,7 @@ public final class TrainableModel
         if (page.size() == cmd.limit()) break;
         page.add(c);
       }
-      return m.Effect()
-          .reply(cmd.replyTo(), new CheckpointPage(page, view.size() > page.size()));
+      return m.Effect().reply(cmd.replyTo(), new CheckpointPage(page, view.size() > page.size()));
     }
 
     ReplyEffect<Event, State> onDeleteCheckpoints(TrainableModel m, DeleteCheckpoints cmd) {
@@ -177,7 +178,8 @@ public final class TrainableModel
             .reply(
                 cmd.replyTo(),
                 new CheckpointsDeleteRefused(
-                    false, "step " + latestStep() + " is the latest checkpoint and cannot be deleted"));
+                    false,
+                    "step " + latestStep() + " is the latest checkpoint and cannot be deleted"));
       }
       List<Long> found = new ArrayList<>();
       List<Long> missing = new ArrayList<>();
@@ -205,7 +207,9 @@ public final class TrainableModel
         if (c != null) {
           Map<String, Double> merged = new HashMap<>(c.metrics());
           merged.putAll(r.metrics());
-          cps.put(r.step(), new Checkpoint(c.id(), c.step(), merged, c.artifact(), c.createdAtMillis()));
+          cps.put(
+              r.step(),
+              new Checkpoint(c.id(), c.step(), merged, c.artifact(), c.createdAtMillis()));
         }
       } else if (e instanceof CheckpointsRemoved d) {
         d.steps().forEach(cps::remove);
@@ -221,9 +225,12 @@ public final class TrainableModel
   /** Deleted: behaves as if it never existed (the id is never reused). */
   public record Deleted(ModelInfo info) implements State {}
 
-  /** Checkpoint ids are name-based UUIDs of (model, step): stable, and a cursor survives restarts. */
+  /**
+   * Checkpoint ids are name-based UUIDs of (model, step): stable, and a cursor survives restarts.
+   */
   static String checkpointId(String modelId, long step) {
-    return UUID.nameUUIDFromBytes((modelId + "/checkpoint/" + step).getBytes(java.nio.charset.StandardCharsets.UTF_8))
+    return UUID.nameUUIDFromBytes(
+            (modelId + "/checkpoint/" + step).getBytes(java.nio.charset.StandardCharsets.UTF_8))
         .toString();
   }
 
@@ -263,7 +270,9 @@ public final class TrainableModel
         .onCommand(Create.class, (s, c) -> s.onCreate(this, c))
         .onCommand(Get.class, (s, c) -> Effect().reply(c.replyTo(), notFound()))
         .onCommand(Delete.class, (s, c) -> Effect().reply(c.replyTo(), new NothingDeleted(modelId)))
-        .onCommand(ListCheckpoints.class, (s, c) -> Effect().reply(c.replyTo(), new CheckpointsNotFound(modelId)))
+        .onCommand(
+            ListCheckpoints.class,
+            (s, c) -> Effect().reply(c.replyTo(), new CheckpointsNotFound(modelId)))
         .onCommand(DeleteCheckpoints.class, (s, c) -> Effect().reply(c.replyTo(), refusedMissing()))
         .onCommand(AddCheckpoint.class, (s, c) -> Effect().reply(c.replyTo(), notFound()))
         .onCommand(RecordMetrics.class, (s, c) -> Effect().reply(c.replyTo(), notFound()));
@@ -276,10 +285,15 @@ public final class TrainableModel
         .onCommand(AddCheckpoint.class, (s, c) -> s.onAddCheckpoint(this, c))
         .onCommand(RecordMetrics.class, (s, c) -> s.onRecordMetrics(this, c));
     b.forStateType(Deleted.class)
-        .onCommand(Create.class, (s, c) -> Effect().reply(c.replyTo(), new ModelRejected("model " + modelId + " was deleted")))
+        .onCommand(
+            Create.class,
+            (s, c) ->
+                Effect().reply(c.replyTo(), new ModelRejected("model " + modelId + " was deleted")))
         .onCommand(Get.class, (s, c) -> Effect().reply(c.replyTo(), notFound()))
         .onCommand(Delete.class, (s, c) -> Effect().reply(c.replyTo(), new NothingDeleted(modelId)))
-        .onCommand(ListCheckpoints.class, (s, c) -> Effect().reply(c.replyTo(), new CheckpointsNotFound(modelId)))
+        .onCommand(
+            ListCheckpoints.class,
+            (s, c) -> Effect().reply(c.replyTo(), new CheckpointsNotFound(modelId)))
         .onCommand(DeleteCheckpoints.class, (s, c) -> Effect().reply(c.replyTo(), refusedMissing()))
         .onCommand(AddCheckpoint.class, (s, c) -> Effect().reply(c.replyTo(), notFound()))
         .onCommand(RecordMetrics.class, (s, c) -> Effect().reply(c.replyTo(), notFound()));

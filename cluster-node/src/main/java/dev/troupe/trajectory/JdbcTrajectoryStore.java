@@ -40,15 +40,16 @@ public final class JdbcTrajectoryStore implements TrajectoryStore {
     try (Connection c = pool.getConnection()) {
       try {
         try (PreparedStatement del =
-            c.prepareStatement("DELETE FROM troupe_trajectory_group WHERE model_id = ? AND seq >= ?")) {
+            c.prepareStatement(
+                "DELETE FROM troupe_trajectory_group WHERE model_id = ? AND seq >= ?")) {
           del.setString(1, modelId);
           del.setLong(2, firstSeq);
           del.executeUpdate();
         }
         try (PreparedStatement ins =
             c.prepareStatement(
-                "INSERT INTO troupe_trajectory_group (model_id, seq, split, step, logged_at, payload)"
-                    + " VALUES (?, ?, ?, ?, ?, ?)")) {
+                "INSERT INTO troupe_trajectory_group (model_id, seq, split, step, logged_at,"
+                    + " payload) VALUES (?, ?, ?, ?, ?, ?)")) {
           long seq = firstSeq;
           int pending = 0;
           for (Rows r : rows) {
@@ -103,7 +104,9 @@ public final class JdbcTrajectoryStore implements TrajectoryStore {
           }
           byte[] payload = rs.getBytes(5);
           bytes += payload.length;
-          out.add(new StoredGroup(rs.getLong(1), rs.getString(2), rs.getLong(3), rs.getLong(4), payload));
+          out.add(
+              new StoredGroup(
+                  rs.getLong(1), rs.getString(2), rs.getLong(3), rs.getLong(4), payload));
         }
       }
       c.commit();

@@ -40,14 +40,16 @@ import org.slf4j.LoggerFactory;
  * {@link GroupsLogged} event commits them: the reply is sent only after both, so an acknowledged
  * group survives a crash, and an {@code Idempotency-Key} seen before is answered without storing
  * again. Appends that arrive while a write is in flight are written together next (group commit:
- * one store transaction and one journal write for all of them). Per (split, step) statistics are kept here and the resulting metrics are set on the model's
- * checkpoint through {@link MetricsSink}. Runs on a blocking dispatcher: store calls block.
+ * one store transaction and one journal write for all of them). Per (split, step) statistics are
+ * kept here and the resulting metrics are set on the model's checkpoint through {@link
+ * MetricsSink}. Runs on a blocking dispatcher: store calls block.
  *
  * <p>Survives a restart: the committed end, per-split statistics and the most recent idempotency
  * keys (journal + snapshots); group payloads live in the store.
  */
 public final class TrajectoryLog
-    extends EventSourcedBehaviorWithEnforcedReplies<Command, TrajectoryLog.Event, TrajectoryLog.State> {
+    extends EventSourcedBehaviorWithEnforcedReplies<
+        Command, TrajectoryLog.Event, TrajectoryLog.State> {
   private static final Logger log = LoggerFactory.getLogger(TrajectoryLog.class);
 
   /** Where split metrics go: the model's checkpoint (see {@code TrainableModel}). */
@@ -220,7 +222,8 @@ public final class TrajectoryLog
     if (done.error() != null) {
       int groups = done.batch().stream().mapToInt(a -> a.groups().size()).sum();
       log.warn("Model {}: storing {} groups failed: {}", modelId, groups, done.error().toString());
-      for (Append a : done.batch()) answer(Waiter.of(a), new AppendFailed("the trajectory store is unavailable"));
+      for (Append a : done.batch())
+        answer(Waiter.of(a), new AppendFailed("the trajectory store is unavailable"));
       writing = false;
       if (!queued.isEmpty()) startWrite(state);
       return Effect().noReply();
@@ -230,7 +233,8 @@ public final class TrajectoryLog
     long now = System.currentTimeMillis();
     for (Append a : done.batch()) {
       events.add(
-          new GroupsLogged(a.split(), a.step(), seq, a.groups().size(), a.stats(), a.idempotencyKey(), now));
+          new GroupsLogged(
+              a.split(), a.step(), seq, a.groups().size(), a.stats(), a.idempotencyKey(), now));
       seq += a.groups().size();
     }
     return Effect()
@@ -247,16 +251,23 @@ public final class TrajectoryLog
               List<CompletableFuture<?>> recorded = new ArrayList<>();
               for (Appended r : bySplitStep.values()) {
                 recorded.add(
-                    metrics.record(modelId, r.step(), r.metrics()).toCompletableFuture()
+                    metrics
+                        .record(modelId, r.step(), r.metrics())
+                        .toCompletableFuture()
                         .exceptionally(
                             err -> {
-                              log.warn("Model {}: recording {} metrics failed: {}", modelId, r.split(), err.toString());
+                              log.warn(
+                                  "Model {}: recording {} metrics failed: {}",
+                                  modelId,
+                                  r.split(),
+                                  err.toString());
                               return null;
                             }));
               }
               context.pipeToSelf(
                   CompletableFuture.allOf(recorded.toArray(CompletableFuture[]::new)),
-                  (ok, err) -> new MetricsDone(replies, done.batch().stream().map(Waiter::of).toList()));
+                  (ok, err) ->
+                      new MetricsDone(replies, done.batch().stream().map(Waiter::of).toList()));
               writing = false;
               if (!queued.isEmpty()) startWrite(s);
             })
@@ -264,7 +275,8 @@ public final class TrajectoryLog
   }
 
   private ReplyEffect<Event, State> onMetricsDone(State state, MetricsDone done) {
-    for (int i = 0; i < done.waiters().size(); i++) answer(done.waiters().get(i), done.replies().get(i));
+    for (int i = 0; i < done.waiters().size(); i++)
+      answer(done.waiters().get(i), done.replies().get(i));
     return Effect().noReply();
   }
 
@@ -292,12 +304,15 @@ public final class TrajectoryLog
   /** A batch still in flight may land after this; the model is gone, so nothing reaches it. */
   private ReplyEffect<Event, State> onPurge(State state, Purge cmd) {
     long deleted = store.deleteModel(modelId);
-    return Effect().persist(new LogPurged(deleted)).thenReply(cmd.replyTo(), s -> new Purged(deleted));
+    return Effect()
+        .persist(new LogPurged(deleted))
+        .thenReply(cmd.replyTo(), s -> new Purged(deleted));
   }
 
   private ReplyEffect<Event, State> onReadPage(State state, ReadPage cmd) {
     TrajectoryStore.Page page =
-        store.read(modelId, cmd.split(), cmd.afterSeq(), state.nextSeq(), cmd.limit(), cmd.maxBytes());
+        store.read(
+            modelId, cmd.split(), cmd.afterSeq(), state.nextSeq(), cmd.limit(), cmd.maxBytes());
     return Effect().reply(cmd.replyTo(), new TrajectoryPage(page.groups(), page.hasMore()));
   }
 
@@ -318,7 +333,8 @@ public final class TrajectoryLog
     return newEventHandlerBuilder()
         .forAnyState()
         .onEvent(GroupsLogged.class, (State s, GroupsLogged e) -> apply(s, e))
-        .onEvent(LogPurged.class, (State s, LogPurged e) -> new State(s.nextSeq(), Map.of(), Map.of()))
+        .onEvent(
+            LogPurged.class, (State s, LogPurged e) -> new State(s.nextSeq(), Map.of(), Map.of()))
         .build();
   }
 

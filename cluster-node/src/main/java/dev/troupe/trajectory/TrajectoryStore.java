@@ -18,11 +18,12 @@ public interface TrajectoryStore extends AutoCloseable {
   void write(String modelId, long firstSeq, List<Rows> rows);
 
   /**
-   * Reads groups with {@code afterSeq < seq < committedEnd} in order, optionally of one split (null:
-   * all), stopping after {@code limit} groups or once {@code maxBytes} is reached (at least one group
-   * when any). One extra row is looked at to answer {@code hasMore}.
+   * Reads groups with {@code afterSeq < seq < committedEnd} in order, optionally of one split
+   * (null: all), stopping after {@code limit} groups or once {@code maxBytes} is reached (at least
+   * one group when any). One extra row is looked at to answer {@code hasMore}.
    */
-  Page read(String modelId, String split, long afterSeq, long committedEnd, int limit, long maxBytes);
+  Page read(
+      String modelId, String split, long afterSeq, long committedEnd, int limit, long maxBytes);
 
   /** Removes every group of a model; returns how many there were. */
   long deleteModel(String modelId);

@@ -38,14 +38,23 @@ class ModelRegistryTest {
   @Test
   void namesAreUniqueListedInOrderAndRecovered() {
     var kit =
-        EventSourcedBehaviorTestKit.<RegistryCommand, ModelRegistry.Event, ModelRegistry.State>create(
-            testKit.system(), ModelRegistry.create("registry", PersistenceSettings.h2(Path.of("x")).withSnapshotEvery(2)));
-    Registered a = (Registered) kit.<RegisterReply>runCommand(r -> new Register("id-a", "e", "p", "a", "base", r)).reply();
+        EventSourcedBehaviorTestKit
+            .<RegistryCommand, ModelRegistry.Event, ModelRegistry.State>create(
+                testKit.system(),
+                ModelRegistry.create(
+                    "registry", PersistenceSettings.h2(Path.of("x")).withSnapshotEvery(2)));
+    Registered a =
+        (Registered)
+            kit.<RegisterReply>runCommand(r -> new Register("id-a", "e", "p", "a", "base", r))
+                .reply();
     assertEquals("id-a", a.info().id());
     assertEquals(8, a.info().runId().length());
     kit.<RegisterReply>runCommand(r -> new Register("id-b", "e", "p", "b", "base", r));
     kit.<RegisterReply>runCommand(r -> new Register("id-c", "e", "q", "a", "base", r));
-    NameTaken taken = (NameTaken) kit.<RegisterReply>runCommand(r -> new Register("id-x", "e", "p", "a", "other", r)).reply();
+    NameTaken taken =
+        (NameTaken)
+            kit.<RegisterReply>runCommand(r -> new Register("id-x", "e", "p", "a", "other", r))
+                .reply();
     assertEquals(a.info(), taken.existing());
 
     kit.restart();
@@ -57,8 +66,12 @@ class ModelRegistryTest {
     assertEquals(1, second.data().size());
     assertFalse(second.hasMore());
 
-    assertTrue(kit.<Unregistered>runCommand(r -> new Unregister("id-a", r)).reply().wasRegistered());
-    assertFalse(kit.<Unregistered>runCommand(r -> new Unregister("id-a", r)).reply().wasRegistered());
-    assertInstanceOf(Registered.class, kit.<RegisterReply>runCommand(r -> new Register("id-d", "e", "p", "a", "base", r)).reply());
+    assertTrue(
+        kit.<Unregistered>runCommand(r -> new Unregister("id-a", r)).reply().wasRegistered());
+    assertFalse(
+        kit.<Unregistered>runCommand(r -> new Unregister("id-a", r)).reply().wasRegistered());
+    assertInstanceOf(
+        Registered.class,
+        kit.<RegisterReply>runCommand(r -> new Register("id-d", "e", "p", "a", "base", r)).reply());
   }
 }

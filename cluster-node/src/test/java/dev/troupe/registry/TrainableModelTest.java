@@ -57,7 +57,8 @@ class TrainableModelTest {
     kit =
         EventSourcedBehaviorTestKit.create(
             testKit.system(),
-            TrainableModel.create(ID, PersistenceSettings.h2(Path.of("unused")).withSnapshotEvery(3)));
+            TrainableModel.create(
+                ID, PersistenceSettings.h2(Path.of("unused")).withSnapshotEvery(3)));
   }
 
   @AfterAll
@@ -65,7 +66,8 @@ class TrainableModelTest {
     testKit.shutdownTestKit();
   }
 
-  private ModelFound found(CommandResultWithReply<Command, TrainableModel.Event, TrainableModel.State, ModelReply> r) {
+  private ModelFound found(
+      CommandResultWithReply<Command, TrainableModel.Event, TrainableModel.State, ModelReply> r) {
     return assertInstanceOf(ModelFound.class, r.reply());
   }
 
@@ -75,7 +77,9 @@ class TrainableModelTest {
     assertInstanceOf(
         CheckpointsNotFound.class,
         kit.<CheckpointsReply>runCommand(r -> new ListCheckpoints(null, 10, false, r)).reply());
-    assertTrue(kit.<ModelReply>runCommand(r -> new AddCheckpoint(1, Map.of(), "a", r)).reply() instanceof ModelNotFound);
+    assertTrue(
+        kit.<ModelReply>runCommand(r -> new AddCheckpoint(1, Map.of(), "a", r)).reply()
+            instanceof ModelNotFound);
   }
 
   @Test
@@ -91,29 +95,49 @@ class TrainableModelTest {
   @Test
   void checkpointsGrowInOrderAndCarryMetrics() {
     kit.<ModelReply>runCommand(r -> new Create(INFO, r));
-    assertEquals(1, found(kit.runCommand(r -> new AddCheckpoint(1, Map.of("train/loss", 0.5), "/ckpt/1", r))).latest().step());
+    assertEquals(
+        1,
+        found(kit.runCommand(r -> new AddCheckpoint(1, Map.of("train/loss", 0.5), "/ckpt/1", r)))
+            .latest()
+            .step());
     // The same step again (a retried trainer message) is acknowledged without a new event.
     var retry = kit.<ModelReply>runCommand(r -> new AddCheckpoint(1, Map.of(), "/ckpt/1", r));
     assertTrue(retry.hasNoEvents());
-    assertInstanceOf(ModelRejected.class, kit.<ModelReply>runCommand(r -> new AddCheckpoint(1, Map.of(), "/other", r)).reply());
-    assertInstanceOf(ModelRejected.class, kit.<ModelReply>runCommand(r -> new AddCheckpoint(0, Map.of(), "/x", r)).reply());
+    assertInstanceOf(
+        ModelRejected.class,
+        kit.<ModelReply>runCommand(r -> new AddCheckpoint(1, Map.of(), "/other", r)).reply());
+    assertInstanceOf(
+        ModelRejected.class,
+        kit.<ModelReply>runCommand(r -> new AddCheckpoint(0, Map.of(), "/x", r)).reply());
     kit.<ModelReply>runCommand(r -> new AddCheckpoint(3, Map.of(), "/ckpt/3", r));
     kit.<ModelReply>runCommand(r -> new RecordMetrics(1, Map.of("val/reward", 0.75), r));
-    assertInstanceOf(ModelRejected.class, kit.<ModelReply>runCommand(r -> new RecordMetrics(2, Map.of("val/reward", 1.0), r)).reply());
+    assertInstanceOf(
+        ModelRejected.class,
+        kit.<ModelReply>runCommand(r -> new RecordMetrics(2, Map.of("val/reward", 1.0), r))
+            .reply());
 
-    CheckpointPage desc = (CheckpointPage) kit.<CheckpointsReply>runCommand(r -> new ListCheckpoints(null, 2, true, r)).reply();
+    CheckpointPage desc =
+        (CheckpointPage)
+            kit.<CheckpointsReply>runCommand(r -> new ListCheckpoints(null, 2, true, r)).reply();
     assertEquals(List.of(3L, 1L), desc.data().stream().map(c -> c.step()).toList());
     assertTrue(desc.hasMore());
     CheckpointPage rest =
-        (CheckpointPage) kit.<CheckpointsReply>runCommand(r -> new ListCheckpoints(desc.data().get(1).id(), 2, true, r)).reply();
+        (CheckpointPage)
+            kit.<CheckpointsReply>runCommand(
+                    r -> new ListCheckpoints(desc.data().get(1).id(), 2, true, r))
+                .reply();
     assertEquals(List.of(0L), rest.data().stream().map(c -> c.step()).toList());
     assertEquals(Map.of("train/loss", 0.5, "val/reward", 0.75), desc.data().get(1).metrics());
 
     assertInstanceOf(
         CheckpointsDeleteRefused.class,
-        kit.<DeleteCheckpointsReply>runCommand(r -> new DeleteCheckpoints(List.of(1L, 3L), r)).reply());
+        kit.<DeleteCheckpointsReply>runCommand(r -> new DeleteCheckpoints(List.of(1L, 3L), r))
+            .reply());
     CheckpointsDeleted deleted =
-        (CheckpointsDeleted) kit.<DeleteCheckpointsReply>runCommand(r -> new DeleteCheckpoints(List.of(1L, 2L, 1L), r)).reply();
+        (CheckpointsDeleted)
+            kit.<DeleteCheckpointsReply>runCommand(
+                    r -> new DeleteCheckpoints(List.of(1L, 2L, 1L), r))
+                .reply();
     assertEquals(1, deleted.deletedCount());
     assertEquals(List.of(2L), deleted.notFoundSteps());
   }
@@ -123,7 +147,8 @@ class TrainableModelTest {
     kit.<ModelReply>runCommand(r -> new Create(INFO, r));
     for (int step = 1; step <= 7; step++) {
       long s = step;
-      kit.<ModelReply>runCommand(r -> new AddCheckpoint(s, Map.of("loss", 1.0 / s), "/ckpt/" + s, r));
+      kit.<ModelReply>runCommand(
+          r -> new AddCheckpoint(s, Map.of("loss", 1.0 / s), "/ckpt/" + s, r));
     }
     kit.<ModelReply>runCommand(r -> new RecordMetrics(7, Map.of("val/reward", 0.5), r));
     TrainableModel.State before = kit.getState();
@@ -142,6 +167,7 @@ class TrainableModelTest {
     assertEquals(1, d.deletedCheckpoints());
     kit.restart();
     assertInstanceOf(ModelNotFound.class, kit.<ModelReply>runCommand(Get::new).reply());
-    assertInstanceOf(ModelRejected.class, kit.<ModelReply>runCommand(r -> new Create(INFO, r)).reply());
+    assertInstanceOf(
+        ModelRejected.class, kit.<ModelReply>runCommand(r -> new Create(INFO, r)).reply());
   }
 }

@@ -72,11 +72,14 @@ class TrajectoryLogTest {
     }
 
     @Override
-    public Page read(String modelId, String split, long afterSeq, long committedEnd, int limit, long maxBytes) {
+    public Page read(
+        String modelId, String split, long afterSeq, long committedEnd, int limit, long maxBytes) {
       List<StoredGroup> out = new ArrayList<>();
       boolean more = false;
       for (StoredGroup g : rows) {
-        if (g.seq() <= afterSeq || g.seq() >= committedEnd || (split != null && !split.equals(g.split()))) continue;
+        if (g.seq() <= afterSeq
+            || g.seq() >= committedEnd
+            || (split != null && !split.equals(g.split()))) continue;
         if (out.size() == limit) {
           more = true;
           break;
@@ -127,9 +130,12 @@ class TrajectoryLogTest {
 
   @Test
   void appendsAreStoredThenCommittedAndMetricsGoToTheCheckpoint() {
-    SplitStats g1 = SplitStats.ofGroup(new double[] {1, 3}, List.of(Map.of("acc", 1.0), Map.of("acc", 0.0)));
+    SplitStats g1 =
+        SplitStats.ofGroup(new double[] {1, 3}, List.of(Map.of("acc", 1.0), Map.of("acc", 0.0)));
     SplitStats g2 = SplitStats.ofGroup(new double[] {2}, List.of(Map.of()));
-    Appended a = (Appended) append("val", 4, List.of(json("{\"a\":1}"), json("{\"b\":2}")), g1.plus(g2), null);
+    Appended a =
+        (Appended)
+            append("val", 4, List.of(json("{\"a\":1}"), json("{\"b\":2}")), g1.plus(g2), null);
     assertEquals(0, a.firstSeq());
     assertEquals(2, a.groups());
     assertEquals(3, a.trajectories());
@@ -160,26 +166,42 @@ class TrajectoryLogTest {
     append("val", 0, List.of(json("{\"n\":0}")), s, null);
     // Rows written by a write whose event never made it (a crash in between) are invisible...
     store.rows.add(new StoredGroup(1, "val", 0, 0, json("{\"orphan\":true}")));
-    TrajectoryPage visible = kit.<TrajectoryPage>runCommand(r -> new ReadPage(null, -1, 10, 1 << 20, r)).reply();
+    TrajectoryPage visible =
+        kit.<TrajectoryPage>runCommand(r -> new ReadPage(null, -1, 10, 1 << 20, r)).reply();
     assertEquals(1, visible.data().size());
     // ...and replaced by the next write at the same sequence number.
     store.fail = true;
     assertInstanceOf(AppendFailed.class, append("val", 0, List.of(json("{\"n\":1}")), s, "kf"));
     store.fail = false;
     append("val", 0, List.of(json("{\"n\":1}")), s, "kf");
-    TrajectoryPage page = kit.<TrajectoryPage>runCommand(r -> new ReadPage("val", -1, 10, 1 << 20, r)).reply();
-    assertEquals(List.of("{\"n\":0}", "{\"n\":1}"), page.data().stream().map(g -> new String(g.json(), StandardCharsets.UTF_8)).toList());
+    TrajectoryPage page =
+        kit.<TrajectoryPage>runCommand(r -> new ReadPage("val", -1, 10, 1 << 20, r)).reply();
+    assertEquals(
+        List.of("{\"n\":0}", "{\"n\":1}"),
+        page.data().stream().map(g -> new String(g.json(), StandardCharsets.UTF_8)).toList());
   }
 
   @Test
   void recoveryRestoresSequenceAndSplitStatistics() {
     for (int i = 0; i < 5; i++) {
-      append("val", 1, List.of(json("{\"i\":" + i + "}")), SplitStats.ofGroup(new double[] {i}, List.of(Map.of())), "key" + i);
+      append(
+          "val",
+          1,
+          List.of(json("{\"i\":" + i + "}")),
+          SplitStats.ofGroup(new double[] {i}, List.of(Map.of())),
+          "key" + i);
     }
     TrajectoryLog.State before = kit.getState();
     kit.restart();
     assertEquals(before, kit.getState());
-    Appended next = (Appended) append("val", 1, List.of(json("{}")), SplitStats.ofGroup(new double[] {5}, List.of(Map.of())), null);
+    Appended next =
+        (Appended)
+            append(
+                "val",
+                1,
+                List.of(json("{}")),
+                SplitStats.ofGroup(new double[] {5}, List.of(Map.of())),
+                null);
     assertEquals(5, next.firstSeq());
     assertEquals(2.5, next.metrics().get("val/reward"));
     assertEquals(6.0, next.metrics().get("val/num_trajectories"));
@@ -196,7 +218,9 @@ class TrajectoryLogTest {
     kit.runCommand(new Append("val", 0, List.of(json("{\"n\":1}")), s, "k", p1.getRef()));
     kit.runCommand(new Append("val", 0, List.of(json("{\"n\":2}")), s, null, p2.getRef()));
     kit.runCommand(new Append("val", 0, List.of(json("{\"n\":1}")), s, "k", p3.getRef()));
-    kit.runCommand(new Append("train", 0, List.of(json("{\"n\":3}"), json("{\"n\":4}")), s, null, p4.getRef()));
+    kit.runCommand(
+        new Append(
+            "train", 0, List.of(json("{\"n\":3}"), json("{\"n\":4}")), s, null, p4.getRef()));
     store.gate.countDown();
     Appended a1 = (Appended) p1.receiveMessage(Duration.ofSeconds(5));
     Appended a2 = (Appended) p2.receiveMessage(Duration.ofSeconds(5));
@@ -216,13 +240,24 @@ class TrajectoryLogTest {
 
   @Test
   void purgeDeletesEverythingAndIsRemembered() {
-    append("val", 0, List.of(json("{}"), json("{}")), SplitStats.ofGroup(new double[] {1, 2}, List.of(Map.of(), Map.of())), "p");
-    var purged = kit.<dev.troupe.protocol.cluster.TrajectoryLogProtocol.Purged>runCommand(
-        dev.troupe.protocol.cluster.TrajectoryLogProtocol.Purge::new);
+    append(
+        "val",
+        0,
+        List.of(json("{}"), json("{}")),
+        SplitStats.ofGroup(new double[] {1, 2}, List.of(Map.of(), Map.of())),
+        "p");
+    var purged =
+        kit.<dev.troupe.protocol.cluster.TrajectoryLogProtocol.Purged>runCommand(
+            dev.troupe.protocol.cluster.TrajectoryLogProtocol.Purge::new);
     assertEquals(2, purged.reply().groupsDeleted());
     kit.restart();
     assertTrue(kit.getState().stats().isEmpty());
     assertTrue(kit.getState().recentKeys().isEmpty());
-    assertEquals(0, kit.<TrajectoryPage>runCommand(r -> new ReadPage(null, -1, 10, 1 << 20, r)).reply().data().size());
+    assertEquals(
+        0,
+        kit.<TrajectoryPage>runCommand(r -> new ReadPage(null, -1, 10, 1 << 20, r))
+            .reply()
+            .data()
+            .size());
   }
 }

@@ -34,8 +34,13 @@ class KillNineTest {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     Process child =
         new ProcessBuilder(
-                java, "-Xmx384m", "-cp", System.getProperty("java.class.path"),
-                LogNodeMain.class.getName(), db.toString(), portFile.toString())
+                java,
+                "-Xmx384m",
+                "-cp",
+                System.getProperty("java.class.path"),
+                LogNodeMain.class.getName(),
+                db.toString(),
+                portFile.toString())
             .redirectErrorStream(true)
             .redirectOutput(dir.resolve("child.log").toFile())
             .start();
@@ -47,7 +52,8 @@ class KillNineTest {
         Thread.sleep(100);
       }
       PreviewClient client =
-          new PreviewClient("http://127.0.0.1:" + Files.readString(portFile).trim(), PreviewNode.KEY);
+          new PreviewClient(
+              "http://127.0.0.1:" + Files.readString(portFile).trim(), PreviewNode.KEY);
       String id = client.createModel("kill-nine");
 
       Set<String> acked = ConcurrentHashMap.newKeySet();
@@ -65,10 +71,14 @@ class KillNineTest {
                     List<String> markers = List.of(key + "-g0", key + "-g1");
                     String body =
                         "{\"split\":\"train\",\"trajectory_groups\":["
-                            + group(markers.get(0)) + "," + group(markers.get(1)) + "]}";
+                            + group(markers.get(0))
+                            + ","
+                            + group(markers.get(1))
+                            + "]}";
                     unanswered.put(key, body);
                     try {
-                      PreviewClient.Reply r = client.post("/v1/preview/models/" + id + "/log", body, key);
+                      PreviewClient.Reply r =
+                          client.post("/v1/preview/models/" + id + "/log", body, key);
                       if (r.status() != 200) return;
                     } catch (RuntimeException e) {
                       return; // the node is gone: this request stays unanswered
@@ -89,11 +99,14 @@ class KillNineTest {
       try (PreviewNode node = PreviewNode.start(PersistenceSettings.h2(db))) {
         PreviewClient after = new PreviewClient(node.baseUrl(), PreviewNode.KEY);
         Map<String, Integer> counts = count(after.allGroups(id, null));
-        for (String m : acked) assertEquals(1, counts.getOrDefault(m, 0), "acknowledged group " + m);
+        for (String m : acked)
+          assertEquals(1, counts.getOrDefault(m, 0), "acknowledged group " + m);
         counts.values().forEach(n -> assertEquals(1, n));
         // Retries of the unanswered requests: stored once, whether or not the first try landed.
         for (Map.Entry<String, String> e : unanswered.entrySet()) {
-          assertEquals(200, after.post("/v1/preview/models/" + id + "/log", e.getValue(), e.getKey()).status());
+          assertEquals(
+              200,
+              after.post("/v1/preview/models/" + id + "/log", e.getValue(), e.getKey()).status());
         }
         Map<String, Integer> finalCounts = count(after.allGroups(id, null));
         finalCounts.values().forEach(n -> assertEquals(1, n));
@@ -106,13 +119,16 @@ class KillNineTest {
 
   private static String group(String marker) {
     return "{\"trajectories\":[{\"messages_and_choices\":[{\"role\":\"user\",\"content\":\"q\"}],"
-        + "\"reward\":1,\"metadata\":{\"marker\":\"" + marker + "\"}}]}";
+        + "\"reward\":1,\"metadata\":{\"marker\":\""
+        + marker
+        + "\"}}]}";
   }
 
   private static Map<String, Integer> count(List<JsonNode> groups) {
     Map<String, Integer> out = new HashMap<>();
     for (JsonNode g : groups) {
-      out.merge(g.get("trajectories").get(0).get("metadata").get("marker").asText(), 1, Integer::sum);
+      out.merge(
+          g.get("trajectories").get(0).get("metadata").get("marker").asText(), 1, Integer::sum);
     }
     return out;
   }

@@ -16,7 +16,8 @@ public final class LogNodeMain {
     PreviewNode node = PreviewNode.start(PersistenceSettings.h2(Path.of(args[0])));
     Path portFile = Path.of(args[1]);
     Path tmp = portFile.resolveSibling(portFile.getFileName() + ".tmp");
-    Files.writeString(tmp, Integer.toString(node.binding.localAddress().getPort()), StandardCharsets.UTF_8);
+    Files.writeString(
+        tmp, Integer.toString(node.binding.localAddress().getPort()), StandardCharsets.UTF_8);
     Files.move(tmp, portFile);
     Thread.currentThread().join();
   }

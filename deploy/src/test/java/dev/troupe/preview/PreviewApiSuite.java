@@ -55,7 +55,8 @@ abstract class PreviewApiSuite {
     for (int i = 0; i < rewards.length; i++) {
       if (i > 0) sb.append(',');
       sb.append("{\"messages_and_choices\":[{\"role\":\"user\",\"content\":\"hi\"},")
-          .append("{\"finish_reason\":\"stop\",\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"yo\"}}],")
+          .append(
+              "{\"finish_reason\":\"stop\",\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"yo\"}}],")
           .append("\"reward\":")
           .append(rewards[i])
           .append(",\"metrics\":{\"correct\":")
@@ -79,8 +80,13 @@ abstract class PreviewApiSuite {
     String other = client.createModel("other-" + UUID.randomUUID());
     client.post("/v1/preview/models/" + other + "/log", logBody("val", group(1)));
     PreviewClient.Reply created =
-        client.post("/v1/preview/models",
-            "{\"entity\":null,\"project\":\"proj\",\"name\":\"" + name + "\",\"base_model\":\"" + PreviewNode.BASE_MODEL + "\"}");
+        client.post(
+            "/v1/preview/models",
+            "{\"entity\":null,\"project\":\"proj\",\"name\":\""
+                + name
+                + "\",\"base_model\":\""
+                + PreviewNode.BASE_MODEL
+                + "\"}");
     assertEquals(200, created.status(), created.body());
     JsonNode m = created.json();
     String id = m.get("id").asText();
@@ -90,10 +96,16 @@ abstract class PreviewApiSuite {
     assertEquals(PreviewNode.BASE_MODEL, m.get("base_model").asText());
     assertEquals(8, m.get("run_id").asText().length());
 
-    String again = "{\"project\":\"proj\",\"name\":\"" + name + "\",\"base_model\":\"" + PreviewNode.BASE_MODEL + "\"";
+    String again =
+        "{\"project\":\"proj\",\"name\":\""
+            + name
+            + "\",\"base_model\":\""
+            + PreviewNode.BASE_MODEL
+            + "\"";
     PreviewClient.Reply conflict = client.post("/v1/preview/models", again + "}");
     assertEquals(409, conflict.status(), conflict.body());
-    PreviewClient.Reply existing = client.post("/v1/preview/models", again + ",\"return_existing\":true}");
+    PreviewClient.Reply existing =
+        client.post("/v1/preview/models", again + ",\"return_existing\":true}");
     assertEquals(200, existing.status());
     assertEquals(id, existing.json().get("id").asText());
 
@@ -112,7 +124,8 @@ abstract class PreviewApiSuite {
     assertEquals(404, client.delete("/v1/preview/models/" + id, null).status());
     // Another model's trajectories are untouched.
     assertEquals(1, client.allGroups(other, null).size());
-    assertEquals(404, client.post("/v1/preview/models/" + id + "/log", logBody("val", group(1))).status());
+    assertEquals(
+        404, client.post("/v1/preview/models/" + id + "/log", logBody("val", group(1))).status());
     // The name is free again: a new model, a new id.
     PreviewClient.Reply reborn = client.post("/v1/preview/models", again + "}");
     assertEquals(200, reborn.status());
@@ -121,19 +134,26 @@ abstract class PreviewApiSuite {
 
   @Test
   void createModelErrors() {
-    PreviewClient.Reply missing = client.post("/v1/preview/models", "{\"entity\":5,\"return_existing\":\"x\"}");
+    PreviewClient.Reply missing =
+        client.post("/v1/preview/models", "{\"entity\":5,\"return_existing\":\"x\"}");
     assertEquals(422, missing.status());
     assertEquals(
-        Set.of("body.entity:string_type", "body.project:missing", "body.name:missing",
-            "body.base_model:missing", "body.return_existing:bool_type"),
+        Set.of(
+            "body.entity:string_type",
+            "body.project:missing",
+            "body.name:missing",
+            "body.base_model:missing",
+            "body.return_existing:bool_type"),
         locs(missing.json()));
     PreviewClient.Reply unserved =
-        client.post("/v1/preview/models", "{\"project\":\"p\",\"name\":\"x\",\"base_model\":\"gpt-9\"}");
+        client.post(
+            "/v1/preview/models", "{\"project\":\"p\",\"name\":\"x\",\"base_model\":\"gpt-9\"}");
     assertEquals(400, unserved.status());
     String msg = unserved.json().get("error").get("message").asText();
     assertTrue(msg.contains("gpt-9") && msg.contains(PreviewNode.BASE_MODEL), msg);
     assertEquals(401, new PreviewClient(node.baseUrl(), null).get("/v1/preview/models").status());
-    assertEquals(401, new PreviewClient(node.baseUrl(), "wrong").post("/v1/preview/models", "{}").status());
+    assertEquals(
+        401, new PreviewClient(node.baseUrl(), "wrong").post("/v1/preview/models", "{}").status());
     assertEquals(404, client.get("/v1/preview/models/not-a-uuid").status());
     assertEquals(404, client.get("/v1/preview/models/" + UUID.randomUUID()).status());
   }
@@ -146,7 +166,8 @@ abstract class PreviewApiSuite {
     String after = null;
     int pages = 0;
     while (true) {
-      PreviewClient.Reply r = client.get("/v1/preview/models?limit=2" + (after == null ? "" : "&after=" + after));
+      PreviewClient.Reply r =
+          client.get("/v1/preview/models?limit=2" + (after == null ? "" : "&after=" + after));
       assertEquals(200, r.status());
       JsonNode page = r.json();
       assertEquals("list", page.get("object").asText());
@@ -163,14 +184,18 @@ abstract class PreviewApiSuite {
     PreviewClient.Reply bad = client.get("/v1/preview/models?limit=0");
     assertEquals(422, bad.status());
     assertEquals(Set.of("query.limit:greater_than_equal"), locs(bad.json()));
-    assertEquals(Set.of("query.limit:int_parsing"), locs(client.get("/v1/preview/models?limit=x").json()));
-    assertEquals(Set.of("query.limit:less_than_equal"), locs(client.get("/v1/preview/models?limit=101").json()));
+    assertEquals(
+        Set.of("query.limit:int_parsing"), locs(client.get("/v1/preview/models?limit=x").json()));
+    assertEquals(
+        Set.of("query.limit:less_than_equal"),
+        locs(client.get("/v1/preview/models?limit=101").json()));
   }
 
   @Test
   void checkpointsStartAtStepZeroAndCarryLogMetrics() {
     String id = client.createModel("cp-" + UUID.randomUUID());
-    PreviewClient.Reply cps = client.get("/v1/preview/models/" + id + "/checkpoints?limit=1&order=desc");
+    PreviewClient.Reply cps =
+        client.get("/v1/preview/models/" + id + "/checkpoints?limit=1&order=desc");
     assertEquals(200, cps.status(), cps.body());
     JsonNode data = cps.json().get("data");
     assertEquals(1, data.size());
@@ -179,14 +204,21 @@ abstract class PreviewApiSuite {
 
     // rewards 1,3 (std 1) and 0,0,3 (std sqrt 2); metrics correct: t,f,t,f,t; len 1,2,1,2,3
     PreviewClient.Reply logged =
-        client.post("/v1/preview/models/" + id + "/log", logBody("val", group(1, 3), group(0, 0, 3)));
+        client.post(
+            "/v1/preview/models/" + id + "/log", logBody("val", group(1, 3), group(0, 0, 3)));
     assertEquals(200, logged.status(), logged.body());
     JsonNode summary = logged.json();
     assertEquals(2, summary.get("num_groups").asInt());
     assertEquals(5, summary.get("num_trajectories").asInt());
     assertEquals(0, summary.get("step").asLong());
 
-    JsonNode metrics = client.get("/v1/preview/models/" + id + "/checkpoints").json().get("data").get(0).get("metrics");
+    JsonNode metrics =
+        client
+            .get("/v1/preview/models/" + id + "/checkpoints")
+            .json()
+            .get("data")
+            .get(0)
+            .get("metrics");
     assertEquals(7.0 / 5, metrics.get("val/reward").asDouble(), 1e-12);
     assertEquals((1 + Math.sqrt(2)) / 2, metrics.get("val/reward_std_dev").asDouble(), 1e-12);
     assertEquals(5, metrics.get("val/num_trajectories").asDouble());
@@ -198,7 +230,13 @@ abstract class PreviewApiSuite {
     // A second log at the same step folds into the same split metrics; another split is separate.
     client.post("/v1/preview/models/" + id + "/log", logBody("val", group(2)));
     client.post("/v1/preview/models/" + id + "/log", logBody("train", group(10, 20)));
-    metrics = client.get("/v1/preview/models/" + id + "/checkpoints").json().get("data").get(0).get("metrics");
+    metrics =
+        client
+            .get("/v1/preview/models/" + id + "/checkpoints")
+            .json()
+            .get("data")
+            .get(0)
+            .get("metrics");
     assertEquals(9.0 / 6, metrics.get("val/reward").asDouble(), 1e-12);
     assertEquals(15.0, metrics.get("train/reward").asDouble(), 1e-12);
     assertEquals(5.0, metrics.get("train/reward_std_dev").asDouble(), 1e-12);
@@ -206,34 +244,43 @@ abstract class PreviewApiSuite {
     PreviewClient.Reply latest =
         client.delete("/v1/preview/models/" + id + "/checkpoints", "{\"steps\":[0]}");
     assertEquals(400, latest.status(), latest.body());
-    PreviewClient.Reply none = client.delete("/v1/preview/models/" + id + "/checkpoints", "{\"steps\":[7,8]}");
+    PreviewClient.Reply none =
+        client.delete("/v1/preview/models/" + id + "/checkpoints", "{\"steps\":[7,8]}");
     assertEquals(200, none.status(), none.body());
     assertEquals(0, none.json().get("deleted_count").asInt());
     assertEquals("[7,8]", none.json().get("not_found_steps").toString());
-    assertEquals(Set.of("body.steps.1:int_type"),
-        locs(client.delete("/v1/preview/models/" + id + "/checkpoints", "{\"steps\":[1,\"x\"]}").json()));
-    assertEquals(404, client.delete("/v1/preview/models/" + UUID.randomUUID() + "/checkpoints", "{\"steps\":[1]}").status());
-    assertEquals(Set.of("query.order:enum"),
+    assertEquals(
+        Set.of("body.steps.1:int_type"),
+        locs(
+            client
+                .delete("/v1/preview/models/" + id + "/checkpoints", "{\"steps\":[1,\"x\"]}")
+                .json()));
+    assertEquals(
+        404,
+        client
+            .delete("/v1/preview/models/" + UUID.randomUUID() + "/checkpoints", "{\"steps\":[1]}")
+            .status());
+    assertEquals(
+        Set.of("query.order:enum"),
         locs(client.get("/v1/preview/models/" + id + "/checkpoints?order=up").json()));
-    assertEquals(404, client.get("/v1/preview/models/" + UUID.randomUUID() + "/checkpoints").status());
+    assertEquals(
+        404, client.get("/v1/preview/models/" + UUID.randomUUID() + "/checkpoints").status());
   }
 
   @Test
   void logValidationListsEveryProblem() {
     String id = client.createModel("bad-" + UUID.randomUUID());
     String body =
-        "{\"split\":7,\"model_id\":\"" + UUID.randomUUID() + "\",\"trajectory_groups\":["
-            + "{\"trajectories\":["
-            + "{\"messages_and_choices\":[{\"content\":\"no role\"}]},"
+        "{\"split\":7,\"model_id\":\""
+            + UUID.randomUUID()
+            + "\",\"trajectory_groups\":["
+            + "{\"trajectories\":[{\"messages_and_choices\":[{\"content\":\"no role\"}]},"
             + "{\"messages_and_choices\":[],\"reward\":\"abc\",\"start_time\":\"yesterday\"},"
             + "{\"messages_and_choices\":[],\"reward\":NaN,\"metrics\":{\"m\":\"x\"}},"
-            + "{\"messages_and_choices\":{},\"reward\":1e999,\"logs\":[1]}"
-            + "]},"
-            + "{\"no_trajectories\":true},"
-            + "5,"
+            + "{\"messages_and_choices\":{},\"reward\":1e999,\"logs\":[1]}]},"
+            + "{\"no_trajectories\":true},5,"
             + "{\"trajectories\":[{\"messages_and_choices\":[],\"reward\":1,\"start_time\":\"2025-01-02T03:04:05Z\","
-            + "\"unknown\":{\"kept\":true}}]}"
-            + "]}";
+            + "\"unknown\":{\"kept\":true}}]}]}";
     PreviewClient.Reply r = client.post("/v1/preview/models/" + id + "/log", body);
     assertEquals(422, r.status(), r.body());
     assertEquals(
@@ -256,15 +303,28 @@ abstract class PreviewApiSuite {
     JsonNode first = r.json().get("detail").get(1).get("loc");
     assertTrue(first.get(2).isInt(), first.toString());
 
-    assertEquals(Set.of("body.split:missing", "body.trajectory_groups:missing"),
+    assertEquals(
+        Set.of("body.split:missing", "body.trajectory_groups:missing"),
         locs(client.post("/v1/preview/models/" + id + "/log", "{}").json()));
-    assertEquals(Set.of("body.trajectory_groups:list_type"),
-        locs(client.post("/v1/preview/models/" + id + "/log", "{\"split\":\"val\",\"trajectory_groups\":{}}").json()));
-    PreviewClient.Reply malformed = client.post("/v1/preview/models/" + id + "/log", "{\"split\":\"val\",");
+    assertEquals(
+        Set.of("body.trajectory_groups:list_type"),
+        locs(
+            client
+                .post(
+                    "/v1/preview/models/" + id + "/log",
+                    "{\"split\":\"val\",\"trajectory_groups\":{}}")
+                .json()));
+    PreviewClient.Reply malformed =
+        client.post("/v1/preview/models/" + id + "/log", "{\"split\":\"val\",");
     assertEquals(422, malformed.status());
     assertEquals("json_invalid", malformed.json().get("detail").get(0).get("type").asText());
-    assertEquals(404, client.post("/v1/preview/models/" + UUID.randomUUID() + "/log", logBody("val", group(1))).status());
-    assertEquals(404, client.post("/v1/preview/models/nope/log", logBody("val", group(1))).status());
+    assertEquals(
+        404,
+        client
+            .post("/v1/preview/models/" + UUID.randomUUID() + "/log", logBody("val", group(1)))
+            .status());
+    assertEquals(
+        404, client.post("/v1/preview/models/nope/log", logBody("val", group(1))).status());
     // Nothing from the failed requests was stored.
     assertEquals(0, client.allGroups(id, null).size());
   }
@@ -290,10 +350,15 @@ abstract class PreviewApiSuite {
     String id = client.createModel("read-" + UUID.randomUUID());
     List<String> groups = new ArrayList<>();
     for (int i = 0; i < 7; i++) groups.add(group(i, i + 1));
-    client.post("/v1/preview/models/" + id + "/log", logBody("val", groups.subList(0, 5).toArray(String[]::new)));
-    client.post("/v1/preview/models/" + id + "/log", logBody("train", groups.subList(5, 7).toArray(String[]::new)));
+    client.post(
+        "/v1/preview/models/" + id + "/log",
+        logBody("val", groups.subList(0, 5).toArray(String[]::new)));
+    client.post(
+        "/v1/preview/models/" + id + "/log",
+        logBody("train", groups.subList(5, 7).toArray(String[]::new)));
 
-    PreviewClient.Reply page = client.get("/v1/preview/models/" + id + "/trajectories?split=val&limit=2");
+    PreviewClient.Reply page =
+        client.get("/v1/preview/models/" + id + "/trajectories?split=val&limit=2");
     assertEquals(200, page.status(), page.body());
     assertTrue(page.json().get("has_more").asBoolean());
     assertEquals(2, page.json().get("data").size());
@@ -306,9 +371,11 @@ abstract class PreviewApiSuite {
     assertEquals(0, g0.get("step").asLong());
     assertEquals(Json.mapper().readTree(groups.get(0)).get("trajectories"), g0.get("trajectories"));
     assertEquals("kept", g0.get("trajectories").get(0).get("extra_field").asText());
-    assertEquals(Set.of("query.after:value_error"),
+    assertEquals(
+        Set.of("query.after:value_error"),
         locs(client.get("/v1/preview/models/" + id + "/trajectories?after=zzz").json()));
-    assertEquals(404, client.get("/v1/preview/models/" + UUID.randomUUID() + "/trajectories").status());
+    assertEquals(
+        404, client.get("/v1/preview/models/" + UUID.randomUUID() + "/trajectories").status());
 
     PreviewClient.Reply export = client.get("/v1/preview/models/" + id + "/trajectories/export");
     assertEquals(200, export.status());
@@ -316,25 +383,31 @@ abstract class PreviewApiSuite {
     assertEquals(7, lines.length);
     for (int i = 0; i < 7; i++) {
       JsonNode line = Json.mapper().readTree(lines[i]);
-      assertEquals(Json.mapper().readTree(groups.get(i)).get("trajectories"), line.get("trajectories"));
+      assertEquals(
+          Json.mapper().readTree(groups.get(i)).get("trajectories"), line.get("trajectories"));
     }
-    String valOnly = client.get("/v1/preview/models/" + id + "/trajectories/export?split=val").body();
+    String valOnly =
+        client.get("/v1/preview/models/" + id + "/trajectories/export?split=val").body();
     assertEquals(5, valOnly.split("\n").length);
   }
 
   @Test
   void bodiesBeyondTheLimitAre413() throws Exception {
     String id = client.createModel("big-" + UUID.randomUUID());
-    byte[] big = logBody("val", "\"" + "x".repeat((int) BODY_LIMIT) + "\"").getBytes(StandardCharsets.UTF_8);
+    byte[] big =
+        logBody("val", "\"" + "x".repeat((int) BODY_LIMIT) + "\"").getBytes(StandardCharsets.UTF_8);
     assertEquals(413, client.postBytes("/v1/preview/models/" + id + "/log", big).status());
     // Chunked, so the limit is only found while streaming the body.
     HttpResponse<String> chunked =
         HttpClient.newHttpClient()
             .send(
-                HttpRequest.newBuilder(URI.create(node.baseUrl() + "/v1/preview/models/" + id + "/log"))
+                HttpRequest.newBuilder(
+                        URI.create(node.baseUrl() + "/v1/preview/models/" + id + "/log"))
                     .header("Authorization", "Bearer " + PreviewNode.KEY)
                     .header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofInputStream(() -> new ByteArrayInputStream(big)))
+                    .POST(
+                        HttpRequest.BodyPublishers.ofInputStream(
+                            () -> new ByteArrayInputStream(big)))
                     .build(),
                 HttpResponse.BodyHandlers.ofString());
     assertEquals(413, chunked.statusCode(), chunked.body());
@@ -347,7 +420,8 @@ abstract class PreviewApiSuite {
       if (n++ > 0) many.append(',');
       many.append(g);
     }
-    PreviewClient.Reply ok = client.post("/v1/preview/models/" + id + "/log", logBody("val", many.toString()));
+    PreviewClient.Reply ok =
+        client.post("/v1/preview/models/" + id + "/log", logBody("val", many.toString()));
     assertEquals(200, ok.status(), ok.body());
     assertEquals(n, ok.json().get("num_groups").asInt());
   }
@@ -355,7 +429,8 @@ abstract class PreviewApiSuite {
   @Test
   void everythingSurvivesARestart() {
     String id = client.createModel("restart-" + UUID.randomUUID());
-    client.post("/v1/preview/models/" + id + "/log", logBody("val", group(1, 2), group(3)), "restart-key");
+    client.post(
+        "/v1/preview/models/" + id + "/log", logBody("val", group(1, 2), group(3)), "restart-key");
     String before = client.get("/v1/preview/models/" + id + "/checkpoints").body();
     node.close();
     node = PreviewNode.start(settings(), null, BODY_LIMIT);
@@ -365,7 +440,10 @@ abstract class PreviewApiSuite {
     assertEquals(2, client.allGroups(id, "val").size());
     // The idempotency key is remembered across the restart, and new groups follow the old ones.
     PreviewClient.Reply retry =
-        client.post("/v1/preview/models/" + id + "/log", logBody("val", group(1, 2), group(3)), "restart-key");
+        client.post(
+            "/v1/preview/models/" + id + "/log",
+            logBody("val", group(1, 2), group(3)),
+            "restart-key");
     assertTrue(retry.json().get("duplicate").asBoolean());
     client.post("/v1/preview/models/" + id + "/log", logBody("val", group(9)));
     List<JsonNode> all = client.allGroups(id, null);

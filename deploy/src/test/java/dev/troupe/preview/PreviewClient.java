@@ -24,7 +24,8 @@ final class PreviewClient {
     }
   }
 
-  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+  private final HttpClient http =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
   private final String base;
   private final String key;
 
@@ -43,7 +44,9 @@ final class PreviewClient {
 
   Reply post(String path, String json, String idempotencyKey) {
     HttpRequest.Builder b =
-        builder(path).header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(json));
+        builder(path)
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(json));
     if (idempotencyKey != null) b.header("Idempotency-Key", idempotencyKey);
     return send(b.build());
   }
@@ -59,7 +62,9 @@ final class PreviewClient {
   Reply delete(String path, String json) {
     HttpRequest.Builder b = builder(path);
     if (json == null) b.DELETE();
-    else b.header("Content-Type", "application/json").method("DELETE", HttpRequest.BodyPublishers.ofString(json));
+    else
+      b.header("Content-Type", "application/json")
+          .method("DELETE", HttpRequest.BodyPublishers.ofString(json));
     return send(b.build());
   }
 
@@ -68,7 +73,10 @@ final class PreviewClient {
     Reply r =
         post(
             "/v1/preview/models",
-            "{\"project\":\"p\",\"name\":\"" + name + "\",\"base_model\":\"" + PreviewNode.BASE_MODEL
+            "{\"project\":\"p\",\"name\":\""
+                + name
+                + "\",\"base_model\":\""
+                + PreviewNode.BASE_MODEL
                 + "\",\"return_existing\":true}");
     if (r.status() != 200) throw new IllegalStateException("create failed: " + r);
     return r.json().get("id").asText();
@@ -79,7 +87,10 @@ final class PreviewClient {
     List<JsonNode> out = new ArrayList<>();
     String after = null;
     while (true) {
-      String q = "?limit=100" + (split == null ? "" : "&split=" + split) + (after == null ? "" : "&after=" + after);
+      String q =
+          "?limit=100"
+              + (split == null ? "" : "&split=" + split)
+              + (after == null ? "" : "&after=" + after);
       Reply r = get("/v1/preview/models/" + modelId + "/trajectories" + q);
       if (r.status() != 200) throw new IllegalStateException("read failed: " + r);
       JsonNode page = r.json();
@@ -90,7 +101,8 @@ final class PreviewClient {
   }
 
   private HttpRequest.Builder builder(String path) {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(120));
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(120));
     if (key != null) b.header("Authorization", "Bearer " + key);
     return b;
   }

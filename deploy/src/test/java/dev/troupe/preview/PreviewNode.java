@@ -23,9 +23,9 @@ import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.http.javadsl.ServerBinding;
 
 /**
- * A node as the tests need it: a Pekko cluster member with the preview data entities (role
- * trainer) and the preview HTTP routes behind Bearer auth, on any free ports. What deploy's Main
- * does for these parts, in a few lines.
+ * A node as the tests need it: a Pekko cluster member with the preview data entities (role trainer)
+ * and the preview HTTP routes behind Bearer auth, on any free ports. What deploy's Main does for
+ * these parts, in a few lines.
  */
 final class PreviewNode implements AutoCloseable {
   static final String KEY = "sk-preview-test";

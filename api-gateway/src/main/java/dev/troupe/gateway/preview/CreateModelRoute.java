@@ -34,13 +34,21 @@ public final class CreateModelRoute implements ApiRoute {
   public Route route() {
     return path(
         PathMatchers.segment("v1").slash("preview").slash("models"),
-        () -> post(() -> JsonBodies.entityOrDetail(JsonNode.class, body -> onSuccess(create(body), JsonBodies::completeJson))));
+        () ->
+            post(
+                () ->
+                    JsonBodies.entityOrDetail(
+                        JsonNode.class,
+                        body -> onSuccess(create(body), JsonBodies::completeJson))));
   }
 
   private CompletionStage<ModelResponse> create(JsonNode body) {
     Problems p = new Problems();
     if (!body.isObject()) {
-      p.add(List.of("body"), "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+      p.add(
+          List.of("body"),
+          "Input should be a valid dictionary or object to extract fields from",
+          "model_attributes_type");
       p.throwIfAny();
     }
     String entity = optionalString(body, "entity", p);
@@ -51,19 +59,25 @@ public final class CreateModelRoute implements ApiRoute {
     JsonNode re = body.get("return_existing");
     if (re != null && !re.isNull()) {
       if (re.isBoolean()) returnExisting = re.booleanValue();
-      else p.add(List.of("body", "return_existing"), "Input should be a valid boolean", "bool_type");
+      else
+        p.add(List.of("body", "return_existing"), "Input should be a valid boolean", "bool_type");
     }
     p.throwIfAny();
     List<String> served = ctx.servedModels();
     if (!served.contains(baseModel)) {
       throw ApiException.badRequest(
-          "base_model '" + baseModel + "' is not served here; served models: " + String.join(", ", served),
+          "base_model '"
+              + baseModel
+              + "' is not served here; served models: "
+              + String.join(", ", served),
           "base_model");
     }
     String owner = entity == null || entity.isBlank() ? ctx.defaultEntity() : entity;
     boolean existingOk = returnExisting;
     return ctx.<TrainableModelProtocol.RegisterReply>askRegistry(
-            r -> new TrainableModelProtocol.Register(UUID.randomUUID().toString(), owner, project, name, baseModel, r))
+            r ->
+                new TrainableModelProtocol.Register(
+                    UUID.randomUUID().toString(), owner, project, name, baseModel, r))
         .thenCompose(
             reply -> {
               ModelInfo info;
@@ -75,8 +89,15 @@ public final class CreateModelRoute implements ApiRoute {
                   throw new ApiException(
                       409,
                       "ConflictError",
-                      "A model named " + owner + "/" + project + "/" + name + " already exists (id "
-                          + info.id() + "); send return_existing: true to get it.",
+                      "A model named "
+                          + owner
+                          + "/"
+                          + project
+                          + "/"
+                          + name
+                          + " already exists (id "
+                          + info.id()
+                          + "); send return_existing: true to get it.",
                       "name");
                 }
               }

@@ -16,9 +16,8 @@ import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
- * {@code DELETE /v1/preview/models/{id}/checkpoints} with body {@code {"steps":[…]}} →
- * {@code {deleted_count, not_found_steps}}. The latest checkpoint (the one served) cannot be
- * deleted: 400.
+ * {@code DELETE /v1/preview/models/{id}/checkpoints} with body {@code {"steps":[…]}} → {@code
+ * {deleted_count, not_found_steps}}. The latest checkpoint (the one served) cannot be deleted: 400.
  */
 public final class DeleteCheckpointsRoute implements ApiRoute {
   private final PreviewContext ctx;
@@ -45,7 +44,8 @@ public final class DeleteCheckpointsRoute implements ApiRoute {
                           List<Long> steps = steps(body);
                           return onSuccess(
                               ctx.<TrainableModelProtocol.DeleteCheckpointsReply>askModel(
-                                      id, r -> new TrainableModelProtocol.DeleteCheckpoints(steps, r))
+                                      id,
+                                      r -> new TrainableModelProtocol.DeleteCheckpoints(steps, r))
                                   .thenApply(reply -> response(reply, id)),
                               JsonBodies::completeJson);
                         })));
@@ -56,7 +56,10 @@ public final class DeleteCheckpointsRoute implements ApiRoute {
     JsonNode steps = body.isObject() ? body.get("steps") : null;
     List<Long> out = new ArrayList<>();
     if (!body.isObject()) {
-      p.add(List.of("body"), "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+      p.add(
+          List.of("body"),
+          "Input should be a valid dictionary or object to extract fields from",
+          "model_attributes_type");
     } else if (steps == null) {
       p.add(List.of("body", "steps"), "Field required", "missing");
     } else if (!steps.isArray()) {
@@ -76,7 +79,8 @@ public final class DeleteCheckpointsRoute implements ApiRoute {
       TrainableModelProtocol.DeleteCheckpointsReply reply, String id) {
     if (reply instanceof TrainableModelProtocol.CheckpointsDeleted d)
       return new DeleteCheckpointsResponse(d.deletedCount(), d.notFoundSteps());
-    TrainableModelProtocol.CheckpointsDeleteRefused r = (TrainableModelProtocol.CheckpointsDeleteRefused) reply;
+    TrainableModelProtocol.CheckpointsDeleteRefused r =
+        (TrainableModelProtocol.CheckpointsDeleteRefused) reply;
     if (r.modelMissing()) throw Problems.modelNotFound(id);
     throw ApiException.badRequest(r.message(), "steps");
   }

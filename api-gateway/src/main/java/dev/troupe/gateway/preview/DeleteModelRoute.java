@@ -32,7 +32,8 @@ public final class DeleteModelRoute implements ApiRoute {
                 () -> {
                   String id = Problems.modelId(raw);
                   return onSuccess(
-                      ctx.<TrainableModelProtocol.DeleteReply>askModel(id, TrainableModelProtocol.Delete::new)
+                      ctx.<TrainableModelProtocol.DeleteReply>askModel(
+                              id, TrainableModelProtocol.Delete::new)
                           .thenCompose(
                               reply -> {
                                 int checkpoints =
@@ -46,7 +47,9 @@ public final class DeleteModelRoute implements ApiRoute {
                                     .thenCompose(
                                         u ->
                                             ctx.<TrajectoryLogProtocol.Purged>askLog(
-                                                id, TrajectoryLogProtocol.Purge::new, ctx.askTimeout()))
+                                                id,
+                                                TrajectoryLogProtocol.Purge::new,
+                                                ctx.askTimeout()))
                                     .thenApply(
                                         u -> {
                                           if (checkpoints < 0) throw Problems.modelNotFound(id);

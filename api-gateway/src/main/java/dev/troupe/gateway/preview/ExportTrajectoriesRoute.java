@@ -28,14 +28,15 @@ import org.apache.pekko.util.ByteString;
 
 /**
  * {@code GET /v1/preview/models/{id}/trajectories/export?split=}: every logged group as JSON Lines
- * ({@code application/x-ndjson}), streamed page by page from the store: memory holds one page
- * (at most {@link #PAGE_GROUPS} groups or about {@link #PAGE_BYTES} bytes), never the whole log.
+ * ({@code application/x-ndjson}), streamed page by page from the store: memory holds one page (at
+ * most {@link #PAGE_GROUPS} groups or about {@link #PAGE_BYTES} bytes), never the whole log.
  */
 public final class ExportTrajectoriesRoute implements ApiRoute {
   static final int PAGE_GROUPS = 256;
   static final long PAGE_BYTES = 4L * 1024 * 1024;
   static final ContentType JSONL =
-      ContentTypes.create(MediaTypes.applicationWithFixedCharset("x-ndjson", HttpCharsets.UTF_8, "jsonl"));
+      ContentTypes.create(
+          MediaTypes.applicationWithFixedCharset("x-ndjson", HttpCharsets.UTF_8, "jsonl"));
   private static final long DONE = Long.MIN_VALUE;
 
   private final PreviewContext ctx;
@@ -92,7 +93,8 @@ public final class ExportTrajectoriesRoute implements ApiRoute {
   }
 
   /** Completes when the model exists; 404 otherwise. */
-  static CompletionStage<TrainableModelProtocol.ModelFound> requireModel(PreviewContext ctx, String id) {
+  static CompletionStage<TrainableModelProtocol.ModelFound> requireModel(
+      PreviewContext ctx, String id) {
     return ctx.<TrainableModelProtocol.ModelReply>askModel(id, TrainableModelProtocol.Get::new)
         .thenApply(
             r -> {

@@ -27,7 +27,8 @@ public final class GetModelRoute implements ApiRoute {
                 () -> {
                   String id = Problems.modelId(raw);
                   return onSuccess(
-                      ctx.<TrainableModelProtocol.ModelReply>askModel(id, TrainableModelProtocol.Get::new)
+                      ctx.<TrainableModelProtocol.ModelReply>askModel(
+                              id, TrainableModelProtocol.Get::new)
                           .thenApply(r -> CreateModelRoute.toResponse(r, id)),
                       JsonBodies::completeJson);
                 }));

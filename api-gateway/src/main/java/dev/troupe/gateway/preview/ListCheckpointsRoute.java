@@ -50,23 +50,34 @@ public final class ListCheckpointsRoute implements ApiRoute {
                                           int limit = Problems.limit(rawLimit, p);
                                           String o = order.orElse("asc");
                                           if (!o.equals("asc") && !o.equals("desc"))
-                                            p.add(List.of("query", "order"), "Input should be 'asc' or 'desc'", "enum");
+                                            p.add(
+                                                List.of("query", "order"),
+                                                "Input should be 'asc' or 'desc'",
+                                                "enum");
                                           p.throwIfAny();
                                           return onSuccess(
                                               ctx.<TrainableModelProtocol.CheckpointsReply>askModel(
                                                       id,
                                                       r ->
-                                                          new TrainableModelProtocol.ListCheckpoints(
-                                                              after.orElse(null), limit, o.equals("desc"), r))
+                                                          new TrainableModelProtocol
+                                                              .ListCheckpoints(
+                                                              after.orElse(null),
+                                                              limit,
+                                                              o.equals("desc"),
+                                                              r))
                                                   .thenApply(reply -> page(reply, id)),
                                               JsonBodies::completeJson);
                                         })))));
   }
 
-  private static CursorPage<CheckpointResponse> page(TrainableModelProtocol.CheckpointsReply reply, String id) {
-    if (!(reply instanceof TrainableModelProtocol.CheckpointPage page)) throw Problems.modelNotFound(id);
+  private static CursorPage<CheckpointResponse> page(
+      TrainableModelProtocol.CheckpointsReply reply, String id) {
+    if (!(reply instanceof TrainableModelProtocol.CheckpointPage page))
+      throw Problems.modelNotFound(id);
     return CursorPage.of(
-        page.data().stream().map(c -> new CheckpointResponse(c.id(), c.step(), c.metrics())).toList(),
+        page.data().stream()
+            .map(c -> new CheckpointResponse(c.id(), c.step(), c.metrics()))
+            .toList(),
         CheckpointResponse::id,
         page.hasMore());
   }

@@ -39,11 +39,15 @@ public final class ListModelsRoute implements ApiRoute {
                                   p.throwIfAny();
                                   return onSuccess(
                                       ctx.<TrainableModelProtocol.ModelPage>askRegistry(
-                                              r -> new TrainableModelProtocol.ListModels(after.orElse(null), limit, r))
+                                              r ->
+                                                  new TrainableModelProtocol.ListModels(
+                                                      after.orElse(null), limit, r))
                                           .thenApply(
                                               page ->
                                                   CursorPage.of(
-                                                      page.data().stream().map(CreateModelRoute::of).toList(),
+                                                      page.data().stream()
+                                                          .map(CreateModelRoute::of)
+                                                          .toList(),
                                                       ModelResponse::id,
                                                       page.hasMore())),
                                       JsonBodies::completeJson);

@@ -17,8 +17,8 @@ import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.util.ByteString;
 
 /**
- * {@code GET /v1/preview/models/{id}/trajectories?split=&after=&limit=}: logged groups in log order,
- * cursor pages (ids {@code tg_<n>}); a page also stops at about 16 MiB.
+ * {@code GET /v1/preview/models/{id}/trajectories?split=&after=&limit=}: logged groups in log
+ * order, cursor pages (ids {@code tg_<n>}); a page also stops at about 16 MiB.
  */
 public final class ListTrajectoriesRoute implements ApiRoute {
   static final long PAGE_MAX_BYTES = 16L * 1024 * 1024;
@@ -61,7 +61,8 @@ public final class ListTrajectoriesRoute implements ApiRoute {
                                                       HttpResponse.create()
                                                           .withEntity(
                                                               HttpEntities.create(
-                                                                  ContentTypes.APPLICATION_JSON, body))));
+                                                                  ContentTypes.APPLICATION_JSON,
+                                                                  body))));
                                         })))));
   }
 
@@ -71,7 +72,9 @@ public final class ListTrajectoriesRoute implements ApiRoute {
             ok ->
                 ctx.<TrajectoryLogProtocol.TrajectoryPage>askLog(
                     id,
-                    r -> new TrajectoryLogProtocol.ReadPage(split, afterSeq, limit, PAGE_MAX_BYTES, r),
+                    r ->
+                        new TrajectoryLogProtocol.ReadPage(
+                            split, afterSeq, limit, PAGE_MAX_BYTES, r),
                     ctx.askTimeout()))
         .thenApply(page -> StoredGroups.page(page.data(), page.hasMore()));
   }

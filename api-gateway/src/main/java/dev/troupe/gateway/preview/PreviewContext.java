@@ -82,7 +82,9 @@ public final class PreviewContext {
     ClusterSharding sharding = ClusterSharding.get(system);
     if (!Cluster.get(system).selfMember().hasRole(TrainableModelProtocol.ROLE)) {
       sharding.init(
-          Entity.of(TrainableModelProtocol.TYPE_KEY, ctx -> Behaviors.<TrainableModelProtocol.Command>empty())
+          Entity.of(
+                  TrainableModelProtocol.TYPE_KEY,
+                  ctx -> Behaviors.<TrainableModelProtocol.Command>empty())
               .withRole(TrainableModelProtocol.ROLE));
       sharding.init(
           Entity.of(
@@ -90,7 +92,9 @@ public final class PreviewContext {
                   ctx -> Behaviors.<TrainableModelProtocol.RegistryCommand>empty())
               .withRole(TrainableModelProtocol.ROLE));
       sharding.init(
-          Entity.of(TrajectoryLogProtocol.TYPE_KEY, ctx -> Behaviors.<TrajectoryLogProtocol.Command>empty())
+          Entity.of(
+                  TrajectoryLogProtocol.TYPE_KEY,
+                  ctx -> Behaviors.<TrajectoryLogProtocol.Command>empty())
               .withRole(TrajectoryLogProtocol.ROLE));
     }
     return new PreviewContext(
@@ -126,22 +130,29 @@ public final class PreviewContext {
   }
 
   <R> CompletionStage<R> askRegistry(
-      org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.RegistryCommand> message) {
+      org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.RegistryCommand>
+          message) {
     return ask(registry, message, askTimeout);
   }
 
   <R> CompletionStage<R> askModel(
-      String id, org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.Command> message) {
+      String id,
+      org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.Command>
+          message) {
     return ask(models.apply(id), message, askTimeout);
   }
 
   <R> CompletionStage<R> askLog(
-      String id, org.apache.pekko.japi.function.Function<ActorRef<R>, TrajectoryLogProtocol.Command> message, Duration timeout) {
+      String id,
+      org.apache.pekko.japi.function.Function<ActorRef<R>, TrajectoryLogProtocol.Command> message,
+      Duration timeout) {
     return ask(logs.apply(id), message, timeout);
   }
 
   private <T, R> CompletionStage<R> ask(
-      RecipientRef<T> to, org.apache.pekko.japi.function.Function<ActorRef<R>, T> message, Duration timeout) {
+      RecipientRef<T> to,
+      org.apache.pekko.japi.function.Function<ActorRef<R>, T> message,
+      Duration timeout) {
     return AskPattern.<T, R>ask(to, message, timeout, system.scheduler())
         .exceptionally(
             e -> {
@@ -150,7 +161,8 @@ public final class PreviewContext {
                       ? e.getCause()
                       : e;
               if (cause instanceof TimeoutException)
-                throw ApiException.overloaded("The model store did not answer in time; retry later.");
+                throw ApiException.overloaded(
+                    "The model store did not answer in time; retry later.");
               if (cause instanceof RuntimeException re) throw re;
               throw new IllegalStateException(cause);
             });

@@ -9,9 +9,9 @@ import java.util.Optional;
 import java.util.UUID;
 
 /**
- * Collects FastAPI-style validation failures ({@code loc}, {@code msg}, {@code type} with pydantic's
- * wording) so a request is answered with every problem at once, not only the first. Also the
- * preview routes' small shared checks (path ids, query parameters).
+ * Collects FastAPI-style validation failures ({@code loc}, {@code msg}, {@code type} with
+ * pydantic's wording) so a request is answered with every problem at once, not only the first. Also
+ * the preview routes' small shared checks (path ids, query parameters).
  */
 final class Problems {
   /** A larger list helps nobody and a hostile body could make it huge. */
@@ -68,8 +68,16 @@ final class Problems {
           "int_parsing");
       return 20;
     }
-    if (v < 1) p.add(List.of("query", "limit"), "Input should be greater than or equal to 1", "greater_than_equal");
-    if (v > 100) p.add(List.of("query", "limit"), "Input should be less than or equal to 100", "less_than_equal");
+    if (v < 1)
+      p.add(
+          List.of("query", "limit"),
+          "Input should be greater than or equal to 1",
+          "greater_than_equal");
+    if (v > 100)
+      p.add(
+          List.of("query", "limit"),
+          "Input should be less than or equal to 100",
+          "less_than_equal");
     return v;
   }
 }

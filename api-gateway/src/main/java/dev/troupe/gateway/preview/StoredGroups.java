@@ -35,7 +35,10 @@ final class StoredGroups {
     } catch (NumberFormatException e) {
       // reported below
     }
-    p.add(List.of("query", "after"), "Value error, not a trajectory group id (tg_<n>)", "value_error");
+    p.add(
+        List.of("query", "after"),
+        "Value error, not a trajectory group id (tg_<n>)",
+        "value_error");
     return -1;
   }
 
@@ -43,8 +46,14 @@ final class StoredGroups {
   static void write(StoredGroup g, ByteStringBuilder out) {
     out.append(
         ByteString.fromString(
-            "{\"id\":\"" + id(g) + "\",\"object\":\"trajectory_group\",\"split\":" + quote(g.split())
-                + ",\"step\":" + g.step() + ",\"logged_at\":" + g.loggedAtMillis() / 1000,
+            "{\"id\":\""
+                + id(g)
+                + "\",\"object\":\"trajectory_group\",\"split\":"
+                + quote(g.split())
+                + ",\"step\":"
+                + g.step()
+                + ",\"logged_at\":"
+                + g.loggedAtMillis() / 1000,
             StandardCharsets.UTF_8));
     byte[] json = g.json();
     // Stored groups are compact JSON objects: "{}" or "{...}".

@@ -29,7 +29,9 @@ import java.util.Map;
  * Every problem is collected with its FastAPI {@code loc}; unknown fields are kept as they are.
  */
 final class TrajectoryLogParser {
-  /** NaN and Infinity parse, so that they can be refused as non-finite rewards (not as bad JSON). */
+  /**
+   * NaN and Infinity parse, so that they can be refused as non-finite rewards (not as bad JSON).
+   */
   private static final ObjectMapper MAPPER =
       JsonMapper.builder(
               JsonFactory.builder().enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS).build())
@@ -53,7 +55,11 @@ final class TrajectoryLogParser {
       JsonToken t = jp.nextToken();
       if (t != JsonToken.START_OBJECT) {
         if (t == null) p.add(List.of("body"), "Field required", "missing");
-        else p.add(List.of("body"), "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+        else
+          p.add(
+              List.of("body"),
+              "Input should be a valid dictionary or object to extract fields from",
+              "model_attributes_type");
         return new Parsed(null, null, List.of(), stats, p.details());
       }
       while (jp.nextToken() == JsonToken.FIELD_NAME) {
@@ -78,7 +84,10 @@ final class TrajectoryLogParser {
           case "trajectory_groups" -> {
             sawGroups = true;
             if (v != JsonToken.START_ARRAY) {
-              p.add(List.of("body", "trajectory_groups"), "Input should be a valid list", "list_type");
+              p.add(
+                  List.of("body", "trajectory_groups"),
+                  "Input should be a valid list",
+                  "list_type");
               jp.skipChildren();
               continue;
             }
@@ -113,7 +122,10 @@ final class TrajectoryLogParser {
   /** Validates one group; returns its statistics (meaningless when problems were added). */
   private static SplitStats group(JsonNode g, List<Object> loc, Problems p) {
     if (!g.isObject()) {
-      p.add(loc, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+      p.add(
+          loc,
+          "Input should be a valid dictionary or object to extract fields from",
+          "model_attributes_type");
       return SplitStats.EMPTY;
     }
     JsonNode ts = g.get("trajectories");
@@ -131,7 +143,10 @@ final class TrajectoryLogParser {
       List<Object> tl = Problems.loc(loc, "trajectories", j);
       JsonNode t = ts.get(j);
       if (!t.isObject()) {
-        p.add(tl, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+        p.add(
+            tl,
+            "Input should be a valid dictionary or object to extract fields from",
+            "model_attributes_type");
         continue;
       }
       messages(t, tl, p, true);
@@ -148,7 +163,10 @@ final class TrajectoryLogParser {
           List<Object> hl = Problems.loc(tl, "additional_histories", h);
           JsonNode hist = histories.get(h);
           if (!hist.isObject())
-            p.add(hl, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+            p.add(
+                hl,
+                "Input should be a valid dictionary or object to extract fields from",
+                "model_attributes_type");
           else messages(hist, hl, p, true);
         }
       }
@@ -172,18 +190,26 @@ final class TrajectoryLogParser {
       JsonNode m = mc.get(k);
       List<Object> kl = Problems.loc(ml, k);
       if (!m.isObject()) {
-        p.add(kl, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+        p.add(
+            kl,
+            "Input should be a valid dictionary or object to extract fields from",
+            "model_attributes_type");
         continue;
       }
       if (m.has("role")) {
-        if (!m.get("role").isTextual()) p.add(Problems.loc(kl, "role"), "Input should be a valid string", "string_type");
+        if (!m.get("role").isTextual())
+          p.add(Problems.loc(kl, "role"), "Input should be a valid string", "string_type");
       } else if (m.has("message") || m.has("finish_reason")) {
         JsonNode msg = m.get("message");
         if (msg == null) p.add(Problems.loc(kl, "message"), "Field required", "missing");
         else if (!msg.isObject())
-          p.add(Problems.loc(kl, "message"), "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+          p.add(
+              Problems.loc(kl, "message"),
+              "Input should be a valid dictionary or object to extract fields from",
+              "model_attributes_type");
         else if (msg.has("role") && !msg.get("role").isTextual())
-          p.add(Problems.loc(kl, "message", "role"), "Input should be a valid string", "string_type");
+          p.add(
+              Problems.loc(kl, "message", "role"), "Input should be a valid string", "string_type");
       } else {
         p.add(Problems.loc(kl, "role"), "Field required", "missing");
       }
@@ -201,7 +227,10 @@ final class TrajectoryLogParser {
       try {
         v = Double.parseDouble(r.textValue().trim());
       } catch (NumberFormatException e) {
-        p.add(loc, "Input should be a valid number, unable to parse string as a number", "float_parsing");
+        p.add(
+            loc,
+            "Input should be a valid number, unable to parse string as a number",
+            "float_parsing");
         return 0;
       }
     } else {
@@ -215,7 +244,9 @@ final class TrajectoryLogParser {
     return v;
   }
 
-  /** {@code metrics}/{@code auto_metrics}: numbers or booleans (true = 1); other keys are errors. */
+  /**
+   * {@code metrics}/{@code auto_metrics}: numbers or booleans (true = 1); other keys are errors.
+   */
   private static Map<String, Double> numericMap(JsonNode m, List<Object> loc, Problems p) {
     Map<String, Double> out = new LinkedHashMap<>();
     if (m == null || m.isNull()) return out;
@@ -227,8 +258,10 @@ final class TrajectoryLogParser {
       Map.Entry<String, JsonNode> e = it.next();
       JsonNode v = e.getValue();
       if (v.isBoolean()) out.put(e.getKey(), v.booleanValue() ? 1.0 : 0.0);
-      else if (v.isNumber() && Double.isFinite(v.doubleValue())) out.put(e.getKey(), v.doubleValue());
-      else if (v.isNumber()) p.add(Problems.loc(loc, e.getKey()), "Input should be a finite number", "finite_number");
+      else if (v.isNumber() && Double.isFinite(v.doubleValue()))
+        out.put(e.getKey(), v.doubleValue());
+      else if (v.isNumber())
+        p.add(Problems.loc(loc, e.getKey()), "Input should be a finite number", "finite_number");
       else p.add(Problems.loc(loc, e.getKey()), "Input should be a valid number", "float_type");
     }
     return out;
@@ -250,7 +283,8 @@ final class TrajectoryLogParser {
   private static void strings(JsonNode l, List<Object> loc, Problems p) {
     if (!list(l, loc, p)) return;
     for (int i = 0; i < l.size(); i++) {
-      if (!l.get(i).isTextual()) p.add(Problems.loc(loc, i), "Input should be a valid string", "string_type");
+      if (!l.get(i).isTextual())
+        p.add(Problems.loc(loc, i), "Input should be a valid string", "string_type");
     }
   }
 

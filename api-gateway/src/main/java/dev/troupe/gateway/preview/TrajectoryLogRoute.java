@@ -32,13 +32,14 @@ import org.apache.pekko.stream.javadsl.StreamConverters;
 /**
  * {@code POST /v1/preview/models/{model_id}/log} {@code {split, trajectory_groups, model_id?}}: the
  * body is parsed as it streams in (one group tree at a time, kept as compact bytes), every problem
- * is answered at once as FastAPI's 422 {@code detail[]}, an unknown model is 404, and the reply comes
- * only after the {@code TrajectoryLog} entity has made the groups durable. An {@code Idempotency-Key}
- * header makes a retried POST safe: the groups are stored once.
+ * is answered at once as FastAPI's 422 {@code detail[]}, an unknown model is 404, and the reply
+ * comes only after the {@code TrajectoryLog} entity has made the groups durable. An {@code
+ * Idempotency-Key} header makes a retried POST safe: the groups are stored once.
  */
 public final class TrajectoryLogRoute implements ApiRoute {
   /** A 64 MiB body may take a while to reach the database; the usual ask timeout is for chat. */
   private static final Duration MIN_STORE_TIMEOUT = Duration.ofSeconds(120);
+
   private static final Duration BODY_READ_TIMEOUT = Duration.ofSeconds(120);
 
   private final PreviewContext ctx;
@@ -74,13 +75,19 @@ public final class TrajectoryLogRoute implements ApiRoute {
       String rawId, String idempotencyKey, HttpRequest request, Materializer mat) {
     if (!request.entity().getContentType().mediaType().equals(MediaTypes.APPLICATION_JSON)) {
       throw ValidationException.of(
-          List.of("body"), "Unsupported Media Type: Only 'application/json' is allowed", "model_attributes_type");
+          List.of("body"),
+          "Unsupported Media Type: Only 'application/json' is allowed",
+          "model_attributes_type");
     }
     if (idempotencyKey != null && (idempotencyKey.isBlank() || idempotencyKey.length() > 255)) {
-      throw ApiException.badRequest("Idempotency-Key must be 1 to 255 characters", "Idempotency-Key");
+      throw ApiException.badRequest(
+          "Idempotency-Key must be 1 to 255 characters", "Idempotency-Key");
     }
     InputStream body =
-        request.entity().getDataBytes().runWith(StreamConverters.asInputStream(BODY_READ_TIMEOUT), mat);
+        request
+            .entity()
+            .getDataBytes()
+            .runWith(StreamConverters.asInputStream(BODY_READ_TIMEOUT), mat);
     return CompletableFuture.supplyAsync(() -> parse(body), ctx.blockingExecutor())
         .thenCompose(parsed -> store(rawId, idempotencyKey, parsed));
   }
@@ -101,7 +108,10 @@ public final class TrajectoryLogRoute implements ApiRoute {
     Problems p = new Problems();
     parsed.problems().forEach(d -> p.add(d.loc(), d.msg(), d.type()));
     if (parsed.modelId() != null && !parsed.modelId().equals(rawId)) {
-      p.add(List.of("body", "model_id"), "Value error, model_id does not match the model in the path", "value_error");
+      p.add(
+          List.of("body", "model_id"),
+          "Value error, model_id does not match the model in the path",
+          "value_error");
     }
     p.throwIfAny();
     String id = Problems.modelId(rawId);
@@ -124,9 +134,16 @@ public final class TrajectoryLogRoute implements ApiRoute {
             reply -> {
               if (reply instanceof TrajectoryLogProtocol.Appended a)
                 return new LogResponse(
-                    id, a.split(), a.step(), a.groups(), a.trajectories(), a.metrics(), a.duplicate());
+                    id,
+                    a.split(),
+                    a.step(),
+                    a.groups(),
+                    a.trajectories(),
+                    a.metrics(),
+                    a.duplicate());
               throw ApiException.overloaded(
-                  "The trajectories were not stored: " + ((TrajectoryLogProtocol.AppendFailed) reply).message());
+                  "The trajectories were not stored: "
+                      + ((TrajectoryLogProtocol.AppendFailed) reply).message());
             });
   }
 }

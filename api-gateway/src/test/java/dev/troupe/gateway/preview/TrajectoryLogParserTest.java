@@ -38,7 +38,9 @@ class TrajectoryLogParserTest {
     assertEquals("m", p.modelId());
     assertEquals(2, p.groups().size());
     String first = new String(p.groups().get(0), StandardCharsets.UTF_8);
-    assertTrue(first.startsWith("{\"trajectories\":[{\"messages_and_choices\":[{\"role\":\"user\""), first);
+    assertTrue(
+        first.startsWith("{\"trajectories\":[{\"messages_and_choices\":[{\"role\":\"user\""),
+        first);
     JsonNode g0 = Json.mapper().readTree(first);
     assertEquals("[1,2]", g0.get("trajectories").get(0).get("new_field").get("x").toString());
     assertEquals("[]", g0.get("exceptions").toString());
@@ -47,7 +49,8 @@ class TrajectoryLogParserTest {
     assertEquals(1.5, p.stats().rewardSum(), 1e-12);
     assertEquals(1, p.stats().groupsWithStd()); // only the first group has two trajectories
     assertEquals(1.0, p.stats().groupStdSum(), 1e-12); // rewards 1 and 3
-    assertEquals(0.5, p.stats().metrics().get("acc").sum() / p.stats().metrics().get("acc").count());
+    assertEquals(
+        0.5, p.stats().metrics().get("acc").sum() / p.stats().metrics().get("acc").count());
     assertEquals(1, p.stats().metrics().get("len").count());
   }
 
@@ -64,16 +67,19 @@ class TrajectoryLogParserTest {
         List.of(
             "[body, trajectory_groups, 0, trajectories, 0, messages_and_choices]:missing",
             "[body, trajectory_groups, 0, trajectories, 0, reward]:float_type",
-            "[body, trajectory_groups, 1, trajectories, 0, messages_and_choices, 0, role]:string_type",
+            "[body, trajectory_groups, 1, trajectories, 0, messages_and_choices, 0,"
+                + " role]:string_type",
             "[body, trajectory_groups, 1, trajectories, 0, metadata, k]:string_type",
             "[body, trajectory_groups, 1, trajectories, 0, tools]:list_type",
-            "[body, trajectory_groups, 1, trajectories, 0, additional_histories, 0, messages_and_choices]:missing"),
+            "[body, trajectory_groups, 1, trajectories, 0, additional_histories, 0,"
+                + " messages_and_choices]:missing"),
         locs);
   }
 
   @Test
   void aTruncatedBodyIsOneJsonError() throws IOException {
-    TrajectoryLogParser.Parsed p = parse("{\"split\":\"s\",\"trajectory_groups\":[{\"trajectories\":[");
+    TrajectoryLogParser.Parsed p =
+        parse("{\"split\":\"s\",\"trajectory_groups\":[{\"trajectories\":[");
     assertEquals(1, p.problems().size());
     assertEquals("json_invalid", p.problems().get(0).type());
   }
@@ -83,7 +89,9 @@ class TrajectoryLogParserTest {
     // 20,000 groups produced lazily: the parser only ever sees a stream.
     int n = 20_000;
     byte[] head = "{\"split\":\"val\",\"trajectory_groups\":[".getBytes(StandardCharsets.UTF_8);
-    byte[] group = "{\"trajectories\":[{\"messages_and_choices\":[],\"reward\":0.5}]}".getBytes(StandardCharsets.UTF_8);
+    byte[] group =
+        "{\"trajectories\":[{\"messages_and_choices\":[],\"reward\":0.5}]}"
+            .getBytes(StandardCharsets.UTF_8);
     byte[] tail = "]}".getBytes(StandardCharsets.UTF_8);
     InputStream in =
         new InputStream() {

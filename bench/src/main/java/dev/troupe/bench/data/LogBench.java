@@ -55,7 +55,8 @@ public final class LogBench {
     int models = arg(args, 6, 1);
 
     // Per-statement DEBUG logging (Slick, Hikari) would be what is measured otherwise.
-    ((ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME))
+    ((ch.qos.logback.classic.Logger)
+            org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME))
         .setLevel(ch.qos.logback.classic.Level.WARN);
     Path dir = Files.createTempDirectory("troupe-logbench");
     PersistenceSettings settings = PersistenceSettings.h2(dir.resolve("troupe"));
@@ -82,8 +83,12 @@ public final class LogBench {
           ApiRoutes.builder(gs)
               .addAll(PreviewRoutes.all(PreviewContext.sharded(system, Duration.ofSeconds(60))))
               .build();
-      int port = GatewayServer.bind(system, gs, route).toCompletableFuture().get(30, TimeUnit.SECONDS)
-          .localAddress().getPort();
+      int port =
+          GatewayServer.bind(system, gs, route)
+              .toCompletableFuture()
+              .get(30, TimeUnit.SECONDS)
+              .localAddress()
+              .getPort();
       String base = "http://127.0.0.1:" + port;
       HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
 
@@ -99,20 +104,31 @@ public final class LogBench {
       long t0 = System.nanoTime();
       for (int c = 0; c < clients; c++) {
         String target = modelIds.get(c % models);
-        Thread t = new Thread(() -> {
-          while (next.getAndIncrement() < requests) post(http, base, target, body);
-        });
+        Thread t =
+            new Thread(
+                () -> {
+                  while (next.getAndIncrement() < requests) post(http, base, target, body);
+                });
         t.start();
         threads.add(t);
       }
       for (Thread t : threads) t.join();
       double seconds = (System.nanoTime() - t0) / 1e9;
       double mb = (double) requests * body.length / 1e6;
-      System.out.printf(Locale.ROOT,
-          "logging: %d requests x %d groups x %d trajectories (%d B/request), %d clients, %d models: %.2f s, "
-              + "%.0f requests/s, %.0f groups/s, %.1f MB/s%n",
-          requests, groups, trajectories, body.length, clients, models, seconds, requests / seconds,
-          requests * (double) groups / seconds, mb / seconds);
+      System.out.printf(
+          Locale.ROOT,
+          "logging: %d requests x %d groups x %d trajectories (%d B/request), %d clients, %d"
+              + " models: %.2f s, %.0f requests/s, %.0f groups/s, %.1f MB/s%n",
+          requests,
+          groups,
+          trajectories,
+          body.length,
+          clients,
+          models,
+          seconds,
+          requests / seconds,
+          requests * (double) groups / seconds,
+          mb / seconds);
 
       if (bigMb > 0) big(http, base, modelId, bigMb, trajectories, messageBytes);
     } finally {
@@ -122,11 +138,14 @@ public final class LogBench {
   }
 
   /** One request of about {@code mb} MB; the peak heap is sampled while it is handled. */
-  private static void big(HttpClient http, String base, String modelId, int mb, int trajectories, int messageBytes)
+  private static void big(
+      HttpClient http, String base, String modelId, int mb, int trajectories, int messageBytes)
       throws Exception {
     String group = group(trajectories, messageBytes, 0);
     int n = (int) ((long) mb * 1_000_000 / (group.length() + 1));
-    StringBuilder sb = new StringBuilder(mb * 1_000_000 + 1024).append("{\"split\":\"val\",\"trajectory_groups\":[");
+    StringBuilder sb =
+        new StringBuilder(mb * 1_000_000 + 1024)
+            .append("{\"split\":\"val\",\"trajectory_groups\":[");
     for (int i = 0; i < n; i++) sb.append(i == 0 ? "" : ",").append(group);
     byte[] body = sb.append("]}").toString().getBytes(StandardCharsets.UTF_8);
     sb = null;
@@ -134,39 +153,55 @@ public final class LogBench {
     System.gc();
     long baseline = mem.getHeapMemoryUsage().getUsed();
     AtomicLong peak = new AtomicLong(baseline);
-    Thread sampler = new Thread(() -> {
-      while (!Thread.currentThread().isInterrupted()) {
-        peak.accumulateAndGet(mem.getHeapMemoryUsage().getUsed(), Math::max);
-        try {
-          Thread.sleep(2);
-        } catch (InterruptedException e) {
-          return;
-        }
-      }
-    });
+    Thread sampler =
+        new Thread(
+            () -> {
+              while (!Thread.currentThread().isInterrupted()) {
+                peak.accumulateAndGet(mem.getHeapMemoryUsage().getUsed(), Math::max);
+                try {
+                  Thread.sleep(2);
+                } catch (InterruptedException e) {
+                  return;
+                }
+              }
+            });
     sampler.setDaemon(true);
     sampler.start();
     long t0 = System.nanoTime();
     int status = post(http, base, modelId, body);
     double seconds = (System.nanoTime() - t0) / 1e9;
     sampler.interrupt();
-    System.out.printf(Locale.ROOT,
-        "big request: %.1f MB, %d groups, status %d, %.2f s (%.1f MB/s); heap in use before %.0f MB, "
-            + "peak %.0f MB (+%.0f MB = %.1fx the payload; the client's copy of the body is %.0f MB of it); max heap %.0f MB%n",
-        body.length / 1e6, n, status, seconds, body.length / 1e6 / seconds, baseline / 1e6, peak.get() / 1e6,
-        (peak.get() - baseline) / 1e6, (peak.get() - baseline) / (double) body.length, body.length / 1e6,
+    System.out.printf(
+        Locale.ROOT,
+        "big request: %.1f MB, %d groups, status %d, %.2f s (%.1f MB/s); heap in use before %.0f"
+            + " MB, peak %.0f MB (+%.0f MB = %.1fx the payload; the client's copy of the body is"
+            + " %.0f MB of it); max heap %.0f MB%n",
+        body.length / 1e6,
+        n,
+        status,
+        seconds,
+        body.length / 1e6 / seconds,
+        baseline / 1e6,
+        peak.get() / 1e6,
+        (peak.get() - baseline) / 1e6,
+        (peak.get() - baseline) / (double) body.length,
+        body.length / 1e6,
         mem.getHeapMemoryUsage().getMax() / 1e6);
   }
 
   private static String createModel(HttpClient http, String base, String name) throws Exception {
-    HttpResponse<String> r = http.send(
-        HttpRequest.newBuilder(URI.create(base + "/v1/preview/models"))
-            .header("Authorization", "Bearer bench")
-            .header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString(
-                "{\"project\":\"bench\",\"name\":\"" + name + "\",\"base_model\":\"base\",\"return_existing\":true}"))
-            .build(),
-        HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> r =
+        http.send(
+            HttpRequest.newBuilder(URI.create(base + "/v1/preview/models"))
+                .header("Authorization", "Bearer bench")
+                .header("Content-Type", "application/json")
+                .POST(
+                    HttpRequest.BodyPublishers.ofString(
+                        "{\"project\":\"bench\",\"name\":\""
+                            + name
+                            + "\",\"base_model\":\"base\",\"return_existing\":true}"))
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
     if (r.statusCode() != 200) throw new IllegalStateException("create failed: " + r.body());
     String b = r.body();
     int i = b.indexOf("\"id\":\"") + 6;
@@ -175,15 +210,17 @@ public final class LogBench {
 
   private static int post(HttpClient http, String base, String modelId, byte[] body) {
     try {
-      HttpResponse<String> r = http.send(
-          HttpRequest.newBuilder(URI.create(base + "/v1/preview/models/" + modelId + "/log"))
-              .timeout(Duration.ofSeconds(300))
-              .header("Authorization", "Bearer bench")
-              .header("Content-Type", "application/json")
-              .POST(HttpRequest.BodyPublishers.ofByteArray(body))
-              .build(),
-          HttpResponse.BodyHandlers.ofString());
-      if (r.statusCode() != 200) throw new IllegalStateException("log failed " + r.statusCode() + ": " + r.body());
+      HttpResponse<String> r =
+          http.send(
+              HttpRequest.newBuilder(URI.create(base + "/v1/preview/models/" + modelId + "/log"))
+                  .timeout(Duration.ofSeconds(300))
+                  .header("Authorization", "Bearer bench")
+                  .header("Content-Type", "application/json")
+                  .POST(HttpRequest.BodyPublishers.ofByteArray(body))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      if (r.statusCode() != 200)
+        throw new IllegalStateException("log failed " + r.statusCode() + ": " + r.body());
       return r.statusCode();
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
@@ -195,23 +232,37 @@ public final class LogBench {
 
   static String logBody(int groups, int trajectories, int messageBytes) {
     StringBuilder sb = new StringBuilder("{\"split\":\"train\",\"trajectory_groups\":[");
-    for (int g = 0; g < groups; g++) sb.append(g == 0 ? "" : ",").append(group(trajectories, messageBytes, g));
+    for (int g = 0; g < groups; g++)
+      sb.append(g == 0 ? "" : ",").append(group(trajectories, messageBytes, g));
     return sb.append("]}").toString();
   }
 
-  /** A group shaped like ART's: a user prompt, an assistant choice with logprobs, reward, metrics. */
+  /**
+   * A group shaped like ART's: a user prompt, an assistant choice with logprobs, reward, metrics.
+   */
   static String group(int trajectories, int messageBytes, int seed) {
     StringBuilder sb = new StringBuilder("{\"trajectories\":[");
     String text = "lorem ipsum ".repeat(Math.max(1, messageBytes / 24));
     for (int t = 0; t < trajectories; t++) {
       sb.append(t == 0 ? "" : ",")
-          .append("{\"messages_and_choices\":[{\"role\":\"system\",\"content\":\"You are a solver.\"},")
-          .append("{\"role\":\"user\",\"content\":\"").append(text).append("\"},")
-          .append("{\"finish_reason\":\"stop\",\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"")
-          .append(text).append("\"},\"logprobs\":{\"content\":[{\"token\":\"token_id:42\",\"logprob\":-0.25,\"bytes\":[52,50],\"top_logprobs\":[]}]}}],")
-          .append("\"reward\":").append((seed * 7 + t) % 5 / 4.0)
-          .append(",\"metrics\":{\"correct\":").append(t % 2 == 0).append(",\"turns\":2},")
-          .append("\"metadata\":{\"puzzle\":\"p").append(seed).append("\"},\"logs\":[]}");
+          .append(
+              "{\"messages_and_choices\":[{\"role\":\"system\",\"content\":\"You are a solver.\"},")
+          .append("{\"role\":\"user\",\"content\":\"")
+          .append(text)
+          .append("\"},")
+          .append(
+              "{\"finish_reason\":\"stop\",\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"")
+          .append(text)
+          .append(
+              "\"},\"logprobs\":{\"content\":[{\"token\":\"token_id:42\",\"logprob\":-0.25,\"bytes\":[52,50],\"top_logprobs\":[]}]}}],")
+          .append("\"reward\":")
+          .append((seed * 7 + t) % 5 / 4.0)
+          .append(",\"metrics\":{\"correct\":")
+          .append(t % 2 == 0)
+          .append(",\"turns\":2},")
+          .append("\"metadata\":{\"puzzle\":\"p")
+          .append(seed)
+          .append("\"},\"logs\":[]}");
     }
     return sb.append("]}").toString();
   }

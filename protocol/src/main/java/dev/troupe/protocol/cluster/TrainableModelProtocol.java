@@ -9,18 +9,21 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 
 /**
  * What the gateway and the trainer say to the trainable-model side: the {@code TrainableModel}
- * entity (one per model, id = model UUID) and the {@code ModelRegistry} entity (one per cluster,
- * id {@link #REGISTRY_ENTITY_ID}) that keeps (entity, project, name) unique and lists models.
+ * entity (one per model, id = model UUID) and the {@code ModelRegistry} entity (one per cluster, id
+ * {@link #REGISTRY_ENTITY_ID}) that keeps (entity, project, name) unique and lists models.
  */
 public final class TrainableModelProtocol {
   /** One entity per trainable model; entity id = the model's UUID. */
   public static final EntityTypeKey<Command> TYPE_KEY =
       EntityTypeKey.create(Command.class, "TrainableModel");
+
   /** The registry: one entity holding names and the creation-ordered list of models. */
   public static final EntityTypeKey<RegistryCommand> REGISTRY_TYPE_KEY =
       EntityTypeKey.create(RegistryCommand.class, "ModelRegistry");
+
   /** The registry's single entity id. */
   public static final String REGISTRY_ENTITY_ID = "registry";
+
   /** Nodes that host these entities. */
   public static final String ROLE = Roles.TRAINER;
 
@@ -169,8 +172,8 @@ public final class TrainableModelProtocol {
   public interface RegistryCommand extends CborSerializable {}
 
   /**
-   * Claims (entity, project, name) for a new model with id {@code newId}; when the name is taken the
-   * reply carries the existing model.
+   * Claims (entity, project, name) for a new model with id {@code newId}; when the name is taken
+   * the reply carries the existing model.
    */
   public record Register(
       String newId,

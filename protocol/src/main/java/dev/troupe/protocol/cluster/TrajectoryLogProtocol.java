@@ -11,14 +11,16 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 
 /**
- * What the gateway says to the {@code TrajectoryLog} entity (one per model, id = model UUID): append
- * validated trajectory groups under a split, read them back in pages. Groups travel as compact JSON
- * bytes (the gateway parsed and validated them once); the entity never parses them again.
+ * What the gateway says to the {@code TrajectoryLog} entity (one per model, id = model UUID):
+ * append validated trajectory groups under a split, read them back in pages. Groups travel as
+ * compact JSON bytes (the gateway parsed and validated them once); the entity never parses them
+ * again.
  */
 public final class TrajectoryLogProtocol {
   /** One entity per model; entity id = the model's UUID. */
   public static final EntityTypeKey<Command> TYPE_KEY =
       EntityTypeKey.create(Command.class, "TrajectoryLog");
+
   /** Nodes that host trajectory logs. */
   public static final String ROLE = Roles.TRAINER;
 
@@ -69,7 +71,9 @@ public final class TrajectoryLogProtocol {
   /** Reply to {@link Append}. */
   public sealed interface AppendReply extends CborSerializable {}
 
-  /** The groups are durable. {@code metrics} are the split's metrics now on checkpoint {@code step}. */
+  /**
+   * The groups are durable. {@code metrics} are the split's metrics now on checkpoint {@code step}.
+   */
   public record Appended(
       String split,
       long step,
@@ -92,7 +96,8 @@ public final class TrajectoryLogProtocol {
       implements CborSerializable {}
 
   /** Reply to {@link ReadPage}. */
-  public record TrajectoryPage(List<StoredGroup> data, boolean hasMore) implements CborSerializable {
+  public record TrajectoryPage(List<StoredGroup> data, boolean hasMore)
+      implements CborSerializable {
     public TrajectoryPage {
       data = List.copyOf(data);
     }
@@ -127,7 +132,8 @@ public final class TrajectoryLogProtocol {
     }
 
     /** Statistics of one group given its rewards and each trajectory's numeric metrics. */
-    public static SplitStats ofGroup(double[] rewards, List<Map<String, Double>> trajectoryMetrics) {
+    public static SplitStats ofGroup(
+        double[] rewards, List<Map<String, Double>> trajectoryMetrics) {
       double sum = 0;
       double squares = 0;
       for (double r : rewards) {
@@ -175,7 +181,9 @@ public final class TrajectoryLogProtocol {
       if (trajectories > 0) {
         double mean = rewardSum / trajectories;
         out.put(split + "/reward", mean);
-        out.put(split + "/reward_std", Math.sqrt(Math.max(0, rewardSquareSum / trajectories - mean * mean)));
+        out.put(
+            split + "/reward_std",
+            Math.sqrt(Math.max(0, rewardSquareSum / trajectories - mean * mean)));
       }
       out.put(split + "/reward_std_dev", groupsWithStd > 0 ? groupStdSum / groupsWithStd : 0.0);
       out.put(split + "/num_trajectories", (double) trajectories);

@@ -11,6 +11,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -102,10 +103,15 @@ public final class GenerationStream {
   /** The HTTP error for a stream failure (timeouts are 503: no worker answered in time). */
   public static ApiException toApiException(Throwable error) {
     Throwable t = error;
-    while (t.getCause() != null && !(t instanceof ApiException) && !(t instanceof TimeoutException)) t = t.getCause();
+    while (t.getCause() != null && !(t instanceof ApiException) && !(t instanceof TimeoutException)
+        && !(t instanceof CancellationException)) t = t.getCause();
     if (t instanceof ApiException api) return api;
     if (t instanceof TimeoutException)
       return ApiException.overloaded("No model worker answered in time; retry later.");
+    if (t instanceof CancellationException) {
+      log.debug("Generation cancelled: {}", t.getMessage());
+      return ApiException.internal("The request was cancelled.");
+    }
     log.error("Generation stream failed", error);
     return ApiException.internal("Internal server error");
   }

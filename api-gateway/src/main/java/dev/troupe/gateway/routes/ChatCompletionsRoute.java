@@ -21,7 +21,16 @@ import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import org.apache.pekko.actor.Cancellable;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.KillSwitches;
+import org.apache.pekko.stream.UniqueKillSwitch;
+import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.http.javadsl.model.ContentType;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
@@ -47,10 +56,22 @@ public final class ChatCompletionsRoute implements ApiRoute {
   private static final Duration GROUP_WINDOW = Duration.ofMillis(1);
   private static final ContentType EVENT_STREAM = MediaTypes.TEXT_EVENT_STREAM.toContentType();
 
+  private static final ByteString SPACE = ByteString.fromString(" ");
+
   private final ModelDirectory models;
+  private final Duration heartbeat;
 
   public ChatCompletionsRoute(ModelDirectory models) {
+    this(models, Duration.ofSeconds(5));
+  }
+
+  /**
+   * @param heartbeat how long a non-streaming answer may take before its status is committed and
+   *     whitespace keeps the connection checked
+   */
+  public ChatCompletionsRoute(ModelDirectory models, Duration heartbeat) {
     this.models = models;
+    this.heartbeat = heartbeat;
   }
 
   @Override
@@ -76,14 +97,49 @@ public final class ChatCompletionsRoute implements ApiRoute {
     return GenerationStream.events(models.pick(model), plan.generation(), models.askTimeout());
   }
 
+  /**
+   * The folded answer. If it is ready within {@link #heartbeat} it is a plain response with its
+   * own status. Otherwise the 200 status is committed and the body starts with a space per
+   * heartbeat (JSON allows leading whitespace): writing them is how a client that went away is
+   * noticed, and its request cancelled, instead of generating to the end for nobody.
+   */
   private CompletionStage<HttpResponse> whole(ServedModel model, ChatPlan plan) {
     long created = System.currentTimeMillis() / 1000;
-    return events(model, plan)
-        .runWith(Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add), models.system())
+    Pair<UniqueKillSwitch, CompletionStage<ChatResponseFolder>> run = events(model, plan)
+        .viaMat(KillSwitches.single(), Keep.right())
+        .toMat(Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add), Keep.both())
+        .run(models.system());
+    CompletableFuture<HttpResponse> done = run.second()
         .handle((folder, error) -> {
           if (error != null) throw GenerationStream.toApiException(error);
           return JsonBodies.response(StatusCodes.OK, folder.response());
+        })
+        .toCompletableFuture();
+    CompletableFuture<HttpResponse> answer = new CompletableFuture<>();
+    Cancellable timer = models.system().scheduler().scheduleOnce(
+        heartbeat, () -> answer.complete(heartbeating(done, run.first())), models.system().executionContext());
+    done.whenComplete((response, error) -> {
+      timer.cancel();
+      if (error != null) answer.completeExceptionally(error);
+      else answer.complete(response);
+    });
+    return answer;
+  }
+
+  private HttpResponse heartbeating(CompletableFuture<HttpResponse> done, UniqueKillSwitch generation) {
+    CompletionStage<ByteString> json = done.handle((response, error) -> error == null
+        ? ((HttpEntity.Strict) response.entity()).getData()
+        // Too late for an error status: the body is the error object.
+        : ByteString.fromArray(JsonBodies.bytes(GenerationStream.toApiException(error).body())));
+    Source<ByteString, NotUsed> body = Source.completionStage(json)
+        .keepAlive(heartbeat, () -> SPACE)
+        .watchTermination((mat, terminated) -> {
+          terminated.whenComplete((ok, error) -> {
+            if (!done.isDone()) generation.abort(new CancellationException("the client went away"));
+          });
+          return mat;
         });
+    return HttpResponse.create().withEntity(HttpEntities.createChunked(ContentTypes.APPLICATION_JSON, body));
   }
 
   private CompletionStage<HttpResponse> stream(ServedModel model, ChatPlan plan) {

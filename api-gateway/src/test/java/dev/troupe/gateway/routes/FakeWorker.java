@@ -38,6 +38,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  *   <li>{@code "busy"}: {@link Failed} OVERLOADED
  *   <li>{@code "crash midway"}: Started, one delta, then {@link Failed} INTERNAL
  *   <li>{@code "hang"}: Started, then nothing (until cancelled)
+ *   <li>{@code "slow"}: Started, then after 600 ms the default answer
  *   <li>anything else: per choice the words {@code "Hello", " world"} (ids 100+i, 200+i), then
  *       finish {@code stop} with stop reason from the first stop string (or null), and usage
  * </ul>
@@ -104,6 +105,24 @@ final class FakeWorker {
     }
     to.tell(new Started(id, PROMPT_IDS, promptLogprobs, 0));
     if (prompt.equals("hang")) return;
+    if (prompt.equals("slow")) {
+      // The rest of the answer, later and in order, as a worker busy with other requests would send it.
+      ActorRef<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> later = to;
+      List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> rest = new ArrayList<>();
+      answer(r, id, "slow", rest);
+      java.util.concurrent.CompletableFuture.delayedExecutor(600, java.util.concurrent.TimeUnit.MILLISECONDS)
+          .execute(() -> rest.forEach(later::tell));
+      return;
+    }
+    List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> events = new ArrayList<>();
+    answer(r, id, prompt, events);
+    events.forEach(to::tell);
+  }
+
+  /** The scripted answer after Started, in order. */
+  private static void answer(
+      GenerationRequest r, String id, String prompt,
+      List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> to) {
     int n = r.sampling().n();
     boolean logprobs = r.sampling().logprobs() != null;
     List<ChoiceDelta> first = new ArrayList<>();
@@ -112,15 +131,15 @@ final class FakeWorker {
       first.add(new ChoiceDelta(i, "Hello", List.of(100 + i), logprobs ? List.of(entry(100 + i, "Hello", -0.1)) : null));
       second.add(new ChoiceDelta(i, " world", List.of(200 + i), logprobs ? List.of(entry(200 + i, " world", -0.2)) : null));
     }
-    to.tell(new TokenDelta(id, first));
+    to.add(new TokenDelta(id, first));
     if (prompt.equals("crash midway")) {
-      to.tell(new Failed(id, ErrorKind.INTERNAL, "engine exploded: NullPointerException at Foo.java:12", null));
+      to.add(new Failed(id, ErrorKind.INTERNAL, "engine exploded: NullPointerException at Foo.java:12", null));
       return;
     }
-    to.tell(new TokenDelta(id, second));
+    to.add(new TokenDelta(id, second));
     Object stopReason = r.sampling().stop().isEmpty() ? null : r.sampling().stop().get(0);
-    for (int i = 0; i < n; i++) to.tell(new ChoiceFinished(id, i, FinishReason.STOP, stopReason));
-    to.tell(new Completed(id, new Usage(PROMPT_IDS.size(), 2 * n, 0)));
+    for (int i = 0; i < n; i++) to.add(new ChoiceFinished(id, i, FinishReason.STOP, stopReason));
+    to.add(new Completed(id, new Usage(PROMPT_IDS.size(), 2 * n, 0)));
   }
 
   private static LogprobEntry entry(int id, String token, double logprob) {

@@ -63,6 +63,20 @@ class PrefixOffsetDetokenizerTest {
   }
 
   @Test
+  void idsInTheModelsPaddedVocabularyProduceNoText() {
+    // Qwen3's embedding has 151,936 rows for 151,669 tokenizer ids: a sampled padding id is no text.
+    HfTokenizer tokenizer = (HfTokenizer) Fixtures.bundle("qwen3").tokenizer();
+    int padding = tokenizer.vocabSize() + 10;
+    int[] hello = tokenizer.encode("Hello world", false);
+    IncrementalDetokenizer detok = tokenizer.newDetokenizer(new int[0], true, true);
+    StringBuilder out = new StringBuilder(detok.append(hello[0]));
+    assertEquals("", detok.append(padding));
+    for (int i = 1; i < hello.length; i++) out.append(detok.append(hello[i]));
+    out.append(detok.finish());
+    assertEquals("Hello world", out.toString());
+  }
+
+  @Test
   void promptContextDoesNotLeakIntoOutput() {
     HfTokenizer tokenizer = (HfTokenizer) Fixtures.bundle("llama3_2").tokenizer();
     int[] prompt =

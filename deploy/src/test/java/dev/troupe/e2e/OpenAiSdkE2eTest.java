@@ -206,6 +206,22 @@ class OpenAiSdkE2eTest {
   }
 
   @Test
+  void penaltiesChangeARepetitiveGreedyAnswer() {
+    ChatCompletionCreateParams.Builder base = chat("Repeat after me").temperature(0.0).maxCompletionTokens(6)
+        .putAdditionalBodyProperty("ignore_eos", JsonValue.from(true))
+        .putAdditionalBodyProperty("return_token_ids", JsonValue.from(true));
+    List<Integer> plain = tokenIds(client.chat().completions().create(base.build()).choices().get(0));
+    List<Integer> penalized = tokenIds(client.chat().completions().create(
+        base.frequencyPenalty(2.0).presencePenalty(2.0)
+            .putAdditionalBodyProperty("repetition_penalty", JsonValue.from(5.0)).build()).choices().get(0));
+    assertEquals(6, penalized.size());
+    assertNotEquals(plain, penalized, "penalties over repeated tokens change the greedy choice");
+    long distinctPlain = plain.stream().distinct().count();
+    long distinctPenalized = penalized.stream().distinct().count();
+    assertTrue(distinctPenalized >= distinctPlain, plain + " vs " + penalized);
+  }
+
+  @Test
   void maxCompletionTokensEndsWithLength() {
     ChatCompletion c = client.chat().completions().create(chat("Count").maxCompletionTokens(2).temperature(0.0)
         .putAdditionalBodyProperty("ignore_eos", JsonValue.from(true)).build());

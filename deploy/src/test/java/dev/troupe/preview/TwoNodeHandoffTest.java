@@ -28,69 +28,66 @@ class TwoNodeHandoffTest {
 
   @Test
   void aLogMovesToTheOtherNodeWhenItsHostLeavesWithNoDataLost() throws Exception {
-    {
-      PersistenceSettings settings =
-          PersistenceSettings.postgres(RealPostgres.sharedDatabase(), "postgres", "");
-      PreviewNode a = PreviewNode.start(settings);
-      PreviewNode b = PreviewNode.start(settings, a.address());
-      try {
-        awaitUp(a.system, 2);
-        PreviewClient viaA = new PreviewClient(a.baseUrl(), PreviewNode.KEY);
-        PreviewClient viaB = new PreviewClient(b.baseUrl(), PreviewNode.KEY);
-        String id = viaA.createModel("two-node");
+    PersistenceSettings settings =
+        PersistenceSettings.postgres(RealPostgres.sharedDatabase(), "postgres", "");
+    PreviewNode a = PreviewNode.start(settings);
+    PreviewNode b = PreviewNode.start(settings, a.address());
+    try {
+      awaitUp(a.system, 2);
+      PreviewClient viaA = new PreviewClient(a.baseUrl(), PreviewNode.KEY);
+      PreviewClient viaB = new PreviewClient(b.baseUrl(), PreviewNode.KEY);
+      String id = viaA.createModel("two-node");
 
-        // ~1.5 MB in one request: more than Artery's ordinary frame, so the large-message path is
-        // used.
-        String big = "x".repeat(64 * 1024);
-        StringBuilder groups = new StringBuilder();
-        for (int i = 0; i < 24; i++) {
-          if (i > 0) groups.append(',');
-          groups.append(group("before-" + i, big));
-        }
-        String body = "{\"split\":\"val\",\"trajectory_groups\":[" + groups + "]}";
-        assertEquals(200, viaB.post("/v1/preview/models/" + id + "/log", body).status());
-        assertEquals(
-            200,
-            viaA.post("/v1/preview/models/" + id + "/log", body.replace("before-", "again-"))
-                .status());
-        assertEquals(48, viaA.allGroups(id, null).size());
-
-        PreviewNode host = hosts(a, id) ? a : b;
-        PreviewNode other = host == a ? b : a;
-        assertTrue(hosts(host, id));
-        Cluster.get(host.system).manager().tell(Leave.create(host.address()));
-        host.system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
-        awaitUp(other.system, 1);
-
-        PreviewClient survivor = new PreviewClient(other.baseUrl(), PreviewNode.KEY);
-        List<JsonNode> all = awaitGroups(survivor, id, 48);
-        assertEquals("before-0", marker(all.get(0)));
-        assertEquals("again-23", marker(all.get(47)));
-        assertEquals(
-            big, all.get(5).get("trajectories").get(0).get("metadata").get("pad").asText());
-        assertEquals(
-            200,
-            survivor
-                .post(
-                    "/v1/preview/models/" + id + "/log",
-                    "{\"split\":\"val\",\"trajectory_groups\":[" + group("after", "") + "]}")
-                .status());
-        all = survivor.allGroups(id, null);
-        assertEquals(49, all.size());
-        assertEquals("after", marker(all.get(48)));
-        assertTrue(hosts(other, id));
-        JsonNode metrics =
-            survivor
-                .get("/v1/preview/models/" + id + "/checkpoints")
-                .json()
-                .get("data")
-                .get(0)
-                .get("metrics");
-        assertEquals(49, metrics.get("val/num_trajectories").asInt());
-      } finally {
-        b.close();
-        a.close();
+      // ~1.5 MB in one request: more than Artery's ordinary frame, so the large-message path is
+      // used.
+      String big = "x".repeat(64 * 1024);
+      StringBuilder groups = new StringBuilder();
+      for (int i = 0; i < 24; i++) {
+        if (i > 0) groups.append(',');
+        groups.append(group("before-" + i, big));
       }
+      String body = "{\"split\":\"val\",\"trajectory_groups\":[" + groups + "]}";
+      assertEquals(200, viaB.post("/v1/preview/models/" + id + "/log", body).status());
+      assertEquals(
+          200,
+          viaA.post("/v1/preview/models/" + id + "/log", body.replace("before-", "again-"))
+              .status());
+      assertEquals(48, viaA.allGroups(id, null).size());
+
+      PreviewNode host = hosts(a, id) ? a : b;
+      PreviewNode other = host == a ? b : a;
+      assertTrue(hosts(host, id));
+      Cluster.get(host.system).manager().tell(Leave.create(host.address()));
+      host.system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      awaitUp(other.system, 1);
+
+      PreviewClient survivor = new PreviewClient(other.baseUrl(), PreviewNode.KEY);
+      List<JsonNode> all = awaitGroups(survivor, id, 48);
+      assertEquals("before-0", marker(all.get(0)));
+      assertEquals("again-23", marker(all.get(47)));
+      assertEquals(big, all.get(5).get("trajectories").get(0).get("metadata").get("pad").asText());
+      assertEquals(
+          200,
+          survivor
+              .post(
+                  "/v1/preview/models/" + id + "/log",
+                  "{\"split\":\"val\",\"trajectory_groups\":[" + group("after", "") + "]}")
+              .status());
+      all = survivor.allGroups(id, null);
+      assertEquals(49, all.size());
+      assertEquals("after", marker(all.get(48)));
+      assertTrue(hosts(other, id));
+      JsonNode metrics =
+          survivor
+              .get("/v1/preview/models/" + id + "/checkpoints")
+              .json()
+              .get("data")
+              .get(0)
+              .get("metrics");
+      assertEquals(49, metrics.get("val/num_trajectories").asInt());
+    } finally {
+      b.close();
+      a.close();
     }
   }
 

@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.SortedSet;
 import java.util.TreeSet;
+import java.util.stream.LongStream;
 
 /**
  * The built-in demo model: a tiny Qwen3 with Qwen3's vocabulary whose weights are drawn from a
@@ -78,15 +79,21 @@ public final class DemoModel {
       // Independent streams per (tensor, block of BLOCK elements), so any range can be produced
       // without generating the tensor from its start.
       long end = offset + count;
-      for (long block = offset / BLOCK; block * BLOCK < end; block++) {
-        Random r = new Random(SEED * 1_000_003L + name.hashCode() * 65_537L + block);
-        long from = block * BLOCK;
-        long to = Math.min(end, from + BLOCK);
-        for (long i = from; i < to; i++) {
-          float v = (float) (r.nextGaussian() * STD);
-          if (i >= offset) dst.put(v);
-        }
-      }
+      int at = dst.position();
+      // blocks are independent streams, so they are generated in parallel (same values)
+      LongStream.range(offset / BLOCK, (end + BLOCK - 1) / BLOCK)
+          .parallel()
+          .forEach(
+              block -> {
+                Random r = new Random(SEED * 1_000_003L + name.hashCode() * 65_537L + block);
+                long from = block * BLOCK;
+                long to = Math.min(end, from + BLOCK);
+                for (long i = from; i < to; i++) {
+                  float v = (float) (r.nextGaussian() * STD);
+                  if (i >= offset) dst.put(at + (int) (i - offset), v);
+                }
+              });
+      dst.position(at + count);
     }
 
     @Override

@@ -14,7 +14,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -73,10 +72,7 @@ public final class SafetensorsWeights implements WeightSource {
     if (weightMap == null || !weightMap.isObject())
       throw new ModelLoadException(index + ": no weight_map object");
     Map<String, String> mapping = new LinkedHashMap<>();
-    for (Iterator<Map.Entry<String, JsonNode>> it = weightMap.fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> e = it.next();
-      mapping.put(e.getKey(), e.getValue().asText());
-    }
+    for (Map.Entry<String, JsonNode> e : weightMap.properties()) mapping.put(e.getKey(), e.getValue().asText());
     List<Path> files = mapping.values().stream().distinct().map(index::resolveSibling).toList();
     return openFiles(files, mapping);
   }
@@ -139,8 +135,7 @@ public final class SafetensorsWeights implements WeightSource {
       long dataStart = 8 + n;
       long dataLen = size - dataStart;
       Map<String, Entry> out = new LinkedHashMap<>();
-      for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
-        Map.Entry<String, JsonNode> f = it.next();
+      for (Map.Entry<String, JsonNode> f : root.properties()) {
         if (f.getKey().equals("__metadata__")) continue;
         out.put(f.getKey(), parseEntry(file, ch, f.getKey(), f.getValue(), dataStart, dataLen));
       }

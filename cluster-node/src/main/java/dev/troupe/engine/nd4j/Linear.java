@@ -28,8 +28,8 @@ final class Linear implements AutoCloseable {
   Linear(INDArray w) {
     this.w = w;
     this.weights = new FloatPointer(w.data().addressPointer());
-    this.out = (int) w.rows();
-    this.in = (int) w.columns();
+    this.out = w.rows();
+    this.in = w.columns();
   }
 
   /** Loads tensor {@code name} ([out, in]) converted to FP32. */

@@ -35,6 +35,8 @@ import org.nd4j.linalg.ops.transforms.Transforms;
 public final class LoraTransformer implements AutoCloseable {
   private static final int HEAD_CHUNK = 128;
   private static final double MASKED = -1e9;
+  /** Logit values per row kept between forward and backward (64M floats = 256 MiB). */
+  private static final long KEEP_LOGITS_BUDGET = 64L << 20;
 
   private final ModelConfig config;
   private final LoraSpec spec;
@@ -179,12 +181,15 @@ public final class LoraTransformer implements AutoCloseable {
 
     double[] logprobs = new double[n];
     double[] entropies = new double[n];
-    headForward(f, tokens, logprobs, entropies);
+    // keep softmax(z) for the backward pass when the row's full logits fit the budget
+    List<INDArray> kept =
+        backward && (long) n * config.vocabSize() <= KEEP_LOGITS_BUDGET ? new ArrayList<>() : null;
+    headForward(f, tokens, logprobs, entropies, kept);
     if (!backward) return new Output(logprobs, entropies, null);
 
     double[] g = lossGradient.apply(logprobs.clone());
     if (g.length != n) throw new IllegalArgumentException("loss gradient has the wrong length");
-    INDArray df = headBackward(f, tokens, g);
+    INDArray df = headBackward(f, tokens, g, kept);
     INDArray dx = finalNorm.backward(df, config.rmsNormEps(), fc, grads);
     for (int i = layers.size() - 1; i >= 0; i--)
       dx = layerBackward(layers.get(i), dx, mask, ropeQ, ropeK, caches.get(i), grads);
@@ -312,9 +317,9 @@ public final class LoraTransformer implements AutoCloseable {
       INDArray kg = cols(k, g, d);
       INDArray vg = cols(v, g, d);
       // p [T, T] = softmax(q kᵀ / sqrt(d) + mask)
-      INDArray p = softmaxRows(Nd4j.gemm(qh, kg, false, true).muli(scale).addi(mask));
+      INDArray p = softmaxRows(mm(qh, kg, false, true).muli(scale).addi(mask));
       out.get(NDArrayIndex.all(), NDArrayIndex.interval(h * d, (h + 1) * d))
-          .assign(Nd4j.gemm(p, vg, false, false));
+          .assign(mm(p, vg, false, false));
     }
     return out;
   }
@@ -334,16 +339,24 @@ public final class LoraTransformer implements AutoCloseable {
       INDArray kg = cols(k, g, d);
       INDArray vg = cols(v, g, d);
       INDArray dOh = cols(dOut, h, d);
-      INDArray p = softmaxRows(Nd4j.gemm(qh, kg, false, true).muli(scale).addi(mask));
+      INDArray p = softmaxRows(mm(qh, kg, false, true).muli(scale).addi(mask));
       // dV += Pᵀ dO; dP = dO vᵀ; dS = P ∘ (dP − rowsum(dP ∘ P)); dQ = dS k / √d; dK += dSᵀ q / √d
-      cols(dv, g, d, true).addi(Nd4j.gemm(p, dOh, true, false));
-      INDArray dP = Nd4j.gemm(dOh, vg, false, true);
+      cols(dv, g, d, true).addi(mm(p, dOh, true, false));
+      INDArray dP = mm(dOh, vg, false, true);
       INDArray rowDot = dP.mul(p).sum(true, 1);
       INDArray dS = p.muli(dP.subiColumnVector(rowDot));
-      cols(dq, h, d, true).assign(Nd4j.gemm(dS, kg, false, false).muli(scale));
-      cols(dk, g, d, true).addi(Nd4j.gemm(dS, qh, true, false).muli(scale));
+      cols(dq, h, d, true).assign(mm(dS, kg, false, false).muli(scale));
+      cols(dk, g, d, true).addi(mm(dS, qh, true, false).muli(scale));
     }
     return new INDArray[] {dq, dk, dv};
+  }
+
+  /** a·b with optional transposes into a new row-major result (BLAS flags, no copies of a or b). */
+  private INDArray mm(INDArray a, INDArray b, boolean ta, boolean tb) {
+    long rows = ta ? a.columns() : a.rows();
+    long cols = tb ? b.rows() : b.columns();
+    INDArray c = Nd4j.createUninitialized(dtype, new long[] {rows, cols}, 'c');
+    return Nd4j.gemm(a, b, c, ta, tb, 1.0, 0.0);
   }
 
   private static INDArray cols(INDArray x, int head, int d) {
@@ -371,35 +384,45 @@ public final class LoraTransformer implements AutoCloseable {
 
   // --- LM head ---------------------------------------------------------------------------------
 
-  private void headForward(INDArray f, int[] tokens, double[] logprobs, double[] entropies) {
+  private void headForward(
+      INDArray f, int[] tokens, double[] logprobs, double[] entropies, List<INDArray> keep) {
     int n = tokens.length;
     for (int c0 = 0; c0 < n; c0 += HEAD_CHUNK) {
       int c1 = Math.min(n, c0 + HEAD_CHUNK);
       // z [C, V]: logits of this chunk of positions
-      INDArray z = Nd4j.gemm(f.get(NDArrayIndex.interval(c0, c1), NDArrayIndex.all()), lmHead, false, true);
+      INDArray z = mm(f.get(NDArrayIndex.interval(c0, c1), NDArrayIndex.all()), lmHead, false, true);
       INDArray lse = logSumExp(z);
       INDArray p = Transforms.exp(z.subColumnVector(lse), false);
-      INDArray pz = p.muli(z).sum(1);
+      INDArray pz = p.mul(z).sum(1);
       for (int i = c0; i < c1; i++) {
         double l = lse.getDouble(i - c0, 0);
         entropies[i] = l - pz.getDouble(i - c0);
         logprobs[i] = i + 1 < n ? z.getDouble(i - c0, tokens[i + 1]) - l : 0.0;
       }
+      // the backward pass needs softmax(z) again; keep it when it is small enough
+      if (keep != null) keep.add(p);
     }
   }
 
-  /** d(loss)/d(f) for dL/dlogprob g: dz = g·(onehot(target) − softmax(z)), df = dz · W_lm. */
-  private INDArray headBackward(INDArray f, int[] tokens, double[] g) {
+  /**
+   * d(loss)/d(f) for dL/dlogprob g: dz = g·(onehot(target) − softmax(z)), df = dz · W_lm. Uses the
+   * softmax chunks kept by the forward pass, else recomputes them.
+   */
+  private INDArray headBackward(INDArray f, int[] tokens, double[] g, List<INDArray> kept) {
     int n = tokens.length;
     INDArray df = Nd4j.create(dtype, f.rows(), f.columns());
-    for (int c0 = 0; c0 < n; c0 += HEAD_CHUNK) {
+    for (int c0 = 0, chunk = 0; c0 < n; c0 += HEAD_CHUNK, chunk++) {
       int c1 = Math.min(n, c0 + HEAD_CHUNK);
       boolean any = false;
       for (int i = c0; i < c1; i++) any |= g[i] != 0 && i + 1 < n;
       if (!any) continue;
-      INDArray z = Nd4j.gemm(f.get(NDArrayIndex.interval(c0, c1), NDArrayIndex.all()), lmHead, false, true);
-      INDArray lse = logSumExp(z);
-      INDArray dz = Transforms.exp(z.subiColumnVector(lse), false);
+      INDArray dz;
+      if (kept != null) {
+        dz = kept.get(chunk);
+      } else {
+        INDArray z = mm(f.get(NDArrayIndex.interval(c0, c1), NDArrayIndex.all()), lmHead, false, true);
+        dz = Transforms.exp(z.subiColumnVector(logSumExp(z)), false);
+      }
       double[] gc = new double[c1 - c0];
       for (int i = c0; i < c1; i++) gc[i - c0] = i + 1 < n ? g[i] : 0.0;
       INDArray gCol = Nd4j.create(gc, new long[] {c1 - c0, 1}, dtype);
@@ -409,7 +432,7 @@ public final class LoraTransformer implements AutoCloseable {
           int y = tokens[i + 1];
           dz.putScalar(i - c0, y, dz.getDouble(i - c0, y) + g[i]);
         }
-      df.get(NDArrayIndex.interval(c0, c1), NDArrayIndex.all()).assign(Nd4j.gemm(dz, lmHead, false, false));
+      df.get(NDArrayIndex.interval(c0, c1), NDArrayIndex.all()).assign(mm(dz, lmHead, false, false));
     }
     return df;
   }
@@ -554,27 +577,27 @@ public final class LoraTransformer implements AutoCloseable {
     }
 
     INDArray forward(INDArray x, LayerCache c) {
-      INDArray y = Nd4j.gemm(x, w, false, true);
+      INDArray y = mm(x, w, false, true);
       if (bias != null) y.addiRowVector(bias);
       if (lora) {
-        INDArray xa = Nd4j.gemm(x, a, false, true); // [T, r]
-        y.addi(Nd4j.gemm(xa, b, false, true).muli(spec.scale()));
+        INDArray xa = mm(x, a, false, true); // [T, r]
+        y.addi(mm(xa, b, false, true).muli(spec.scale()));
         if (c != null) c.loraInputs.put(module, xa);
       }
       return y;
     }
 
     INDArray backward(INDArray dy, INDArray x, LayerCache c, Map<String, INDArray> grads) {
-      INDArray dx = Nd4j.gemm(dy, w, false, false);
+      INDArray dx = mm(dy, w, false, false);
       if (lora) {
         double s = spec.scale();
         INDArray xa = c.loraInputs.get(module);
-        INDArray dyB = Nd4j.gemm(dy, b, false, false); // [T, r]
-        accumulate(grads, module + ".lora_A", Nd4j.gemm(dyB, x, true, false).muli(s));
-        accumulate(grads, module + ".lora_B", Nd4j.gemm(dy, xa, true, false).muli(s));
-        dx.addi(Nd4j.gemm(dyB, a, false, false).muli(s));
+        INDArray dyB = mm(dy, b, false, false); // [T, r]
+        accumulate(grads, module + ".lora_A", mm(dyB, x, true, false).muli(s));
+        accumulate(grads, module + ".lora_B", mm(dy, xa, true, false).muli(s));
+        dx.addi(mm(dyB, a, false, false).muli(s));
       }
-      if (weightParam != null) accumulate(grads, weightParam, Nd4j.gemm(dy, x, true, false));
+      if (weightParam != null) accumulate(grads, weightParam, mm(dy, x, true, false));
       return dx;
     }
   }

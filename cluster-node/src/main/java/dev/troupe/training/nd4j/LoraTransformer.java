@@ -14,6 +14,12 @@ import java.util.Random;
 import java.util.Set;
 import java.util.function.Function;
 import org.nd4j.linalg.api.buffer.DataType;
+import org.nd4j.linalg.api.memory.MemoryWorkspace;
+import org.nd4j.linalg.api.memory.conf.WorkspaceConfiguration;
+import org.nd4j.linalg.api.memory.enums.AllocationPolicy;
+import org.nd4j.linalg.api.memory.enums.LearningPolicy;
+import org.nd4j.linalg.api.memory.enums.MirroringPolicy;
+import org.nd4j.linalg.api.memory.enums.SpillPolicy;
 import org.nd4j.linalg.api.ndarray.INDArray;
 import org.nd4j.linalg.factory.Nd4j;
 import org.nd4j.linalg.indexing.NDArrayIndex;
@@ -35,6 +41,14 @@ import org.nd4j.linalg.ops.transforms.Transforms;
 public final class LoraTransformer implements AutoCloseable {
   private static final int HEAD_CHUNK = 128;
   private static final double MASKED = -1e9;
+  private static final WorkspaceConfiguration WORKSPACE =
+      WorkspaceConfiguration.builder()
+          .initialSize(0)
+          .policyAllocation(AllocationPolicy.OVERALLOCATE)
+          .policyLearning(LearningPolicy.FIRST_LOOP)
+          .policyMirroring(MirroringPolicy.FULL)
+          .policySpill(SpillPolicy.REALLOCATE)
+          .build();
   /** Logit values per row kept between forward and backward (64M floats = 256 MiB). */
   private static final long KEEP_LOGITS_BUDGET = 64L << 20;
 
@@ -162,6 +176,20 @@ public final class LoraTransformer implements AutoCloseable {
       throw new IllegalArgumentException("tokens, positions and segments differ in length");
     boolean backward = lossGradient != null;
     upload();
+    // every intermediate lives in one workspace that is released when the pass ends (no reliance
+    // on the garbage collector to free off-heap buffers); only Java arrays leave this method
+    try (MemoryWorkspace ws = Nd4j.getWorkspaceManager().getAndActivateWorkspace(WORKSPACE, "troupe-training")) {
+      return passInWorkspace(tokens, positions, segments, lossGradient, backward);
+    }
+  }
+
+  private Output passInWorkspace(
+      int[] tokens,
+      int[] positions,
+      int[] segments,
+      Function<double[], double[]> lossGradient,
+      boolean backward) {
+    int n = tokens.length;
     Map<String, INDArray> grads = backward ? new LinkedHashMap<>() : null;
 
     // x [T, H]: token embeddings

@@ -96,6 +96,11 @@ public final class Trainer {
     return model.forward(tokens, positions, new int[tokens.length]).logprobs();
   }
 
+  /** The current policy's log-probabilities of the token after {@code tokens}, whole vocabulary. */
+  public double[] nextTokenLogprobs(int[] tokens) {
+    return model.nextTokenLogprobs(tokens);
+  }
+
   /** Runs one job and stores checkpoint {@code step}, even when nothing was trainable. */
   public Result train(long step, List<JsonNode> groups, TrainingConfig config, Listener listener) {
     TrainingBatch batch =

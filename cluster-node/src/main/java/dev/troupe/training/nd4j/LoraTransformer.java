@@ -145,6 +145,25 @@ public final class LoraTransformer implements AutoCloseable {
     return pass(tokens, positions, segments, null);
   }
 
+  /** Log-probabilities over the whole vocabulary of the token after {@code tokens} (for sampling). */
+  public double[] nextTokenLogprobs(int[] tokens) {
+    int n = tokens.length;
+    int[] positions = new int[n];
+    for (int i = 0; i < n; i++) positions[i] = i;
+    upload();
+    try (MemoryWorkspace ws = Nd4j.getWorkspaceManager().getAndActivateWorkspace(WORKSPACE, "troupe-training")) {
+      INDArray x = embed.getRows(tokens);
+      INDArray mask = attentionMask(new int[n]);
+      Rope ropeQ = rope(positions, config.numHeads());
+      Rope ropeK = rope(positions, config.numKvHeads());
+      for (Layer layer : layers) x = layerForward(layer, x, mask, ropeQ, ropeK, null);
+      INDArray last = x.get(NDArrayIndex.interval(n - 1, n), NDArrayIndex.all());
+      INDArray f = finalNorm.forward(last, config.rmsNormEps(), new NormCache());
+      INDArray z = mm(f, lmHead, false, true); // [1, V]
+      return z.subColumnVector(logSumExp(z)).castTo(DataType.DOUBLE).data().asDouble();
+    }
+  }
+
   /**
    * Forward, then {@code lossGradient(logprobs)} = dL/dlogprob per target, then backward.
    *

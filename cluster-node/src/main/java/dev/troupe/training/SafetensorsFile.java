@@ -10,7 +10,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -76,10 +75,9 @@ public final class SafetensorsFile {
     int base = 8 + (int) headerLen;
     Map<String, Tensor> tensors = new LinkedHashMap<>();
     Map<String, String> metadata = new LinkedHashMap<>();
-    for (Iterator<Map.Entry<String, JsonNode>> it = header.fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> e = it.next();
+    for (Map.Entry<String, JsonNode> e : header.properties()) {
       if (e.getKey().equals("__metadata__")) {
-        e.getValue().fields().forEachRemaining(m -> metadata.put(m.getKey(), m.getValue().asText()));
+        e.getValue().properties().forEach(m -> metadata.put(m.getKey(), m.getValue().asText()));
         continue;
       }
       JsonNode t = e.getValue();

@@ -253,7 +253,7 @@ public final class LoraTransformer implements AutoCloseable {
 
   private INDArray layerForward(
       Layer l, INDArray h0, INDArray mask, Rope ropeQ, Rope ropeK, LayerCache c) {
-    int n = (int) h0.rows();
+    long n = h0.rows();
     int d = config.headDim();
     double eps = config.rmsNormEps();
     // a [T, H]: pre-attention norm
@@ -317,7 +317,7 @@ public final class LoraTransformer implements AutoCloseable {
       Rope ropeK,
       LayerCache c,
       Map<String, INDArray> grads) {
-    int n = (int) dh2.rows();
+    long n = dh2.rows();
     int d = config.headDim();
     double eps = config.rmsNormEps();
     // mlp branch

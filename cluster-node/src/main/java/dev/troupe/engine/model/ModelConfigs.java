@@ -68,6 +68,10 @@ public final class ModelConfigs {
       // Llama/Qwen3 attention_bias also adds an o_proj bias, which no released checkpoint of these
       // families uses; refuse rather than silently drop it.
       throw new IllegalArgumentException("attention_bias=true is not supported for " + arch);
+    if (c.path("use_sliding_window").asBoolean(false))
+      // Qwen2/Qwen3 apply it only to some layers (max_window_layers); no released checkpoint uses it
+      throw new IllegalArgumentException("use_sliding_window=true is not supported for " + arch);
+    int window = arch.equals("MistralForCausalLM") && c.hasNonNull("sliding_window") ? c.get("sliding_window").asInt() : 0;
     return new ModelConfig(
         arch,
         req(c, "vocab_size"),
@@ -85,7 +89,8 @@ public final class ModelConfigs {
         qwen2,
         arch.equals("Qwen3ForCausalLM"),
         c.hasNonNull("bos_token_id") && c.get("bos_token_id").isInt() ? c.get("bos_token_id").asInt() : null,
-        eos);
+        eos,
+        window);
   }
 
   private static ModelConfig.RopeScaling ropeScaling(JsonNode r) {

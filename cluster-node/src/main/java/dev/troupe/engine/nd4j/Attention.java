@@ -25,7 +25,7 @@ final class Attention {
    */
   static float[] run(
       Nd4jModelRunner.Step s, float[] qkv, int stride, float[] k, float[] v, int nH, int nKv, int d, int bs,
-      Linear.Scratch scratch) {
+      int window, Linear.Scratch scratch) {
     int T = s.tokens.length;
     float[] out = new float[T * nH * d];
     int maxPos = 0;
@@ -34,7 +34,7 @@ final class Attention {
     for (int ci = 0; ci < s.chunkStart.length; ci++) {
       int from = s.chunkStart[ci], to = ci + 1 < s.chunkStart.length ? s.chunkStart[ci + 1] : T;
       if (to - from >= BLAS_MIN_ROWS) {
-        chunkBlas(s, ci, from, to - from, qkv, stride, k, v, nH, nKv, d, bs, out, scratch);
+        chunkBlas(s, ci, from, to - from, qkv, stride, k, v, nH, nKv, d, bs, window, out, scratch);
         continue;
       }
       for (int t = from; t < to; t++) {
@@ -47,11 +47,11 @@ final class Attention {
     if (work < parallelMinWork || perToken.size() < 2) {
       float[] scores = new float[n];
       int[] base = new int[n];
-      for (int t : perToken) token(s, t, qkv, stride, k, v, nH, nKv, d, bs, out, scores, base);
+      for (int t : perToken) token(s, t, qkv, stride, k, v, nH, nKv, d, bs, window, out, scores, base);
     } else {
       // decode batches with long contexts: tokens are independent, spread them over the cores
       perToken.parallelStream()
-          .forEach(t -> token(s, t, qkv, stride, k, v, nH, nKv, d, bs, out, new float[n], new int[n]));
+          .forEach(t -> token(s, t, qkv, stride, k, v, nH, nKv, d, bs, window, out, new float[n], new int[n]));
     }
     return out;
   }
@@ -65,30 +65,31 @@ final class Attention {
   /** One token's attention, plain Java: decode tokens and short chunks. */
   private static void token(
       Nd4jModelRunner.Step s, int t, float[] qkv, int stride, float[] k, float[] v, int nH, int nKv, int d, int bs,
-      float[] out, float[] scores, int[] base) {
+      int window, float[] out, float[] scores, int[] base) {
     int qDim = nH * d, kvDim = nKv * d, group = nH / nKv;
     float scale = (float) (1.0 / Math.sqrt(d));
     int[] bt = s.blockTables[s.chunkOf[t]];
     int n = s.positions[t] + 1;
-    // cache offset of each position 0..p of this sequence
-    for (int j = 0; j < n; j++) base[j] = (bt[j / bs] * bs + j % bs) * kvDim;
+    int lo = window > 0 ? Math.max(0, n - window) : 0; // first visible position
+    // cache offset of each position lo..p of this sequence
+    for (int j = lo; j < n; j++) base[j] = (bt[j / bs] * bs + j % bs) * kvDim;
     for (int h = 0; h < nH; h++) {
       int q = t * stride + h * d, g = (h / group) * d;
       float max = Float.NEGATIVE_INFINITY;
-      for (int j = 0; j < n; j++) {
+      for (int j = lo; j < n; j++) {
         float sc = Kernels.dot(qkv, q, k, base[j] + g, d) * scale;
         scores[j] = sc;
         if (sc > max) max = sc;
       }
       float sum = 0;
-      for (int j = 0; j < n; j++) {
+      for (int j = lo; j < n; j++) {
         float e = (float) Math.exp(scores[j] - max);
         scores[j] = e;
         sum += e;
       }
       float inv = 1f / sum;
       int o = t * qDim + h * d;
-      for (int j = 0; j < n; j++) Kernels.axpy(scores[j] * inv, v, base[j] + g, out, o, d);
+      for (int j = lo; j < n; j++) Kernels.axpy(scores[j] * inv, v, base[j] + g, out, o, d);
     }
   }
 
@@ -99,7 +100,7 @@ final class Attention {
    */
   private static void chunkBlas(
       Nd4jModelRunner.Step s, int ci, int t0, int nq, float[] qkv, int stride, float[] k, float[] v,
-      int nH, int nKv, int d, int bs, float[] out, Linear.Scratch scratch) {
+      int nH, int nKv, int d, int bs, int window, float[] out, Linear.Scratch scratch) {
     int start = s.positions[t0], n = start + nq, qDim = nH * d, kvDim = nKv * d, group = nH / nKv;
     float scale = (float) (1.0 / Math.sqrt(d));
     int[] bt = s.blockTables[ci];
@@ -123,15 +124,16 @@ final class Attention {
         qp.position(0).put(qh, 0, nq * d);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, n, d, scale, qp, d, kp, d, 0f, sp, n);
         sp.position(0).get(p, 0, nq * n);
-        // causal softmax: query i sees positions 0 .. start + i
+        // causal softmax: query i sees positions first .. start + i (first > 0 with a sliding window)
         for (int i = 0; i < nq; i++) {
-          int row = i * n, last = start + i;
+          int row = i * n, last = start + i, first = window > 0 ? Math.max(0, last + 1 - window) : 0;
           float max = Float.NEGATIVE_INFINITY;
-          for (int j = 0; j <= last; j++) max = Math.max(max, p[row + j]);
+          for (int j = first; j <= last; j++) max = Math.max(max, p[row + j]);
           float sum = 0;
-          for (int j = 0; j <= last; j++) sum += p[row + j] = (float) Math.exp(p[row + j] - max);
+          for (int j = first; j <= last; j++) sum += p[row + j] = (float) Math.exp(p[row + j] - max);
           float inv = 1f / sum;
-          for (int j = 0; j <= last; j++) p[row + j] *= inv;
+          for (int j = 0; j < first; j++) p[row + j] = 0f;
+          for (int j = first; j <= last; j++) p[row + j] *= inv;
           for (int j = last + 1; j < n; j++) p[row + j] = 0f;
         }
         sp.position(0).put(p, 0, nq * n);

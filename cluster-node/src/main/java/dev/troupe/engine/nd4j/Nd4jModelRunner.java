@@ -205,7 +205,7 @@ public final class Nd4jModelRunner implements ModelRunner {
         System.arraycopy(qkv, base + qDim, l.kCache(), slot, kvDim);
         System.arraycopy(qkv, base + qDim + kvDim, l.vCache(), slot, kvDim);
       }
-      float[] attn = Attention.run(s, qkv, stride, l.kCache(), l.vCache(), nHeads, nKv, headDim, blockSize, scratch); // [T, qDim]
+      float[] attn = Attention.run(s, qkv, stride, l.kCache(), l.vCache(), nHeads, nKv, headDim, blockSize, cfg.slidingWindow(), scratch); // [T, qDim]
       float[] o = l.o().apply(scratch, attn, T); // [T, H]
       lora(s, li, Lora.O, attn, qDim, o, hidden, 0, T);
       Kernels.addInPlace(x, o);

@@ -54,6 +54,19 @@ class ModelConfigsTest {
   }
 
   @Test
+  void mistralSlidingWindowIsRead() throws IOException {
+    Files.writeString(tmp.resolve("config.json"), """
+        {"architectures": ["MistralForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "vocab_size": 100, "sliding_window": 4096}""");
+    assertEquals(4096, ModelConfigs.read(tmp).slidingWindow());
+    Files.writeString(tmp.resolve("config.json"), """
+        {"architectures": ["MistralForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "sliding_window": null}""");
+    assertEquals(0, ModelConfigs.read(tmp).slidingWindow());
+  }
+
+  @Test
   void generationConfigEosComesFirstAndDefaultsApply() throws IOException {
     Files.writeString(tmp.resolve("config.json"), """
         {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
@@ -83,5 +96,11 @@ class ModelConfigsTest {
     e = assertThrows(ModelLoadException.class, () -> ModelConfigs.read(tmp));
     assertTrue(e.getMessage().contains("yarn"), e.getMessage());
     assertThrows(ModelLoadException.class, () -> ModelConfigs.read(tmp.resolve("absent")));
+    Files.writeString(tmp.resolve("config.json"), """
+        {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+         "use_sliding_window": true, "sliding_window": 4096, "max_window_layers": 1}""");
+    e = assertThrows(ModelLoadException.class, () -> ModelConfigs.read(tmp));
+    assertTrue(e.getMessage().contains("use_sliding_window"), e.getMessage());
   }
 }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.model.DType;
@@ -99,6 +100,30 @@ class Nd4jModelRunnerTest {
       assertTrue(maxDiff(mixed.get(1)[0], refA[a.length - 1]) < TOL, arch + " mixed a");
       assertEquals(1, mixed.get(2).length);
       assertTrue(maxDiff(mixed.get(2)[0], refC[c.length - 1]) < TOL, arch + " mixed c");
+    }
+  }
+
+  @Test
+  void mistralSlidingWindowLimitsAttention() throws Exception {
+    ModelConfig c = TinyModels.withSlidingWindow(TinyModels.config(Arch.MISTRAL), 6);
+    Path dir = TinyModels.write(tmp.resolve("w"), c, TinyModels.randomWeights(c, 12), DType.F32, false);
+    assertEquals(6, ModelConfigs.read(dir).slidingWindow());
+    int[] a = randomTokens(new Random(4), 20, 97);
+    float[][] ref, full;
+    try (WeightSource w = ModelRunners.weights(dir)) {
+      ref = new ScalarReferenceModel(c, w).logits(a);
+      full = new ScalarReferenceModel(TinyModels.config(Arch.MISTRAL), w).logits(a);
+    }
+    assertTrue(maxDiff(ref[19], full[19]) > 1e-3, "the window must matter at position 19");
+    try (ModelRunner m = ModelRunners.open(dir, 16, BS)) {
+      int[] table = {4, 0, 9, 2, 7};
+      // GEMM path (12-token chunk), then per-token path (decode)
+      float[][] l = m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOf(a, 12), 0, table, true))).get(0);
+      for (int t = 0; t < 12; t++) assertTrue(maxDiff(l[t], ref[t]) < TOL, "prefill " + t);
+      for (int t = 12; t < a.length; t++) {
+        float[] d = m.forward(List.of(new SequenceChunk(new int[] {a[t]}, t, table, false))).get(0)[0];
+        assertTrue(maxDiff(d, ref[t]) < TOL, "decode " + t);
+      }
     }
   }
 

@@ -44,15 +44,17 @@ public final class ScalarReferenceModel {
           int kvh = hh / (nH / nKv);
           double[] s = new double[t + 1];
           double max = Double.NEGATIVE_INFINITY;
-          for (int j = 0; j <= t; j++) {
+          // Mistral's sliding window: only the last W positions (j > t - W) are visible
+          int lo = c.slidingWindow() > 0 ? Math.max(0, t - c.slidingWindow() + 1) : 0;
+          for (int j = lo; j <= t; j++) {
             double dot = 0;
             for (int i = 0; i < d; i++) dot += q[t][hh * d + i] * k[j][kvh * d + i];
             s[j] = dot / Math.sqrt(d);
             max = Math.max(max, s[j]);
           }
           double sum = 0;
-          for (int j = 0; j <= t; j++) sum += s[j] = Math.exp(s[j] - max);
-          for (int j = 0; j <= t; j++)
+          for (int j = lo; j <= t; j++) sum += s[j] = Math.exp(s[j] - max);
+          for (int j = lo; j <= t; j++)
             for (int i = 0; i < d; i++) attn[t][hh * d + i] += s[j] / sum * v[j][kvh * d + i];
         }
       }

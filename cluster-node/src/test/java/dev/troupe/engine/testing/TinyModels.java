@@ -64,6 +64,14 @@ public final class TinyModels {
         List.of(2));
   }
 
+  /** {@code c} with Mistral's {@code sliding_window} set to {@code window}. */
+  public static ModelConfig withSlidingWindow(ModelConfig c, int window) {
+    return new ModelConfig(
+        c.architecture(), c.vocabSize(), c.hiddenSize(), c.intermediateSize(), c.numLayers(), c.numHeads(),
+        c.numKvHeads(), c.headDim(), c.maxPositionEmbeddings(), c.rmsNormEps(), c.ropeTheta(), c.ropeScaling(),
+        c.tieWordEmbeddings(), c.attentionBias(), c.qkNorm(), c.bosTokenId(), c.eosTokenIds(), window);
+  }
+
   /** A config with explicit sizes (benchmarks): Llama layout, untied. */
   public static ModelConfig llama(int vocab, int hidden, int layers, int heads, int kvHeads, int inter) {
     return new ModelConfig(
@@ -143,6 +151,7 @@ public final class TinyModels {
           r.factor(), r.lowFreqFactor(), r.highFreqFactor(), r.originalMaxPositionEmbeddings()));
     }
     s.append("  \"tie_word_embeddings\": ").append(c.tieWordEmbeddings()).append(",\n");
+    if (c.slidingWindow() > 0) s.append("  \"sliding_window\": ").append(c.slidingWindow()).append(",\n");
     if (c.bosTokenId() != null) s.append("  \"bos_token_id\": ").append(c.bosTokenId()).append(",\n");
     s.append("  \"eos_token_id\": ").append(c.eosTokenIds().isEmpty() ? "null" : c.eosTokenIds().get(0)).append(",\n");
     s.append("  \"torch_dtype\": \"float32\"\n}\n");

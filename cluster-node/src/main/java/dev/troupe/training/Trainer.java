@@ -121,7 +121,7 @@ public final class Trainer {
     if (config.precalculateLogprobs()) {
       // π_old := the job's starting policy, so ratios measure this job's own drift
       for (PackedRow row : rows) {
-        double[] lp = model.forward(row.tokens(), row.positions(), row.segments()).logprobs();
+        double[] lp = model.forward(row.tokens(), row.positions(), row.segments(), row.mask()).logprobs();
         for (int t = 0; t < row.length(); t++) if (row.mask()[t]) row.oldLogprobs()[t] = lp[t];
       }
     }
@@ -135,6 +135,7 @@ public final class Trainer {
               row.tokens(),
               row.positions(),
               row.segments(),
+              row.mask(),
               lp -> {
                 RlLoss.Result r =
                     RlLoss.compute(

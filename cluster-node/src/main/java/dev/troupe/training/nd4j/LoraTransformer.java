@@ -142,7 +142,15 @@ public final class LoraTransformer implements AutoCloseable {
    * 1]} after position t; the last entry is 0.
    */
   public Output forward(int[] tokens, int[] positions, int[] segments) {
-    return pass(tokens, positions, segments, null);
+    return pass(tokens, positions, segments, null, null);
+  }
+
+  /**
+   * As {@link #forward(int[], int[], int[])}, scoring only the targets marked in {@code needed}
+   * (the others read 0): the LM head, the costliest part for a large vocabulary, runs only there.
+   */
+  public Output forward(int[] tokens, int[] positions, int[] segments, boolean[] needed) {
+    return pass(tokens, positions, segments, needed, null);
   }
 
   /** Log-probabilities over the whole vocabulary of the token after {@code tokens} (for sampling). */
@@ -171,7 +179,20 @@ public final class LoraTransformer implements AutoCloseable {
    */
   public Output forwardBackward(
       int[] tokens, int[] positions, int[] segments, Function<double[], double[]> lossGradient) {
-    return pass(tokens, positions, segments, lossGradient);
+    return pass(tokens, positions, segments, null, lossGradient);
+  }
+
+  /**
+   * As above, scoring only the targets marked in {@code needed}; the loss gradient must be 0
+   * elsewhere (their logprobs read 0).
+   */
+  public Output forwardBackward(
+      int[] tokens,
+      int[] positions,
+      int[] segments,
+      boolean[] needed,
+      Function<double[], double[]> lossGradient) {
+    return pass(tokens, positions, segments, needed, lossGradient);
   }
 
   /**
@@ -189,7 +210,11 @@ public final class LoraTransformer implements AutoCloseable {
   // ---------------------------------------------------------------------------------------------
 
   private Output pass(
-      int[] tokens, int[] positions, int[] segments, Function<double[], double[]> lossGradient) {
+      int[] tokens,
+      int[] positions,
+      int[] segments,
+      boolean[] needed,
+      Function<double[], double[]> lossGradient) {
     int n = tokens.length;
     if (positions.length != n || segments.length != n)
       throw new IllegalArgumentException("tokens, positions and segments differ in length");
@@ -198,14 +223,24 @@ public final class LoraTransformer implements AutoCloseable {
     // every intermediate lives in one workspace that is released when the pass ends (no reliance
     // on the garbage collector to free off-heap buffers); only Java arrays leave this method
     try (MemoryWorkspace ws = Nd4j.getWorkspaceManager().getAndActivateWorkspace(WORKSPACE, "troupe-training")) {
-      return passInWorkspace(tokens, positions, segments, lossGradient, backward);
+      return passInWorkspace(tokens, positions, segments, targets(tokens.length, needed), lossGradient, backward);
     }
+  }
+
+  /** Positions whose next token is scored: all but the last, or those marked. */
+  private static int[] targets(int n, boolean[] needed) {
+    if (needed != null && needed.length != n) throw new IllegalArgumentException("needed has the wrong length");
+    int[] buf = new int[Math.max(0, n - 1)];
+    int k = 0;
+    for (int i = 0; i + 1 < n; i++) if (needed == null || needed[i]) buf[k++] = i;
+    return java.util.Arrays.copyOf(buf, k);
   }
 
   private Output passInWorkspace(
       int[] tokens,
       int[] positions,
       int[] segments,
+      int[] targets,
       Function<double[], double[]> lossGradient,
       boolean backward) {
     int n = tokens.length;
@@ -230,13 +265,13 @@ public final class LoraTransformer implements AutoCloseable {
     double[] entropies = new double[n];
     // keep softmax(z) for the backward pass when the row's full logits fit the budget
     List<INDArray> kept =
-        backward && (long) n * config.vocabSize() <= KEEP_LOGITS_BUDGET ? new ArrayList<>() : null;
-    headForward(f, tokens, logprobs, entropies, kept);
+        backward && (long) targets.length * config.vocabSize() <= KEEP_LOGITS_BUDGET ? new ArrayList<>() : null;
+    headForward(f, tokens, targets, logprobs, entropies, kept);
     if (!backward) return new Output(logprobs, entropies, null);
 
     double[] g = lossGradient.apply(logprobs.clone());
     if (g.length != n) throw new IllegalArgumentException("loss gradient has the wrong length");
-    INDArray df = headBackward(f, tokens, g, kept);
+    INDArray df = headBackward(f, tokens, targets, g, kept);
     INDArray dx = finalNorm.backward(df, config.rmsNormEps(), fc, grads);
     for (int i = layers.size() - 1; i >= 0; i--)
       dx = layerBackward(layers.get(i), dx, mask, ropeQ, ropeK, caches.get(i), grads);
@@ -432,19 +467,20 @@ public final class LoraTransformer implements AutoCloseable {
   // --- LM head ---------------------------------------------------------------------------------
 
   private void headForward(
-      INDArray f, int[] tokens, double[] logprobs, double[] entropies, List<INDArray> keep) {
-    int n = tokens.length;
-    for (int c0 = 0; c0 < n; c0 += HEAD_CHUNK) {
-      int c1 = Math.min(n, c0 + HEAD_CHUNK);
-      // z [C, V]: logits of this chunk of positions
-      INDArray z = mm(f.get(NDArrayIndex.interval(c0, c1), NDArrayIndex.all()), lmHead, false, true);
+      INDArray f, int[] tokens, int[] targets, double[] logprobs, double[] entropies, List<INDArray> keep) {
+    for (int c0 = 0; c0 < targets.length; c0 += HEAD_CHUNK) {
+      int c1 = Math.min(targets.length, c0 + HEAD_CHUNK);
+      int[] rows = java.util.Arrays.copyOfRange(targets, c0, c1);
+      // z [C, V]: logits of this chunk of target positions
+      INDArray z = mm(f.getRows(rows), lmHead, false, true);
       INDArray lse = logSumExp(z);
       INDArray p = Transforms.exp(z.subColumnVector(lse), false);
       INDArray pz = p.mul(z).sum(1);
-      for (int i = c0; i < c1; i++) {
-        double l = lse.getDouble(i - c0, 0);
-        entropies[i] = l - pz.getDouble(i - c0);
-        logprobs[i] = i + 1 < n ? z.getDouble(i - c0, tokens[i + 1]) - l : 0.0;
+      for (int k = 0; k < rows.length; k++) {
+        int i = rows[k];
+        double l = lse.getDouble(k, 0);
+        entropies[i] = l - pz.getDouble(k);
+        logprobs[i] = z.getDouble(k, tokens[i + 1]) - l;
       }
       // the backward pass needs softmax(z) again; keep it when it is small enough
       if (keep != null) keep.add(p);
@@ -455,31 +491,32 @@ public final class LoraTransformer implements AutoCloseable {
    * d(loss)/d(f) for dL/dlogprob g: dz = g·(onehot(target) − softmax(z)), df = dz · W_lm. Uses the
    * softmax chunks kept by the forward pass, else recomputes them.
    */
-  private INDArray headBackward(INDArray f, int[] tokens, double[] g, List<INDArray> kept) {
-    int n = tokens.length;
+  private INDArray headBackward(INDArray f, int[] tokens, int[] targets, double[] g, List<INDArray> kept) {
     INDArray df = Nd4j.create(dtype, f.rows(), f.columns());
-    for (int c0 = 0, chunk = 0; c0 < n; c0 += HEAD_CHUNK, chunk++) {
-      int c1 = Math.min(n, c0 + HEAD_CHUNK);
+    for (int c0 = 0, chunk = 0; c0 < targets.length; c0 += HEAD_CHUNK, chunk++) {
+      int c1 = Math.min(targets.length, c0 + HEAD_CHUNK);
+      int[] rows = java.util.Arrays.copyOfRange(targets, c0, c1);
       boolean any = false;
-      for (int i = c0; i < c1; i++) any |= g[i] != 0 && i + 1 < n;
+      for (int i : rows) any |= g[i] != 0;
       if (!any) continue;
       INDArray dz;
       if (kept != null) {
         dz = kept.get(chunk);
       } else {
-        INDArray z = mm(f.get(NDArrayIndex.interval(c0, c1), NDArrayIndex.all()), lmHead, false, true);
+        INDArray z = mm(f.getRows(rows), lmHead, false, true);
         dz = Transforms.exp(z.subiColumnVector(logSumExp(z)), false);
       }
-      double[] gc = new double[c1 - c0];
-      for (int i = c0; i < c1; i++) gc[i - c0] = i + 1 < n ? g[i] : 0.0;
-      INDArray gCol = Nd4j.create(gc, new long[] {c1 - c0, 1}, dtype);
+      double[] gc = new double[rows.length];
+      for (int k = 0; k < rows.length; k++) gc[k] = g[rows[k]];
+      INDArray gCol = Nd4j.create(gc, new long[] {rows.length, 1}, dtype);
       dz.muliColumnVector(gCol.neg());
-      for (int i = c0; i < c1; i++)
-        if (i + 1 < n && g[i] != 0) {
-          int y = tokens[i + 1];
-          dz.putScalar(i - c0, y, dz.getDouble(i - c0, y) + g[i]);
+      for (int k = 0; k < rows.length; k++)
+        if (gc[k] != 0) {
+          int y = tokens[rows[k] + 1];
+          dz.putScalar(k, y, dz.getDouble(k, y) + gc[k]);
         }
-      df.get(NDArrayIndex.interval(c0, c1), NDArrayIndex.all()).assign(mm(dz, lmHead, false, false));
+      INDArray dRows = mm(dz, lmHead, false, false); // [C, H]
+      for (int k = 0; k < rows.length; k++) df.getRow(rows[k]).addi(dRows.getRow(k));
     }
     return df;
   }

@@ -173,6 +173,29 @@ class LoraTransformerTest {
   }
 
   @Test
+  void scoringOnlyNeededTargetsGivesTheSameLogprobsAndGradients() {
+    ModelConfig c = TinyWeights.qwen3();
+    TinyWeights base = new TinyWeights(c, 4);
+    LoraTransformer m = new LoraTransformer(c, base.source(c), new LoraSpec(2, 4, LoraSpec.ALL_TARGETS, false, 7), DataType.DOUBLE);
+    randomizeB(m, 8);
+    boolean[] needed = new boolean[TOKENS.length];
+    double[] coef = new double[TOKENS.length];
+    for (int t : new int[] {2, 3, 7, 9}) {
+      needed[t] = true;
+      coef[t] = 0.3 * t - 1;
+    }
+    LoraTransformer.Output all = m.forwardBackward(TOKENS, POSITIONS, SEGMENTS, lp -> coef);
+    LoraTransformer.Output some = m.forwardBackward(TOKENS, POSITIONS, SEGMENTS, needed, lp -> coef);
+    for (int t = 0; t < TOKENS.length; t++)
+      assertEquals(needed[t] ? all.logprobs()[t] : 0.0, some.logprobs()[t], 1e-12, "t=" + t);
+    for (String name : all.gradients().keySet()) {
+      double[] a = all.gradients().get(name);
+      double[] b = some.gradients().get(name);
+      for (int i = 0; i < a.length; i++) assertEquals(a[i], b[i], 1e-12, name);
+    }
+  }
+
+  @Test
   void targetsSelectWhichModulesGetAdapters() {
     LoraSpec spec = new LoraSpec(4, 8, List.of("q_proj", "v_proj"), false, 1);
     LoraTransformer m =

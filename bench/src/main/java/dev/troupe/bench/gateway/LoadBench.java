@@ -56,7 +56,26 @@ public final class LoadBench {
     }
   }
 
-  record Result(int concurrency, int requests, double seconds, List<Sample> samples) {
+  /**
+   * @param cpuSeconds CPU time of the whole process during the run (all threads: for the gateway
+   *     path this includes the load generator's own HTTP client and JSON parsing)
+   */
+  record Result(
+      int concurrency,
+      int requests,
+      double seconds,
+      double cpuSeconds,
+      double clientCpuSeconds,
+      List<Sample> samples) {
+    double cpuMicrosPerToken() {
+      return cpuSeconds * 1e6 / tokens();
+    }
+
+    /** Process CPU minus the load generator's own threads (HTTP client, SSE parsing). */
+    double serverCpuMicrosPerToken() {
+      return (cpuSeconds - clientCpuSeconds) * 1e6 / tokens();
+    }
+
     long tokens() {
       return samples.stream().mapToLong(Sample::tokens).sum();
     }
@@ -91,6 +110,8 @@ public final class LoadBench {
             "--data-dir", data.toString(), "--model", "bench=" + dir);
     EngineSettings settings =
         EngineSettings.fromConfig(ConfigFactory.load().getConfig("troupe.worker.engine"));
+    // The engine runs on one thread of its own, as a worker's runs on its pinned dispatcher.
+    ExecutorService engineThread = Executors.newSingleThreadExecutor();
     // Both paths stay loaded; each round runs the gateway, then the engine alone, at one level,
     // so drifting machine load hits both alike. The median round is reported.
     try (TroupeNode node =
@@ -104,44 +125,58 @@ public final class LoadBench {
         Engine e = Engines.open(new ServedModel("bench", dir, 1, "fcfs"), settings)) {
       String url = "http://127.0.0.1:" + node.httpPort() + "/v1/chat/completions";
       HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-      runHttp(http, url, o, 2, 2); // warm-up: model load, JIT
-      runEngine(e, o, 2, 2);
+      // Warm-up (model load, JIT of both paths), not measured.
+      for (int w = 0; w < 2; w++) {
+        runHttp(http, url, o, 8, 3);
+        engineThread.submit(() -> runEngine(e, o, 8, 3)).get();
+      }
       for (int c : o.levels()) {
         List<Result> g = new ArrayList<>();
         List<Result> x = new ArrayList<>();
         for (int round = 0; round < o.rounds(); round++) {
           g.add(runHttp(http, url, o, c, o.perClient()));
-          x.add(runEngine(e, o, c, o.perClient()));
+          x.add(engineThread.submit(() -> runEngine(e, o, c, o.perClient())).get());
           System.out.printf(
-              Locale.ROOT, "c=%d round %d: gateway %.1f tok/s, engine %.1f tok/s%n",
-              c, round, g.get(round).tokensPerSecond(), x.get(round).tokensPerSecond());
+              Locale.ROOT,
+              "c=%d round %d: gateway %.1f tok/s %.0f CPU µs/token (server side %.0f), engine %.1f tok/s %.0f CPU µs/token%n",
+              c, round, g.get(round).tokensPerSecond(), g.get(round).cpuMicrosPerToken(),
+              g.get(round).serverCpuMicrosPerToken(),
+              x.get(round).tokensPerSecond(), x.get(round).cpuMicrosPerToken());
         }
         gateway.add(median(g));
         engine.add(median(x));
       }
+    } finally {
+      engineThread.shutdown();
     }
 
     System.out.println();
     System.out.println(
-        "| concurrency | requests | gateway tok/s | engine tok/s | gateway/engine | TTFT p50 ms | TTFT p99 ms | engine TTFT p50 ms | ITL p50 ms | ITL p99 ms |");
-    System.out.println("|---|---|---|---|---|---|---|---|---|---|");
+        "| concurrency | requests | gateway tok/s | engine tok/s | gateway/engine | CPU µs/token gateway (server side) | CPU µs/token engine | TTFT p50 ms | TTFT p99 ms | engine TTFT p50 ms | ITL p50 ms | ITL p99 ms |");
+    System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (int i = 0; i < gateway.size(); i++) {
       Result g = gateway.get(i);
       Result e = engine.get(i);
       System.out.printf(
-          Locale.ROOT, "| %d | %d | %.1f | %.1f | %.1f%% | %.0f | %.0f | %.0f | %.1f | %.1f |%n",
+          Locale.ROOT,
+          "| %d | %d | %.1f | %.1f | %.1f%% | %.0f (%.0f) | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f |%n",
           g.concurrency(), g.requests(), g.tokensPerSecond(), e.tokensPerSecond(),
-          100 * g.tokensPerSecond() / e.tokensPerSecond(), g.ttftMs(0.5), g.ttftMs(0.99),
+          100 * g.tokensPerSecond() / e.tokensPerSecond(), g.cpuMicrosPerToken(),
+          g.serverCpuMicrosPerToken(), e.cpuMicrosPerToken(), g.ttftMs(0.5), g.ttftMs(0.99),
           e.ttftMs(0.5), g.itlMs(0.5), g.itlMs(0.99));
     }
   }
 
   /** {@code c} clients, each streaming {@code perClient} requests back to back. */
   static Result runHttp(HttpClient http, String url, Options o, int c, int perClient) throws Exception {
-    ExecutorService pool = Executors.newFixedThreadPool(c);
+    AtomicInteger threads = new AtomicInteger();
+    ExecutorService pool =
+        Executors.newFixedThreadPool(c, r -> new Thread(r, "loadbench-client-" + threads.incrementAndGet()));
     List<Sample> samples = Collections.synchronizedList(new ArrayList<>());
     AtomicInteger ids = new AtomicInteger();
     long start = System.nanoTime();
+    long cpu0 = processCpuNanos();
+    long client0 = clientCpuNanos();
     List<Future<?>> clients = new ArrayList<>();
     for (int i = 0; i < c; i++)
       clients.add(
@@ -152,8 +187,10 @@ public final class LoadBench {
               }));
     for (Future<?> f : clients) f.get();
     double seconds = (System.nanoTime() - start) / 1e9;
+    double cpu = (processCpuNanos() - cpu0) / 1e9;
+    double client = (clientCpuNanos() - client0) / 1e9;
     pool.shutdown();
-    return new Result(c, c * perClient, seconds, samples);
+    return new Result(c, c * perClient, seconds, cpu, client, samples);
   }
 
   static Sample stream(HttpClient http, String url, Options o, int id) throws Exception {
@@ -206,6 +243,7 @@ public final class LoadBench {
     List<Sample> samples = new ArrayList<>();
     int submitted = 0, inFlight = 0;
     long start = System.nanoTime();
+    long cpu0 = processCpuNanos();
     while (samples.size() < total) {
       while (inFlight < c && submitted < total) {
         String id = "e" + System.nanoTime() + "-" + submitted;
@@ -239,7 +277,29 @@ public final class LoadBench {
         }
       }
     }
-    return new Result(c, total, (System.nanoTime() - start) / 1e9, samples);
+    return new Result(
+        c, total, (System.nanoTime() - start) / 1e9, (processCpuNanos() - cpu0) / 1e9, 0, samples);
+  }
+
+  static long processCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean)
+            java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
+  }
+
+  /** CPU time of the load generator's threads: its clients and the JDK HTTP client's. */
+  static long clientCpuNanos() {
+    java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+    long sum = 0;
+    for (java.lang.management.ThreadInfo t : mx.getThreadInfo(mx.getAllThreadIds())) {
+      if (t == null) continue;
+      String name = t.getThreadName();
+      if (name.startsWith("loadbench-client-") || name.startsWith("HttpClient-")) {
+        long cpu = mx.getThreadCpuTime(t.getThreadId());
+        if (cpu > 0) sum += cpu;
+      }
+    }
+    return sum;
   }
 
   static Result median(List<Result> rounds) {

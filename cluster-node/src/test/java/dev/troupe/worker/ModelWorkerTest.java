@@ -58,7 +58,7 @@ class ModelWorkerTest {
             true, null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
     return new GenerationRequest(
         id, "demo", null, "Once upon a time", null, null, true, false, false, null, null, null,
-        null, false, 0, null, null, p, true, false);
+        null, false, 0, null, null, p, true, false, null);
   }
 
   /** Receives events until the request's Completed or Failed; returns them all. */

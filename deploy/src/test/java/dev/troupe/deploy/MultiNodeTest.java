@@ -89,7 +89,7 @@ class MultiNodeTest {
             null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
     return new GenerationRequest(
         id, "demo", null, "Hello from the gateway", null, null, true, false, false, null, null,
-        null, null, false, 0, null, null, p, false, false);
+        null, null, false, 0, null, null, p, false, false, null);
   }
 
   /** Entity ids hosted by this node's ModelWorker region. */

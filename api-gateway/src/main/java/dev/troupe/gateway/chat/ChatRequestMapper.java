@@ -125,7 +125,7 @@ public final class ChatRequestMapper {
         engineId, model.name(), messages, null, tools, r.documents(), addGenerationPrompt, continueFinal,
         isTrue(r.addSpecialTokens()), r.chatTemplate(), templateKwargs, r.reasoningEffort(), truncate,
         isTrue(r.echo()), priority, cacheSalt, kvTransfer, sampling, isTrue(r.returnTokenIds()),
-        isTrue(r.returnTokensAsTokenIds()));
+        isTrue(r.returnTokensAsTokenIds()), null);
 
     Map<String, Object> last = messages.get(messages.size() - 1);
     String responseRole = addGenerationPrompt ? "assistant" : String.valueOf(last.get("role"));

@@ -150,6 +150,17 @@ public final class Engine implements AutoCloseable {
    * (bad input: 400; waiting queue full: overloaded).
    */
   public List<GenerationEvent> add(GenerationRequest request) {
+    return add(request, 0, weightVersion);
+  }
+
+  /**
+   * {@link #add(GenerationRequest)} on LoRA adapter {@code adapterId} ({@link #registerAdapter}; 0 =
+   * the base model): every chunk of the request runs with it, so the request ends on the adapter it
+   * started with whatever is registered meanwhile.
+   *
+   * @param version the weight version reported in {@link Started} (the checkpoint step)
+   */
+  public List<GenerationEvent> add(GenerationRequest request, int adapterId, long version) {
     String id = request.requestId();
     try {
       if (active.containsKey(id))
@@ -186,7 +197,7 @@ public final class Engine implements AutoCloseable {
         samplers.validate(params);
         for (int i = 0; i < choices.length; i++) choices[i] = new Choice(null, null);
         SequenceGroup group = scheduler.add(id, prompt, params.n(), request.priority());
-        Active a = new Active(request, params, prompt, group, choices);
+        Active a = new Active(request, params, prompt, group, choices, adapterId, version);
         a.beam = BeamSearch.create(params, prompt.length, eos);
         active.put(id, a);
         return List.of();
@@ -199,7 +210,7 @@ public final class Engine implements AutoCloseable {
             new Choice(samplers.create(params, prompt, i), new StopChecker(params, eos, detokenizer));
       }
       SequenceGroup group = scheduler.add(id, prompt, params.n(), request.priority());
-      active.put(id, new Active(request, params, prompt, group, choices));
+      active.put(id, new Active(request, params, prompt, group, choices, adapterId, version));
       return List.of();
     } catch (RequestRejected e) {
       return List.of(new Failed(id, e.kind, e.getMessage(), e.param));
@@ -267,7 +278,10 @@ public final class Engine implements AutoCloseable {
     for (ScheduleResult.BlockCopy copy : plan.copies()) runner.copyBlock(copy.src(), copy.dst());
     List<SequenceChunk> batch = new ArrayList<>(plan.chunks().size());
     for (ScheduledChunk c : plan.chunks())
-      batch.add(new SequenceChunk(c.tokens(), c.start(), c.blockTable(), wantsPromptLogits(c)));
+      batch.add(
+          new SequenceChunk(
+              c.tokens(), c.start(), c.blockTable(), wantsPromptLogits(c),
+              active.get(c.sequence().group().requestId()).adapterId));
     List<float[][]> logits = runner.forward(batch);
 
     Map<Active, List<ChoiceDelta>> deltas = new LinkedHashMap<>();
@@ -287,7 +301,7 @@ public final class Engine implements AutoCloseable {
           a.beamSeqs = List.of(seq);
           if (!a.started) {
             a.started = true;
-            events.add(new Started(a.id(), boxed(a.prompt), a.promptLogprobs, weightVersion));
+            events.add(new Started(a.id(), boxed(a.prompt), a.promptLogprobs, a.version));
           }
         }
         a.beamRows.put(seq, last);
@@ -302,7 +316,7 @@ public final class Engine implements AutoCloseable {
         scheduler.markForked(seq.group());
         if (!a.started) {
           a.started = true;
-          events.add(new Started(a.id(), boxed(a.prompt), a.promptLogprobs, weightVersion));
+          events.add(new Started(a.id(), boxed(a.prompt), a.promptLogprobs, a.version));
         }
         for (Sequence s : seqs) advance(a, s, last, deltas, finishes);
       } else {
@@ -486,6 +500,29 @@ public final class Engine implements AutoCloseable {
     events.add(new Completed(a.id(), new Usage(a.prompt.length, a.completionTokens, 0)));
   }
 
+  // ------------------------------------------------------------------ adapters
+
+  /** Makes LoRA adapter {@code id} (> 0) available to requests added with it; call between steps. */
+  public void registerAdapter(int id, dev.troupe.engine.LoraAdapter adapter) {
+    runner.registerAdapter(id, adapter);
+  }
+
+  /**
+   * Forgets adapter {@code id}.
+   *
+   * @throws IllegalStateException while a request in flight runs on it
+   */
+  public void removeAdapter(int id) {
+    if (adapterInUse(id)) throw new IllegalStateException("adapter " + id + " is in use");
+    runner.removeAdapter(id);
+  }
+
+  /** True while a request in flight (waiting or running) was added with adapter {@code id}. */
+  public boolean adapterInUse(int id) {
+    for (Active a : active.values()) if (a.adapterId == id) return true;
+    return false;
+  }
+
   // ------------------------------------------------------------------ cancellation
 
   /**
@@ -497,7 +534,7 @@ public final class Engine implements AutoCloseable {
     if (a == null) return List.of();
     scheduler.abort(requestId);
     List<GenerationEvent> events = new ArrayList<>();
-    if (!a.started) events.add(new Started(a.id(), boxed(a.prompt), null, weightVersion));
+    if (!a.started) events.add(new Started(a.id(), boxed(a.prompt), null, a.version));
     List<ChoiceDelta> flushed = new ArrayList<>();
     List<ChoiceFinished> finished = new ArrayList<>();
     for (int i = 0; i < a.choices.length; i++) {
@@ -585,6 +622,9 @@ public final class Engine implements AutoCloseable {
     final SequenceGroup group;
     final Choice[] choices;
     final List<LogprobEntry> promptLogprobs;
+    /** The LoRA adapter every chunk of this request runs with (0 = base) and its version. */
+    final int adapterId;
+    final long version;
     boolean started;
     int completionTokens;
     /** Beam search only: the search, its live beams' sequences and their pending logits. */
@@ -593,8 +633,12 @@ public final class Engine implements AutoCloseable {
     final Map<Sequence, float[]> beamRows = new java.util.HashMap<>();
     int nextBeamIndex = 1;
 
-    Active(GenerationRequest request, SamplingParams params, int[] prompt, SequenceGroup group, Choice[] choices) {
+    Active(
+        GenerationRequest request, SamplingParams params, int[] prompt, SequenceGroup group,
+        Choice[] choices, int adapterId, long version) {
       this.request = request;
+      this.adapterId = adapterId;
+      this.version = version;
       this.params = params;
       this.prompt = prompt;
       this.group = group;

@@ -60,7 +60,7 @@ class EngineTest {
   static GenerationRequest prompt(String id, String text, SamplingParams p) {
     return new GenerationRequest(
         id, "demo", null, text, null, null, true, false, false, null, null, null, null, false, 0,
-        null, null, p, false, false);
+        null, null, p, false, false, null);
   }
 
   static void collect(List<GenerationEvent> step, Map<String, List<GenerationEvent>> into) {

@@ -57,6 +57,14 @@ public final class TestEngines {
       runner.copyBlock(src, dst);
     }
 
+    public void registerAdapter(int id, dev.troupe.engine.LoraAdapter adapter) {
+      runner.registerAdapter(id, adapter);
+    }
+
+    public void removeAdapter(int id) {
+      runner.removeAdapter(id);
+    }
+
     public void close() {}
   }
 }

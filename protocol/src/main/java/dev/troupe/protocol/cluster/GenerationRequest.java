@@ -35,6 +35,7 @@ import java.util.Map;
  * @param sampling sampling and stopping, every default applied
  * @param returnTokenIds the client wants prompt and generated token ids
  * @param returnTokensAsTokenIds logprob token strings are written as {@code token_id:N}
+ * @param adapter the trained checkpoint (LoRA adapter) to generate with, or null for the base model
  */
 public record GenerationRequest(
     String requestId,
@@ -56,8 +57,37 @@ public record GenerationRequest(
     Map<String, Object> kvTransferParams,
     SamplingParams sampling,
     boolean returnTokenIds,
-    boolean returnTokensAsTokenIds)
+    boolean returnTokensAsTokenIds,
+    Adapter adapter)
     implements CborSerializable {
+
+  /**
+   * A trained model's checkpoint, served as a LoRA adapter over the worker's base model. The worker
+   * loads {@code directory} (PEFT layout) the first time a request names it, or earlier when the
+   * trainer announces it; a request keeps the adapter it started with to its end.
+   *
+   * @param modelId the trainable model's UUID
+   * @param step the checkpoint step (step 0 is the base model: no directory)
+   * @param directory the checkpoint directory on storage every worker node can read; null for step 0
+   */
+  public record Adapter(String modelId, long step, String directory) implements CborSerializable {
+    public Adapter {
+      if (modelId == null || modelId.isBlank()) throw new IllegalArgumentException("modelId is required");
+      if (step < 0) throw new IllegalArgumentException("step must be >= 0");
+      if (step > 0 && (directory == null || directory.isBlank()))
+        throw new IllegalArgumentException("a step after 0 needs its checkpoint directory");
+    }
+
+    /** {@code <modelId>:step<N>}: what the response reports as {@code system_fingerprint}. */
+    public String name() {
+      return modelId + ":step" + step;
+    }
+
+    /** Step 0 is the untrained base model: no adapter to apply. */
+    public boolean isBase() {
+      return step == 0;
+    }
+  }
 
   /**
    * {@code sampling.maxTokens} when the client set no {@code max_tokens}: the worker, which knows
@@ -97,7 +127,7 @@ public record GenerationRequest(
       String requestId, String model, List<Map<String, Object>> messages, SamplingParams sampling) {
     return new GenerationRequest(
         requestId, model, messages, null, null, null, true, false, false, null, Map.of(), null,
-        null, false, 0, null, Map.of(), sampling, false, false);
+        null, false, 0, null, Map.of(), sampling, false, false, null);
   }
 
   /** A copy with another priority (tests and the bench drive the scheduler through this). */
@@ -106,6 +136,15 @@ public record GenerationRequest(
         requestId, model, messages, prompt, tools, documents, addGenerationPrompt,
         continueFinalMessage, addSpecialTokens, chatTemplate, chatTemplateKwargs, reasoningEffort,
         truncatePromptTokens, echo, newPriority, cacheSalt, kvTransferParams, sampling,
-        returnTokenIds, returnTokensAsTokenIds);
+        returnTokenIds, returnTokensAsTokenIds, adapter);
+  }
+
+  /** A copy generating with {@code newAdapter} (null: the base model). */
+  public GenerationRequest withAdapter(Adapter newAdapter) {
+    return new GenerationRequest(
+        requestId, model, messages, prompt, tools, documents, addGenerationPrompt,
+        continueFinalMessage, addSpecialTokens, chatTemplate, chatTemplateKwargs, reasoningEffort,
+        truncatePromptTokens, echo, priority, cacheSalt, kvTransferParams, sampling,
+        returnTokenIds, returnTokensAsTokenIds, newAdapter);
   }
 }

@@ -61,7 +61,8 @@ class ModelWorkerProtocolSerializationTest {
     return new GenerationRequest(
         "req-1", "demo", List.of(message), null, null, List.of(Map.of("title", "t", "text", "x")),
         true, false, true, "{{ messages }}", kwargs, "low", -1, true, 3, "salt",
-        Map.of("do_remote_prefill", true), sampling, true, true);
+        Map.of("do_remote_prefill", true), sampling, true, true,
+        new GenerationRequest.Adapter("m-1", 3, "/data/checkpoints/m-1/0003"));
   }
 
   @Test
@@ -132,7 +133,7 @@ class ModelWorkerProtocolSerializationTest {
         () ->
             new GenerationRequest(
                 "r", "m", List.of(), null, null, null, true, true, false, null, null, null, null,
-                false, 0, null, null, sampling, false, false));
+                false, 0, null, null, sampling, false, false, null));
     assertEquals(5, request().withPriority(5).priority());
   }
 }

@@ -109,7 +109,10 @@ public final class TroupeNode implements AutoCloseable {
   private static ServerBinding bindGateway(ActorSystem<?> system, Config config, ServedModels models)
       throws Exception {
     GatewaySettings gs = GatewaySettings.fromConfig(config);
-    ModelDirectory directory = ModelDirectory.sharded(system, models, gs.askTimeout());
+    ModelDirectory directory =
+        ModelDirectory.sharded(system, models, gs.askTimeout())
+            .withTrainedModels(
+                dev.troupe.gateway.workers.TrainedModels.sharded(system, gs.askTimeout()));
     var route =
         ApiRoutes.builder(gs)
             .addAll(StandardRoutes.of(directory))

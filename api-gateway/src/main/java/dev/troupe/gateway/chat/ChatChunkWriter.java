@@ -123,7 +123,8 @@ public final class ChatChunkWriter {
       var u = c.usage();
       out.add(frame(new ChatCompletionChunk(
           plan.responseId(), ChatCompletionChunk.OBJECT, created, plan.model(), List.of(),
-          Usage.of(u.promptTokens(), u.completionTokens(), u.cachedPromptTokens()), null)));
+          Usage.of(u.promptTokens(), u.completionTokens(), u.cachedPromptTokens()), null,
+          plan.systemFingerprint())));
     }
     out.add(DONE);
     done = true;
@@ -141,7 +142,8 @@ public final class ChatChunkWriter {
       usage = Usage.of(promptTokens, completion, 0);
     }
     return new ChatCompletionChunk(
-        plan.responseId(), ChatCompletionChunk.OBJECT, created, plan.model(), List.of(choice), usage, promptTokenIds);
+        plan.responseId(), ChatCompletionChunk.OBJECT, created, plan.model(), List.of(choice), usage, promptTokenIds,
+        plan.systemFingerprint());
   }
 
   /** One SSE event: {@code data: <json>\n\n}. */

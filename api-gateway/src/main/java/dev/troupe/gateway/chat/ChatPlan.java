@@ -20,6 +20,8 @@ import dev.troupe.protocol.cluster.GenerationRequest;
  * @param promptLogprobs write the top-level {@code prompt_logprobs}
  * @param returnTokenIds write {@code prompt_token_ids} and {@code token_ids}
  * @param includeReasoning write reasoning text (none is produced without a reasoning parser)
+ * @param systemFingerprint written as {@code system_fingerprint}: the served checkpoint ({@code
+ *     <model id>:step<N>}) of a trained model, else null
  */
 public record ChatPlan(
     GenerationRequest generation,
@@ -34,10 +36,22 @@ public record ChatPlan(
     int topLogprobs,
     boolean promptLogprobs,
     boolean returnTokenIds,
-    boolean includeReasoning) {
+    boolean includeReasoning,
+    String systemFingerprint) {
 
   public ChatPlan {
     if (generation == null) throw new IllegalArgumentException("generation is required");
     if (responseId == null || responseId.isBlank()) throw new IllegalArgumentException("responseId is required");
+  }
+
+  /**
+   * This plan run on a trained model's checkpoint: the worker applies {@code adapter}, the response
+   * echoes the client's {@code clientModel} and reports the step as its system fingerprint.
+   */
+  public ChatPlan withAdapter(GenerationRequest.Adapter adapter, String clientModel) {
+    return new ChatPlan(
+        generation.withAdapter(adapter), responseId, clientModel, responseRole, echoText, stream,
+        includeUsage, continuousUsage, logprobs, topLogprobs, promptLogprobs, returnTokenIds,
+        includeReasoning, adapter.name());
   }
 }

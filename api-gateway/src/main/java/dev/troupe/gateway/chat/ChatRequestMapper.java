@@ -140,7 +140,7 @@ public final class ChatRequestMapper {
     return new ChatPlan(
         generation, "chatcmpl-" + id, model.name(), responseRole, echoText, stream, includeUsage, continuous,
         logprobs, sampling.logprobs() == null ? 0 : sampling.logprobs(), sampling.promptLogprobs() != null,
-        isTrue(r.returnTokenIds()), r.includeReasoning() == null || r.includeReasoning());
+        isTrue(r.returnTokenIds()), r.includeReasoning() == null || r.includeReasoning(), null);
   }
 
   private static SamplingParams sampling(

@@ -79,7 +79,8 @@ public final class ChatResponseFolder {
     }
     var u = completed.usage();
     return new ChatCompletionResponse(
-        plan.responseId(), ChatCompletionResponse.OBJECT, created, plan.model(), out, null, null,
+        plan.responseId(), ChatCompletionResponse.OBJECT, created, plan.model(), out, null,
+        plan.systemFingerprint(),
         Usage.of(u.promptTokens(), u.completionTokens(), u.cachedPromptTokens()),
         plan.promptLogprobs() && started != null ? promptLogprobs(started.promptLogprobs()) : null,
         plan.returnTokenIds() && started != null ? started.promptTokenIds() : null,

@@ -36,6 +36,7 @@ public final class ModelDirectory {
   private final Duration askTimeout;
   private final Map<String, CompletableFuture<ModelFacts>> facts = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> nextReplica = new ConcurrentHashMap<>();
+  private final TrainedModels trained;
 
   /**
    * @param refs entity id ({@code model#replica}) to the worker's address
@@ -43,11 +44,23 @@ public final class ModelDirectory {
   public ModelDirectory(
       ActorSystem<?> system, List<ServedModel> models, Function<String, RecipientRef<Command>> refs,
       Duration askTimeout) {
+    this(system, models, refs, askTimeout, null);
+  }
+
+  private ModelDirectory(
+      ActorSystem<?> system, List<ServedModel> models, Function<String, RecipientRef<Command>> refs,
+      Duration askTimeout, TrainedModels trained) {
     if (models.isEmpty()) throw new IllegalArgumentException("at least one served model is required");
     this.system = system;
     this.models = List.copyOf(models);
     this.refs = refs;
     this.askTimeout = askTimeout;
+    this.trained = trained;
+  }
+
+  /** This directory, also serving trained models' checkpoints (resolved with {@code trained}). */
+  public ModelDirectory withTrainedModels(TrainedModels trainedModels) {
+    return new ModelDirectory(system, models, refs, askTimeout, trainedModels);
   }
 
   /**
@@ -87,6 +100,31 @@ public final class ModelDirectory {
     for (ServedModel m : models) if (m.name().equals(requested)) return m;
     throw ApiException.notFound("The model `" + requested + "` does not exist.", "model");
   }
+
+  /**
+   * What a chat request's {@code model} names: a served model ({@code adapter} null), or a trained
+   * model's checkpoint to run on its served base model ({@link TrainedModels}). Unknown: a 404.
+   */
+  public CompletionStage<ChatTarget> resolveChat(String requested) {
+    if (requested == null || requested.isBlank() || trained == null)
+      return CompletableFuture.completedFuture(new ChatTarget(resolve(requested), null));
+    for (ServedModel m : models)
+      if (m.name().equals(requested)) return CompletableFuture.completedFuture(new ChatTarget(m, null));
+    return trained.resolve(requested).thenApply(r -> {
+      for (ServedModel m : models)
+        if (m.name().equals(r.baseModel())) return new ChatTarget(m, r.adapter());
+      throw ApiException.notFound("The model `" + requested + "` is trained on base model `" + r.baseModel()
+          + "`, which this cluster does not serve.", "model");
+    });
+  }
+
+  /**
+   * A chat request's destination.
+   *
+   * @param model the served (base) model whose workers run it
+   * @param adapter the trained checkpoint to run, or null for the base model itself
+   */
+  public record ChatTarget(ServedModel model, dev.troupe.protocol.cluster.GenerationRequest.Adapter adapter) {}
 
   /** The next replica of {@code model} to send work to. */
   public RecipientRef<Command> pick(ServedModel model) {

@@ -13,7 +13,7 @@ import java.util.List;
  * chunks with {@code return_token_ids}.
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-@JsonPropertyOrder({"id", "object", "created", "model", "choices", "usage", "prompt_token_ids"})
+@JsonPropertyOrder({"id", "object", "created", "model", "system_fingerprint", "choices", "usage", "prompt_token_ids"})
 public record ChatCompletionChunk(
     String id,
     String object,
@@ -21,7 +21,8 @@ public record ChatCompletionChunk(
     String model,
     List<ChunkChoice> choices,
     @JsonInclude(JsonInclude.Include.NON_NULL) Usage usage,
-    @JsonInclude(JsonInclude.Include.NON_NULL) List<Integer> promptTokenIds) {
+    @JsonInclude(JsonInclude.Include.NON_NULL) List<Integer> promptTokenIds,
+    @JsonInclude(JsonInclude.Include.NON_NULL) String systemFingerprint) {
 
   public static final String OBJECT = "chat.completion.chunk";
 

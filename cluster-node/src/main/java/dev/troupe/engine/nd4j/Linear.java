@@ -14,36 +14,50 @@ import org.nd4j.linalg.api.ndarray.INDArray;
 import org.nd4j.linalg.factory.Nd4j;
 
 /**
- * A weight matrix {@code W [out, in]} (row-major, FP32, off-heap in an ND4J array) and the product
- * {@code y = x Wᵀ} for a batch of rows: one GEMV for a single row (it streams the weights far faster
- * than a one-row GEMM), one GEMM with transposed W otherwise.
+ * A weight matrix {@code W [out, in]} (row-major, FP32, off-heap in an ND4J array, plus a heap copy
+ * for {@link DecodeKernels} when the Vector API is on and the heap has room) and the product {@code y
+ * = x Wᵀ} for a batch of rows. Dispatch (measured per shape, docs/engine.md): one row → BLAS GEMV (it
+ * streams the weights as fast as the kernel and far faster than a one-row GEMM); 2..16 rows → {@link
+ * DecodeKernels} (2–3× OpenBLAS's GEMM with transposed W there); more rows → BLAS GEMM (compute-bound,
+ * where the two are level and BLAS wins for prefill-sized batches).
  */
 final class Linear implements AutoCloseable {
   private static final int CHUNK = 1 << 22;
+  private static final long MAX_HEAP = Integer.MAX_VALUE - 8; // largest Java array
+  /** Most rows a product sends to {@link DecodeKernels}; more go to BLAS GEMM (measured, docs/engine.md). */
+  static final int KERNEL_MAX_ROWS = Integer.getInteger("troupe.engine.kernelMaxRows", 16);
+  /** Fewest rows a product sends to {@link DecodeKernels}; one row goes to BLAS GEMV (measured). */
+  static final int KERNEL_MIN_ROWS = Integer.getInteger("troupe.engine.kernelMinRows", 2);
   final INDArray w;
   private final FloatPointer weights; // W's off-heap data, for BLAS
+  private final float[] heap; // W on the heap for DecodeKernels, or null (kernels unavailable / too big)
   final int out;
   final int in;
 
-  Linear(INDArray w) {
+  Linear(INDArray w, float[] heap) {
     this.w = w;
     this.weights = new FloatPointer(w.data().addressPointer());
     this.out = w.rows();
     this.in = w.columns();
+    this.heap = heap;
   }
 
-  /** Loads tensor {@code name} ([out, in]) converted to FP32. */
-  static Linear load(WeightSource src, String name) {
-    return stack(src, name);
+  /**
+   * Loads tensor {@code name} ([out, in]) converted to FP32; with a heap copy for {@link
+   * DecodeKernels} when {@code budget} is non-null and has room (null: the matrix is only looked up).
+   */
+  static Linear load(WeightSource src, HeapBudget budget, String name) {
+    return stack(src, budget, name);
   }
 
-  /** Loads tensors with equal {@code in}, stacked along {@code out} (e.g. q, k, v). */
-  static Linear stack(WeightSource src, String... names) {
+  /** Loads tensors with equal {@code in}, stacked along {@code out} (e.g. q, k, v); as {@link #load}. */
+  static Linear stack(WeightSource src, HeapBudget budget, String... names) {
     long rows = 0, in = src.info(names[0]).shape().get(1);
     for (String n : names) rows += src.info(n).shape().get(0);
     INDArray w = Nd4j.createUninitialized(DataType.FLOAT, rows, in);
     FloatPointer dst = new FloatPointer(w.data().addressPointer());
     float[] tmp = new float[(int) Math.min(CHUNK, rows * in)];
+    float[] heap = budget == null ? null : budget.take(rows * in);
     long at = 0;
     for (String n : names) {
       long numel = src.info(n).numel();
@@ -52,10 +66,11 @@ final class Linear implements AutoCloseable {
         int len = (int) Math.min(CHUNK, numel - off);
         src.copyTo(n, off, len, FloatBuffer.wrap(tmp, 0, len));
         dst.position(at).put(tmp, 0, len);
+        if (heap != null) System.arraycopy(tmp, 0, heap, (int) at, len);
         at += len;
       }
     }
-    return new Linear(w);
+    return new Linear(w, heap);
   }
 
   /** Copies row {@code r} of W into {@code dst[off ..]} (embedding lookup). */
@@ -69,6 +84,11 @@ final class Linear implements AutoCloseable {
    * streaming a layer's weights, so activations are staged in {@code scratch}'s off-heap buffers.
    */
   float[] apply(Scratch scratch, float[] x, int rows) {
+    if (useKernel(rows)) {
+      float[] y = new float[rows * out];
+      DecodeKernels.multiply(x, rows, in, heap, out, y);
+      return y;
+    }
     FloatPointer yp = product(scratch, x, rows);
     float[] y = new float[rows * out];
     yp.position(0).get(y, 0, y.length);
@@ -77,10 +97,21 @@ final class Linear implements AutoCloseable {
 
   /** As {@link #apply}, one array per row (the LM head: logits go to callers row by row). */
   float[][] applyRows(Scratch scratch, float[] x, int rows) {
+    if (useKernel(rows)) {
+      float[] flat = apply(scratch, x, rows);
+      float[][] y = new float[rows][];
+      for (int r = 0; r < rows; r++) y[r] = java.util.Arrays.copyOfRange(flat, r * out, (r + 1) * out);
+      return y;
+    }
     FloatPointer yp = product(scratch, x, rows);
     float[][] y = new float[rows][out];
     for (int r = 0; r < rows; r++) yp.position((long) r * out).get(y[r], 0, out);
     return y;
+  }
+
+  /** The dispatch rule: the heap kernel for 1..KERNEL_MAX_ROWS rows when it is available. */
+  private boolean useKernel(int rows) {
+    return heap != null && rows >= KERNEL_MIN_ROWS && rows <= KERNEL_MAX_ROWS;
   }
 
   private FloatPointer product(Scratch scratch, float[] x, int rows) {
@@ -93,6 +124,41 @@ final class Linear implements AutoCloseable {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1f, xp, in, weights, in, 0f, yp, out);
     }
     return yp;
+  }
+
+  /**
+   * How many floats of weights may be copied onto the Java heap for {@link DecodeKernels}: the heap
+   * left after what is in use, the runner's own heap arrays (KV cache) and a quarter of the maximum
+   * kept for activations and the rest of the node. Matrices that do not fit stay BLAS-only.
+   */
+  static final class HeapBudget {
+    private long floats;
+    long copied; // floats given out
+    long refused; // floats of matrices that did not fit
+
+    HeapBudget(long floats) {
+      this.floats = floats;
+    }
+
+    /** The budget in this JVM, given {@code otherBytes} of heap the caller will allocate too. */
+    static HeapBudget ofHeap(long otherBytes) {
+      if (!DecodeKernels.AVAILABLE) return new HeapBudget(0);
+      Runtime rt = Runtime.getRuntime();
+      long used = rt.totalMemory() - rt.freeMemory();
+      return new HeapBudget(Math.max(0, (rt.maxMemory() * 3 / 4 - used - otherBytes) / Float.BYTES));
+    }
+
+    /** A new array of {@code n} floats charged to the budget, or null when it does not fit. */
+    float[] take(long n) {
+      if (!DecodeKernels.AVAILABLE) return null;
+      if (n > MAX_HEAP || n > floats) {
+        refused += n;
+        return null;
+      }
+      floats -= n;
+      copied += n;
+      return new float[(int) n];
+    }
   }
 
   /** Reusable off-heap staging buffers for BLAS calls, by slot; one set per runner (its thread). */

@@ -11,14 +11,16 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.nd4j.linalg.api.ndarray.INDArray;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The decoder-only transformer forward (Llama, Mistral, Qwen2, Qwen3) over a paged KV cache.
  *
  * <p>One {@link #forward} runs every chunk of the batch together: all tokens of all sequences are
  * stacked into one activation matrix {@code x [T, H]}, so each projection is one matrix product over
- * the whole batch ({@link Linear}: GEMV for a single row, GEMM otherwise, weights {@code [out, in]}
- * row-major). Per-token work (norms, RoPE, attention over the sequence's cache blocks, SwiGLU) is
+ * the whole batch ({@link Linear}: BLAS GEMV for a single row, {@link DecodeKernels} for 2–16 rows
+ * when the Vector API is on, BLAS GEMM otherwise; weights {@code [out, in]} row-major). Per-token work (norms, RoPE, attention over the sequence's cache blocks, SwiGLU) is
  * plain Java on float arrays; ND4J holds the weights and does the products. No ND4J type leaves this
  * package.
  *
@@ -29,6 +31,7 @@ import org.nd4j.linalg.api.ndarray.INDArray;
  * <p>Thread: confined to its owner's thread, like every {@link ModelRunner}.
  */
 public final class Nd4jModelRunner implements ModelRunner {
+  private static final Logger log = LoggerFactory.getLogger(Nd4jModelRunner.class);
 
   /** One decoder layer's weights; fused projections keep one product per step. */
   private record Layer(
@@ -79,8 +82,11 @@ public final class Nd4jModelRunner implements ModelRunner {
           "KV cache of " + numBlocks + " blocks × " + blockSize + " too large for one layer array");
     WeightLayout.check(cfg, w);
     String[] qkvNames = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
-    this.embed = Linear.load(w, WeightLayout.EMBED);
-    this.lmHead = cfg.tieWordEmbeddings() ? embed : Linear.load(w, WeightLayout.LM_HEAD);
+    // heap copies for the decode kernels, LM head first (the largest product of a decode step);
+    // an untied embedding is only looked up, so it gets none
+    Linear.HeapBudget budget = Linear.HeapBudget.ofHeap(2L * cfg.numLayers() * cacheFloats * Float.BYTES);
+    this.embed = Linear.load(w, cfg.tieWordEmbeddings() ? budget : null, WeightLayout.EMBED);
+    this.lmHead = cfg.tieWordEmbeddings() ? embed : Linear.load(w, budget, WeightLayout.LM_HEAD);
     this.finalNorm = w.floats(WeightLayout.FINAL_NORM);
     this.layers = new Layer[cfg.numLayers()];
     for (int i = 0; i < layers.length; i++) {
@@ -98,18 +104,23 @@ public final class Nd4jModelRunner implements ModelRunner {
       layers[i] =
           new Layer(
               w.floats(p + "input_layernorm.weight"),
-              Linear.stack(w, p + qkvNames[0] + ".weight", p + qkvNames[1] + ".weight", p + qkvNames[2] + ".weight"),
+              Linear.stack(w, budget, p + qkvNames[0] + ".weight", p + qkvNames[1] + ".weight", p + qkvNames[2] + ".weight"),
               bias,
               cfg.qkNorm() ? w.floats(p + "self_attn.q_norm.weight") : null,
               cfg.qkNorm() ? w.floats(p + "self_attn.k_norm.weight") : null,
-              Linear.load(w, p + "self_attn.o_proj.weight"),
+              Linear.load(w, budget, p + "self_attn.o_proj.weight"),
               w.floats(p + "post_attention_layernorm.weight"),
-              Linear.stack(w, p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"),
-              Linear.load(w, p + "mlp.down_proj.weight"),
+              Linear.stack(w, budget, p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"),
+              Linear.load(w, budget, p + "mlp.down_proj.weight"),
               new float[(int) cacheFloats],
               new float[(int) cacheFloats]);
     }
     this.invFreq = Rope.inverseFrequencies(cfg);
+    if (DecodeKernels.AVAILABLE)
+      log.info(
+          "decode kernels: {} MB of weights copied to the heap, {} MB left on BLAS only (heap too small)",
+          budget.copied * Float.BYTES >> 20,
+          budget.refused * Float.BYTES >> 20);
   }
 
   /**

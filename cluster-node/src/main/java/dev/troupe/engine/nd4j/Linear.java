@@ -17,15 +17,15 @@ import org.nd4j.linalg.factory.Nd4j;
  * A weight matrix {@code W [out, in]} (row-major, FP32, off-heap in an ND4J array, plus a heap copy
  * for {@link DecodeKernels} when the Vector API is on and the heap has room) and the product {@code y
  * = x Wᵀ} for a batch of rows. Dispatch (measured per shape, docs/engine.md): one row → BLAS GEMV (it
- * streams the weights as fast as the kernel and far faster than a one-row GEMM); 2..16 rows → {@link
- * DecodeKernels} (2–3× OpenBLAS's GEMM with transposed W there); more rows → BLAS GEMM (compute-bound,
+ * streams the weights as fast as the kernel and far faster than a one-row GEMM); 2..31 rows → {@link
+ * DecodeKernels} (2–3× OpenBLAS's GEMM with transposed W there); 32 or more rows → BLAS GEMM (compute-bound,
  * where the two are level and BLAS wins for prefill-sized batches).
  */
 final class Linear implements AutoCloseable {
   private static final int CHUNK = 1 << 22;
   private static final long MAX_HEAP = Integer.MAX_VALUE - 8; // largest Java array
   /** Most rows a product sends to {@link DecodeKernels}; more go to BLAS GEMM (measured, docs/engine.md). */
-  static final int KERNEL_MAX_ROWS = Integer.getInteger("troupe.engine.kernelMaxRows", 16);
+  static final int KERNEL_MAX_ROWS = Integer.getInteger("troupe.engine.kernelMaxRows", 31);
   /** Fewest rows a product sends to {@link DecodeKernels}; one row goes to BLAS GEMV (measured). */
   static final int KERNEL_MIN_ROWS = Integer.getInteger("troupe.engine.kernelMinRows", 2);
   final INDArray w;

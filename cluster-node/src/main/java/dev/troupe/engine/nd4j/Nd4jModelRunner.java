@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>One {@link #forward} runs every chunk of the batch together: all tokens of all sequences are
  * stacked into one activation matrix {@code x [T, H]}, so each projection is one matrix product over
- * the whole batch ({@link Linear}: BLAS GEMV for a single row, {@link DecodeKernels} for 2–16 rows
+ * the whole batch ({@link Linear}: BLAS GEMV for a single row, {@link DecodeKernels} for 2–31 rows
  * when the Vector API is on, BLAS GEMM otherwise; weights {@code [out, in]} row-major). Per-token work (norms, RoPE, attention over the sequence's cache blocks, SwiGLU) is
  * plain Java on float arrays; ND4J holds the weights and does the products. No ND4J type leaves this
  * package.

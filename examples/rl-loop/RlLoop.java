@@ -15,9 +15,9 @@ import java.util.List;
  * roll out {@code n} samples per prompt with logprobs, score them with a verifiable reward, submit a
  * training job, poll its events until it ends, read the new checkpoint, repeat; prints the reward
  * curve. Rollouts name the trainable model by its UUID (its latest step), as ART does with its
- * inference name. Until the gateway and workers serve trained checkpoints (see docs/training.md),
- * pass the base model's name as the fifth argument to roll out from the base model instead: the jobs
- * then train and checkpoint normally, but the reward cannot rise.
+ * inference name (the response's {@code system_fingerprint} is the step that answered). Pass the
+ * base model's name as the fifth argument to roll out from the base model instead (the reward then
+ * cannot rise). {@code RlLoopOverHttpTest} (deploy) is a seeded, learnable version of this loop.
  *
  * <p>Reward (verifiable): 1 when the answer, trimmed, starts with a digit, else 0.
  *

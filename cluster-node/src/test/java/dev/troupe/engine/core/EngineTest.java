@@ -168,6 +168,23 @@ class EngineTest {
   }
 
   @Test
+  void aSeededRequestSamplesTheSameTokensAloneAndInAMixedBatch() {
+    try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
+      e.add(prompt("alone", "Seeded sampling", seeded(1, 99, 10)));
+      Map<String, List<GenerationEvent>> events = drain(e, new LinkedHashMap<>());
+      // Again beside other work: a seeded n=2 request already decoding, a long prompt prefilling.
+      e.add(prompt("other", "Some other request that runs first", seeded(2, 5, 12)));
+      collect(e.step(), events);
+      collect(e.step(), events);
+      e.add(prompt("mixed", "Seeded sampling", seeded(1, 99, 10)));
+      e.add(prompt("long", "word ".repeat(60), greedy(5)));
+      drain(e, events);
+      assertEquals(10, tokens(events.get("alone"), 0).size());
+      assertEquals(tokens(events.get("alone"), 0), tokens(events.get("mixed"), 0));
+    }
+  }
+
+  @Test
   void preemptionRecomputesWithoutChangingOutput() {
     // 6 blocks of 4 = 24 positions for three requests that each grow to ~14 tokens.
     EngineSettings tiny = new EngineSettings(4, 6, 0, 8, 64, 16, true, 0, true, List.of());

@@ -83,13 +83,16 @@ public final class TrainedModels {
           if (!(reply instanceof ModelFound found)) throw notFound(requested);
           Checkpoint latest = found.latest();
           if (step == null || step == latest.step())
-            return CompletableFuture.completedFuture(resolved(found.info(), latest));
+            return CompletableFuture.completedFuture(resolved(requested, found.info(), latest));
           return findStep(requested, found.info(), step, null);
         })
         .exceptionallyCompose(e -> CompletableFuture.failedFuture(apiError(e)));
   }
 
-  private static Resolved resolved(ModelInfo info, Checkpoint cp) {
+  private static Resolved resolved(String requested, ModelInfo info, Checkpoint cp) {
+    if (cp.step() > 0 && (cp.artifact() == null || cp.artifact().isBlank()))
+      throw ApiException.notFound(
+          "The model `" + requested + "` has no stored adapter for step " + cp.step() + ".", "model");
     return new Resolved(info.baseModel(), new Adapter(info.id(), cp.step(), cp.step() == 0 ? null : cp.artifact()));
   }
 
@@ -100,7 +103,7 @@ public final class TrainedModels {
         .thenCompose(reply -> {
           if (!(reply instanceof CheckpointPage page)) throw notFound(requested);
           for (Checkpoint c : page.data()) {
-            if (c.step() == step) return CompletableFuture.completedFuture(resolved(info, c));
+            if (c.step() == step) return CompletableFuture.completedFuture(resolved(requested, info, c));
             if (c.step() < step) throw notFound(requested);
           }
           if (!page.hasMore() || page.data().isEmpty()) throw notFound(requested);

@@ -130,6 +130,14 @@ class TrainedModelServingTest {
         assertTrue(error.get("error").get("message").asText().contains(missing), error.toString());
       }
       assertFalse(logprobs(step1).isEmpty());
+
+      // GET /v1/models lists the trained model after the served ones, as vLLM lists LoRA adapters.
+      JsonNode cards = call(port, "GET", "/v1/models", null, 200).get("data");
+      assertEquals("demo", cards.get(0).get("id").asText());
+      JsonNode card = cards.get(cards.size() - 1);
+      assertEquals(model, card.get("id").asText());
+      assertEquals("demo", card.get("parent").asText());
+      assertEquals(named, card.get("root").asText());
     }
   }
 

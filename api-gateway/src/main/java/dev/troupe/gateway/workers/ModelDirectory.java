@@ -58,6 +58,11 @@ public final class ModelDirectory {
     this.trained = trained;
   }
 
+  /** Trained models served on top of the served ones, or null when this directory serves none. */
+  public TrainedModels trainedModels() {
+    return trained;
+  }
+
   /** This directory, also serving trained models' checkpoints (resolved with {@code trained}). */
   public ModelDirectory withTrainedModels(TrainedModels trainedModels) {
     return new ModelDirectory(system, models, refs, askTimeout, trainedModels);

@@ -130,6 +130,25 @@ public final class TrainedModels {
         });
   }
 
+  /**
+   * Registered trainable models in creation order, at most {@code limit} (for {@code GET
+   * /v1/models}); one registry page per 100.
+   */
+  public CompletionStage<java.util.List<ModelInfo>> list(int limit) {
+    return listFrom(null, limit, new java.util.ArrayList<>());
+  }
+
+  private CompletionStage<java.util.List<ModelInfo>> listFrom(String after, int limit, java.util.List<ModelInfo> into) {
+    return AskPattern.<TrainableModelProtocol.RegistryCommand, ModelPage>ask(
+            registry.get(), r -> new TrainableModelProtocol.ListModels(after, PAGE, r), askTimeout, system.scheduler())
+        .thenCompose(page -> {
+          for (ModelInfo info : page.data()) if (into.size() < limit) into.add(info);
+          if (!page.hasMore() || page.data().isEmpty() || into.size() >= limit)
+            return CompletableFuture.completedFuture(into);
+          return listFrom(page.data().get(page.data().size() - 1).id(), limit, into);
+        });
+  }
+
   private <R> CompletionStage<R> askModel(
       String id, org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.Command> message) {
     return AskPattern.ask(models.apply(id), message, askTimeout, system.scheduler());

@@ -148,6 +148,11 @@ public final class TroupeNode implements AutoCloseable {
     values.put("troupe.gateway.api-keys", keys);
     values.put("troupe.models", models);
     values.put("troupe.persistence.data-dir", o.dataDir().toAbsolutePath().toString());
+    // Remembered replicas are kept durably (LMDB) by sharding; under the node's data directory
+    // rather than the working directory.
+    values.put(
+        "pekko.cluster.sharding.distributed-data.durable.lmdb.dir",
+        o.dataDir().resolve("sharding").toAbsolutePath().toString());
     Config c = ConfigFactory.empty();
     for (var e : values.entrySet()) c = c.withValue(e.getKey(), ConfigValueFactory.fromAnyRef(e.getValue()));
     return c;

@@ -84,7 +84,7 @@ class RlLoopOverHttpTest {
         for (int p = 0; p < PROMPTS.length; p++) {
           ObjectNode chat = Json.mapper().createObjectNode().put("model", modelId).put("n", Integer.getInteger("troupe.rl.n", 16)).put("max_tokens", 2)
               .put("temperature", 1.0).put("top_k", Integer.getInteger("troupe.rl.topk", 20)).put("logprobs", true).put("return_tokens_as_token_ids", true)
-              .put("seed", 1000 * job + p);
+              .put("seed", Long.getLong("troupe.rl.seed", 0) + 1000 * job + p);
           chat.putArray("messages").addObject().put("role", "user").put("content", PROMPTS[p]);
           JsonNode completion = call("POST", "/v1/chat/completions", chat);
           assertEquals(modelId + ":step" + job, completion.get("system_fingerprint").asText());

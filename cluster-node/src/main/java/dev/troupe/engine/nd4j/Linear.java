@@ -127,9 +127,8 @@ final class Linear implements AutoCloseable {
   }
 
   /**
-   * How many floats of weights may be copied onto the Java heap for {@link DecodeKernels}: the heap
-   * left after what is in use, the runner's own heap arrays (KV cache) and a quarter of the maximum
-   * kept for activations and the rest of the node. Matrices that do not fit stay BLAS-only.
+   * How many floats of weights may be copied onto the Java heap for {@link DecodeKernels} (see {@link
+   * #ofHeap}); a quarter of the maximum heap is kept for activations and the rest of the node.
    */
   static final class HeapBudget {
     private long floats;
@@ -140,13 +139,28 @@ final class Linear implements AutoCloseable {
       this.floats = floats;
     }
 
-    /** The budget in this JVM, given {@code otherBytes} of heap the caller will allocate too. */
-    static HeapBudget ofHeap(long otherBytes) {
+    /**
+     * All or nothing: room for {@code needFloats} (every matrix the kernels would read) when that fits
+     * both the heap left (given {@code otherBytes} the caller allocates too) and {@link
+     * #MAX_COPY_MB}; otherwise none, and the model runs on BLAS alone exactly as without the kernels.
+     */
+    static HeapBudget ofHeap(long needFloats, long otherBytes) {
       if (!DecodeKernels.AVAILABLE) return new HeapBudget(0);
       Runtime rt = Runtime.getRuntime();
       long used = rt.totalMemory() - rt.freeMemory();
-      return new HeapBudget(Math.max(0, (rt.maxMemory() * 3 / 4 - used - otherBytes) / Float.BYTES));
+      long room = Math.max(0, (rt.maxMemory() * 3 / 4 - used - otherBytes) / Float.BYTES);
+      boolean fits = needFloats <= room && needFloats * Float.BYTES <= (MAX_COPY_MB << 20);
+      return new HeapBudget(fits ? needFloats : 0);
     }
+
+    /**
+     * Largest total of heap copies, in MB ({@code troupe.engine.kernelHeapMB}, default 512). Measured:
+     * the small bench model (346 MB of copies) gains and loses nothing elsewhere; with the medium
+     * one (1,221 MB) prefill and batch-1 decode — BLAS paths that never read the copies — ran 1.5–2×
+     * slower in every paired run (cause not found; see docs/benchmarks.md), so large models stay on
+     * BLAS by default.
+     */
+    static final long MAX_COPY_MB = Long.getLong("troupe.engine.kernelHeapMB", 512);
 
     /** A new array of {@code n} floats charged to the budget, or null when it does not fit. */
     float[] take(long n) {

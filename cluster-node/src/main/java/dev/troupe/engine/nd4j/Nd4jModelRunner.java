@@ -82,9 +82,14 @@ public final class Nd4jModelRunner implements ModelRunner {
           "KV cache of " + numBlocks + " blocks × " + blockSize + " too large for one layer array");
     WeightLayout.check(cfg, w);
     String[] qkvNames = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
-    // heap copies for the decode kernels, LM head first (the largest product of a decode step);
-    // an untied embedding is only looked up, so it gets none
-    Linear.HeapBudget budget = Linear.HeapBudget.ofHeap(2L * cfg.numLayers() * cacheFloats * Float.BYTES);
+    // heap copies for the decode kernels, all or none; an untied embedding is only looked up, so it
+    // gets none
+    long kernelFloats = 0; // every matrix a product reads: LM head (the embedding when tied) and layers
+    kernelFloats += w.info(cfg.tieWordEmbeddings() ? WeightLayout.EMBED : WeightLayout.LM_HEAD).numel();
+    for (int i = 0; i < cfg.numLayers(); i++)
+      for (String n : List.of(qkvNames[0], qkvNames[1], qkvNames[2], "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"))
+        kernelFloats += w.info(WeightLayout.layer(i) + n + ".weight").numel();
+    Linear.HeapBudget budget = Linear.HeapBudget.ofHeap(kernelFloats, 2L * cfg.numLayers() * cacheFloats * Float.BYTES);
     this.embed = Linear.load(w, cfg.tieWordEmbeddings() ? budget : null, WeightLayout.EMBED);
     this.lmHead = cfg.tieWordEmbeddings() ? embed : Linear.load(w, budget, WeightLayout.LM_HEAD);
     this.finalNorm = w.floats(WeightLayout.FINAL_NORM);
@@ -118,7 +123,7 @@ public final class Nd4jModelRunner implements ModelRunner {
     this.invFreq = Rope.inverseFrequencies(cfg);
     if (DecodeKernels.AVAILABLE)
       log.info(
-          "decode kernels: {} MB of weights copied to the heap, {} MB left on BLAS only (heap too small)",
+          "decode kernels: {} MB of weights copied to the heap, {} MB left on BLAS only (over troupe.engine.kernelHeapMB or the heap)",
           budget.copied * Float.BYTES >> 20,
           budget.refused * Float.BYTES >> 20);
   }

@@ -398,18 +398,7 @@ abstract class PreviewApiSuite {
         logBody("val", "\"" + "x".repeat((int) BODY_LIMIT) + "\"").getBytes(StandardCharsets.UTF_8);
     assertEquals(413, client.postBytes("/v1/preview/models/" + id + "/log", big).status());
     // Chunked, so the limit is only found while streaming the body.
-    HttpResponse<String> chunked =
-        HttpClient.newHttpClient()
-            .send(
-                HttpRequest.newBuilder(
-                        URI.create(node.baseUrl() + "/v1/preview/models/" + id + "/log"))
-                    .header("Authorization", "Bearer " + PreviewNode.KEY)
-                    .header("Content-Type", "application/json")
-                    .POST(
-                        HttpRequest.BodyPublishers.ofInputStream(
-                            () -> new ByteArrayInputStream(big)))
-                    .build(),
-                HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> chunked = postChunked("/v1/preview/models/" + id + "/log", big);
     assertEquals(413, chunked.statusCode(), chunked.body());
     assertTrue(chunked.body().contains("limit"), chunked.body());
     // Just below the limit is fine.
@@ -424,6 +413,30 @@ abstract class PreviewApiSuite {
         client.post("/v1/preview/models/" + id + "/log", logBody("val", many.toString()));
     assertEquals(200, ok.status(), ok.body());
     assertEquals(n, ok.json().get("num_groups").asInt());
+  }
+
+  /**
+   * POSTs a chunked body. The server answers 413 mid-body and closes the connection; when the client
+   * is still writing, the kernel may reset the connection before the client reads the answer (a
+   * transport race every HTTP/1.1 client faces), so only an I/O failure is retried, never a status.
+   */
+  private HttpResponse<String> postChunked(String path, byte[] body) throws Exception {
+    java.io.IOException last = null;
+    for (int attempt = 0; attempt < 5; attempt++) {
+      try {
+        return HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(URI.create(node.baseUrl() + path))
+                    .header("Authorization", "Bearer " + PreviewNode.KEY)
+                    .header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofInputStream(() -> new ByteArrayInputStream(body)))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString());
+      } catch (java.io.IOException e) {
+        last = e;
+      }
+    }
+    throw last;
   }
 
   @Test

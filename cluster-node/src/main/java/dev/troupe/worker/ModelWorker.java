@@ -374,7 +374,8 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     return new WorkerStatus(
         entityId, engine.modelName(), engine.maxModelLen(), engine.policy().configName(),
         scheduler.numWaiting(), scheduler.numRunning(), scheduler.numPreemptions(),
-        scheduler.blocks().numUsed(), scheduler.blocks().numBlocks(), engine.weightVersion());
+        scheduler.blocks().numUsed(), scheduler.blocks().numBlocks(), engine.weightVersion(),
+        engine.promptTokens(), engine.generatedTokens());
   }
 
   private Behavior<Command> onStop(String why) {
@@ -441,7 +442,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
               GetStatus.class,
               s -> {
                 ReplicaId r = ModelWorkerProtocol.parseEntityId(entityId);
-                s.replyTo().tell(new WorkerStatus(entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0));
+                s.replyTo().tell(new WorkerStatus(entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0));
                 return Behaviors.same();
               })
           .build();

@@ -94,7 +94,12 @@ class ModelWorkerTest {
     List<GenerationEvent> aRest = untilCompleted(a);
     long aDeltasAfterB = aRest.stream().filter(e -> e instanceof TokenDelta).count();
     assertTrue(aDeltasAfterB > 5, "a kept decoding after b joined and left: " + aDeltasAfterB);
-    assertEquals(40, ((Completed) aRest.get(aRest.size() - 1)).usage().completionTokens());
+    Usage aUsage = ((Completed) aRest.get(aRest.size() - 1)).usage();
+    assertEquals(40, aUsage.completionTokens());
+    // The token counters behind GET /metrics: each prompt once, every generated token.
+    WorkerStatus s = status(worker);
+    assertEquals(aUsage.promptTokens() + 4, s.promptTokens());
+    assertEquals(45, s.generationTokens());
     testKit.stop(worker);
   }
 

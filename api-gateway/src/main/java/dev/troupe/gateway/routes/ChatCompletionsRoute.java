@@ -15,6 +15,7 @@ import dev.troupe.gateway.chat.GenerationStream;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.http.RequestIds;
+import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.gateway.workers.ModelDirectory;
 import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
@@ -60,18 +61,25 @@ public final class ChatCompletionsRoute implements ApiRoute {
 
   private final ModelDirectory models;
   private final Duration heartbeat;
+  private final ServingMetrics metrics;
 
   public ChatCompletionsRoute(ModelDirectory models) {
     this(models, Duration.ofSeconds(5));
   }
 
+  public ChatCompletionsRoute(ModelDirectory models, Duration heartbeat) {
+    this(models, heartbeat, new ServingMetrics());
+  }
+
   /**
    * @param heartbeat how long a non-streaming answer may take before its status is committed and
    *     whitespace keeps the connection checked
+   * @param metrics where finished requests and their latencies are recorded ({@code GET /metrics})
    */
-  public ChatCompletionsRoute(ModelDirectory models, Duration heartbeat) {
+  public ChatCompletionsRoute(ModelDirectory models, Duration heartbeat, ServingMetrics metrics) {
     this.models = models;
     this.heartbeat = heartbeat;
+    this.metrics = metrics;
   }
 
   @Override
@@ -97,7 +105,8 @@ public final class ChatCompletionsRoute implements ApiRoute {
   }
 
   private Source<GenerationEvent, NotUsed> events(ServedModel model, ChatPlan plan) {
-    return GenerationStream.events(models.pick(model), plan.generation(), models.askTimeout());
+    return metrics.observe(model.name(),
+        GenerationStream.events(models.pick(model), plan.generation(), models.askTimeout()));
   }
 
   /**

@@ -1,7 +1,10 @@
 package dev.troupe.gateway.routes;
 
 import dev.troupe.gateway.http.ApiRoute;
+import dev.troupe.gateway.metrics.MetricsRoute;
+import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.gateway.workers.ModelDirectory;
+import java.time.Duration;
 import java.util.List;
 
 /**
@@ -16,9 +19,15 @@ import java.util.List;
 public final class StandardRoutes {
   private StandardRoutes() {}
 
+  /** A status ask slower than this leaves that replica out of a {@code GET /metrics} scrape. */
+  private static final Duration SCRAPE_TIMEOUT = Duration.ofSeconds(2);
+
   public static List<ApiRoute> of(ModelDirectory models) {
+    ServingMetrics metrics = new ServingMetrics();
+    Duration scrapeTimeout = models.askTimeout().compareTo(SCRAPE_TIMEOUT) < 0 ? models.askTimeout() : SCRAPE_TIMEOUT;
     return List.of(
-        new ChatCompletionsRoute(models),
+        new ChatCompletionsRoute(models, Duration.ofSeconds(5), metrics),
+        new MetricsRoute(models, metrics, scrapeTimeout),
         new ModelsRoute(models),
         new TokenizeRoute(models),
         new DetokenizeRoute(models),

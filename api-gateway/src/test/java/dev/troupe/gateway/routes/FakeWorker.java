@@ -42,6 +42,9 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  *   <li>anything else: per choice the words {@code "Hello", " world"} (ids 100+i, 200+i), then
  *       finish {@code stop} with stop reason from the first stop string (or null), and usage
  * </ul>
+ *
+ * <p>Its status counts as a worker's would: prompt tokens of every started generation, generated
+ * tokens of every completed one, and as running the {@code "hang"} generations (they never end).
  */
 final class FakeWorker {
   static final int MAX_MODEL_LEN = 128;
@@ -49,15 +52,24 @@ final class FakeWorker {
 
   private FakeWorker() {}
 
+  /** What one fake worker has done, for its status. */
+  private static final class Counts {
+    long promptTokens;
+    long generationTokens;
+    int hanging;
+  }
+
   static Behavior<Command> create(String policy, ActorRef<Object> seen) {
+    Counts counts = new Counts();
     return Behaviors.receive(Command.class)
         .onMessage(Generate.class, g -> {
           seen.tell(g);
-          generate(g.request(), g.replyTo());
+          generate(g.request(), g.replyTo(), counts);
           return Behaviors.same();
         })
         .onMessage(GetStatus.class, s -> {
-          s.replyTo().tell(new WorkerStatus("fake#0", "fake", MAX_MODEL_LEN, policy, 0, 0, 0, 0, 16, 0));
+          s.replyTo().tell(new WorkerStatus("fake#0", "fake", MAX_MODEL_LEN, policy, 0, counts.hanging, 0, 0, 16, 0,
+              counts.promptTokens, counts.generationTokens));
           return Behaviors.same();
         })
         .onMessage(Tokenize.class, t -> {
@@ -81,7 +93,8 @@ final class FakeWorker {
         .build();
   }
 
-  private static void generate(GenerationRequest r, ActorRef<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> to) {
+  private static void generate(
+      GenerationRequest r, ActorRef<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> to, Counts counts) {
     String id = r.requestId();
     Map<String, Object> last = r.messages().get(r.messages().size() - 1);
     String prompt = String.valueOf(last.get("content"));
@@ -104,7 +117,12 @@ final class FakeWorker {
       promptLogprobs.add(entry(3, "c", -0.25));
     }
     to.tell(new Started(id, PROMPT_IDS, promptLogprobs, 0));
-    if (prompt.equals("hang")) return;
+    counts.promptTokens += PROMPT_IDS.size();
+    if (prompt.equals("hang")) {
+      counts.hanging++;
+      return;
+    }
+    if (!prompt.equals("crash midway")) counts.generationTokens += 2L * r.sampling().n();
     if (prompt.equals("slow")) {
       // The rest of the answer, later and in order, as a worker busy with other requests would send it.
       ActorRef<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> later = to;

@@ -72,6 +72,7 @@ public final class Engine implements AutoCloseable {
   private final Map<String, Active> active = new LinkedHashMap<>();
   private long weightVersion;
   private long generatedTokens;
+  private long promptTokens;
 
   /**
    * @param templateCompiler compiles request-supplied chat templates (null: none accepted)
@@ -128,6 +129,11 @@ public final class Engine implements AutoCloseable {
 
   public long weightVersion() {
     return weightVersion;
+  }
+
+  /** Prompt tokens of the requests admitted since start, once per request whatever n is. */
+  public long promptTokens() {
+    return promptTokens;
   }
 
   /** Tokens generated since start, every choice counted. */
@@ -200,6 +206,7 @@ public final class Engine implements AutoCloseable {
         Active a = new Active(request, params, prompt, group, choices, adapterId, version);
         a.beam = BeamSearch.create(params, prompt.length, eos);
         active.put(id, a);
+        promptTokens += prompt.length;
         return List.of();
       }
       for (int i = 0; i < choices.length; i++) {
@@ -211,6 +218,7 @@ public final class Engine implements AutoCloseable {
       }
       SequenceGroup group = scheduler.add(id, prompt, params.n(), request.priority());
       active.put(id, new Active(request, params, prompt, group, choices, adapterId, version));
+      promptTokens += prompt.length;
       return List.of();
     } catch (RequestRejected e) {
       return List.of(new Failed(id, e.kind, e.getMessage(), e.param));

@@ -190,6 +190,8 @@ public final class ModelWorkerProtocol {
    * @param kvBlocksUsed KV blocks in use
    * @param kvBlocksTotal KV blocks in the cache
    * @param weightVersion version of the weights/adapter being served (0 = base)
+   * @param promptTokens prompt tokens of the requests admitted since start (once per request, whatever n is)
+   * @param generationTokens tokens generated since start, every choice counted
    */
   public record WorkerStatus(
       String entityId,
@@ -201,7 +203,9 @@ public final class ModelWorkerProtocol {
       long preemptions,
       int kvBlocksUsed,
       int kvBlocksTotal,
-      long weightVersion)
+      long weightVersion,
+      long promptTokens,
+      long generationTokens)
       implements CborSerializable {}
 
   // ---------------------------------------------------------------- generation events

@@ -1,8 +1,9 @@
 package dev.troupe.bench.engine;
 
 import dev.troupe.engine.ModelConfig;
-import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.model.RandomWeights;
 import dev.troupe.engine.model.WeightLayout;
 import dev.troupe.engine.nd4j.Nd4jDiagnostics;
 import dev.troupe.engine.nd4j.Nd4jModelRunner;
@@ -68,7 +69,7 @@ public final class EngineBench {
     int maxBatch = 32, prompt = 16, steps = quick ? 4 : 12;
     int blocksPerSeq = (256 + BLOCK - 1) / BLOCK + 2;
     long t0 = System.nanoTime();
-    try (ModelRunner m = Nd4jModelRunner.load(c, new RandomWeights(c), maxBatch * blocksPerSeq + blocksPerSeq, BLOCK)) {
+    try (ModelRunner m = Nd4jModelRunner.load(c, new RandomWeights(c, 7L, 0.02, "bench model"), maxBatch * blocksPerSeq + blocksPerSeq, BLOCK)) {
       System.out.printf(Locale.ROOT, "%n== %s: hidden %d, %d layers, %d heads / %d KV, intermediate %d, vocab %d (F32)%n",
           size.name(), size.hidden(), size.layers(), size.heads(), size.kvHeads(), size.inter(), VOCAB);
       System.out.printf(Locale.ROOT, "load %.1f s; weights read per decode step %.0f MB (embedding rows excluded); RSS %s%n",

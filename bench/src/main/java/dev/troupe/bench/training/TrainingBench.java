@@ -2,6 +2,7 @@ package dev.troupe.bench.training;
 
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.model.RandomWeights;
 import dev.troupe.engine.nd4j.Nd4jModelRunner;
 import dev.troupe.training.AdamW;
 import dev.troupe.training.LoraSpec;
@@ -31,7 +32,7 @@ public final class TrainingBench {
             false, false, 128000, List.of(128001));
     System.out.printf(Locale.ROOT, "cores=%d java=%s row=%d tokens, %d timed steps%n",
         Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"), n, steps);
-    BenchWeights w = new BenchWeights(c);
+    RandomWeights w = new RandomWeights(c, 7L, 0.02, "bench model");
     SplittableRandom r = new SplittableRandom(7);
     int[] tokens = new int[n];
     int[] positions = new int[n];

@@ -375,7 +375,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         entityId, engine.modelName(), engine.maxModelLen(), engine.policy().configName(),
         scheduler.numWaiting(), scheduler.numRunning(), scheduler.numPreemptions(),
         scheduler.blocks().numUsed(), scheduler.blocks().numBlocks(), engine.weightVersion(),
-        engine.promptTokens(), engine.generatedTokens());
+        engine.promptTokens(), engine.generatedTokens(), engine.samplingDefaults());
   }
 
   private Behavior<Command> onStop(String why) {
@@ -442,7 +442,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
               GetStatus.class,
               s -> {
                 ReplicaId r = ModelWorkerProtocol.parseEntityId(entityId);
-                s.replyTo().tell(new WorkerStatus(entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0));
+                s.replyTo().tell(new WorkerStatus(entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0, null));
                 return Behaviors.same();
               })
           .build();

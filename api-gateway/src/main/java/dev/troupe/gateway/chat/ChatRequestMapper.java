@@ -11,6 +11,7 @@ import dev.troupe.protocol.api.chat.ChatCompletionRequest.StreamOptions;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest.Tool;
 import dev.troupe.protocol.api.chat.StructuredOutputs;
 import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.SamplingParams.LogitsProcessorSpec;
 import java.math.BigInteger;
@@ -146,18 +147,21 @@ public final class ChatRequestMapper {
   private static SamplingParams sampling(
       ChatCompletionRequest r, ModelFacts model, Long seed, boolean logprobs, Integer topLogprobs,
       Integer promptLogprobs) {
-    double temperature = r.temperature() == null ? 1.0 : finite(r.temperature(), "temperature");
+    // Absent (or null) fields take the model's generation-config default, else OpenAI's (vLLM's
+    // default_sampling_params); a model default is validated as if the request had sent it.
+    SamplingDefaults d = model.samplingDefaults();
+    double temperature = finite(or(r.temperature(), d.temperature(), 1.0), "temperature");
     if (temperature < 0) throw bad("temperature must be non-negative, got " + temperature + ".", "temperature");
     boolean greedy = temperature < SamplingParams.GREEDY_EPSILON;
     // vLLM raises tiny non-zero temperatures to 0.01 to avoid overflow in the softmax.
     if (!greedy && temperature < 0.01) temperature = 0.01;
 
-    double topP = r.topP() == null ? 1.0 : finite(r.topP(), "top_p");
+    double topP = finite(or(r.topP(), d.topP(), 1.0), "top_p");
     if (!(topP > 0 && topP <= 1)) throw bad("top_p must be in (0, 1], got " + topP + ".", "top_p");
-    int topK = r.topK() == null ? 0 : r.topK();
+    int topK = or(r.topK(), d.topK(), 0);
     if (topK < -1) throw bad("top_k must be 0 (disable), or at least 1, got " + topK + ".", "top_k");
     if (topK == -1) topK = 0;
-    double minP = r.minP() == null ? 0.0 : finite(r.minP(), "min_p");
+    double minP = finite(or(r.minP(), d.minP(), 0.0), "min_p");
     if (minP < 0 || minP > 1) throw bad("min_p must be in [0, 1], got " + minP + ".", "min_p");
     if (greedy) {
       // Greedy picks the argmax, which these filters never remove: vLLM turns them off.
@@ -165,9 +169,9 @@ public final class ChatRequestMapper {
       topK = 0;
       minP = 0.0;
     }
-    double presence = penalty(r.presencePenalty(), "presence_penalty");
-    double frequency = penalty(r.frequencyPenalty(), "frequency_penalty");
-    double repetition = r.repetitionPenalty() == null ? 1.0 : finite(r.repetitionPenalty(), "repetition_penalty");
+    double presence = penalty(or(r.presencePenalty(), d.presencePenalty(), 0.0), "presence_penalty");
+    double frequency = penalty(or(r.frequencyPenalty(), d.frequencyPenalty(), 0.0), "frequency_penalty");
+    double repetition = finite(or(r.repetitionPenalty(), d.repetitionPenalty(), 1.0), "repetition_penalty");
     if (repetition <= 0)
       throw bad("repetition_penalty must be greater than zero, got " + repetition + ".", "repetition_penalty");
     double lengthPenalty = r.lengthPenalty() == null ? 1.0 : finite(r.lengthPenalty(), "length_penalty");
@@ -456,6 +460,11 @@ public final class ChatRequestMapper {
     double v = finite(value, param);
     if (v < -2 || v > 2) throw bad(param + " must be in [-2, 2], got " + v + ".", param);
     return v;
+  }
+
+  /** The request's value, else the model's default, else OpenAI's. */
+  private static <T> T or(T requested, T modelDefault, T openAiDefault) {
+    return requested != null ? requested : modelDefault != null ? modelDefault : openAiDefault;
   }
 
   private static double finite(double v, String param) {

@@ -1,5 +1,7 @@
 package dev.troupe.gateway.chat;
 
+import dev.troupe.protocol.cluster.SamplingDefaults;
+
 /**
  * What request validation must know about the served model.
  *
@@ -7,8 +9,11 @@ package dev.troupe.gateway.chat;
  * @param maxModelLen context length in tokens
  * @param schedulingPolicy {@code fcfs} or {@code priority}
  * @param multimodal whether the model accepts media parts (images, audio, video); none does yet
+ * @param samplingDefaults the model's generation-config sampling defaults, used for the fields a
+ *     request leaves out (never null)
  */
-public record ModelFacts(String name, int maxModelLen, String schedulingPolicy, boolean multimodal) {
+public record ModelFacts(
+    String name, int maxModelLen, String schedulingPolicy, boolean multimodal, SamplingDefaults samplingDefaults) {
   public static final String FCFS = "fcfs";
   public static final String PRIORITY = "priority";
 
@@ -16,6 +21,12 @@ public record ModelFacts(String name, int maxModelLen, String schedulingPolicy, 
     if (name == null || name.isBlank()) throw new IllegalArgumentException("name is required");
     if (maxModelLen < 1) throw new IllegalArgumentException("maxModelLen must be positive");
     if (schedulingPolicy == null) schedulingPolicy = FCFS;
+    if (samplingDefaults == null) samplingDefaults = SamplingDefaults.NONE;
+  }
+
+  /** A model without generation-config sampling defaults (OpenAI's apply). */
+  public ModelFacts(String name, int maxModelLen, String schedulingPolicy, boolean multimodal) {
+    this(name, maxModelLen, schedulingPolicy, multimodal, SamplingDefaults.NONE);
   }
 
   public boolean priorityScheduling() {

@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
+import dev.troupe.protocol.cluster.SamplingDefaults;
+import dev.troupe.protocol.cluster.SamplingParams;
 import java.util.Optional;
 import java.util.stream.Stream;
 import org.apache.pekko.util.ByteString;
@@ -188,5 +190,72 @@ class ChatRequestMapperTest {
         ByteString.fromString("{" + MESSAGES + ",\"priority\":-5}"), ChatCompletionRequest.class);
     ChatPlan plan = ChatRequestMapper.map(r, new ModelFacts("p", 128, "priority", false), Optional.empty());
     assertEquals(-5, plan.generation().priority());
+  }
+
+  private static SamplingParams sampling(String fields, SamplingDefaults defaults) {
+    String json = "{" + MESSAGES + (fields.isEmpty() ? "" : "," + fields) + "}";
+    ChatCompletionRequest r = JsonBodies.parse(ByteString.fromString(json), ChatCompletionRequest.class);
+    return ChatRequestMapper.map(r, new ModelFacts("g", 128, "fcfs", false, defaults), Optional.empty())
+        .generation().sampling();
+  }
+
+  @Test
+  void absentSamplingFieldsTakeTheModelsGenerationConfig() {
+    SamplingDefaults qwen = new SamplingDefaults(0.6, 0.95, 20, 0.05, 1.05, 0.5, -0.25);
+    SamplingParams s = sampling("", qwen);
+    assertEquals(0.6, s.temperature());
+    assertEquals(0.95, s.topP());
+    assertEquals(20, s.topK());
+    assertEquals(0.05, s.minP());
+    assertEquals(1.05, s.repetitionPenalty());
+    assertEquals(0.5, s.presencePenalty());
+    assertEquals(-0.25, s.frequencyPenalty());
+    // explicit null is absent, as in vLLM
+    SamplingParams nulls = sampling("\"temperature\":null,\"top_p\":null,\"top_k\":null,\"min_p\":null,"
+        + "\"repetition_penalty\":null,\"presence_penalty\":null,\"frequency_penalty\":null", qwen);
+    assertEquals(s, nulls);
+  }
+
+  @Test
+  void requestValuesWinOverTheModelsGenerationConfig() {
+    SamplingDefaults qwen = new SamplingDefaults(0.6, 0.95, 20, 0.05, 1.05, 0.5, -0.25);
+    SamplingParams s = sampling("\"temperature\":1.0,\"top_p\":1.0,\"top_k\":-1,\"min_p\":0,"
+        + "\"repetition_penalty\":1.0,\"presence_penalty\":0,\"frequency_penalty\":0", qwen);
+    assertEquals(1.0, s.temperature());
+    assertEquals(1.0, s.topP());
+    assertEquals(0, s.topK());
+    assertEquals(0.0, s.minP());
+    assertEquals(1.0, s.repetitionPenalty());
+    assertEquals(0.0, s.presencePenalty());
+    assertEquals(0.0, s.frequencyPenalty());
+    // a request's greedy temperature still switches the model's filters off
+    SamplingParams greedy = sampling("\"temperature\":0", qwen);
+    assertEquals(1.0, greedy.topP());
+    assertEquals(0, greedy.topK());
+    assertEquals(0.0, greedy.minP());
+    assertEquals(1.05, greedy.repetitionPenalty(), "penalties are not sampling filters");
+  }
+
+  @Test
+  void partialGenerationConfigFallsBackToOpenAiDefaults() {
+    SamplingParams s = sampling("\"top_p\":0.5", new SamplingDefaults(0.7, null, null, null, null, null, null));
+    assertEquals(0.7, s.temperature());
+    assertEquals(0.5, s.topP());
+    assertEquals(0, s.topK());
+    assertEquals(0.0, s.minP());
+    assertEquals(1.0, s.repetitionPenalty());
+    assertEquals(0.0, s.presencePenalty());
+    assertEquals(0.0, s.frequencyPenalty());
+    assertEquals(sampling("", SamplingDefaults.NONE), map("").generation().sampling(), "no generation config: OpenAI's");
+    assertEquals(1.0, map("").generation().sampling().temperature());
+  }
+
+  @Test
+  void anInvalidModelDefaultIsA400NamingTheField() {
+    ApiException e = assertThrows(ApiException.class,
+        () -> sampling("", new SamplingDefaults(null, 1.5, null, null, null, null, null)));
+    assertEquals(400, e.status());
+    assertEquals("top_p", e.param());
+    assertEquals(0.9, sampling("\"top_p\":0.9", new SamplingDefaults(null, 1.5, null, null, null, null, null)).topP());
   }
 }

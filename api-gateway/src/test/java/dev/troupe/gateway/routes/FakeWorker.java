@@ -21,6 +21,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenized;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
+import dev.troupe.protocol.cluster.SamplingDefaults;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -69,7 +70,7 @@ final class FakeWorker {
         })
         .onMessage(GetStatus.class, s -> {
           s.replyTo().tell(new WorkerStatus("fake#0", "fake", MAX_MODEL_LEN, policy, 0, counts.hanging, 0, 0, 16, 0,
-              counts.promptTokens, counts.generationTokens));
+              counts.promptTokens, counts.generationTokens, SamplingDefaults.NONE));
           return Behaviors.same();
         })
         .onMessage(Tokenize.class, t -> {

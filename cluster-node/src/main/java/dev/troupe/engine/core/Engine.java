@@ -32,6 +32,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenizeReply;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenized;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
+import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.scheduler.ScheduleResult;
 import dev.troupe.scheduler.ScheduleResult.ScheduledChunk;
@@ -69,6 +70,7 @@ public final class Engine implements AutoCloseable {
   private final Prompts prompts;
   private final int maxModelLen;
   private final SchedulingPolicy policy;
+  private final SamplingDefaults samplingDefaults;
   private final Map<String, Active> active = new LinkedHashMap<>();
   private long weightVersion;
   private long generatedTokens;
@@ -84,7 +86,24 @@ public final class Engine implements AutoCloseable {
       EngineSettings settings,
       SchedulingPolicy policy,
       Function<String, ChatTemplate> templateCompiler) {
+    this(modelName, runner, text, settings, policy, templateCompiler, SamplingDefaults.NONE);
+  }
+
+  /**
+   * @param templateCompiler compiles request-supplied chat templates (null: none accepted)
+   * @param samplingDefaults the model's generation-config sampling defaults, reported to the
+   *     gateway (which applies them; requests reach the engine with every default resolved)
+   */
+  public Engine(
+      String modelName,
+      ModelRunner runner,
+      TokenizerBundle text,
+      EngineSettings settings,
+      SchedulingPolicy policy,
+      Function<String, ChatTemplate> templateCompiler,
+      SamplingDefaults samplingDefaults) {
     this.modelName = modelName;
+    this.samplingDefaults = samplingDefaults == null ? SamplingDefaults.NONE : samplingDefaults;
     this.runner = runner;
     this.tokenizer = text.tokenizer();
     this.policy = policy;
@@ -121,6 +140,11 @@ public final class Engine implements AutoCloseable {
 
   public SchedulingPolicy policy() {
     return policy;
+  }
+
+  /** The model's own sampling defaults (generation_config.json); {@link SamplingDefaults#NONE} if none. */
+  public SamplingDefaults samplingDefaults() {
+    return samplingDefaults;
   }
 
   public Scheduler scheduler() {

@@ -1,7 +1,9 @@
 package dev.troupe.engine.core;
 
 import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 import dev.troupe.scheduler.SchedulingPolicy;
@@ -20,6 +22,8 @@ public final class Engines {
   public static Engine open(ServedModel model, EngineSettings settings) {
     ModelRunner runner;
     TokenizerBundle text;
+    // The demo model has no generation_config.json: OpenAI's defaults apply to it.
+    SamplingDefaults defaults = SamplingDefaults.NONE;
     if (model.isDemo()) {
       runner = ModelRunners.openDemo(settings.numBlocks(), settings.blockSize());
       text = TokenizerBundle.demo();
@@ -30,9 +34,10 @@ public final class Engines {
             "model " + model.name() + ": directory " + dir + " does not exist");
       text = TokenizerBundle.load(dir);
       runner = ModelRunners.open(dir, settings.numBlocks(), settings.blockSize());
+      defaults = ModelConfigs.samplingDefaults(dir);
     }
     return new Engine(
         model.name(), runner, text, settings, SchedulingPolicy.parse(model.schedulingPolicy()),
-        text::compileTemplate);
+        text::compileTemplate, defaults);
   }
 }

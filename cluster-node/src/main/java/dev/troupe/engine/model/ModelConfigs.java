@@ -3,6 +3,7 @@ package dev.troupe.engine.model;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.protocol.cluster.SamplingDefaults;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -37,6 +38,42 @@ public final class ModelConfigs {
     } catch (IllegalArgumentException e) {
       throw new ModelLoadException(file + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * The sampling defaults of {@code dir/generation_config.json}: only the keys vLLM takes from it
+   * for requests that leave them out ({@code temperature}, {@code top_p}, {@code top_k},
+   * {@code min_p}, {@code repetition_penalty}, {@code presence_penalty}, {@code frequency_penalty});
+   * a missing or null key is no default. No file: {@link SamplingDefaults#NONE}. {@code do_sample}
+   * is ignored, as vLLM ignores it.
+   *
+   * @throws ModelLoadException when the file is not a JSON object, or a key holds a non-number
+   */
+  public static SamplingDefaults samplingDefaults(Path dir) {
+    Path file = dir.resolve("generation_config.json");
+    if (!Files.isRegularFile(file)) return SamplingDefaults.NONE;
+    JsonNode g = readJson(file);
+    try {
+      JsonNode topK = g.get("top_k");
+      Integer k = null;
+      if (topK != null && !topK.isNull()) {
+        if (!topK.canConvertToInt() || topK.isFloatingPointNumber() && topK.asDouble() != topK.asInt())
+          throw new IllegalArgumentException("top_k must be an integer, got " + topK);
+        k = topK.asInt();
+      }
+      return new SamplingDefaults(
+          number(g, "temperature"), number(g, "top_p"), k, number(g, "min_p"),
+          number(g, "repetition_penalty"), number(g, "presence_penalty"), number(g, "frequency_penalty"));
+    } catch (IllegalArgumentException e) {
+      throw new ModelLoadException(file + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static Double number(JsonNode g, String field) {
+    JsonNode n = g.get(field);
+    if (n == null || n.isNull()) return null;
+    if (!n.isNumber()) throw new IllegalArgumentException(field + " must be a number, got " + n);
+    return n.asDouble();
   }
 
   private static JsonNode readJson(Path file) {

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
+import dev.troupe.protocol.cluster.SamplingDefaults;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -51,6 +52,33 @@ class ModelConfigsTest {
     assertFalse(c.attentionBias());
     assertEquals(128000, c.bosTokenId());
     assertEquals(List.of(128001, 128008, 128009), c.eosTokenIds());
+  }
+
+  @Test
+  void samplingDefaultsComeFromGenerationConfig() throws IOException {
+    // the shape of Qwen/Qwen3-0.6B's generation_config.json, plus the penalties vLLM main also reads
+    Files.writeString(tmp.resolve("generation_config.json"), """
+        {"bos_token_id": 151643, "do_sample": true, "eos_token_id": [151645, 151643],
+         "pad_token_id": 151643, "temperature": 0.6, "top_k": 20, "top_p": 0.95, "min_p": 0,
+         "repetition_penalty": 1.05, "presence_penalty": 0.5, "frequency_penalty": -0.25,
+         "max_new_tokens": 2048, "transformers_version": "4.51.0"}""");
+    assertEquals(new SamplingDefaults(0.6, 0.95, 20, 0.0, 1.05, 0.5, -0.25), ModelConfigs.samplingDefaults(tmp));
+  }
+
+  @Test
+  void absentSamplingKeysAreNoDefaults() throws IOException {
+    assertEquals(SamplingDefaults.NONE, ModelConfigs.samplingDefaults(tmp), "no generation_config.json");
+    Files.writeString(tmp.resolve("generation_config.json"),
+        "{\"eos_token_id\": 2, \"temperature\": 0.7, \"top_p\": null}");
+    assertEquals(new SamplingDefaults(0.7, null, null, null, null, null, null), ModelConfigs.samplingDefaults(tmp));
+  }
+
+  @Test
+  void malformedSamplingDefaultsRefuseToLoad() throws IOException {
+    Files.writeString(tmp.resolve("generation_config.json"), "{\"temperature\": \"hot\"}");
+    assertThrows(ModelLoadException.class, () -> ModelConfigs.samplingDefaults(tmp));
+    Files.writeString(tmp.resolve("generation_config.json"), "{\"top_k\": 2.5}");
+    assertThrows(ModelLoadException.class, () -> ModelConfigs.samplingDefaults(tmp));
   }
 
   @Test

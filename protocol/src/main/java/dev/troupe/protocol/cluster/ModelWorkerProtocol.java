@@ -192,6 +192,8 @@ public final class ModelWorkerProtocol {
    * @param weightVersion version of the weights/adapter being served (0 = base)
    * @param promptTokens prompt tokens of the requests admitted since start (once per request, whatever n is)
    * @param generationTokens tokens generated since start, every choice counted
+   * @param samplingDefaults the model's generation-config sampling defaults (never null; {@link
+   *     SamplingDefaults#NONE} when it has none)
    */
   public record WorkerStatus(
       String entityId,
@@ -205,8 +207,13 @@ public final class ModelWorkerProtocol {
       int kvBlocksTotal,
       long weightVersion,
       long promptTokens,
-      long generationTokens)
-      implements CborSerializable {}
+      long generationTokens,
+      SamplingDefaults samplingDefaults)
+      implements CborSerializable {
+    public WorkerStatus {
+      if (samplingDefaults == null) samplingDefaults = SamplingDefaults.NONE;
+    }
+  }
 
   // ---------------------------------------------------------------- generation events
 

@@ -446,9 +446,17 @@ public final class Engine implements AutoCloseable {
           tokenizer.decode(r.textTokens(), p.skipSpecialTokens(), p.spacesBetweenSpecialTokens());
       a.completionTokens += r.tokens().length;
       generatedTokens += r.tokens().length;
+      List<LogprobEntry> logprobs = null;
+      if (p.logprobs() != null && r.details() != null) {
+        logprobs = new ArrayList<>(r.details().size());
+        for (BeamSearch.StepLogprobs d : r.details())
+          logprobs.add(
+              new LogprobEntry(
+                  logprob(a, d.chosen()), d.top().stream().map(e -> logprob(a, e)).toList()));
+      }
       deltas
           .computeIfAbsent(a, k -> new ArrayList<>())
-          .add(new ChoiceDelta(i, text, boxed(r.tokens()), null));
+          .add(new ChoiceDelta(i, text, boxed(r.tokens()), logprobs));
       FinishReason reason =
           r.finishReason() == dev.troupe.engine.sampling.FinishReason.STOP
               ? FinishReason.STOP

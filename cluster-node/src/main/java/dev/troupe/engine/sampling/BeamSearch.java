@@ -29,6 +29,12 @@ import java.util.List;
  * <p>Deviation: vLLM's per-beam candidate dictionary also contains the token its (random) sampler
  * drew, which can add one low-ranked candidate per beam; here candidates are exactly the top 2 ×
  * width, which is what vLLM does whenever sampling is greedy.
+ *
+ * <p>Logprobs: with {@code topLogprobs} set (the request's {@code logprobs}), every beam also
+ * carries, per token, the chosen token's raw logprob and rank and the step's top {@code
+ * topLogprobs} alternatives by rank (computed from the same raw row). That is vLLM's order for a
+ * beam: its per-step dictionary is the parent's greedy sample followed by the top entries, i.e.
+ * ranks 1, 2, ... Without it nothing is kept beyond the float logprobs.
  */
 public final class BeamSearch {
 
@@ -39,8 +45,10 @@ public final class BeamSearch {
   private final boolean ignoreEos;
   private final double lengthPenalty;
   private final boolean includeStop;
+  /** Alternatives per token to keep (negative: the whole row); null: no per-token details. */
+  private final Integer topLogprobs;
 
-  private List<Beam> live = List.of(new Beam(-1, new int[0], 0.0, new float[0]));
+  private List<Beam> live;
   private final List<Result> completed = new ArrayList<>();
   private int steps;
 
@@ -52,6 +60,23 @@ public final class BeamSearch {
       boolean ignoreEos,
       double lengthPenalty,
       boolean includeStopStrInOutput) {
+    this(width, maxTokens, promptLength, eosTokenId, ignoreEos, lengthPenalty,
+        includeStopStrInOutput, null);
+  }
+
+  /**
+   * @param topLogprobs when not null, each beam also records per token its {@link StepLogprobs}
+   *     with this many alternatives (negative: the whole vocabulary)
+   */
+  public BeamSearch(
+      int width,
+      int maxTokens,
+      int promptLength,
+      int eosTokenId,
+      boolean ignoreEos,
+      double lengthPenalty,
+      boolean includeStopStrInOutput,
+      Integer topLogprobs) {
     if (width < 1) throw new IllegalArgumentException("beam width must be at least 1");
     if (maxTokens < 0 || promptLength < 0) throw new IllegalArgumentException("negative length");
     this.width = width;
@@ -61,7 +86,12 @@ public final class BeamSearch {
     this.ignoreEos = ignoreEos;
     this.lengthPenalty = lengthPenalty;
     this.includeStop = includeStopStrInOutput;
-    if (maxTokens == 0) live = List.of();
+    this.topLogprobs = topLogprobs;
+    live =
+        maxTokens == 0
+            ? List.of()
+            : List.of(
+                new Beam(-1, new int[0], 0.0, new float[0], topLogprobs == null ? null : List.of()));
   }
 
   /** A search for a request with {@code useBeamSearch}: width n, its max_tokens and flags. */
@@ -73,7 +103,8 @@ public final class BeamSearch {
         eos.eosTokenId(),
         params.ignoreEos(),
         params.lengthPenalty(),
-        params.includeStopStrInOutput());
+        params.includeStopStrInOutput(),
+        params.logprobs());
   }
 
   /** The beams whose next-token logits {@link #step} needs, in order; empty when done. */
@@ -105,16 +136,28 @@ public final class BeamSearch {
       double lse = Logprobs.logSumExp(row, 0, row.length);
       int[] top = new int[Math.min(2 * width, row.length)];
       int count = Logprobs.topK(row, 0, row.length, top.length, top);
+      List<TokenLogprob> alternatives = topLogprobs == null ? null : alternatives(row, lse);
       for (int j = 0; j < count; j++) {
         int token = top[j];
         float lp = (float) (row[token] - lse);
         double cum = beam.cumLogprob() + lp;
+        // Candidates come from the top 2 × width, so the j-th has rank j + 1.
+        List<StepLogprobs> details =
+            alternatives == null
+                ? null
+                : append(
+                    beam.details(),
+                    new StepLogprobs(
+                        new TokenLogprob(token, Logprobs.logprob(row[token], lse), j + 1),
+                        alternatives));
         if (token == eosTokenId && !ignoreEos) {
           int[] tokens = includeStop ? append(beam.tokens(), token) : beam.tokens();
           float[] lps = includeStop ? append(beam.logprobs(), lp) : beam.logprobs();
-          completed.add(result(tokens, cum, lps, FinishReason.STOP, token));
+          List<StepLogprobs> kept = includeStop ? details : beam.details();
+          completed.add(result(tokens, cum, lps, kept, FinishReason.STOP, token));
         } else {
-          candidates.add(new Beam(b, append(beam.tokens(), token), cum, append(beam.logprobs(), lp)));
+          candidates.add(
+              new Beam(b, append(beam.tokens(), token), cum, append(beam.logprobs(), lp), details));
         }
       }
     }
@@ -127,18 +170,38 @@ public final class BeamSearch {
     return live();
   }
 
+  /** The top {@code topLogprobs} entries of a row by rank (ranks 1..k), shared by its children. */
+  private List<TokenLogprob> alternatives(float[] row, double lse) {
+    int k = topLogprobs < 0 || topLogprobs > row.length ? row.length : topLogprobs;
+    int[] ids = new int[k];
+    int count = Logprobs.topK(row, 0, row.length, k, ids);
+    List<TokenLogprob> out = new ArrayList<>(count);
+    for (int j = 0; j < count; j++)
+      out.add(new TokenLogprob(ids[j], Logprobs.logprob(row[ids[j]], lse), j + 1));
+    return List.copyOf(out);
+  }
+
   /** The best {@code width} finished sequences, best first. Call once {@link #done()}. */
   public List<Result> results() {
     if (!done()) throw new IllegalStateException("beam search is still running");
     List<Result> all = new ArrayList<>(completed);
-    for (Beam b : live) all.add(result(b.tokens(), b.cumLogprob(), b.logprobs(), FinishReason.LENGTH, null));
+    for (Beam b : live)
+      all.add(
+          result(b.tokens(), b.cumLogprob(), b.logprobs(), b.details(), FinishReason.LENGTH, null));
     all.sort(Comparator.comparingDouble(Result::score).reversed());
     return List.copyOf(all.subList(0, Math.min(width, all.size())));
   }
 
   private Result result(
-      int[] tokens, double cum, float[] logprobs, FinishReason reason, Integer stopToken) {
-    return new Result(tokens, cum, score(tokens, cum), logprobs, reason, stopToken, ignoreEos ? -1 : eosTokenId);
+      int[] tokens,
+      double cum,
+      float[] logprobs,
+      List<StepLogprobs> details,
+      FinishReason reason,
+      Integer stopToken) {
+    return new Result(
+        tokens, cum, score(tokens, cum), logprobs, details, reason, stopToken,
+        ignoreEos ? -1 : eosTokenId);
   }
 
   /** vLLM's {@code get_beam_search_score}: the prompt counts, a trailing EOS does not. */
@@ -160,6 +223,27 @@ public final class BeamSearch {
     return out;
   }
 
+  private static List<StepLogprobs> append(List<StepLogprobs> a, StepLogprobs v) {
+    List<StepLogprobs> out = new ArrayList<>(a.size() + 1);
+    out.addAll(a);
+    out.add(v);
+    return List.copyOf(out);
+  }
+
+  /**
+   * One generated token's logprobs, kept only when the search was created with {@code
+   * topLogprobs}.
+   *
+   * @param chosen the token, its raw logprob (floored) under the beam's context and its rank
+   * @param top the step's top alternatives by rank (ranks 1..k), vLLM's order for beam search
+   */
+  public record StepLogprobs(TokenLogprob chosen, List<TokenLogprob> top) {
+    public StepLogprobs {
+      if (chosen == null) throw new IllegalArgumentException("chosen is required");
+      top = List.copyOf(top);
+    }
+  }
+
   /**
    * A live beam.
    *
@@ -168,8 +252,10 @@ public final class BeamSearch {
    * @param tokens generated tokens; the last one is the token to feed next
    * @param cumLogprob sum of the raw logprobs of {@code tokens}
    * @param logprobs the raw logprob of each token
+   * @param details per token, when the search keeps logprob details; else null
    */
-  public record Beam(int parent, int[] tokens, double cumLogprob, float[] logprobs) {}
+  public record Beam(
+      int parent, int[] tokens, double cumLogprob, float[] logprobs, List<StepLogprobs> details) {}
 
   /**
    * A finished sequence.
@@ -179,6 +265,7 @@ public final class BeamSearch {
    * @param cumLogprob sum of raw logprobs (including the EOS step's)
    * @param score the ranking score
    * @param logprobs per reported token
+   * @param details per reported token, when the search keeps logprob details; else null
    * @param finishReason {@code stop} (EOS) or {@code length}
    * @param stopTokenId the EOS id for {@code stop}, else null (vLLM reports it as stop_reason)
    * @param textEosId tokens equal to this id at the end are left out of the text (-1: none)
@@ -188,6 +275,7 @@ public final class BeamSearch {
       double cumLogprob,
       double score,
       float[] logprobs,
+      List<StepLogprobs> details,
       FinishReason finishReason,
       Integer stopTokenId,
       int textEosId) {

@@ -1,0 +1,182 @@
+package dev.troupe.engine.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceDelta;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceFinished;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.FinishReason;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenDelta;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
+import dev.troupe.protocol.cluster.SamplingParams;
+import dev.troupe.scheduler.SchedulingPolicy;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Per-token logprobs of beam search, checked against the model re-run from scratch on prompt +
+ * beam tokens: each entry's logprob is the raw log-softmax of that position's logits, and {@code
+ * top} holds the k best tokens by rank (vLLM's order for beams).
+ */
+class BeamLogprobsTest {
+  private static ModelRunner reference;
+
+  @BeforeAll
+  static void openReference() {
+    reference = ModelRunners.openDemo(16, 16);
+  }
+
+  @AfterAll
+  static void closeReference() {
+    reference.close();
+  }
+
+  private static SamplingParams beam(int width, int maxTokens, Integer logprobs) {
+    return new SamplingParams(
+        width, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, maxTokens, 0, List.of(), List.of(), false,
+        true, logprobs, null, true, true, Map.of(), null, List.of(), true, 1.0, List.of(),
+        Map.of());
+  }
+
+  private static List<LogprobEntry> logprobs(List<GenerationEvent> events, int choice) {
+    List<LogprobEntry> out = null;
+    for (GenerationEvent ev : events)
+      if (ev instanceof TokenDelta d)
+        for (ChoiceDelta c : d.choices())
+          if (c.index() == choice && c.logprobs() != null) {
+            if (out == null) out = new ArrayList<>();
+            out.addAll(c.logprobs());
+          }
+    return out;
+  }
+
+  @Test
+  void everyReturnedBeamCarriesRawLogprobsAndTopAlternativesPerToken() {
+    int width = 3, maxTokens = 5, k = 4;
+    String text = "Beam search over a prompt";
+    EngineSettings settings = new EngineSettings(4, 64, 0, 8, 256, 16, true, 0, true, List.of());
+    List<GenerationEvent> events;
+    try (Engine e = EngineTest.engine(settings, SchedulingPolicy.FCFS)) {
+      assertEquals(List.of(), e.add(EngineTest.prompt("beam", text, beam(width, maxTokens, k))));
+      events = EngineTest.drain(e, new LinkedHashMap<>()).get("beam");
+      assertEquals(0, e.scheduler().blocks().numUsed());
+    }
+    int[] prompt = EngineTest.encode(text);
+    for (int i = 0; i < width; i++) {
+      List<Integer> tokens = EngineTest.tokens(events, i);
+      List<LogprobEntry> entries = logprobs(events, i);
+      assertNotNull(entries, "beam " + i + " has logprobs");
+      assertEquals(maxTokens, tokens.size());
+      assertEquals(tokens.size(), entries.size(), "one entry per generated token");
+      List<Integer> seq = new ArrayList<>();
+      for (int t : prompt) seq.add(t);
+      for (int t = 0; t < tokens.size(); t++) {
+        float[] row = referenceRow(seq);
+        double lse = logSumExp(row);
+        int token = tokens.get(t);
+        LogprobEntry entry = entries.get(t);
+        TokenLogprob chosen = entry.chosen();
+        String where = "beam " + i + " token " + t;
+        assertEquals(token, chosen.tokenId(), where);
+        assertEquals(row[token] - lse, chosen.logprob(), 1e-4, where);
+        assertEquals(decode(token), chosen.token(), where);
+        int rank = 0;
+        for (float v : row) if (v >= row[token]) rank++;
+        assertEquals(rank, chosen.rank(), where);
+        // Independent top-k: a full sort of the vocabulary by logit, ties by lower id.
+        List<Integer> order =
+            IntStream.range(0, row.length)
+                .boxed()
+                .sorted(Comparator.comparingDouble((Integer id) -> -row[id]).thenComparingInt(id -> id))
+                .toList();
+        assertEquals(k, entry.top().size(), where);
+        for (int j = 0; j < k; j++) {
+          TokenLogprob alt = entry.top().get(j);
+          assertEquals(order.get(j), alt.tokenId(), where + " alternative " + j);
+          assertEquals(j + 1, alt.rank(), where + " alternative " + j);
+          assertEquals(row[alt.tokenId()] - lse, alt.logprob(), 1e-4, where + " alternative " + j);
+          assertEquals(decode(alt.tokenId()), alt.token(), where + " alternative " + j);
+          if (j > 0) assertTrue(alt.logprob() <= entry.top().get(j - 1).logprob(), where);
+        }
+        seq.add(token);
+      }
+    }
+    for (GenerationEvent ev : events)
+      if (ev instanceof ChoiceFinished f) {
+        assertEquals(FinishReason.LENGTH, f.finishReason());
+        assertNull(f.stopReason());
+      }
+  }
+
+  @Test
+  void withoutLogprobsBeamsReportNone() {
+    EngineSettings settings = new EngineSettings(4, 64, 0, 8, 256, 16, true, 0, true, List.of());
+    try (Engine e = EngineTest.engine(settings, SchedulingPolicy.FCFS)) {
+      e.add(EngineTest.prompt("plain", "Beam search over a prompt", beam(2, 3, null)));
+      List<GenerationEvent> events = EngineTest.drain(e, new LinkedHashMap<>()).get("plain");
+      for (int i = 0; i < 2; i++) {
+        assertEquals(3, EngineTest.tokens(events, i).size());
+        assertNull(logprobs(events, i));
+      }
+    }
+  }
+
+  @Test
+  void zeroTopLogprobsGivesTheChosenTokenOnlyAndTokenIdsWhenAsked() {
+    EngineSettings settings = new EngineSettings(4, 64, 0, 8, 256, 16, true, 0, true, List.of());
+    String text = "Beam search over a prompt";
+    try (Engine e = EngineTest.engine(settings, SchedulingPolicy.FCFS)) {
+      // return_tokens_as_token_ids: true
+      e.add(
+          new GenerationRequest(
+              "ids", "demo", null, text, null, null, true, false, false, null, null, null, null,
+              false, 0, null, null, beam(2, 3, 0), false, true, null));
+      List<GenerationEvent> events = EngineTest.drain(e, new LinkedHashMap<>()).get("ids");
+      for (int i = 0; i < 2; i++) {
+        List<Integer> tokens = EngineTest.tokens(events, i);
+        List<LogprobEntry> entries = logprobs(events, i);
+        assertEquals(tokens.size(), entries.size());
+        for (int t = 0; t < tokens.size(); t++) {
+          assertEquals("token_id:" + tokens.get(t), entries.get(t).chosen().token());
+          assertEquals(List.of(), entries.get(t).top());
+        }
+      }
+    }
+  }
+
+  private static String decode(int token) {
+    return EngineTest.TEXT.tokenizer().decode(new int[] {token}, false, true);
+  }
+
+  private static double logSumExp(float[] row) {
+    double max = Double.NEGATIVE_INFINITY;
+    for (float v : row) max = Math.max(max, v);
+    double sum = 0;
+    for (float v : row) sum += Math.exp(v - max);
+    return max + Math.log(sum);
+  }
+
+  /** Logits after the whole sequence, recomputed from scratch (no cache reuse). */
+  private static float[] referenceRow(List<Integer> seq) {
+    int[] tokens = seq.stream().mapToInt(Integer::intValue).toArray();
+    int[] table = new int[(tokens.length + 15) / 16];
+    for (int b = 0; b < table.length; b++) table[b] = b;
+    return reference
+        .forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false)))
+        .get(0)[0];
+  }
+}

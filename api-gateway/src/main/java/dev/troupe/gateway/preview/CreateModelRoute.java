@@ -14,7 +14,6 @@ import dev.troupe.protocol.cluster.TrainableModelProtocol.ModelInfo;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletionStage;
-import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
@@ -33,7 +32,7 @@ public final class CreateModelRoute implements ApiRoute {
   @Override
   public Route route() {
     return path(
-        PathMatchers.segment("v1").slash("preview").slash("models"),
+        PreviewPaths.collection("models"),
         () ->
             post(
                 () ->

@@ -12,7 +12,6 @@ import dev.troupe.protocol.api.preview.DeleteCheckpointsResponse;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
@@ -29,11 +28,7 @@ public final class DeleteCheckpointsRoute implements ApiRoute {
   @Override
   public Route route() {
     return path(
-        PathMatchers.segment("v1")
-            .slash("preview")
-            .slash("models")
-            .slash(PathMatchers.segment())
-            .slash("checkpoints"),
+        PreviewPaths.member("models", "checkpoints"),
         raw ->
             delete(
                 () ->

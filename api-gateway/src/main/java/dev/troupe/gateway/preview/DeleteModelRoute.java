@@ -9,7 +9,6 @@ import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.protocol.api.preview.DeleteModelResponse;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol;
-import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
@@ -26,7 +25,7 @@ public final class DeleteModelRoute implements ApiRoute {
   @Override
   public Route route() {
     return path(
-        PathMatchers.segment("v1").slash("preview").slash("models").slash(PathMatchers.segment()),
+        PreviewPaths.member("models"),
         raw ->
             delete(
                 () -> {

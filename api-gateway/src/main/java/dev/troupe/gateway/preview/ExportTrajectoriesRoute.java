@@ -20,7 +20,6 @@ import org.apache.pekko.http.javadsl.model.HttpCharsets;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.MediaTypes;
-import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.javadsl.Source;
@@ -48,12 +47,7 @@ public final class ExportTrajectoriesRoute implements ApiRoute {
   @Override
   public Route route() {
     return path(
-        PathMatchers.segment("v1")
-            .slash("preview")
-            .slash("models")
-            .slash(PathMatchers.segment())
-            .slash("trajectories")
-            .slash("export"),
+        PreviewPaths.member("models", "trajectories", "export"),
         raw ->
             get(
                 () ->

@@ -7,7 +7,6 @@ import static org.apache.pekko.http.javadsl.server.Directives.path;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
-import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /** {@code GET /v1/preview/models/{id}}: the model, or 404. */
@@ -21,7 +20,7 @@ public final class GetModelRoute implements ApiRoute {
   @Override
   public Route route() {
     return path(
-        PathMatchers.segment("v1").slash("preview").slash("models").slash(PathMatchers.segment()),
+        PreviewPaths.member("models"),
         raw ->
             get(
                 () -> {

@@ -2,7 +2,6 @@ package dev.troupe.gateway.preview;
 
 import static org.apache.pekko.http.javadsl.server.Directives.get;
 import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
-import static org.apache.pekko.http.javadsl.server.Directives.parameterOptional;
 import static org.apache.pekko.http.javadsl.server.Directives.path;
 
 import dev.troupe.gateway.http.ApiRoute;
@@ -10,8 +9,6 @@ import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.protocol.api.preview.CheckpointResponse;
 import dev.troupe.protocol.api.preview.CursorPage;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
-import java.util.List;
-import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
@@ -28,46 +25,26 @@ public final class ListCheckpointsRoute implements ApiRoute {
   @Override
   public Route route() {
     return path(
-        PathMatchers.segment("v1")
-            .slash("preview")
-            .slash("models")
-            .slash(PathMatchers.segment())
-            .slash("checkpoints"),
+        PreviewPaths.member("models", "checkpoints"),
         raw ->
             get(
                 () ->
-                    parameterOptional(
-                        "after",
-                        after ->
-                            parameterOptional(
-                                "limit",
-                                rawLimit ->
-                                    parameterOptional(
-                                        "order",
-                                        order -> {
-                                          String id = Problems.modelId(raw);
-                                          Problems p = new Problems();
-                                          int limit = Problems.limit(rawLimit, p);
-                                          String o = order.orElse("asc");
-                                          if (!o.equals("asc") && !o.equals("desc"))
-                                            p.add(
-                                                List.of("query", "order"),
-                                                "Input should be 'asc' or 'desc'",
-                                                "enum");
-                                          p.throwIfAny();
-                                          return onSuccess(
-                                              ctx.<TrainableModelProtocol.CheckpointsReply>askModel(
-                                                      id,
-                                                      r ->
-                                                          new TrainableModelProtocol
-                                                              .ListCheckpoints(
-                                                              after.orElse(null),
-                                                              limit,
-                                                              o.equals("desc"),
-                                                              r))
-                                                  .thenApply(reply -> page(reply, id)),
-                                              JsonBodies::completeJson);
-                                        })))));
+                    PageQuery.afterLimitOrder(
+                        query -> {
+                          String id = Problems.modelId(raw);
+                          Problems p = new Problems();
+                          int limit = query.limit(p);
+                          boolean descending = query.descending(p);
+                          p.throwIfAny();
+                          return onSuccess(
+                              ctx.<TrainableModelProtocol.CheckpointsReply>askModel(
+                                      id,
+                                      r ->
+                                          new TrainableModelProtocol.ListCheckpoints(
+                                              query.afterOrNull(), limit, descending, r))
+                                  .thenApply(reply -> page(reply, id)),
+                              JsonBodies::completeJson);
+                        })));
   }
 
   private static CursorPage<CheckpointResponse> page(

@@ -12,7 +12,6 @@ import java.util.concurrent.CompletionStage;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
-import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.util.ByteString;
 
@@ -32,38 +31,29 @@ public final class ListTrajectoriesRoute implements ApiRoute {
   @Override
   public Route route() {
     return path(
-        PathMatchers.segment("v1")
-            .slash("preview")
-            .slash("models")
-            .slash(PathMatchers.segment())
-            .slash("trajectories"),
+        PreviewPaths.member("models", "trajectories"),
         raw ->
             get(
                 () ->
                     parameterOptional(
                         "split",
                         split ->
-                            parameterOptional(
-                                "after",
-                                after ->
-                                    parameterOptional(
-                                        "limit",
-                                        rawLimit -> {
-                                          String id = Problems.modelId(raw);
-                                          Problems p = new Problems();
-                                          int limit = Problems.limit(rawLimit, p);
-                                          long afterSeq = StoredGroups.afterSeq(after, p);
-                                          p.throwIfAny();
-                                          return onSuccess(
-                                              read(id, split.orElse(null), afterSeq, limit),
-                                              body ->
-                                                  complete(
-                                                      HttpResponse.create()
-                                                          .withEntity(
-                                                              HttpEntities.create(
-                                                                  ContentTypes.APPLICATION_JSON,
-                                                                  body))));
-                                        })))));
+                            PageQuery.afterLimit(
+                                query -> {
+                                  String id = Problems.modelId(raw);
+                                  Problems p = new Problems();
+                                  int limit = query.limit(p);
+                                  long afterSeq = StoredGroups.afterSeq(query.after(), p);
+                                  p.throwIfAny();
+                                  return onSuccess(
+                                      read(id, split.orElse(null), afterSeq, limit),
+                                      body ->
+                                          complete(
+                                              HttpResponse.create()
+                                                  .withEntity(
+                                                      HttpEntities.create(
+                                                          ContentTypes.APPLICATION_JSON, body))));
+                                }))));
   }
 
   private CompletionStage<ByteString> read(String id, String split, long afterSeq, int limit) {

@@ -5,13 +5,12 @@ import dev.troupe.gateway.http.ValidationException;
 import dev.troupe.protocol.api.ValidationErrorResponse.Detail;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 
 /**
  * Collects FastAPI-style validation failures ({@code loc}, {@code msg}, {@code type} with
  * pydantic's wording) so a request is answered with every problem at once, not only the first. Also
- * the preview routes' small shared checks (path ids, query parameters).
+ * the preview routes' shared path-id check.
  */
 final class Problems {
   /** A larger list helps nobody and a hostile body could make it huge. */
@@ -53,31 +52,5 @@ final class Problems {
 
   static ApiException modelNotFound(String id) {
     return ApiException.notFound("Model " + id + " not found", "model_id");
-  }
-
-  /** {@code limit} in 1..100 (default 20), as the W&B OpenAPI declares it. */
-  static int limit(Optional<String> raw, Problems p) {
-    if (raw.isEmpty()) return 20;
-    int v;
-    try {
-      v = Integer.parseInt(raw.get().trim());
-    } catch (NumberFormatException e) {
-      p.add(
-          List.of("query", "limit"),
-          "Input should be a valid integer, unable to parse string as an integer",
-          "int_parsing");
-      return 20;
-    }
-    if (v < 1)
-      p.add(
-          List.of("query", "limit"),
-          "Input should be greater than or equal to 1",
-          "greater_than_equal");
-    if (v > 100)
-      p.add(
-          List.of("query", "limit"),
-          "Input should be less than or equal to 100",
-          "less_than_equal");
-    return v;
   }
 }

@@ -23,7 +23,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.MediaTypes;
-import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
 import org.apache.pekko.stream.Materializer;
@@ -51,11 +50,7 @@ public final class TrajectoryLogRoute implements ApiRoute {
   @Override
   public Route route() {
     return path(
-        PathMatchers.segment("v1")
-            .slash("preview")
-            .slash("models")
-            .slash(PathMatchers.segment())
-            .slash("log"),
+        PreviewPaths.member("models", "log"),
         raw ->
             post(
                 () ->

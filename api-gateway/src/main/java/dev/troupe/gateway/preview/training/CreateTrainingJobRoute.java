@@ -8,13 +8,13 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.preview.PreviewPaths;
 import dev.troupe.protocol.api.preview.training.TrainingJobResponse;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrainingJobProtocol;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
@@ -32,7 +32,7 @@ public final class CreateTrainingJobRoute implements ApiRoute {
   @Override
   public Route route() {
     return path(
-        PathMatchers.segment("v1").slash("preview").slash("training-jobs"),
+        PreviewPaths.collection("training-jobs"),
         () ->
             post(
                 () ->

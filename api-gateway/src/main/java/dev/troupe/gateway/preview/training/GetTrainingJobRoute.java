@@ -7,11 +7,11 @@ import static org.apache.pekko.http.javadsl.server.Directives.path;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.preview.PreviewPaths;
 import dev.troupe.protocol.api.preview.training.TrainingJobStatusResponse;
 import dev.troupe.protocol.cluster.TrainingJobProtocol;
 import java.util.Locale;
 import java.util.UUID;
-import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /** {@code GET /v1/preview/training-jobs/{id}}: the job's id, status, step and times, or 404. */
@@ -25,7 +25,7 @@ public final class GetTrainingJobRoute implements ApiRoute {
   @Override
   public Route route() {
     return path(
-        PathMatchers.segment("v1").slash("preview").slash("training-jobs").slash(PathMatchers.segment()),
+        PreviewPaths.member("training-jobs"),
         raw ->
             get(
                 () -> {

@@ -1,7 +1,6 @@
 package dev.troupe.gateway.preview;
 
 import static org.apache.pekko.http.javadsl.server.Directives.delete;
-import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
 import static org.apache.pekko.http.javadsl.server.Directives.path;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -37,12 +36,10 @@ public final class DeleteCheckpointsRoute implements ApiRoute {
                         body -> {
                           String id = Problems.modelId(raw);
                           List<Long> steps = steps(body);
-                          return onSuccess(
-                              ctx.<TrainableModelProtocol.DeleteCheckpointsReply>askModel(
-                                      id,
-                                      r -> new TrainableModelProtocol.DeleteCheckpoints(steps, r))
-                                  .thenApply(reply -> response(reply, id)),
-                              JsonBodies::completeJson);
+                          return ctx.<TrainableModelProtocol.DeleteCheckpointsReply>replyFromModel(
+                              id,
+                              r -> new TrainableModelProtocol.DeleteCheckpoints(steps, r),
+                              reply -> response(reply, id));
                         })));
   }
 

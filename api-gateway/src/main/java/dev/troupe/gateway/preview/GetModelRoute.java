@@ -1,11 +1,9 @@
 package dev.troupe.gateway.preview;
 
 import static org.apache.pekko.http.javadsl.server.Directives.get;
-import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
 import static org.apache.pekko.http.javadsl.server.Directives.path;
 
 import dev.troupe.gateway.http.ApiRoute;
-import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import org.apache.pekko.http.javadsl.server.Route;
 
@@ -25,11 +23,8 @@ public final class GetModelRoute implements ApiRoute {
             get(
                 () -> {
                   String id = Problems.modelId(raw);
-                  return onSuccess(
-                      ctx.<TrainableModelProtocol.ModelReply>askModel(
-                              id, TrainableModelProtocol.Get::new)
-                          .thenApply(r -> CreateModelRoute.toResponse(r, id)),
-                      JsonBodies::completeJson);
+                  return ctx.<TrainableModelProtocol.ModelReply>replyFromModel(
+                      id, TrainableModelProtocol.Get::new, r -> CreateModelRoute.toResponse(r, id));
                 }));
   }
 }

@@ -1,11 +1,9 @@
 package dev.troupe.gateway.preview;
 
 import static org.apache.pekko.http.javadsl.server.Directives.get;
-import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
 import static org.apache.pekko.http.javadsl.server.Directives.path;
 
 import dev.troupe.gateway.http.ApiRoute;
-import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.protocol.api.preview.CheckpointResponse;
 import dev.troupe.protocol.api.preview.CursorPage;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
@@ -36,14 +34,12 @@ public final class ListCheckpointsRoute implements ApiRoute {
                           int limit = query.limit(p);
                           boolean descending = query.descending(p);
                           p.throwIfAny();
-                          return onSuccess(
-                              ctx.<TrainableModelProtocol.CheckpointsReply>askModel(
-                                      id,
-                                      r ->
-                                          new TrainableModelProtocol.ListCheckpoints(
-                                              query.afterOrNull(), limit, descending, r))
-                                  .thenApply(reply -> page(reply, id)),
-                              JsonBodies::completeJson);
+                          return ctx.<TrainableModelProtocol.CheckpointsReply>replyFromModel(
+                              id,
+                              r ->
+                                  new TrainableModelProtocol.ListCheckpoints(
+                                      query.afterOrNull(), limit, descending, r),
+                              reply -> page(reply, id));
                         })));
   }
 

@@ -1,6 +1,9 @@
 package dev.troupe.gateway.preview;
 
+import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
+
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol;
@@ -22,6 +25,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.http.javadsl.server.Route;
 
 /**
  * What the preview routes talk to: the model registry, the {@code TrainableModel} and {@code
@@ -140,6 +144,17 @@ public final class PreviewContext {
       org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.Command>
           message) {
     return ask(models.apply(id), message, askTimeout);
+  }
+
+  /**
+   * The routes' ask-and-answer: asks model {@code id}'s entity and completes with {@code toBody}
+   * of the reply as JSON; what {@code toBody} throws (404, 400) is the error reply.
+   */
+  <R> Route replyFromModel(
+      String id,
+      org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.Command> message,
+      Function<? super R, ?> toBody) {
+    return onSuccess(askModel(id, message).thenApply(toBody), JsonBodies::completeJson);
   }
 
   <R> CompletionStage<R> askLog(

@@ -1,16 +1,15 @@
 package dev.troupe.preview;
 
 import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import dev.troupe.gateway.http.ApiRoutes;
 import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.gateway.http.GatewaySettings;
 import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.gateway.preview.PreviewRoutes;
 import dev.troupe.persistence.DataEntities;
-import dev.troupe.persistence.Persistence;
 import dev.troupe.persistence.PersistenceInit;
 import dev.troupe.persistence.PersistenceSettings;
+import dev.troupe.testing.TestNodeConfig;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -47,25 +46,7 @@ final class PreviewNode implements AutoCloseable {
   /** As above, with a request body limit. */
   static PreviewNode start(PersistenceSettings settings, Address seed, long maxBodyBytes) {
     PersistenceInit.ensureSchema(settings);
-    Config config =
-        Persistence.configFor(settings)
-            .withFallback(
-                ConfigFactory.parseString(
-                    """
-                    pekko.actor.provider = cluster
-                    pekko.remote.artery.canonical.hostname = 127.0.0.1
-                    pekko.remote.artery.canonical.port = 0
-                    pekko.cluster.roles = [gateway, trainer]
-                    pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-                    pekko.cluster.downing-provider-class = ""
-                    pekko.coordinated-shutdown.exit-jvm = off
-                    pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-                    pekko.loglevel = WARNING
-                    pekko.cluster.log-info = off
-                    troupe.models = [{ name = "%s", path = "demo" }]
-                    """
-                        .formatted(BASE_MODEL)))
-            .withFallback(ConfigFactory.load());
+    Config config = TestNodeConfig.gatewayTrainer(settings, BASE_MODEL);
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "troupe", config);
     try {
       Cluster cluster = Cluster.get(system);

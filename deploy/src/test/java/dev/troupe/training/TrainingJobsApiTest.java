@@ -14,12 +14,11 @@ import dev.troupe.gateway.preview.PreviewRoutes;
 import dev.troupe.gateway.preview.training.TrainingContext;
 import dev.troupe.gateway.preview.training.TrainingRoutes;
 import dev.troupe.persistence.DataEntities;
-import dev.troupe.persistence.Persistence;
 import dev.troupe.persistence.PersistenceInit;
 import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.Json;
+import dev.troupe.testing.TestNodeConfig;
 import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -60,24 +59,7 @@ class TrainingJobsApiTest {
   static void start() throws Exception {
     PersistenceSettings ps = PersistenceSettings.h2(dir.resolve("troupe"));
     PersistenceInit.ensureSchema(ps);
-    Config config =
-        Persistence.configFor(ps)
-            .withFallback(
-                ConfigFactory.parseString(
-                    """
-                    pekko.actor.provider = cluster
-                    pekko.remote.artery.canonical.hostname = 127.0.0.1
-                    pekko.remote.artery.canonical.port = 0
-                    pekko.cluster.roles = [gateway, trainer]
-                    pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-                    pekko.cluster.downing-provider-class = ""
-                    pekko.coordinated-shutdown.exit-jvm = off
-                    pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-                    pekko.loglevel = WARNING
-                    troupe.models = [{ name = "%s", path = "demo" }]
-                    """
-                        .formatted(BASE)))
-            .withFallback(ConfigFactory.load());
+    Config config = TestNodeConfig.gatewayTrainer(ps, BASE);
     system = ActorSystem.create(Behaviors.empty(), "troupe", config);
     Cluster cluster = Cluster.get(system);
     cluster.manager().tell(Join.create(cluster.selfMember().address()));

@@ -42,31 +42,6 @@ public record ModelConfig(
           "num_attention_heads " + numHeads + " is not a multiple of num_key_value_heads " + numKvHeads);
   }
 
-  /** A config with full causal attention (no sliding window). */
-  public ModelConfig(
-      String architecture,
-      int vocabSize,
-      int hiddenSize,
-      int intermediateSize,
-      int numLayers,
-      int numHeads,
-      int numKvHeads,
-      int headDim,
-      int maxPositionEmbeddings,
-      double rmsNormEps,
-      double ropeTheta,
-      RopeScaling ropeScaling,
-      boolean tieWordEmbeddings,
-      boolean attentionBias,
-      boolean qkNorm,
-      Integer bosTokenId,
-      List<Integer> eosTokenIds) {
-    this(
-        architecture, vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim,
-        maxPositionEmbeddings, rmsNormEps, ropeTheta, ropeScaling, tieWordEmbeddings, attentionBias, qkNorm,
-        bosTokenId, eosTokenIds, 0);
-  }
-
   /** Llama 3 {@code rope_scaling} ({@code rope_type: llama3}). */
   public record RopeScaling(
       String type,

@@ -32,7 +32,7 @@ public final class EngineBench {
     ModelConfig config() {
       return new ModelConfig(
           "LlamaForCausalLM", VOCAB, hidden, inter, layers, heads, kvHeads, hidden / heads, 8192, 1e-5,
-          500_000.0, null, false, false, false, 128000, List.of(128001));
+          500_000.0, null, false, false, false, 128000, List.of(128001), 0);
     }
   }
 

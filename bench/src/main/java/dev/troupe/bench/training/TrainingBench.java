@@ -29,7 +29,7 @@ public final class TrainingBench {
     ModelConfig c =
         new ModelConfig(
             "LlamaForCausalLM", 128256, 512, 1536, 8, 8, 4, 64, 8192, 1e-5, 500_000.0, null, false,
-            false, false, 128000, List.of(128001));
+            false, false, 128000, List.of(128001), 0);
     System.out.printf(Locale.ROOT, "cores=%d java=%s row=%d tokens, %d timed steps%n",
         Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"), n, steps);
     RandomWeights w = new RandomWeights(c, 7L, 0.02, "bench model");

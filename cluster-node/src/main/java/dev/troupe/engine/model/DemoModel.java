@@ -33,7 +33,8 @@ public final class DemoModel {
         false,
         true,
         null,
-        List.of(151645, 151643));
+        List.of(151645, 151643),
+        0);
   }
 
   /** The demo weights, generated deterministically per tensor. */

@@ -61,7 +61,8 @@ public final class TinyModels {
         arch == Arch.QWEN2,
         qwen3,
         1,
-        List.of(2));
+        List.of(2),
+        0);
   }
 
   /** {@code c} with Mistral's {@code sliding_window} set to {@code window}. */
@@ -76,7 +77,7 @@ public final class TinyModels {
   public static ModelConfig llama(int vocab, int hidden, int layers, int heads, int kvHeads, int inter) {
     return new ModelConfig(
         "LlamaForCausalLM", vocab, hidden, inter, layers, heads, kvHeads, hidden / heads, 8192, 1e-5,
-        500_000.0, null, false, false, false, 1, List.of(2));
+        500_000.0, null, false, false, false, 1, List.of(2), 0);
   }
 
   /** Random weights for {@code c}: N(0, 0.1²) matrices, norms 1 + N(0, 0.1²), biases N(0, 0.1²). */

@@ -58,18 +58,18 @@ final class TinyWeights {
   static ModelConfig llama(boolean tied) {
     return new ModelConfig(
         "LlamaForCausalLM", 23, 16, 24, 2, 4, 2, 4, 128, 1e-5, 10000.0,
-        new ModelConfig.RopeScaling("llama3", 8.0, 1.0, 4.0, 16), tied, false, false, 1, null);
+        new ModelConfig.RopeScaling("llama3", 8.0, 1.0, 4.0, 16), tied, false, false, 1, null, 0);
   }
 
   static ModelConfig qwen2() {
     return new ModelConfig(
         "Qwen2ForCausalLM", 19, 12, 20, 2, 3, 1, 4, 128, 1e-6, 1000000.0, null, false, true, false,
-        null, null);
+        null, null, 0);
   }
 
   static ModelConfig qwen3() {
     return new ModelConfig(
         "Qwen3ForCausalLM", 21, 16, 20, 2, 4, 2, 6, 128, 1e-6, 1000000.0, null, true, false, true,
-        null, null);
+        null, null, 0);
   }
 }

@@ -9,7 +9,10 @@ import java.util.Map;
  */
 public interface ChatTemplate {
 
-  /** Renders the prompt text; a template error or {@code raise_exception} is a {@link TemplateException}. */
+  /**
+   * Renders the prompt text; a template error or {@code raise_exception} is a {@link
+   * TemplateException}.
+   */
   String render(Input input);
 
   /**

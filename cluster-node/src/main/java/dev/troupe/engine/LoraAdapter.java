@@ -3,9 +3,10 @@ package dev.troupe.engine;
 import java.util.Map;
 
 /**
- * A LoRA adapter in plain Java arrays: for each adapted linear layer {@code W [out, in]}, the served
- * weight is {@code W + (alpha / rank) · B · A}. Keys are the PEFT module names of the base layer,
- * e.g. {@code model.layers.0.self_attn.q_proj}; produced by training, consumed by the runner.
+ * A LoRA adapter in plain Java arrays: for each adapted linear layer {@code W [out, in]}, the
+ * served weight is {@code W + (alpha / rank) · B · A}. Keys are the PEFT module names of the base
+ * layer, e.g. {@code model.layers.0.self_attn.q_proj}; produced by training, consumed by the
+ * runner.
  *
  * @param version the checkpoint step this adapter belongs to
  * @param a per module, {@code A [rank, in]} row-major

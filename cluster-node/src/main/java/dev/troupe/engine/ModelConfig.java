@@ -11,8 +11,8 @@ import java.util.List;
  * @param qkNorm per-head RMSNorm on q and k before RoPE (Qwen3)
  * @param ropeScaling null, or Llama 3 style frequency scaling
  * @param eosTokenIds end-of-sequence ids from config.json / generation_config.json
- * @param slidingWindow attend only to the last {@code slidingWindow} positions (Mistral's
- *     {@code sliding_window}); 0 = full causal attention
+ * @param slidingWindow attend only to the last {@code slidingWindow} positions (Mistral's {@code
+ *     sliding_window}); 0 = full causal attention
  */
 public record ModelConfig(
     String architecture,
@@ -39,7 +39,10 @@ public record ModelConfig(
     if (slidingWindow < 0) throw new IllegalArgumentException("negative sliding window");
     if (numHeads % numKvHeads != 0)
       throw new IllegalArgumentException(
-          "num_attention_heads " + numHeads + " is not a multiple of num_key_value_heads " + numKvHeads);
+          "num_attention_heads "
+              + numHeads
+              + " is not a multiple of num_key_value_heads "
+              + numKvHeads);
   }
 
   /** Llama 3 {@code rope_scaling} ({@code rope_type: llama3}). */

@@ -9,7 +9,9 @@ import java.util.Set;
  */
 public interface Tokenizer {
 
-  /** Encodes text; with {@code addSpecialTokens} the post-processor runs (e.g. BOS for Llama 3.2). */
+  /**
+   * Encodes text; with {@code addSpecialTokens} the post-processor runs (e.g. BOS for Llama 3.2).
+   */
   int[] encode(String text, boolean addSpecialTokens);
 
   /** Decodes ids, as {@code tokenizer.decode(ids, skip_special_tokens, ...)} does. */

@@ -43,14 +43,18 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
 
   /** Initialises ModelWorker sharding on this node (entity host or proxy, by role). */
   public static void initSharding(
-      org.apache.pekko.actor.typed.ActorSystem<?> system, NodeSettings settings, EngineProvider engines) {
+      org.apache.pekko.actor.typed.ActorSystem<?> system,
+      NodeSettings settings,
+      EngineProvider engines) {
     ClusterSharding.get(system)
         .init(
             Entity.of(
                     ModelWorkerProtocol.TYPE_KEY,
                     entity ->
                         ModelWorker.create(
-                            entity.getEntityId(), settings.models(), engines,
+                            entity.getEntityId(),
+                            settings.models(),
+                            engines,
                             settings.metricsLogInterval()))
                 .withRole(ModelWorkerProtocol.ROLE)
                 .withSettings(ClusterShardingSettings.create(system).withRememberEntities(true))
@@ -84,7 +88,11 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
     if (s.maxModelLen() > 0)
       getContext()
           .getLog()
-          .info("replica {} is up (context {}, {} KV blocks)", s.entityId(), s.maxModelLen(), s.kvBlocksTotal());
+          .info(
+              "replica {} is up (context {}, {} KV blocks)",
+              s.entityId(),
+              s.maxModelLen(),
+              s.kvBlocksTotal());
     else getContext().getLog().warn("replica {} cannot serve; see its log", s.entityId());
     return this;
   }

@@ -61,7 +61,8 @@ public final class BlockAllocator {
 
   /** One holder fewer; the block returns to the free list with its last holder. */
   public void release(int block) {
-    if (refCounts[block] < 1) throw new IllegalStateException("block " + block + " is already free");
+    if (refCounts[block] < 1)
+      throw new IllegalStateException("block " + block + " is already free");
     if (--refCounts[block] == 0) free.addLast(block);
   }
 

@@ -155,7 +155,8 @@ public final class Scheduler {
           attempt.undo();
           boolean alone = running.isEmpty() && budget == config.maxNumBatchedTokens();
           if (alone) {
-            // Even an empty cache and a whole budget cannot hold it: refuse rather than wait forever.
+            // Even an empty cache and a whole budget cannot hold it: refuse rather than wait
+            // forever.
             drop(group);
             outOfMemory.add(group);
             continue;
@@ -172,8 +173,8 @@ public final class Scheduler {
 
   /**
    * Priority policy: while the best waiting request cannot start (no seat, or too few blocks once
-   * the running requests have taken what their next tokens need), preempt the worst running
-   * request if it is worse than that waiting one.
+   * the running requests have taken what their next tokens need), preempt the worst running request
+   * if it is worse than that waiting one.
    */
   private void preemptForWaiting(List<SequenceGroup> preempted) {
     Comparator<SequenceGroup> order = order();
@@ -204,7 +205,8 @@ public final class Scheduler {
       int first = s.numComputed() / blocks.blockSize();
       int last = (s.numComputed() + n - 1) / blocks.blockSize();
       need += Math.max(0, last + 1 - table.length);
-      for (int b = first; b <= last && b < table.length; b++) if (blocks.refCount(table[b]) > 1) need++;
+      for (int b = first; b <= last && b < table.length; b++)
+        if (blocks.refCount(table[b]) > 1) need++;
     }
     return need;
   }
@@ -266,7 +268,8 @@ public final class Scheduler {
     int last = (end - 1) / blocks.blockSize();
     int fresh = Math.max(0, last + 1 - table.length);
     int shared = 0;
-    for (int b = first; b <= last && b < table.length; b++) if (blocks.refCount(table[b]) > 1) shared++;
+    for (int b = first; b <= last && b < table.length; b++)
+      if (blocks.refCount(table[b]) > 1) shared++;
     if (blocks.numFree() < fresh + shared) return false;
     int[] updated = Arrays.copyOf(table, Math.max(table.length, last + 1));
     for (int b = first; b <= last && b < table.length; b++) {

@@ -3,11 +3,11 @@ package dev.troupe.scheduler;
 import java.util.Arrays;
 
 /**
- * One choice (or beam) of a request: its tokens (prompt then output), how many of them have keys and
- * values in the cache ({@link #numComputed()}), and the cache blocks that hold them.
+ * One choice (or beam) of a request: its tokens (prompt then output), how many of them have keys
+ * and values in the cache ({@link #numComputed()}), and the cache blocks that hold them.
  *
- * <p>Mutated only by its {@link Scheduler} (computed tokens, blocks) and its engine (appended output
- * tokens), on one thread.
+ * <p>Mutated only by its {@link Scheduler} (computed tokens, blocks) and its engine (appended
+ * output tokens), on one thread.
  */
 public final class Sequence {
   private final SequenceGroup group;

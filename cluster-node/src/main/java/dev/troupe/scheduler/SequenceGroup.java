@@ -18,7 +18,8 @@ public final class SequenceGroup {
   private boolean forked;
   private int preemptions;
 
-  SequenceGroup(String requestId, int priority, long arrival, long arrivalStep, int[] prompt, int width) {
+  SequenceGroup(
+      String requestId, int priority, long arrival, long arrivalStep, int[] prompt, int width) {
     this.requestId = requestId;
     this.priority = priority;
     this.arrival = arrival;

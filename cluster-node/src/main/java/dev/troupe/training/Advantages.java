@@ -3,8 +3,8 @@ package dev.troupe.training;
 import java.util.List;
 
 /**
- * Group-relative advantages and their token-level post-processing, as ART computes them
- * ({@code preprocessing/tokenize.py} for groups, {@code preprocessing/pack.py} for tokens).
+ * Group-relative advantages and their token-level post-processing, as ART computes them ({@code
+ * preprocessing/tokenize.py} for groups, {@code preprocessing/pack.py} for tokens).
  */
 public final class Advantages {
   /** Added to the group std so a tiny spread does not explode advantages. */

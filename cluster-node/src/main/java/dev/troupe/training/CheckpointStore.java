@@ -11,12 +11,11 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * LoRA checkpoints on disk in PEFT's layout, one directory per step: {@code
- * <root>/<model id>/<step, 4 digits>/adapter_config.json} and {@code adapter_model.safetensors}
- * (tensor names {@code base_model.model.<module>.lora_A.weight} [r, in] and {@code lora_B.weight}
- * [out, r]), plus {@code optimizer.safetensors} (AdamW moments, step in the metadata) so training
- * resumes exactly. {@code root} must be shared storage when trainers and workers are on different
- * nodes.
+ * LoRA checkpoints on disk in PEFT's layout, one directory per step: {@code <root>/<model
+ * id>/<step, 4 digits>/adapter_config.json} and {@code adapter_model.safetensors} (tensor names
+ * {@code base_model.model.<module>.lora_A.weight} [r, in] and {@code lora_B.weight} [out, r]), plus
+ * {@code optimizer.safetensors} (AdamW moments, step in the metadata) so training resumes exactly.
+ * {@code root} must be shared storage when trainers and workers are on different nodes.
  */
 public final class CheckpointStore {
   private static final String PEFT_PREFIX = "base_model.model.";
@@ -55,11 +54,16 @@ public final class CheckpointStore {
       for (Map.Entry<String, double[]> e : parameters.entrySet()) {
         adapter.put(peftName(e.getKey()), tensor(e.getValue(), shapes.get(e.getKey())));
         if (optimizer != null && optimizer.m().containsKey(e.getKey())) {
-          opt.put(e.getKey() + ".exp_avg", tensor(optimizer.m().get(e.getKey()), shapes.get(e.getKey())));
-          opt.put(e.getKey() + ".exp_avg_sq", tensor(optimizer.v().get(e.getKey()), shapes.get(e.getKey())));
+          opt.put(
+              e.getKey() + ".exp_avg",
+              tensor(optimizer.m().get(e.getKey()), shapes.get(e.getKey())));
+          opt.put(
+              e.getKey() + ".exp_avg_sq",
+              tensor(optimizer.v().get(e.getKey()), shapes.get(e.getKey())));
         }
       }
-      SafetensorsFile.write(dir.resolve("adapter_model.safetensors"), adapter, Map.of("format", "pt"));
+      SafetensorsFile.write(
+          dir.resolve("adapter_model.safetensors"), adapter, Map.of("format", "pt"));
       SafetensorsFile.write(
           dir.resolve("optimizer.safetensors"),
           opt,
@@ -78,7 +82,8 @@ public final class CheckpointStore {
       for (String t : spec.targets()) targets.add(t);
       Path tmp = dir.resolve("adapter_config.json.tmp");
       Files.write(tmp, Json.mapper().writerWithDefaultPrettyPrinter().writeValueAsBytes(cfg));
-      Files.move(tmp, dir.resolve("adapter_config.json"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+      Files.move(
+          tmp, dir.resolve("adapter_config.json"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
       return dir;
     } catch (IOException e) {
       throw new UncheckedIOException("cannot write checkpoint " + dir, e);
@@ -88,7 +93,8 @@ public final class CheckpointStore {
   /** Reads a checkpoint directory written by {@link #save}. */
   public static Saved load(Path dir) {
     try {
-      SafetensorsFile.Contents adapter = SafetensorsFile.read(dir.resolve("adapter_model.safetensors"));
+      SafetensorsFile.Contents adapter =
+          SafetensorsFile.read(dir.resolve("adapter_model.safetensors"));
       Map<String, double[]> params = new LinkedHashMap<>();
       adapter.tensors().forEach((name, t) -> params.put(trainerName(name), doubles(t.values())));
       AdamW.State state = null;
@@ -97,10 +103,14 @@ public final class CheckpointStore {
         SafetensorsFile.Contents opt = SafetensorsFile.read(optFile);
         Map<String, double[]> m = new LinkedHashMap<>();
         Map<String, double[]> v = new LinkedHashMap<>();
-        opt.tensors().forEach((name, t) -> {
-          if (name.endsWith(".exp_avg")) m.put(name.substring(0, name.length() - 8), doubles(t.values()));
-          else if (name.endsWith(".exp_avg_sq")) v.put(name.substring(0, name.length() - 11), doubles(t.values()));
-        });
+        opt.tensors()
+            .forEach(
+                (name, t) -> {
+                  if (name.endsWith(".exp_avg"))
+                    m.put(name.substring(0, name.length() - 8), doubles(t.values()));
+                  else if (name.endsWith(".exp_avg_sq"))
+                    v.put(name.substring(0, name.length() - 11), doubles(t.values()));
+                });
         state = new AdamW.State(Long.parseLong(opt.metadata().getOrDefault("step", "0")), m, v);
       }
       return new Saved(params, state);
@@ -120,24 +130,31 @@ public final class CheckpointStore {
       SafetensorsFile.Contents st = SafetensorsFile.read(dir.resolve("adapter_model.safetensors"));
       Map<String, float[]> a = new LinkedHashMap<>();
       Map<String, float[]> b = new LinkedHashMap<>();
-      st.tensors().forEach((name, t) -> {
-        String n = trainerName(name);
-        if (n.endsWith(".lora_A")) a.put(n.substring(0, n.length() - 7), t.values());
-        else if (n.endsWith(".lora_B")) b.put(n.substring(0, n.length() - 7), t.values());
-      });
-      return new dev.troupe.engine.LoraAdapter(version, cfg.path("r").asInt(), cfg.path("lora_alpha").asDouble(), a, b);
+      st.tensors()
+          .forEach(
+              (name, t) -> {
+                String n = trainerName(name);
+                if (n.endsWith(".lora_A")) a.put(n.substring(0, n.length() - 7), t.values());
+                else if (n.endsWith(".lora_B")) b.put(n.substring(0, n.length() - 7), t.values());
+              });
+      return new dev.troupe.engine.LoraAdapter(
+          version, cfg.path("r").asInt(), cfg.path("lora_alpha").asDouble(), a, b);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read checkpoint " + dir, e);
     }
   }
 
-  /** {@code model.layers.0.self_attn.q_proj.lora_A} → {@code base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight}. */
+  /**
+   * {@code model.layers.0.self_attn.q_proj.lora_A} → {@code
+   * base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight}.
+   */
   static String peftName(String trainerName) {
     return PEFT_PREFIX + trainerName + ".weight";
   }
 
   static String trainerName(String peftName) {
-    String s = peftName.startsWith(PEFT_PREFIX) ? peftName.substring(PEFT_PREFIX.length()) : peftName;
+    String s =
+        peftName.startsWith(PEFT_PREFIX) ? peftName.substring(PEFT_PREFIX.length()) : peftName;
     return s.endsWith(".weight") ? s.substring(0, s.length() - 7) : s;
   }
 

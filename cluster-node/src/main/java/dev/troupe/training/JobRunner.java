@@ -39,16 +39,21 @@ import org.slf4j.LoggerFactory;
 public final class JobRunner {
   private static final Logger log = LoggerFactory.getLogger(JobRunner.class);
 
-  /** Resolves a trainable model's {@code base_model} name to its architecture, weights and text side. */
+  /**
+   * Resolves a trainable model's {@code base_model} name to its architecture, weights and text
+   * side.
+   */
   public interface BaseModels {
     Loaded load(String baseModel);
 
-    record Loaded(ModelConfig config, WeightSource weights, Tokenizer tokenizer, ChatTemplate template) {}
+    record Loaded(
+        ModelConfig config, WeightSource weights, Tokenizer tokenizer, ChatTemplate template) {}
   }
 
   /** Told about every stored checkpoint (the workers switch to it). */
   public interface CheckpointListener {
-    void published(String modelId, String baseModel, long step, Path directory, LoraAdapter adapter);
+    void published(
+        String modelId, String baseModel, long step, Path directory, LoraAdapter adapter);
   }
 
   private final ActorSystem<?> system;
@@ -101,7 +106,9 @@ public final class JobRunner {
         }
         case RUNNING -> {
           // it started on a trainer that is gone: its steps cannot be replayed into the same stream
-          fail(jobId, "the trainer running this job was lost (node left or restarted); submit the job again");
+          fail(
+              jobId,
+              "the trainer running this job was lost (node left or restarted); submit the job again");
           return;
         }
         case QUEUED -> train(payload);
@@ -120,7 +127,8 @@ public final class JobRunner {
 
   private void train(TrainingJobProtocol.Payload payload) throws Exception {
     String modelId = payload.modelId();
-    TrainableModelProtocol.ModelReply m = ask(models.apply(modelId), TrainableModelProtocol.Get::new);
+    TrainableModelProtocol.ModelReply m =
+        ask(models.apply(modelId), TrainableModelProtocol.Get::new);
     if (!(m instanceof TrainableModelProtocol.ModelFound found))
       throw new IllegalStateException("model " + modelId + " not found");
     long latest = found.latest().step();
@@ -146,17 +154,23 @@ public final class JobRunner {
     Trainer.Result result;
     try {
       result =
-          loaded.trainer().train(latest + 1, groups, payload.config(), new Trainer.Listener() {
-            @Override
-            public void started(int numSequences) {
-              record(jobId, r -> new TrainingJobProtocol.MarkStarted(numSequences, r));
-            }
+          loaded
+              .trainer()
+              .train(
+                  latest + 1,
+                  groups,
+                  payload.config(),
+                  new Trainer.Listener() {
+                    @Override
+                    public void started(int numSequences) {
+                      record(jobId, r -> new TrainingJobProtocol.MarkStarted(numSequences, r));
+                    }
 
-            @Override
-            public void gradientStep(int index, Map<String, Double> metrics) {
-              record(jobId, r -> new TrainingJobProtocol.RecordStep(metrics, r));
-            }
-          });
+                    @Override
+                    public void gradientStep(int index, Map<String, Double> metrics) {
+                      record(jobId, r -> new TrainingJobProtocol.RecordStep(metrics, r));
+                    }
+                  });
     } catch (RuntimeException e) {
       // the adapters may be half-updated: reload from the checkpoint next time
       trainers.remove(modelId);
@@ -165,14 +179,17 @@ public final class JobRunner {
     TrainableModelProtocol.ModelReply added =
         ask(
             models.apply(modelId),
-            r -> new TrainableModelProtocol.AddCheckpoint(result.step(), result.metrics(), result.checkpoint().toString(), r));
+            r ->
+                new TrainableModelProtocol.AddCheckpoint(
+                    result.step(), result.metrics(), result.checkpoint().toString(), r));
     if (!(added instanceof TrainableModelProtocol.ModelFound)) {
       trainers.remove(modelId);
       throw new IllegalStateException("the checkpoint was not listed: " + added);
     }
     trainers.put(modelId, new Loaded(loaded.trainer(), result.step()));
     try {
-      listener.published(modelId, found.info().baseModel(), result.step(), result.checkpoint(), result.adapter());
+      listener.published(
+          modelId, found.info().baseModel(), result.step(), result.checkpoint(), result.adapter());
     } catch (RuntimeException e) {
       log.warn("Publishing step {} of model {} to the workers failed", result.step(), modelId, e);
     }
@@ -186,11 +203,14 @@ public final class JobRunner {
 
   private void record(
       String jobId,
-      org.apache.pekko.japi.function.Function<ActorRef<TrainingJobProtocol.Recorded>, TrainingJobProtocol.Command> msg) {
+      org.apache.pekko.japi.function.Function<
+              ActorRef<TrainingJobProtocol.Recorded>, TrainingJobProtocol.Command>
+          msg) {
     ask(jobs.apply(jobId), msg);
   }
 
-  private <T, R> R ask(RecipientRef<T> to, org.apache.pekko.japi.function.Function<ActorRef<R>, T> msg) {
+  private <T, R> R ask(
+      RecipientRef<T> to, org.apache.pekko.japi.function.Function<ActorRef<R>, T> msg) {
     try {
       return AskPattern.<T, R>ask(to, msg, askTimeout, system.scheduler())
           .toCompletableFuture()

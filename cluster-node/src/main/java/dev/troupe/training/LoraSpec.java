@@ -12,7 +12,8 @@ import java.util.Set;
  * @param fullFineTune train the blocks' projection weights and norm gains themselves (no adapters)
  * @param seed seeds the Kaiming-uniform initialisation of A
  */
-public record LoraSpec(int rank, double alpha, List<String> targets, boolean fullFineTune, long seed) {
+public record LoraSpec(
+    int rank, double alpha, List<String> targets, boolean fullFineTune, long seed) {
   public static final List<String> ALL_TARGETS =
       List.of("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj");
 

@@ -29,7 +29,8 @@ import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
  * it had started, or runs it if it had not — and then the rest of the queue. The training itself
  * runs on the node's training thread ({@code trainingExecutor}).
  */
-public final class ModelTrainer extends EventSourcedBehavior<TrainerCommand, ModelTrainer.Event, ModelTrainer.Queue> {
+public final class ModelTrainer
+    extends EventSourcedBehavior<TrainerCommand, ModelTrainer.Event, ModelTrainer.Queue> {
 
   @JsonTypeInfo(use = JsonTypeInfo.Id.NAME, property = "type")
   @JsonSubTypes({
@@ -56,7 +57,8 @@ public final class ModelTrainer extends EventSourcedBehavior<TrainerCommand, Mod
    * @param current the job being trained, or null
    * @param known every job id ever queued (a repeated {@link Enqueue} is a no-op)
    */
-  public record Queue(List<String> pending, String current, Set<String> known) implements CborSerializable {
+  public record Queue(List<String> pending, String current, Set<String> known)
+      implements CborSerializable {
     public Queue {
       pending = List.copyOf(pending);
       known = Set.copyOf(known);
@@ -74,7 +76,8 @@ public final class ModelTrainer extends EventSourcedBehavior<TrainerCommand, Mod
         p.remove(t.jobId());
         return new Queue(p, t.jobId(), k);
       }
-      if (e instanceof JobDone d) return new Queue(p, d.jobId().equals(current) ? null : current, k);
+      if (e instanceof JobDone d)
+        return new Queue(p, d.jobId().equals(current) ? null : current, k);
       throw new IllegalStateException("unexpected event " + e);
     }
   }
@@ -83,7 +86,8 @@ public final class ModelTrainer extends EventSourcedBehavior<TrainerCommand, Mod
   private final JobRunner runner;
   private final Executor trainingExecutor;
 
-  public static Behavior<TrainerCommand> create(String modelId, JobRunner runner, Executor trainingExecutor) {
+  public static Behavior<TrainerCommand> create(
+      String modelId, JobRunner runner, Executor trainingExecutor) {
     return Behaviors.setup(ctx -> new ModelTrainer(ctx, modelId, runner, trainingExecutor));
   }
 
@@ -92,7 +96,10 @@ public final class ModelTrainer extends EventSourcedBehavior<TrainerCommand, Mod
   }
 
   private ModelTrainer(
-      ActorContext<TrainerCommand> context, String modelId, JobRunner runner, Executor trainingExecutor) {
+      ActorContext<TrainerCommand> context,
+      String modelId,
+      JobRunner runner,
+      Executor trainingExecutor) {
     super(persistenceId(modelId));
     this.context = context;
     this.runner = runner;
@@ -114,20 +121,27 @@ public final class ModelTrainer extends EventSourcedBehavior<TrainerCommand, Mod
         .build();
   }
 
-  private org.apache.pekko.persistence.typed.javadsl.Effect<Event, Queue> onEnqueue(Queue q, Enqueue c) {
+  private org.apache.pekko.persistence.typed.javadsl.Effect<Event, Queue> onEnqueue(
+      Queue q, Enqueue c) {
     if (q.known().contains(c.jobId())) return Effect().none();
-    return Effect().persist(new JobQueued(c.jobId())).thenRun(s -> context.getSelf().tell(new StartNext()));
+    return Effect()
+        .persist(new JobQueued(c.jobId()))
+        .thenRun(s -> context.getSelf().tell(new StartNext()));
   }
 
-  private org.apache.pekko.persistence.typed.javadsl.Effect<Event, Queue> onStartNext(Queue q, StartNext c) {
+  private org.apache.pekko.persistence.typed.javadsl.Effect<Event, Queue> onStartNext(
+      Queue q, StartNext c) {
     if (q.current() != null || q.pending().isEmpty()) return Effect().none();
     String jobId = q.pending().get(0);
     return Effect().persist(new JobTaken(jobId)).thenRun(s -> launch(jobId));
   }
 
-  private org.apache.pekko.persistence.typed.javadsl.Effect<Event, Queue> onRunFinished(Queue q, RunFinished c) {
+  private org.apache.pekko.persistence.typed.javadsl.Effect<Event, Queue> onRunFinished(
+      Queue q, RunFinished c) {
     if (!c.jobId().equals(q.current())) return Effect().none();
-    return Effect().persist(new JobDone(c.jobId())).thenRun(s -> context.getSelf().tell(new StartNext()));
+    return Effect()
+        .persist(new JobDone(c.jobId()))
+        .thenRun(s -> context.getSelf().tell(new StartNext()));
   }
 
   private void launch(String jobId) {

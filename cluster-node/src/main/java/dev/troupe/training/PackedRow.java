@@ -5,8 +5,8 @@ package dev.troupe.training;
  * itself (block-diagonal causal attention) with positions restarting at 0. One optimizer step each.
  *
  * <p>Input arrays ({@code tokens}, {@code positions}, {@code segments}) are per position. Target
- * arrays are already shifted: entry t describes predicting {@code tokens[t + 1]} from position t, so
- * the last entry and the last entry of every segment are never trainable.
+ * arrays are already shifted: entry t describes predicting {@code tokens[t + 1]} from position t,
+ * so the last entry and the last entry of every segment are never trainable.
  *
  * @param tokens token ids [T]
  * @param positions RoPE position of each token within its segment [T]
@@ -35,7 +35,8 @@ public record PackedRow(
         || oldLogprobs.length != n
         || advantages.length != n
         || weights.length != n
-        || historyIds.length != n) throw new IllegalArgumentException("row arrays differ in length");
+        || historyIds.length != n)
+      throw new IllegalArgumentException("row arrays differ in length");
   }
 
   public int length() {

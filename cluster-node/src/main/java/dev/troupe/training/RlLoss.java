@@ -5,14 +5,14 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * ART's RL objective for one packed row ({@code src/art/loss.py}), with its gradient with respect to
- * the new log-probabilities computed by hand. Pure Java, no tensor library: the model backpropagates
- * {@link Result#gradient()} through its own forward.
+ * ART's RL objective for one packed row ({@code src/art/loss.py}), with its gradient with respect
+ * to the new log-probabilities computed by hand. Pure Java, no tensor library: the model
+ * backpropagates {@link Result#gradient()} through its own forward.
  *
- * <p>Per target t with m_t = 1: δ_t = π_new − π_old (π_old = sg(π_new) when unknown), ρ_t = exp(δ_t);
- * the importance-sampling level mixes in ρ^seq = exp(mean δ over the history); then ρ ← min(ρ, M);
- * then the optional mask outside (1 − ε, 1 + ε_high); then A ← A − τ·sg(δ). PPO: ℓ = −min(ρA,
- * clip(ρ)A); CISPO: ℓ = −clip(sg(ρ))·A·π_new. Row loss L = Σ ℓ_t w_t m_t / (Σ m_t + 1e-6).
+ * <p>Per target t with m_t = 1: δ_t = π_new − π_old (π_old = sg(π_new) when unknown), ρ_t =
+ * exp(δ_t); the importance-sampling level mixes in ρ^seq = exp(mean δ over the history); then ρ ←
+ * min(ρ, M); then the optional mask outside (1 − ε, 1 + ε_high); then A ← A − τ·sg(δ). PPO: ℓ =
+ * −min(ρA, clip(ρ)A); CISPO: ℓ = −clip(sg(ρ))·A·π_new. Row loss L = Σ ℓ_t w_t m_t / (Σ m_t + 1e-6).
  */
 public final class RlLoss {
   private static final double MASK_EPS = 1e-6;
@@ -138,7 +138,8 @@ public final class RlLoss {
         if (!mask[t]) continue;
         grad[t] += dRatio[t] * dTok[t] * tokenRatio[t];
         if (dSeq[t] != 0)
-          seqGrad.merge(historyIds[t], dRatio[t] * dSeq[t] * seqRatio[t] / seqCount[t], Double::sum);
+          seqGrad.merge(
+              historyIds[t], dRatio[t] * dSeq[t] * seqRatio[t] / seqCount[t], Double::sum);
       }
       if (!seqGrad.isEmpty())
         for (int t = 0; t < n; t++)

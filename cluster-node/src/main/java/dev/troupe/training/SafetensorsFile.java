@@ -52,11 +52,13 @@ public final class SafetensorsFile {
       offset += bytes;
     }
     byte[] json = Json.mapper().writeValueAsBytes(header);
-    int pad = (8 - json.length % 8) % 8; // keep the data 8-byte aligned, as the reference writer does
+    int pad =
+        (8 - json.length % 8) % 8; // keep the data 8-byte aligned, as the reference writer does
     byte[] headerBytes = new byte[json.length + pad];
     System.arraycopy(json, 0, headerBytes, 0, json.length);
     for (int i = json.length; i < headerBytes.length; i++) headerBytes[i] = ' ';
-    ByteBuffer buf = ByteBuffer.allocate((int) (8 + headerBytes.length + offset)).order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer buf =
+        ByteBuffer.allocate((int) (8 + headerBytes.length + offset)).order(ByteOrder.LITTLE_ENDIAN);
     buf.putLong(headerBytes.length).put(headerBytes);
     for (Tensor t : tensors.values()) for (float v : t.values()) buf.putFloat(v);
     Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
@@ -88,7 +90,8 @@ public final class SafetensorsFile {
       long from = t.path("data_offsets").get(0).asLong();
       long to = t.path("data_offsets").get(1).asLong();
       float[] v = new float[(int) ((to - from) / 4)];
-      ByteBuffer slice = ByteBuffer.wrap(all, base + (int) from, (int) (to - from)).order(ByteOrder.LITTLE_ENDIAN);
+      ByteBuffer slice =
+          ByteBuffer.wrap(all, base + (int) from, (int) (to - from)).order(ByteOrder.LITTLE_ENDIAN);
       for (int i = 0; i < v.length; i++) v[i] = slice.getFloat();
       tensors.put(e.getKey(), new Tensor(v, shape));
     }

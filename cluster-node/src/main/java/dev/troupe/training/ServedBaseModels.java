@@ -7,9 +7,9 @@ import dev.troupe.protocol.cluster.ServedModels;
 import java.nio.file.Path;
 
 /**
- * Base models are the served models of {@code troupe.models}: a trainable model's {@code base_model}
- * names one, whose directory (or the built-in demo model) supplies architecture, weights, tokenizer
- * and chat template.
+ * Base models are the served models of {@code troupe.models}: a trainable model's {@code
+ * base_model} names one, whose directory (or the built-in demo model) supplies architecture,
+ * weights, tokenizer and chat template.
  */
 public final class ServedBaseModels implements JobRunner.BaseModels {
   private final ServedModels served;
@@ -23,13 +23,18 @@ public final class ServedBaseModels implements JobRunner.BaseModels {
     ServedModels.ServedModel m =
         served
             .find(baseModel)
-            .orElseThrow(() -> new IllegalArgumentException("base model " + baseModel + " is not served here"));
+            .orElseThrow(
+                () ->
+                    new IllegalArgumentException(
+                        "base model " + baseModel + " is not served here"));
     if (m.isDemo()) {
       TokenizerBundle t = TokenizerBundle.demo();
-      return new Loaded(ModelRunners.demoConfig(), ModelRunners.demoWeights(), t.tokenizer(), t.chatTemplate());
+      return new Loaded(
+          ModelRunners.demoConfig(), ModelRunners.demoWeights(), t.tokenizer(), t.chatTemplate());
     }
     Path dir = Path.of(m.path());
     TokenizerBundle t = TokenizerBundle.load(dir);
-    return new Loaded(ModelConfigs.read(dir), ModelRunners.weights(dir), t.tokenizer(), t.chatTemplate());
+    return new Loaded(
+        ModelConfigs.read(dir), ModelRunners.weights(dir), t.tokenizer(), t.chatTemplate());
   }
 }

@@ -15,7 +15,8 @@ import org.nd4j.linalg.api.buffer.DataType;
 /**
  * The training loop of one model, plain Java: trajectory groups → packed rows → for each row one
  * forward/backward and one AdamW step (ART: batch size one row) → checkpoint. Keeps the adapters
- * and optimizer state between jobs; {@link #restore} picks them up from a checkpoint after a restart.
+ * and optimizer state between jobs; {@link #restore} picks them up from a checkpoint after a
+ * restart.
  *
  * <p>Thread: not thread-safe; the owner runs it on one dedicated thread (ND4J's rule).
  */
@@ -37,7 +38,8 @@ public final class Trainer {
     public static final Settings DEFAULT = new Settings(2048, LoraSpec.DEFAULT, AdamW.Hyper.ART);
 
     public Settings {
-      if (maxSequenceLength < 2) throw new IllegalArgumentException("max sequence length must be >= 2");
+      if (maxSequenceLength < 2)
+        throw new IllegalArgumentException("max sequence length must be >= 2");
     }
   }
 
@@ -53,7 +55,8 @@ public final class Trainer {
    * @param adapter the new adapter to serve (null under full fine-tuning)
    * @param metrics averaged {@code train/*} metrics for the checkpoint listing
    */
-  public record Result(long step, Path checkpoint, LoraAdapter adapter, Map<String, Double> metrics) {}
+  public record Result(
+      long step, Path checkpoint, LoraAdapter adapter, Map<String, Double> metrics) {}
 
   public Trainer(
       String modelId,
@@ -78,7 +81,8 @@ public final class Trainer {
     for (Map.Entry<String, double[]> e : model.parameters().entrySet()) {
       double[] v = saved.parameters().get(e.getKey());
       if (v == null || v.length != e.getValue().length)
-        throw new IllegalStateException(checkpointDir + " does not match the adapter shape at " + e.getKey());
+        throw new IllegalStateException(
+            checkpointDir + " does not match the adapter shape at " + e.getKey());
       System.arraycopy(v, 0, e.getValue(), 0, v.length);
     }
     if (saved.optimizer() != null) optimizer.restore(saved.optimizer());
@@ -89,7 +93,9 @@ public final class Trainer {
     return model.toAdapter(version);
   }
 
-  /** Log-probabilities of {@code tokens[t + 1]} after {@code tokens[..t]} under the current weights. */
+  /**
+   * Log-probabilities of {@code tokens[t + 1]} after {@code tokens[..t]} under the current weights.
+   */
   public double[] score(int[] tokens) {
     int[] positions = new int[tokens.length];
     for (int i = 0; i < positions.length; i++) positions[i] = i;
@@ -121,7 +127,8 @@ public final class Trainer {
     if (config.precalculateLogprobs()) {
       // π_old := the job's starting policy, so ratios measure this job's own drift
       for (PackedRow row : rows) {
-        double[] lp = model.forward(row.tokens(), row.positions(), row.segments(), row.mask()).logprobs();
+        double[] lp =
+            model.forward(row.tokens(), row.positions(), row.segments(), row.mask()).logprobs();
         for (int t = 0; t < row.length(); t++) if (row.mask()[t]) row.oldLogprobs()[t] = lp[t];
       }
     }
@@ -151,7 +158,10 @@ public final class Trainer {
               });
       double gradNorm =
           optimizer.update(
-              model.parameters(), out.gradients(), config.learningRate(), model.noDecayParameters());
+              model.parameters(),
+              out.gradients(),
+              config.learningRate(),
+              model.noDecayParameters());
       double seconds = (System.nanoTime() - start) / 1e9;
       Map<String, Double> m = new LinkedHashMap<>();
       m.put("loss", loss[0]);
@@ -164,15 +174,24 @@ public final class Trainer {
       m.put("num_tokens", (double) row.length());
       m.put("tokens_per_second", row.length() / Math.max(seconds, 1e-9));
       listener.gradientStep(i, m);
-      for (Map.Entry<String, Double> e : m.entrySet()) sums.merge(e.getKey(), e.getValue(), Double::sum);
+      for (Map.Entry<String, Double> e : m.entrySet())
+        sums.merge(e.getKey(), e.getValue(), Double::sum);
     }
     Map<String, Double> metrics = new LinkedHashMap<>();
-    for (Map.Entry<String, Double> e : batch.metrics().entrySet()) metrics.put("train/" + e.getKey(), e.getValue());
+    for (Map.Entry<String, Double> e : batch.metrics().entrySet())
+      metrics.put("train/" + e.getKey(), e.getValue());
     for (String k : List.of("loss", "entropy", "grad_norm", "tokens_per_second"))
       if (sums.containsKey(k)) metrics.put("train/" + k, sums.get(k) / rows.size());
     metrics.put("train/num_gradient_steps", (double) rows.size());
     Path dir =
-        store.save(modelId, step, baseModel, settings.lora(), model.parameters(), shapes(), optimizer.state());
+        store.save(
+            modelId,
+            step,
+            baseModel,
+            settings.lora(),
+            model.parameters(),
+            shapes(),
+            optimizer.state());
     LoraAdapter adapter = settings.lora().fullFineTune() ? null : model.toAdapter((int) step);
     return new Result(step, dir, adapter, metrics);
   }

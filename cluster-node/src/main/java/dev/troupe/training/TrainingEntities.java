@@ -23,7 +23,9 @@ public final class TrainingEntities {
 
   private TrainingEntities() {}
 
-  /** Production wiring: base models from {@code troupe.models}, checkpoints announced to workers. */
+  /**
+   * Production wiring: base models from {@code troupe.models}, checkpoints announced to workers.
+   */
   public static void init(ActorSystem<?> system) {
     TrainingSettings settings = TrainingSettings.fromConfig(system.settings().config());
     ServedModels served = ServedModels.fromConfig(system.settings().config());
@@ -68,7 +70,10 @@ public final class TrainingEntities {
     sharding.init(
         Entity.of(
                 TrainingJobProtocol.TYPE_KEY,
-                ctx -> TrainingJob.create(ctx.getEntityId(), id -> sharding.entityRefFor(TrainingJobProtocol.TRAINER_TYPE_KEY, id)))
+                ctx ->
+                    TrainingJob.create(
+                        ctx.getEntityId(),
+                        id -> sharding.entityRefFor(TrainingJobProtocol.TRAINER_TYPE_KEY, id)))
             .withRole(TrainingJobProtocol.ROLE));
     sharding.init(
         Entity.of(

@@ -58,12 +58,13 @@ public final class TrainingJob
   })
   public sealed interface Event extends CborSerializable {}
 
-  public record JobSubmitted(String modelId, List<byte[]> groups, TrainingConfig config, long atMillis)
-      implements Event {}
+  public record JobSubmitted(
+      String modelId, List<byte[]> groups, TrainingConfig config, long atMillis) implements Event {}
 
   public record JobStarted(String eventId, int numSequences, long atMillis) implements Event {}
 
-  public record StepCompleted(String eventId, Map<String, Double> metrics, long atMillis) implements Event {}
+  public record StepCompleted(String eventId, Map<String, Double> metrics, long atMillis)
+      implements Event {}
 
   public record JobSucceeded(String eventId, long step, long atMillis) implements Event {}
 
@@ -79,7 +80,19 @@ public final class TrainingJob
   /** No job with this id. */
   public record Empty() implements State {
     Job submitted(JobSubmitted e) {
-      return new Job(e.modelId(), e.groups(), e.config(), Status.QUEUED, List.of(), null, null, 0, null, e.atMillis(), null, null);
+      return new Job(
+          e.modelId(),
+          e.groups(),
+          e.config(),
+          Status.QUEUED,
+          List.of(),
+          null,
+          null,
+          0,
+          null,
+          e.atMillis(),
+          null,
+          null);
     }
   }
 
@@ -112,34 +125,118 @@ public final class TrainingJob
     }
 
     JobView view(String id) {
-      return new JobView(id, modelId, status, step, numSequences, gradientSteps, errorMessage, createdAtMillis, startedAtMillis, finishedAtMillis);
+      return new JobView(
+          id,
+          modelId,
+          status,
+          step,
+          numSequences,
+          gradientSteps,
+          errorMessage,
+          createdAtMillis,
+          startedAtMillis,
+          finishedAtMillis);
     }
 
     EventPage page(ListEvents cmd) {
       int from = 0;
       if (cmd.after() != null) {
         from = events.size(); // an unknown cursor reads as "nothing after it"
-        for (int i = 0; i < events.size(); i++) if (events.get(i).id().equals(cmd.after())) from = i + 1;
+        for (int i = 0; i < events.size(); i++)
+          if (events.get(i).id().equals(cmd.after())) from = i + 1;
       }
       int to = Math.min(events.size(), from + cmd.limit());
       return new EventPage(events.subList(from, to), to < events.size());
     }
 
-    private Job with(Status s, JobEvent e, Long step, Integer n, int steps, String error, Long started, Long finished, boolean keepGroups) {
+    private Job with(
+        Status s,
+        JobEvent e,
+        Long step,
+        Integer n,
+        int steps,
+        String error,
+        Long started,
+        Long finished,
+        boolean keepGroups) {
       List<JobEvent> ev = new ArrayList<>(events);
       ev.add(e);
-      return new Job(modelId, keepGroups ? groups : List.of(), config, s, ev, step, n, steps, error, createdAtMillis, started, finished);
+      return new Job(
+          modelId,
+          keepGroups ? groups : List.of(),
+          config,
+          s,
+          ev,
+          step,
+          n,
+          steps,
+          error,
+          createdAtMillis,
+          started,
+          finished);
     }
 
     Job apply(Event event) {
       if (event instanceof JobStarted e)
-        return with(Status.RUNNING, new JobEvent(e.eventId(), TrainingJobProtocol.TRAINING_STARTED, Map.of("num_sequences", (double) e.numSequences()), null, e.atMillis()), step, e.numSequences(), gradientSteps, null, e.atMillis(), null, true);
+        return with(
+            Status.RUNNING,
+            new JobEvent(
+                e.eventId(),
+                TrainingJobProtocol.TRAINING_STARTED,
+                Map.of("num_sequences", (double) e.numSequences()),
+                null,
+                e.atMillis()),
+            step,
+            e.numSequences(),
+            gradientSteps,
+            null,
+            e.atMillis(),
+            null,
+            true);
       if (event instanceof StepCompleted e)
-        return with(status, new JobEvent(e.eventId(), TrainingJobProtocol.GRADIENT_STEP, e.metrics(), null, e.atMillis()), step, numSequences, gradientSteps + 1, null, startedAtMillis, null, true);
+        return with(
+            status,
+            new JobEvent(
+                e.eventId(), TrainingJobProtocol.GRADIENT_STEP, e.metrics(), null, e.atMillis()),
+            step,
+            numSequences,
+            gradientSteps + 1,
+            null,
+            startedAtMillis,
+            null,
+            true);
       if (event instanceof JobSucceeded e)
-        return with(Status.SUCCEEDED, new JobEvent(e.eventId(), TrainingJobProtocol.TRAINING_ENDED, Map.of("step", (double) e.step()), null, e.atMillis()), e.step(), numSequences, gradientSteps, null, startedAtMillis, e.atMillis(), false);
+        return with(
+            Status.SUCCEEDED,
+            new JobEvent(
+                e.eventId(),
+                TrainingJobProtocol.TRAINING_ENDED,
+                Map.of("step", (double) e.step()),
+                null,
+                e.atMillis()),
+            e.step(),
+            numSequences,
+            gradientSteps,
+            null,
+            startedAtMillis,
+            e.atMillis(),
+            false);
       if (event instanceof JobFailed e)
-        return with(Status.FAILED, new JobEvent(e.eventId(), TrainingJobProtocol.TRAINING_FAILED, Map.of(), e.errorMessage(), e.atMillis()), step, numSequences, gradientSteps, e.errorMessage(), startedAtMillis, e.atMillis(), false);
+        return with(
+            Status.FAILED,
+            new JobEvent(
+                e.eventId(),
+                TrainingJobProtocol.TRAINING_FAILED,
+                Map.of(),
+                e.errorMessage(),
+                e.atMillis()),
+            step,
+            numSequences,
+            gradientSteps,
+            e.errorMessage(),
+            startedAtMillis,
+            e.atMillis(),
+            false);
       throw new IllegalStateException("unexpected event " + event);
     }
   }
@@ -159,7 +256,8 @@ public final class TrainingJob
     return PersistenceId.of("TrainingJob", jobId);
   }
 
-  private TrainingJob(String jobId, Function<String, RecipientRef<TrainingJobProtocol.TrainerCommand>> trainers) {
+  private TrainingJob(
+      String jobId, Function<String, RecipientRef<TrainingJobProtocol.TrainerCommand>> trainers) {
     super(persistenceId(jobId));
     this.jobId = jobId;
     this.trainers = trainers;
@@ -183,10 +281,22 @@ public final class TrainingJob
         .onCommand(MarkSucceeded.class, (s, c) -> Effect().reply(c.replyTo(), new Recorded(false)))
         .onCommand(MarkFailed.class, (s, c) -> Effect().reply(c.replyTo(), new Recorded(false)));
     b.forStateType(Job.class)
-        .onCommand(Submit.class, (s, c) -> Effect().reply(c.replyTo(), new TrainingJobProtocol.SubmitRejected("job " + jobId + " already exists")))
+        .onCommand(
+            Submit.class,
+            (s, c) ->
+                Effect()
+                    .reply(
+                        c.replyTo(),
+                        new TrainingJobProtocol.SubmitRejected("job " + jobId + " already exists")))
         .onCommand(GetJob.class, (s, c) -> wake(s, Effect().reply(c.replyTo(), s.view(jobId))))
         .onCommand(ListEvents.class, (s, c) -> wake(s, Effect().reply(c.replyTo(), s.page(c))))
-        .onCommand(GetPayload.class, (s, c) -> Effect().reply(c.replyTo(), new Payload(jobId, s.modelId(), s.groups(), s.config(), s.status())))
+        .onCommand(
+            GetPayload.class,
+            (s, c) ->
+                Effect()
+                    .reply(
+                        c.replyTo(),
+                        new Payload(jobId, s.modelId(), s.groups(), s.config(), s.status())))
         .onCommand(MarkStarted.class, this::onStarted)
         .onCommand(RecordStep.class, this::onStep)
         .onCommand(MarkSucceeded.class, this::onSucceeded)
@@ -208,30 +318,38 @@ public final class TrainingJob
   }
 
   private ReplyEffect<Event, State> onStarted(Job s, MarkStarted c) {
-    if (s.status() != Status.QUEUED) return Effect().reply(c.replyTo(), new Recorded(s.status() == Status.RUNNING));
+    if (s.status() != Status.QUEUED)
+      return Effect().reply(c.replyTo(), new Recorded(s.status() == Status.RUNNING));
     return Effect()
-        .persist(new JobStarted(UUID.randomUUID().toString(), c.numSequences(), System.currentTimeMillis()))
+        .persist(
+            new JobStarted(
+                UUID.randomUUID().toString(), c.numSequences(), System.currentTimeMillis()))
         .thenReply(c.replyTo(), st -> new Recorded(true));
   }
 
   private ReplyEffect<Event, State> onStep(Job s, RecordStep c) {
     if (s.status() != Status.RUNNING) return Effect().reply(c.replyTo(), new Recorded(false));
     return Effect()
-        .persist(new StepCompleted(UUID.randomUUID().toString(), c.metrics(), System.currentTimeMillis()))
+        .persist(
+            new StepCompleted(
+                UUID.randomUUID().toString(), c.metrics(), System.currentTimeMillis()))
         .thenReply(c.replyTo(), st -> new Recorded(true));
   }
 
   private ReplyEffect<Event, State> onSucceeded(Job s, MarkSucceeded c) {
     if (s.finished()) return Effect().reply(c.replyTo(), new Recorded(false));
     return Effect()
-        .persist(new JobSucceeded(UUID.randomUUID().toString(), c.step(), System.currentTimeMillis()))
+        .persist(
+            new JobSucceeded(UUID.randomUUID().toString(), c.step(), System.currentTimeMillis()))
         .thenReply(c.replyTo(), st -> new Recorded(true));
   }
 
   private ReplyEffect<Event, State> onFailed(Job s, MarkFailed c) {
     if (s.finished()) return Effect().reply(c.replyTo(), new Recorded(false));
     return Effect()
-        .persist(new JobFailed(UUID.randomUUID().toString(), c.errorMessage(), System.currentTimeMillis()))
+        .persist(
+            new JobFailed(
+                UUID.randomUUID().toString(), c.errorMessage(), System.currentTimeMillis()))
         .thenReply(c.replyTo(), st -> new Recorded(true));
   }
 

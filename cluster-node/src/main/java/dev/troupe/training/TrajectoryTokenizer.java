@@ -19,14 +19,15 @@ import java.util.OptionalInt;
  * <ol>
  *   <li>each of the main history and {@code additional_histories} is rendered on its own, with its
  *       own tools;
- *   <li>a Choice (an entry with {@code finish_reason} / {@code message}) with logprobs is trainable;
- *       plain messages and Choices without logprobs are context; the history is cut after the last
- *       trainable Choice, and a history without one yields nothing;
+ *   <li>a Choice (an entry with {@code finish_reason} / {@code message}) with logprobs is
+ *       trainable; plain messages and Choices without logprobs are context; the history is cut
+ *       after the last trainable Choice, and a history without one yields nothing;
  *   <li>the conversation is rendered with {@code continue_final_message} and every trainable
  *       assistant body replaced by a sentinel token; each sentinel is then replaced by the Choice's
  *       sampled token ids ({@code token_id:N}, else the vocabulary entry, else {@code token_ids})
- *       with their logprobs — so the whole rendered assistant body is exactly what was sampled. When
- *       the ids cannot be recovered the content text is tokenized and the logprobs are unknown;
+ *       with their logprobs — so the whole rendered assistant body is exactly what was sampled.
+ *       When the ids cannot be recovered the content text is tokenized and the logprobs are
+ *       unknown;
  *   <li>ART's two fix-ups: a sampled leading {@code <think>} overwrites the template's empty think
  *       block; a sampled final token equal to the template's next token (e.g. {@code <|im_end|>})
  *       is not repeated.
@@ -52,7 +53,9 @@ public final class TrajectoryTokenizer {
     return out;
   }
 
-  /** A Choice is told from a message structurally: it has {@code message} or {@code finish_reason}. */
+  /**
+   * A Choice is told from a message structurally: it has {@code message} or {@code finish_reason}.
+   */
   static boolean isChoice(JsonNode entry) {
     return entry.has("finish_reason") || (entry.has("message") && !entry.has("role"));
   }
@@ -210,7 +213,9 @@ public final class TrajectoryTokenizer {
   }
 
   private static String text(JsonNode content) {
-    return content.isTextual() ? content.asText() : content.isNull() || content.isMissingNode() ? "" : content.toString();
+    return content.isTextual()
+        ? content.asText()
+        : content.isNull() || content.isMissingNode() ? "" : content.toString();
   }
 
   /**

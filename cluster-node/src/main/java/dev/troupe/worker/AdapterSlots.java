@@ -20,8 +20,10 @@ import java.util.Map;
  */
 final class AdapterSlots {
   private final int capacity;
+
   /** Access order: the first entry is the least recently used. */
   private final LinkedHashMap<String, Integer> ids = new LinkedHashMap<>(16, 0.75f, true);
+
   private int nextId = 1;
 
   AdapterSlots(int capacity) {

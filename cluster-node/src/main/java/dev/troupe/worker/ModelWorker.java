@@ -24,14 +24,14 @@ import dev.troupe.training.CheckpointStore;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import org.apache.pekko.actor.NoSerializationVerificationNeeded;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -49,11 +49,11 @@ import org.slf4j.MDC;
  * One replica of one model: the sharded entity {@code <model>#<replica>} ({@link
  * ModelWorkerProtocol#TYPE_KEY}) on a node with role {@code worker}, owning an {@link Engine}.
  *
- * <p>Runs one engine step per message: while work remains it sends itself {@code Step}, so
- * requests that arrive (or are cancelled) in the meantime join (or leave) between two steps —
- * continuous batching. Backpressure: when the engine's waiting queue is full a request is answered
- * with {@link Failed} {@code OVERLOADED} at once. Each requester is watched; when it stops (the
- * client went away) its requests are cancelled and their KV blocks freed before the next step.
+ * <p>Runs one engine step per message: while work remains it sends itself {@code Step}, so requests
+ * that arrive (or are cancelled) in the meantime join (or leave) between two steps — continuous
+ * batching. Backpressure: when the engine's waiting queue is full a request is answered with {@link
+ * Failed} {@code OVERLOADED} at once. Each requester is watched; when it stops (the client went
+ * away) its requests are cancelled and their KV blocks freed before the next step.
  *
  * <p>Trained checkpoints are served as LoRA adapters over the base model ({@link AdapterSlots}): a
  * {@link Generate} naming an {@link Adapter} runs every chunk with that adapter, so a request ends
@@ -95,13 +95,15 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private final Map<ActorRef<GenerationEvent>, Set<String>> byRequester = new HashMap<>();
   private boolean stepScheduled;
   private final AdapterSlots adapters;
+
   /** Adapters being read, with the requests waiting for them. */
   private final Map<String, List<Generate>> loading = new HashMap<>();
+
   private final Executor loadExecutor;
 
   /**
-   * The entity behaviour: loads the replica's model, then serves it. A model that is not
-   * configured or fails to load gives a worker that refuses every request with the reason.
+   * The entity behaviour: loads the replica's model, then serves it. A model that is not configured
+   * or fails to load gives a worker that refuses every request with the reason.
    */
   public static Behavior<Command> create(
       String entityId, ServedModels models, EngineProvider engines, Duration metricsLogInterval) {
@@ -127,7 +129,8 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                       Optional<ServedModel> model = models.find(replica.model());
                       if (model.isEmpty())
                         return Unavailable.create(
-                            entityId, ErrorKind.NOT_FOUND,
+                            entityId,
+                            ErrorKind.NOT_FOUND,
                             "The model `" + replica.model() + "` does not exist.");
                       Engine engine;
                       try {
@@ -136,13 +139,18 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                         ctx.getLog()
                             .info(
                                 "{} loaded in {} ms: context {}, {} KV blocks of {}, policy {}",
-                                entityId, (System.nanoTime() - start) / 1_000_000,
-                                engine.maxModelLen(), engine.scheduler().blocks().numBlocks(),
-                                engine.scheduler().blocks().blockSize(), engine.policy().configName());
+                                entityId,
+                                (System.nanoTime() - start) / 1_000_000,
+                                engine.maxModelLen(),
+                                engine.scheduler().blocks().numBlocks(),
+                                engine.scheduler().blocks().blockSize(),
+                                engine.policy().configName());
                       } catch (RuntimeException e) {
-                        ctx.getLog().error("{} failed to load model {}", entityId, model.get().path(), e);
+                        ctx.getLog()
+                            .error("{} failed to load model {}", entityId, model.get().path(), e);
                         return Unavailable.create(
-                            entityId, ErrorKind.INTERNAL,
+                            entityId,
+                            ErrorKind.INTERNAL,
                             "model " + replica.model() + " failed to load: " + e.getMessage());
                       }
                       if (!metricsLogInterval.isZero())
@@ -158,7 +166,9 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                     }));
     // A failing step is a bug or a broken engine: fail what is in flight, reload, carry on.
     return Behaviors.supervise(worker)
-        .onFailure(SupervisorStrategy.restartWithBackoff(Duration.ofSeconds(1), Duration.ofSeconds(30), 0.2));
+        .onFailure(
+            SupervisorStrategy.restartWithBackoff(
+                Duration.ofSeconds(1), Duration.ofSeconds(30), 0.2));
   }
 
   private ModelWorker(ActorContext<Command> ctx, String entityId, Engine engine, int maxAdapters) {
@@ -196,7 +206,13 @@ public final class ModelWorker extends AbstractBehavior<Command> {
       return this;
     }
     if (requesters.containsKey(id)) { // the engine's own check cannot see a request still waiting
-      g.replyTo().tell(new Failed(id, ErrorKind.BAD_REQUEST, "request id " + id + " is already in flight", "request_id"));
+      g.replyTo()
+          .tell(
+              new Failed(
+                  id,
+                  ErrorKind.BAD_REQUEST,
+                  "request id " + id + " is already in flight",
+                  "request_id"));
       return this;
     }
     Integer slot = adapters.lookup(adapter.name());
@@ -243,7 +259,8 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     int version = Math.toIntExact(adapter.step());
     getContext()
         .pipeToSelf(
-            CompletableFuture.supplyAsync(() -> CheckpointStore.loadAdapter(dir, version), loadExecutor),
+            CompletableFuture.supplyAsync(
+                () -> CheckpointStore.loadAdapter(dir, version), loadExecutor),
             (lora, error) -> new AdapterLoaded(name, lora, error));
   }
 
@@ -255,7 +272,8 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     String failure = null;
     if (loaded.error() != null) {
       Throwable e = loaded.error();
-      if (e instanceof java.util.concurrent.CompletionException && e.getCause() != null) e = e.getCause();
+      if (e instanceof java.util.concurrent.CompletionException && e.getCause() != null)
+        e = e.getCause();
       failure = String.valueOf(e.getMessage());
     } else {
       try {
@@ -263,14 +281,20 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         slot = r.id();
         getContext()
             .getLog()
-            .info("{}: serving adapter {} as #{}{}", entityId, loaded.name(), slot,
+            .info(
+                "{}: serving adapter {} as #{}{}",
+                entityId,
+                loaded.name(),
+                slot,
                 r.evicted().isEmpty() ? "" : ", evicted " + r.evicted());
       } catch (RuntimeException e) { // shapes that do not fit the base model
         failure = e.getMessage();
       }
     }
     if (failure != null)
-      getContext().getLog().warn("{}: cannot serve adapter {}: {}", entityId, loaded.name(), failure);
+      getContext()
+          .getLog()
+          .warn("{}: cannot serve adapter {}: {}", entityId, loaded.name(), failure);
     for (Generate g : waiting) {
       String id = g.request().requestId();
       if (!requesters.containsKey(id)) continue; // cancelled or its requester left while it waited
@@ -281,9 +305,13 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         g.replyTo()
             .tell(
                 new Failed(
-                    id, ErrorKind.NOT_FOUND,
-                    "The model `" + loaded.name() + "` cannot be served: its checkpoint failed to load ("
-                        + failure + ").",
+                    id,
+                    ErrorKind.NOT_FOUND,
+                    "The model `"
+                        + loaded.name()
+                        + "` cannot be served: its checkpoint failed to load ("
+                        + failure
+                        + ").",
                     "model"));
       }
     }
@@ -364,18 +392,32 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         .getLog()
         .info(
             "{}: waiting={} running={} preemptions={} kv={}/{} generated={}",
-            entityId, s.waiting(), s.running(), s.preemptions(), s.kvBlocksUsed(),
-            s.kvBlocksTotal(), engine.generatedTokens());
+            entityId,
+            s.waiting(),
+            s.running(),
+            s.preemptions(),
+            s.kvBlocksUsed(),
+            s.kvBlocksTotal(),
+            engine.generatedTokens());
     return this;
   }
 
   private WorkerStatus status() {
     var scheduler = engine.scheduler();
     return new WorkerStatus(
-        entityId, engine.modelName(), engine.maxModelLen(), engine.policy().configName(),
-        scheduler.numWaiting(), scheduler.numRunning(), scheduler.numPreemptions(),
-        scheduler.blocks().numUsed(), scheduler.blocks().numBlocks(), engine.weightVersion(),
-        engine.promptTokens(), engine.generatedTokens(), engine.samplingDefaults());
+        entityId,
+        engine.modelName(),
+        engine.maxModelLen(),
+        engine.policy().configName(),
+        scheduler.numWaiting(),
+        scheduler.numRunning(),
+        scheduler.numPreemptions(),
+        scheduler.blocks().numUsed(),
+        scheduler.blocks().numBlocks(),
+        engine.weightVersion(),
+        engine.promptTokens(),
+        engine.generatedTokens(),
+        engine.samplingDefaults());
   }
 
   private Behavior<Command> onStop(String why) {
@@ -442,11 +484,13 @@ public final class ModelWorker extends AbstractBehavior<Command> {
               GetStatus.class,
               s -> {
                 ReplicaId r = ModelWorkerProtocol.parseEntityId(entityId);
-                s.replyTo().tell(new WorkerStatus(entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0, null));
+                s.replyTo()
+                    .tell(
+                        new WorkerStatus(
+                            entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0, null));
                 return Behaviors.same();
               })
           .build();
     }
   }
-
 }

@@ -43,8 +43,7 @@ class AdvantagesTest {
   @Test
   void normalizeRescalesWeightsToMeanOneAndAdvantagesByMeanAbsWeighted() {
     // two trajectories: one with 1 trainable token (w = 1), one with 3 (w = 1/3)
-    PackedRow r1 =
-        row(new boolean[] {true, false}, new double[] {2, 2}, new double[] {1.0, 1.0});
+    PackedRow r1 = row(new boolean[] {true, false}, new double[] {2, 2}, new double[] {1.0, 1.0});
     PackedRow r2 =
         row(
             new boolean[] {true, true, true},

@@ -8,11 +8,12 @@ import java.util.Set;
 
 /**
  * A character tokenizer for tiny test models: ids 0-3 are the specials {@code <|im_start|>}, {@code
- * <|im_end|>}, {@code <|pad|>}, {@code <|sentinel|>}; every other character c is {@code 4 + c % (vocab
- * - 4)}.
+ * <|im_end|>}, {@code <|pad|>}, {@code <|sentinel|>}; every other character c is {@code 4 + c %
+ * (vocab - 4)}.
  */
 final class CharTokenizer implements Tokenizer {
-  static final List<String> SPECIALS = List.of("<|im_start|>", "<|im_end|>", "<|pad|>", "<|sentinel|>");
+  static final List<String> SPECIALS =
+      List.of("<|im_start|>", "<|im_end|>", "<|pad|>", "<|sentinel|>");
   private final int vocab;
 
   CharTokenizer(int vocab) {

@@ -27,21 +27,30 @@ class JobRunnerTest {
     kit.shutdownTestKit();
   }
 
-  /** A job entity stand-in answering GetPayload with {@code status}, reporting progress to a probe. */
-  static ActorRef<TrainingJobProtocol.Command> job(TrainingJobProtocol.Status status, TestProbe<Object> seen) {
+  /**
+   * A job entity stand-in answering GetPayload with {@code status}, reporting progress to a probe.
+   */
+  static ActorRef<TrainingJobProtocol.Command> job(
+      TrainingJobProtocol.Status status, TestProbe<Object> seen) {
     return kit.spawn(
         Behaviors.receiveMessage(
             m -> {
               seen.ref().tell(m);
               if (m instanceof TrainingJobProtocol.GetPayload g)
-                g.replyTo().tell(new TrainingJobProtocol.Payload("j1", "m1", List.of(), TrainingConfig.defaults(), status));
-              if (m instanceof TrainingJobProtocol.MarkFailed f) f.replyTo().tell(new TrainingJobProtocol.Recorded(true));
-              if (m instanceof TrainingJobProtocol.MarkStarted f) f.replyTo().tell(new TrainingJobProtocol.Recorded(true));
+                g.replyTo()
+                    .tell(
+                        new TrainingJobProtocol.Payload(
+                            "j1", "m1", List.of(), TrainingConfig.defaults(), status));
+              if (m instanceof TrainingJobProtocol.MarkFailed f)
+                f.replyTo().tell(new TrainingJobProtocol.Recorded(true));
+              if (m instanceof TrainingJobProtocol.MarkStarted f)
+                f.replyTo().tell(new TrainingJobProtocol.Recorded(true));
               return Behaviors.same();
             }));
   }
 
-  JobRunner runner(ActorRef<TrainingJobProtocol.Command> job, ActorRef<TrainableModelProtocol.Command> model) {
+  JobRunner runner(
+      ActorRef<TrainingJobProtocol.Command> job, ActorRef<TrainableModelProtocol.Command> model) {
     return new JobRunner(
         kit.system(),
         id -> job,
@@ -61,7 +70,8 @@ class JobRunnerTest {
     TestProbe<TrainableModelProtocol.Command> model = kit.createTestProbe();
     runner(job(TrainingJobProtocol.Status.RUNNING, seen), model.ref()).run("j1");
     seen.expectMessageClass(TrainingJobProtocol.GetPayload.class);
-    TrainingJobProtocol.MarkFailed f = seen.expectMessageClass(TrainingJobProtocol.MarkFailed.class);
+    TrainingJobProtocol.MarkFailed f =
+        seen.expectMessageClass(TrainingJobProtocol.MarkFailed.class);
     assertTrue(f.errorMessage().contains("lost"), f.errorMessage());
     model.expectNoMessage(Duration.ofMillis(100));
   }
@@ -82,12 +92,14 @@ class JobRunnerTest {
         kit.spawn(
             Behaviors.receiveMessage(
                 m -> {
-                  if (m instanceof TrainableModelProtocol.Get g) g.replyTo().tell(new TrainableModelProtocol.ModelNotFound("m1"));
+                  if (m instanceof TrainableModelProtocol.Get g)
+                    g.replyTo().tell(new TrainableModelProtocol.ModelNotFound("m1"));
                   return Behaviors.same();
                 }));
     runner(job(TrainingJobProtocol.Status.QUEUED, seen), model).run("j1");
     seen.expectMessageClass(TrainingJobProtocol.GetPayload.class);
-    TrainingJobProtocol.MarkFailed f = seen.expectMessageClass(TrainingJobProtocol.MarkFailed.class);
+    TrainingJobProtocol.MarkFailed f =
+        seen.expectMessageClass(TrainingJobProtocol.MarkFailed.class);
     assertEquals("model m1 not found", f.errorMessage());
   }
 }

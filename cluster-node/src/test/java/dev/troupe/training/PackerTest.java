@@ -19,7 +19,8 @@ class PackerTest {
   void packsGreedilyShiftsTargetsAndWeighsPerTrajectory() {
     TokenizedHistory a = h(new int[] {1, 2, 3, 4}, new boolean[] {false, false, true, true});
     TokenizedHistory b = h(new int[] {5, 6, 7}, new boolean[] {false, true, true});
-    TokenizedHistory c = h(new int[] {8, 9, 10, 11, 12}, new boolean[] {false, false, false, true, true});
+    TokenizedHistory c =
+        h(new int[] {8, 9, 10, 11, 12}, new boolean[] {false, false, false, true, true});
     List<PackedRow> rows =
         Packer.pack(
             List.of(
@@ -48,7 +49,8 @@ class PackerTest {
 
   @Test
   void truncatesHistoriesLongerThanARow() {
-    TokenizedHistory a = h(new int[] {1, 2, 3, 4, 5}, new boolean[] {false, true, true, true, true});
+    TokenizedHistory a =
+        h(new int[] {1, 2, 3, 4, 5}, new boolean[] {false, true, true, true, true});
     PackedRow r = Packer.pack(List.of(new Packer.Item(a, 0, 0, 1)), 3).get(0);
     assertArrayEquals(new int[] {1, 2, 3}, r.tokens());
     assertArrayEquals(new boolean[] {true, true, false}, r.mask());

@@ -23,7 +23,11 @@ class Qwen3TemplateTokenizationTest {
     String text =
         template.render(
             new ChatTemplate.Input(
-                List.of(Map.of("role", "user", "content", "2+2?")), null, null, true, false,
+                List.of(Map.of("role", "user", "content", "2+2?")),
+                null,
+                null,
+                true,
+                false,
                 Map.of("enable_thinking", thinking)));
     return tok.encode(text, false);
   }
@@ -34,7 +38,10 @@ class Qwen3TemplateTokenizationTest {
         "{'reward':1,'messages_and_choices':[{'role':'user','content':'2+2?'},"
             + TrajectoryTokenizerTest.choice(sampled, lps, "x")
             + "]}";
-    return new TrajectoryTokenizer(tok, template).tokenize(TrajectoryTokenizerTest.json(t)).get(0).tokens();
+    return new TrajectoryTokenizer(tok, template)
+        .tokenize(TrajectoryTokenizerTest.json(t))
+        .get(0)
+        .tokens();
   }
 
   @Test
@@ -49,7 +56,8 @@ class Qwen3TemplateTokenizationTest {
   void sampledThinkBlockReplacesTheTemplatesEmptyOne() throws Exception {
     int think = tok.tokenToId("<think>").getAsInt();
     int[] sampled =
-        TrajectoryTokenizerTest.concat(new int[] {think}, tok.encode("\nsum\n</think>\n\n4", false));
+        TrajectoryTokenizerTest.concat(
+            new int[] {think}, tok.encode("\nsum\n</think>\n\n4", false));
     int[] t = tokens(sampled);
     assertArrayEquals(TrajectoryTokenizerTest.concat(prompt(true), sampled), t);
     assertEquals(think, t[prompt(true).length]);

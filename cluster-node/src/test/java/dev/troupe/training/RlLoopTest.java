@@ -40,9 +40,11 @@ class RlLoopTest {
             CONFIG,
             weights(),
             new TrajectoryTokenizer(TOK, new ChatMlTemplate()),
-            new Trainer.Settings(64, new LoraSpec(8, 16, LoraSpec.ALL_TARGETS, false, 1), AdamW.Hyper.ART),
+            new Trainer.Settings(
+                64, new LoraSpec(8, 16, LoraSpec.ALL_TARGETS, false, 1), AdamW.Hyper.ART),
             new CheckpointStore(dir));
-    TrainingConfig cfg = TrainingConfig.resolve(null, null, null, null, null, 3e-2, null, null, null, null, null);
+    TrainingConfig cfg =
+        TrainingConfig.resolve(null, null, null, null, null, 3e-2, null, null, null, null, null);
     Random random = new Random(seed);
     List<Double> curve = new ArrayList<>();
     for (int it = 0; it < iterations; it++) {
@@ -50,7 +52,9 @@ class RlLoopTest {
       double rewardSum = 0;
       int count = 0;
       for (String prompt : PROMPTS) {
-        int[] ids = TOK.encode("<|im_start|>user\n" + prompt + "<|im_end|>\n<|im_start|>assistant\n", false);
+        int[] ids =
+            TOK.encode(
+                "<|im_start|>user\n" + prompt + "<|im_end|>\n<|im_start|>assistant\n", false);
         double[] lp = t.nextTokenLogprobs(ids);
         ObjectNode group = Json.mapper().createObjectNode();
         ArrayNode trajectories = group.putArray("trajectories");
@@ -66,18 +70,27 @@ class RlLoopTest {
           ObjectNode choice = mc.addObject();
           choice.put("finish_reason", "length");
           choice.putObject("message").put("role", "assistant").put("content", "?");
-          choice.putObject("logprobs").putArray("content").addObject().put("token", "token_id:" + token).put("logprob", lp[token]);
+          choice
+              .putObject("logprobs")
+              .putArray("content")
+              .addObject()
+              .put("token", "token_id:" + token)
+              .put("logprob", lp[token]);
         }
         groups.add(group);
       }
       curve.add(rewardSum / count);
-      t.train(it + 1, groups, cfg, new Trainer.Listener() {
-        @Override
-        public void started(int n) {}
+      t.train(
+          it + 1,
+          groups,
+          cfg,
+          new Trainer.Listener() {
+            @Override
+            public void started(int n) {}
 
-        @Override
-        public void gradientStep(int i, Map<String, Double> m) {}
-      });
+            @Override
+            public void gradientStep(int i, Map<String, Double> m) {}
+          });
     }
     return curve;
   }
@@ -88,7 +101,8 @@ class RlLoopTest {
    */
   static MapWeights weights() {
     Map<String, float[]> w = TinyModels.randomWeights(CONFIG, 3);
-    for (float[] e : List.of(w.get("model.embed_tokens.weight"))) for (int i = 0; i < e.length; i++) e[i] *= 3;
+    for (float[] e : List.of(w.get("model.embed_tokens.weight")))
+      for (int i = 0; i < e.length; i++) e[i] *= 3;
     return new MapWeights(CONFIG, w);
   }
 

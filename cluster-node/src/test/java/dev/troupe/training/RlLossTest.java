@@ -20,8 +20,15 @@ class RlLossTest {
   private static final double DEN = 4 + 1e-6;
 
   private static TrainingConfig cfg(
-      boolean ppo, Double eps, Double epsHigh, String level, Double tau, Boolean maskRatio, Double cap) {
-    return TrainingConfig.resolve(null, eps, epsHigh, level, tau, null, maskRatio, cap, ppo, null, null);
+      boolean ppo,
+      Double eps,
+      Double epsHigh,
+      String level,
+      Double tau,
+      Boolean maskRatio,
+      Double cap) {
+    return TrainingConfig.resolve(
+        null, eps, epsHigh, level, tau, null, maskRatio, cap, ppo, null, null);
   }
 
   private static RlLoss.Result run(TrainingConfig c, double[] newLp) {
@@ -42,7 +49,8 @@ class RlLossTest {
     assertEquals(0.2, ppo.epsilon());
     assertEquals(0.2, ppo.epsilonHigh());
     assertEquals(0.3, cfg(true, 0.3, null, null, null, null, null).epsilonHigh());
-    assertThrows(IllegalArgumentException.class, () -> cfg(true, null, null, "tokens", null, null, null));
+    assertThrows(
+        IllegalArgumentException.class, () -> cfg(true, null, null, "tokens", null, null, null));
   }
 
   @Test
@@ -69,7 +77,8 @@ class RlLossTest {
     // clip(sg ρ) to [0.8, 1.5]: t0 1.2214, t1 0.8187, t3 2.01 -> 1.5, t4 1
     double c0 = Math.exp(0.2), c1 = Math.exp(-0.2), c3 = 1.5, c4 = 1;
     double expected =
-        -(c0 * 1.5 * -1.0 * 0.5 + c1 * 1.5 * -0.5 * 0.5 + c3 * -0.8 * -0.2 + c4 * -0.8 * -1.5) / DEN;
+        -(c0 * 1.5 * -1.0 * 0.5 + c1 * 1.5 * -0.5 * 0.5 + c3 * -0.8 * -0.2 + c4 * -0.8 * -1.5)
+            / DEN;
     assertEquals(expected, r.loss(), 1e-12);
     assertEquals(-c0 * 1.5 * 0.5 / DEN, r.gradient()[0], 1e-12);
     assertEquals(-c3 * -0.8 / DEN, r.gradient()[3], 1e-12);
@@ -104,8 +113,7 @@ class RlLossTest {
   void maxNegativeAdvantageWeightCapsEveryRatio() {
     RlLoss.Result r = run(cfg(true, 0.2, 0.2, "token", null, null, 1.1), NEW);
     // t0 ρ 1.2214 -> 1.1 (A > 0: min(1.1A, 1.1A)), t3 ρ 2.01 -> 1.1 (A < 0: min(1.1A, 1.1A))
-    double expected =
-        -(1.1 * 1.5 * 0.5 + Math.exp(-0.2) * 1.5 * 0.5 + 1.1 * -0.8 + 1 * -0.8) / DEN;
+    double expected = -(1.1 * 1.5 * 0.5 + Math.exp(-0.2) * 1.5 * 0.5 + 1.1 * -0.8 + 1 * -0.8) / DEN;
     assertEquals(expected, r.loss(), 1e-12);
     assertEquals(0.0, r.gradient()[3], 1e-12); // capped ratio is constant
   }

@@ -18,7 +18,9 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The training loop on a tiny model: rewarded answers become likelier; checkpoints resume exactly. */
+/**
+ * The training loop on a tiny model: rewarded answers become likelier; checkpoints resume exactly.
+ */
 class TrainerTest {
   @TempDir Path dir;
 
@@ -33,7 +35,8 @@ class TrainerTest {
         CONFIG,
         w,
         new TrajectoryTokenizer(TOK, new ChatMlTemplate()),
-        new Trainer.Settings(64, new LoraSpec(4, 8, LoraSpec.ALL_TARGETS, false, 1), AdamW.Hyper.ART),
+        new Trainer.Settings(
+            64, new LoraSpec(4, 8, LoraSpec.ALL_TARGETS, false, 1), AdamW.Hyper.ART),
         new CheckpointStore(root));
   }
 
@@ -46,7 +49,8 @@ class TrainerTest {
                   + "{'finish_reason':'stop','message':{'role':'assistant','content':'%s'},"
                   + "'logprobs':{'content':[{'token':'c:%s','logprob':-4.5},{'token':'<|im_end|>','logprob':-4.5}]}}]}")
               .formatted(ans[1], ans[0], ans[0]));
-    return Json.mapper().readTree(("{'trajectories':[" + String.join(",", ts) + "]}").replace('\'', '"'));
+    return Json.mapper()
+        .readTree(("{'trajectories':[" + String.join(",", ts) + "]}").replace('\'', '"'));
   }
 
   static int[] prompt(char answer) {
@@ -101,7 +105,8 @@ class TrainerTest {
     assertEquals(4, cfgJson.get("r").asInt());
     assertEquals("LORA", cfgJson.get("peft_type").asText());
     SafetensorsFile.Contents st = SafetensorsFile.read(ckpt.resolve("adapter_model.safetensors"));
-    long[] shape = st.tensors().get("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight").shape();
+    long[] shape =
+        st.tensors().get("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight").shape();
     assertArrayEquals(new long[] {4, CONFIG.hiddenSize()}, shape);
     assertEquals(4, r.adapter().version());
     assertEquals(0.5, r.metrics().get("train/reward"));

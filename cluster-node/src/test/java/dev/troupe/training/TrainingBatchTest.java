@@ -20,7 +20,13 @@ class TrainingBatchTest {
             "{'trajectories':[" + traj.formatted(1) + "," + traj.formatted(0) + "]}");
     JsonNode flat =
         TrajectoryTokenizerTest.json(
-            "{'trajectories':[" + traj.formatted(0.5) + "," + traj.formatted(0.5) + "," + traj.formatted(0.5) + "]}");
+            "{'trajectories':["
+                + traj.formatted(0.5)
+                + ","
+                + traj.formatted(0.5)
+                + ","
+                + traj.formatted(0.5)
+                + "]}");
     TrainingBatch b = TrainingBatch.build(List.of(varied, flat), tt, true, 0.0, 64);
     assertEquals(1, b.rows().size()); // both trainable histories fit one row
     assertEquals(2, b.rows().get(0).numTrainable());

@@ -11,7 +11,8 @@ class TrainingSettingsTest {
   void referenceConfHoldsArtDefaults() {
     TrainingSettings s =
         TrainingSettings.fromConfig(
-            ConfigFactory.parseString("troupe.persistence.data-dir = /tmp/troupe-data").withFallback(ConfigFactory.load()));
+            ConfigFactory.parseString("troupe.persistence.data-dir = /tmp/troupe-data")
+                .withFallback(ConfigFactory.load()));
     assertEquals(LoraSpec.DEFAULT.rank(), s.trainer().lora().rank());
     assertEquals(16.0, s.trainer().lora().alpha());
     assertEquals(LoraSpec.ALL_TARGETS, s.trainer().lora().targets());

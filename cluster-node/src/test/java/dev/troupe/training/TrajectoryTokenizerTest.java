@@ -32,11 +32,17 @@ class TrajectoryTokenizerTest {
 
   /** A choice whose logprobs name tokens as token_id:N. */
   static String choice(int[] ids, double[] lps, String content) {
-    StringBuilder sb = new StringBuilder("{'finish_reason':'stop','index':0,'message':{'role':'assistant','content':'");
+    StringBuilder sb =
+        new StringBuilder(
+            "{'finish_reason':'stop','index':0,'message':{'role':'assistant','content':'");
     sb.append(content).append("'},'logprobs':{'content':[");
     for (int i = 0; i < ids.length; i++) {
       if (i > 0) sb.append(',');
-      sb.append("{'token':'token_id:").append(ids[i]).append("','logprob':").append(lps[i]).append('}');
+      sb.append("{'token':'token_id:")
+          .append(ids[i])
+          .append("','logprob':")
+          .append(lps[i])
+          .append('}');
     }
     return sb.append("]}}").toString();
   }
@@ -99,7 +105,12 @@ class TrajectoryTokenizerTest {
             + tok.idToToken(ids[1])
             + "','logprob':-0.25}]}}";
     TokenizedHistory h =
-        tt.tokenize(json("{'reward':1,'messages_and_choices':[{'role':'user','content':'x'}," + entries + "]}")).get(0);
+        tt.tokenize(
+                json(
+                    "{'reward':1,'messages_and_choices':[{'role':'user','content':'x'},"
+                        + entries
+                        + "]}"))
+            .get(0);
     assertEquals(-0.25, h.logprobs()[h.length() - 1]);
     assertEquals(ids[1], h.tokens()[h.length() - 1]);
 
@@ -108,7 +119,12 @@ class TrajectoryTokenizerTest {
         "{'finish_reason':'stop','message':{'role':'assistant','content':'hello world'},"
             + "'logprobs':{'content':[{'token':'not a vocab entry','logprob':-0.5}]}}";
     TokenizedHistory f =
-        tt.tokenize(json("{'reward':1,'messages_and_choices':[{'role':'user','content':'x'}," + bad + "]}")).get(0);
+        tt.tokenize(
+                json(
+                    "{'reward':1,'messages_and_choices':[{'role':'user','content':'x'},"
+                        + bad
+                        + "]}"))
+            .get(0);
     assertEquals(ids.length, f.numTrainable());
     assertTrue(Double.isNaN(f.logprobs()[f.length() - 1]));
   }

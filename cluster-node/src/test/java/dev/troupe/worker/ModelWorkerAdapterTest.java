@@ -38,9 +38,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Trained checkpoints served by a ModelWorker: adapters read lazily from PEFT directories, a request
- * keeps the adapter it started with while a newer step is registered mid-generation, eviction never
- * touches an adapter in use, and a missing checkpoint is a NOT_FOUND naming {@code model}.
+ * Trained checkpoints served by a ModelWorker: adapters read lazily from PEFT directories, a
+ * request keeps the adapter it started with while a newer step is registered mid-generation,
+ * eviction never touches an adapter in use, and a missing checkpoint is a NOT_FOUND naming {@code
+ * model}.
  */
 class ModelWorkerAdapterTest {
   private static final ActorTestKit testKit =
@@ -68,7 +69,9 @@ class ModelWorkerAdapterTest {
     testKit.shutdownTestKit();
   }
 
-  /** A PEFT checkpoint with random A and B on q_proj and o_proj of every layer of the demo model. */
+  /**
+   * A PEFT checkpoint with random A and B on q_proj and o_proj of every layer of the demo model.
+   */
   private static Path writeRandom(CheckpointStore store, long step, long seed) {
     ModelConfig c = ModelRunners.demoConfig();
     int rank = 4;
@@ -111,12 +114,32 @@ class ModelWorkerAdapterTest {
             1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, maxTokens, 0, List.of(), List.of(), false,
             true, 1, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
     return new GenerationRequest(
-        id, "demo", null, "Once upon a time", null, null, true, false, false, null, null, null,
-        null, false, 0, null, null, p, false, false, adapter);
+        id,
+        "demo",
+        null,
+        "Once upon a time",
+        null,
+        null,
+        true,
+        false,
+        false,
+        null,
+        null,
+        null,
+        null,
+        false,
+        0,
+        null,
+        null,
+        p,
+        false,
+        false,
+        adapter);
   }
 
   /** One finished (or aborted) request: its version, tokens, chosen logprobs and finish reason. */
-  private record Run(long version, List<Integer> tokens, List<Double> logprobs, FinishReason finish) {}
+  private record Run(
+      long version, List<Integer> tokens, List<Double> logprobs, FinishReason finish) {}
 
   private static Run collect(TestProbe<GenerationEvent> probe) {
     long version = -1;
@@ -129,7 +152,8 @@ class ModelWorkerAdapterTest {
       else if (e instanceof TokenDelta d)
         for (ChoiceDelta c : d.choices()) {
           tokens.addAll(c.tokenIds());
-          if (c.logprobs() != null) for (LogprobEntry l : c.logprobs()) logprobs.add(l.chosen().logprob());
+          if (c.logprobs() != null)
+            for (LogprobEntry l : c.logprobs()) logprobs.add(l.chosen().logprob());
         }
       else if (e instanceof ChoiceFinished f) finish = f.finishReason();
       else if (e instanceof Failed f) throw new AssertionError("failed: " + f);
@@ -155,8 +179,10 @@ class ModelWorkerAdapterTest {
     assertEquals(2, ref2.version());
     assertEquals(0, base.version());
     // The adapters really change the model.
-    assertTrue(Math.abs(ref1.logprobs().get(0) - base.logprobs().get(0)) > 1e-3
-        || !ref1.tokens().get(0).equals(base.tokens().get(0)), "step 1 differs from the base");
+    assertTrue(
+        Math.abs(ref1.logprobs().get(0) - base.logprobs().get(0)) > 1e-3
+            || !ref1.tokens().get(0).equals(base.tokens().get(0)),
+        "step 1 differs from the base");
     assertNotEquals(ref1.logprobs().subList(0, 5), ref2.logprobs(), "step 2 differs from step 1");
 
     // One slot only: step 2 cannot evict step 1 while request a runs on it.

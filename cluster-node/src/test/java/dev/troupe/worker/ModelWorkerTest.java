@@ -55,10 +55,30 @@ class ModelWorkerTest {
     SamplingParams p =
         new SamplingParams(
             1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, maxTokens, 0, List.of(), List.of(), false,
-            true, null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
+            true, null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(),
+            Map.of());
     return new GenerationRequest(
-        id, "demo", null, "Once upon a time", null, null, true, false, false, null, null, null,
-        null, false, 0, null, null, p, true, false, null);
+        id,
+        "demo",
+        null,
+        "Once upon a time",
+        null,
+        null,
+        true,
+        false,
+        false,
+        null,
+        null,
+        null,
+        null,
+        false,
+        0,
+        null,
+        null,
+        p,
+        true,
+        false,
+        null);
   }
 
   /** Receives events until the request's Completed or Failed; returns them all. */
@@ -89,7 +109,9 @@ class ModelWorkerTest {
     List<GenerationEvent> bEvents = untilCompleted(b);
     assertInstanceOf(Started.class, bEvents.get(0));
     assertEquals(
-        new Usage(4, 5, 0), ((Completed) bEvents.get(bEvents.size() - 1)).usage(), bEvents.toString());
+        new Usage(4, 5, 0),
+        ((Completed) bEvents.get(bEvents.size() - 1)).usage(),
+        bEvents.toString());
     // b joined and left while a kept decoding: a still has many deltas to deliver.
     List<GenerationEvent> aRest = untilCompleted(a);
     long aDeltasAfterB = aRest.stream().filter(e -> e instanceof TokenDelta).count();
@@ -114,7 +136,8 @@ class ModelWorkerTest {
     List<GenerationEvent> rest = untilCompleted(a);
     assertTrue(
         rest.stream()
-            .anyMatch(e -> e instanceof ChoiceFinished f && f.finishReason() == FinishReason.ABORT));
+            .anyMatch(
+                e -> e instanceof ChoiceFinished f && f.finishReason() == FinishReason.ABORT));
     // GetStatus is handled after the Cancel: the blocks are already free.
     WorkerStatus s = status(worker);
     assertEquals(0, s.kvBlocksUsed());

@@ -12,8 +12,8 @@ import java.util.Map;
  * The launcher's flags ({@code troupe serve ...}), parsed and checked.
  *
  * @param port HTTP port of the gateway
- * @param models served models, name to Hugging Face directory (or {@code demo}), in flag order;
- *     the built-in demo model when none is given
+ * @param models served models, name to Hugging Face directory (or {@code demo}), in flag order; the
+ *     built-in demo model when none is given
  * @param replicas replicas per model name (default 1)
  * @param policies scheduling policy per model name ({@code fcfs}, the default, or {@code priority})
  * @param apiKeys keys from {@code --api-key} and {@code TROUPE_API_KEYS}
@@ -56,7 +56,8 @@ public record LaunchOptions(
       """;
 
   public LaunchOptions {
-    if (port < 0 || port > 65535) throw new IllegalArgumentException("--port out of range: " + port);
+    if (port < 0 || port > 65535)
+      throw new IllegalArgumentException("--port out of range: " + port);
     if (clusterPort < 0 || clusterPort > 65535)
       throw new IllegalArgumentException("--cluster-port out of range: " + clusterPort);
     models = Collections.unmodifiableMap(new LinkedHashMap<>(models));
@@ -146,7 +147,17 @@ public record LaunchOptions(
       if (!seed.matches("[^:]+:\\d+"))
         throw new IllegalArgumentException("--seed-nodes entries must be host:port, got " + seed);
     return new LaunchOptions(
-        port, models, replicas, policies, keys, roles, seeds, host, clusterPort, managementPort, dataDir);
+        port,
+        models,
+        replicas,
+        policies,
+        keys,
+        roles,
+        seeds,
+        host,
+        clusterPort,
+        managementPort,
+        dataDir);
   }
 
   public int replicasOf(String model) {

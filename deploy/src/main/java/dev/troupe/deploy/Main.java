@@ -34,7 +34,11 @@ public final class Main {
                         + "\n"));
     if (node.httpPort() > 0)
       System.out.println(
-          "Troupe is serving " + options.models().keySet() + " on http://localhost:" + node.httpPort() + "/v1");
+          "Troupe is serving "
+              + options.models().keySet()
+              + " on http://localhost:"
+              + node.httpPort()
+              + "/v1");
     node.system().getWhenTerminated().toCompletableFuture().get();
   }
 }

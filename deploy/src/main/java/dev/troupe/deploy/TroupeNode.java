@@ -44,6 +44,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class TroupeNode implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(TroupeNode.class);
+
   /** The actor system's name: every node of one cluster uses it. */
   public static final String SYSTEM_NAME = "troupe";
 
@@ -63,8 +64,8 @@ public final class TroupeNode implements AutoCloseable {
    * @param overrides config taking precedence over everything (tests: free ports, no JVM exit)
    * @param announceKey told a generated API key (printed once by the launcher)
    */
-  public static TroupeNode start(LaunchOptions options, Config overrides, Consumer<String> announceKey)
-      throws Exception {
+  public static TroupeNode start(
+      LaunchOptions options, Config overrides, Consumer<String> announceKey) throws Exception {
     List<String> keys = ApiKeys.resolve(options.apiKeys(), options.dataDir(), announceKey);
     Config base =
         overrides
@@ -95,10 +96,13 @@ public final class TroupeNode implements AutoCloseable {
       dev.troupe.training.TrainingEntities.init(system);
       if (options.managementPort() >= 0) PekkoManagement.get(system).start();
       ServerBinding binding = null;
-      if (options.roles().contains(Roles.GATEWAY)) binding = bindGateway(system, config, node.models());
+      if (options.roles().contains(Roles.GATEWAY))
+        binding = bindGateway(system, config, node.models());
       log.info(
           "Troupe node {} up with roles {}, models {}",
-          cluster.selfMember().address(), options.roles(), options.models().keySet());
+          cluster.selfMember().address(),
+          options.roles(),
+          options.models().keySet());
       return new TroupeNode(system, binding, keys);
     } catch (Exception | Error e) {
       system.terminate();
@@ -106,8 +110,8 @@ public final class TroupeNode implements AutoCloseable {
     }
   }
 
-  private static ServerBinding bindGateway(ActorSystem<?> system, Config config, ServedModels models)
-      throws Exception {
+  private static ServerBinding bindGateway(
+      ActorSystem<?> system, Config config, ServedModels models) throws Exception {
     GatewaySettings gs = GatewaySettings.fromConfig(config);
     ModelDirectory directory =
         ModelDirectory.sharded(system, models, gs.askTimeout())
@@ -119,7 +123,8 @@ public final class TroupeNode implements AutoCloseable {
             .addAll(PreviewRoutes.all(PreviewContext.sharded(system, gs.askTimeout())))
             .addAll(
                 dev.troupe.gateway.preview.training.TrainingRoutes.all(
-                    dev.troupe.gateway.preview.training.TrainingContext.sharded(system, gs.askTimeout())))
+                    dev.troupe.gateway.preview.training.TrainingContext.sharded(
+                        system, gs.askTimeout())))
             .build();
     return GatewayServer.bind(system, gs, route).toCompletableFuture().get(30, TimeUnit.SECONDS);
   }
@@ -154,7 +159,8 @@ public final class TroupeNode implements AutoCloseable {
         "pekko.cluster.sharding.distributed-data.durable.lmdb.dir",
         o.dataDir().resolve("sharding").toAbsolutePath().toString());
     Config c = ConfigFactory.empty();
-    for (var e : values.entrySet()) c = c.withValue(e.getKey(), ConfigValueFactory.fromAnyRef(e.getValue()));
+    for (var e : values.entrySet())
+      c = c.withValue(e.getKey(), ConfigValueFactory.fromAnyRef(e.getValue()));
     return c;
   }
 

@@ -30,11 +30,31 @@ class LaunchOptionsTest {
     LaunchOptions o =
         LaunchOptions.parse(
             List.of(
-                "serve", "--port", "9000", "--model", "qwen=/models/qwen", "--model=small=demo",
-                "--replicas", "qwen=3", "--scheduling-policy", "qwen=priority", "--api-key", "k1", "--api-key=k2", "--roles",
-                "gateway,worker", "--seed-nodes", "10.0.0.1:25520,10.0.0.2:25520",
-                "--cluster-port", "0", "--management-port", "-1", "--data-dir", "/tmp/x",
-                "--host", "10.0.0.3"),
+                "serve",
+                "--port",
+                "9000",
+                "--model",
+                "qwen=/models/qwen",
+                "--model=small=demo",
+                "--replicas",
+                "qwen=3",
+                "--scheduling-policy",
+                "qwen=priority",
+                "--api-key",
+                "k1",
+                "--api-key=k2",
+                "--roles",
+                "gateway,worker",
+                "--seed-nodes",
+                "10.0.0.1:25520,10.0.0.2:25520",
+                "--cluster-port",
+                "0",
+                "--management-port",
+                "-1",
+                "--data-dir",
+                "/tmp/x",
+                "--host",
+                "10.0.0.3"),
             "k3, k4");
     assertEquals(9000, o.port());
     assertEquals(List.of("qwen", "small"), new ArrayList<>(o.models().keySet()), "flag order kept");
@@ -46,10 +66,12 @@ class LaunchOptionsTest {
     assertEquals(Path.of("/tmp/x"), o.dataDir());
     // The flags become the config the node reads.
     ServedModels models =
-        ServedModels.fromConfig(TroupeNode.config(o, o.apiKeys()).withFallback(
-            com.typesafe.config.ConfigFactory.load()));
+        ServedModels.fromConfig(
+            TroupeNode.config(o, o.apiKeys())
+                .withFallback(com.typesafe.config.ConfigFactory.load()));
     assertEquals("qwen", models.defaultModel().orElseThrow().name());
-    assertEquals(List.of("qwen#0", "qwen#1", "qwen#2"), models.find("qwen").orElseThrow().entityIds());
+    assertEquals(
+        List.of("qwen#0", "qwen#1", "qwen#2"), models.find("qwen").orElseThrow().entityIds());
     assertTrue(models.find("qwen").orElseThrow().usesPriority());
     assertEquals("fcfs", models.find("small").orElseThrow().schedulingPolicy());
   }
@@ -57,14 +79,26 @@ class LaunchOptionsTest {
   @Test
   void badFlagsNameTheProblem() {
     assertTrue(
-        assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--port", "x"), null))
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> LaunchOptions.parse(List.of("--port", "x"), null))
             .getMessage()
             .contains("--port"));
-    assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--model", "nodir"), null));
-    assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--replicas", "x=2"), null));
-    assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--roles", "chef"), null));
-    assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--seed-nodes", "nohost"), null));
-    assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--frobnicate", "1"), null));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> LaunchOptions.parse(List.of("--model", "nodir"), null));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> LaunchOptions.parse(List.of("--replicas", "x=2"), null));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> LaunchOptions.parse(List.of("--roles", "chef"), null));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> LaunchOptions.parse(List.of("--seed-nodes", "nohost"), null));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> LaunchOptions.parse(List.of("--frobnicate", "1"), null));
   }
 
   @Test

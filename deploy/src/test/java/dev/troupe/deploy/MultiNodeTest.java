@@ -26,9 +26,9 @@ import java.util.Set;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.sharding.ShardRegion.CurrentShardRegionState;
 import org.apache.pekko.cluster.sharding.typed.GetShardRegionState;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.sharding.ShardRegion.CurrentShardRegionState;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -74,8 +74,18 @@ class MultiNodeTest {
     List<String> args =
         new ArrayList<>(
             List.of(
-                "--roles", roles, "--port", "0", "--cluster-port", "0", "--management-port", "-1",
-                "--api-key", "sk-multi", "--data-dir", dir.toString()));
+                "--roles",
+                roles,
+                "--port",
+                "0",
+                "--cluster-port",
+                "0",
+                "--management-port",
+                "-1",
+                "--api-key",
+                "sk-multi",
+                "--data-dir",
+                dir.toString()));
     if (seed != null) args.addAll(List.of("--seed-nodes", seed));
     TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), TEST, key -> {});
     nodes.add(node);
@@ -85,11 +95,30 @@ class MultiNodeTest {
   private static GenerationRequest request(String id) {
     SamplingParams p =
         new SamplingParams(
-            1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, 4, 0, List.of(), List.of(), false, true,
-            null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
+            1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, 4, 0, List.of(), List.of(), false, true, null,
+            null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
     return new GenerationRequest(
-        id, "demo", null, "Hello from the gateway", null, null, true, false, false, null, null,
-        null, null, false, 0, null, null, p, false, false, null);
+        id,
+        "demo",
+        null,
+        "Hello from the gateway",
+        null,
+        null,
+        true,
+        false,
+        false,
+        null,
+        null,
+        null,
+        null,
+        false,
+        0,
+        null,
+        null,
+        p,
+        false,
+        false,
+        null);
   }
 
   /** Entity ids hosted by this node's ModelWorker region. */
@@ -139,10 +168,13 @@ class MultiNodeTest {
     HttpClient http = HttpClient.newHttpClient();
     HttpResponse<String> tokenized =
         http.send(
-            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.httpPort() + "/tokenize"))
+            HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + gateway.httpPort() + "/tokenize"))
                 .header("Content-Type", "application/json")
                 .header("Authorization", "Bearer sk-multi")
-                .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"demo\",\"prompt\":\"Hello world\"}"))
+                .POST(
+                    HttpRequest.BodyPublishers.ofString(
+                        "{\"model\":\"demo\",\"prompt\":\"Hello world\"}"))
                 .timeout(WAIT)
                 .build(),
             HttpResponse.BodyHandlers.ofString());

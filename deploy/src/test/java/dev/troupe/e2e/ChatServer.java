@@ -25,8 +25,9 @@ final class ChatServer implements AutoCloseable {
   static final String PRIORITY_MODEL = "demo-priority";
 
   /** Test-only settings on top of the flags: no JVM exit, a small KV cache, two models. */
-  private static final Config OVERRIDES = ConfigFactory.parseString(
-      """
+  private static final Config OVERRIDES =
+      ConfigFactory.parseString(
+          """
       pekko.coordinated-shutdown.exit-jvm = off
       pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
       pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
@@ -38,7 +39,8 @@ final class ChatServer implements AutoCloseable {
       ]
       troupe.worker.engine { num-blocks = 64, block-size = 16, max-num-seqs = 8 }
       troupe.worker.metrics-log-interval = 0s
-      """.formatted(MODEL, PRIORITY_MODEL));
+      """
+              .formatted(MODEL, PRIORITY_MODEL));
 
   private final TroupeNode node;
   private final Path dataDir;
@@ -50,9 +52,18 @@ final class ChatServer implements AutoCloseable {
 
   static ChatServer start() throws Exception {
     Path dir = Files.createTempDirectory("troupe-e2e");
-    List<String> flags = List.of(
-        "--port", "0", "--cluster-port", "0", "--management-port", "-1",
-        "--api-key", KEY, "--data-dir", dir.toString());
+    List<String> flags =
+        List.of(
+            "--port",
+            "0",
+            "--cluster-port",
+            "0",
+            "--management-port",
+            "-1",
+            "--api-key",
+            KEY,
+            "--data-dir",
+            dir.toString());
     TroupeNode node = TroupeNode.start(LaunchOptions.parse(flags, null), OVERRIDES, key -> {});
     ChatServer server = new ChatServer(node, dir);
     try {

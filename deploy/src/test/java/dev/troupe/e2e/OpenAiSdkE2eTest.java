@@ -46,7 +46,11 @@ class OpenAiSdkE2eTest {
   }
 
   private OpenAIClient client(String key) {
-    return OpenAIOkHttpClient.builder().apiKey(key).baseUrl(server.baseUrl() + "/v1").maxRetries(0).build();
+    return OpenAIOkHttpClient.builder()
+        .apiKey(key)
+        .baseUrl(server.baseUrl() + "/v1")
+        .maxRetries(0)
+        .build();
   }
 
   private ChatCompletionCreateParams.Builder chat(String prompt) {
@@ -68,7 +72,11 @@ class OpenAiSdkE2eTest {
 
   @Test
   void aCompletion() {
-    ChatCompletion c = client.chat().completions().create(chat("Hello there").maxCompletionTokens(6).temperature(0.0).build());
+    ChatCompletion c =
+        client
+            .chat()
+            .completions()
+            .create(chat("Hello there").maxCompletionTokens(6).temperature(0.0).build());
     assertTrue(c.id().startsWith("chatcmpl-"), c.id());
     assertEquals(ChatServer.MODEL, c.model());
     assertEquals(1, c.choices().size());
@@ -78,19 +86,27 @@ class OpenAiSdkE2eTest {
     assertTrue(completion >= 1 && completion <= 6, "completion tokens " + completion);
     assertEquals(c.usage().get().promptTokens() + completion, c.usage().get().totalTokens());
     String finish = choice.finishReason().asString();
-    assertTrue(finish.equals("length") ? completion == 6 : finish.equals("stop"), finish + " after " + completion);
+    assertTrue(
+        finish.equals("length") ? completion == 6 : finish.equals("stop"),
+        finish + " after " + completion);
   }
 
   @Test
   void aStreamMatchesTheCompletionAtTemperatureZero() {
-    ChatCompletionCreateParams whole = chat("Tell me a story").maxCompletionTokens(8).temperature(0.0).build();
+    ChatCompletionCreateParams whole =
+        chat("Tell me a story").maxCompletionTokens(8).temperature(0.0).build();
     String expected = content(client.chat().completions().create(whole), 0);
-    ChatCompletionCreateParams streamed = chat("Tell me a story").maxCompletionTokens(8).temperature(0.0)
-        .streamOptions(ChatCompletionStreamOptions.builder().includeUsage(true).build()).build();
+    ChatCompletionCreateParams streamed =
+        chat("Tell me a story")
+            .maxCompletionTokens(8)
+            .temperature(0.0)
+            .streamOptions(ChatCompletionStreamOptions.builder().includeUsage(true).build())
+            .build();
     StringBuilder text = new StringBuilder();
     int finishes = 0;
     List<ChatCompletionChunk> chunks = new ArrayList<>();
-    try (StreamResponse<ChatCompletionChunk> stream = client.chat().completions().createStreaming(streamed)) {
+    try (StreamResponse<ChatCompletionChunk> stream =
+        client.chat().completions().createStreaming(streamed)) {
       stream.stream().forEach(chunks::add);
     }
     for (ChatCompletionChunk chunk : chunks) {
@@ -109,15 +125,19 @@ class OpenAiSdkE2eTest {
 
   @Test
   void aWrongKeyIs401() {
-    UnauthorizedException e = assertThrows(UnauthorizedException.class,
-        () -> client("wrong-key").chat().completions().create(chat("x").build()));
+    UnauthorizedException e =
+        assertThrows(
+            UnauthorizedException.class,
+            () -> client("wrong-key").chat().completions().create(chat("x").build()));
     assertEquals(401, e.statusCode());
   }
 
   @Test
   void anUnknownModelIs404() {
-    NotFoundException e = assertThrows(NotFoundException.class,
-        () -> client.chat().completions().create(chat("x").model("no-such-model").build()));
+    NotFoundException e =
+        assertThrows(
+            NotFoundException.class,
+            () -> client.chat().completions().create(chat("x").model("no-such-model").build()));
     assertEquals(404, e.statusCode());
     assertEquals("model", e.param().orElse(null));
   }
@@ -126,35 +146,76 @@ class OpenAiSdkE2eTest {
   void badParametersAre400NamingTheParameter() {
     assertEquals("temperature", badRequest(chat("x").temperature(-1.0)).param().orElse(null));
     assertEquals("n", badRequest(chat("x").n(2).temperature(0.0)).param().orElse(null));
-    assertEquals("top_logprobs", badRequest(chat("x").logprobs(true).topLogprobs(25)).param().orElse(null));
+    assertEquals(
+        "top_logprobs", badRequest(chat("x").logprobs(true).topLogprobs(25)).param().orElse(null));
     assertEquals("top_logprobs", badRequest(chat("x").topLogprobs(2)).param().orElse(null));
-    assertEquals("stream_options",
-        badRequest(chat("x").streamOptions(ChatCompletionStreamOptions.builder().includeUsage(true).build()))
-            .param().orElse(null));
-    assertEquals("max_completion_tokens", badRequest(chat("x").maxCompletionTokens(-3)).param().orElse(null));
-    assertEquals("tool_choice", badRequest(chat("x").putAdditionalBodyProperty("tool_choice", JsonValue.from("auto")))
-        .param().orElse(null));
-    assertEquals("reasoning_effort",
-        badRequest(chat("x").putAdditionalBodyProperty("reasoning_effort", JsonValue.from("extreme"))).param().orElse(null));
-    assertEquals("continue_final_message",
-        badRequest(chat("x").putAdditionalBodyProperty("continue_final_message", JsonValue.from(true))).param().orElse(null));
-    assertEquals("truncate_prompt_tokens",
-        badRequest(chat("x").putAdditionalBodyProperty("truncate_prompt_tokens", JsonValue.from(-2))).param().orElse(null));
-    assertEquals("seed", badRequest(chat("x").putAdditionalBodyProperty("seed",
-        JsonValue.from(new java.math.BigInteger("9223372036854775808")))).param().orElse(null));
-    BadRequestException priority = badRequest(chat("x").putAdditionalBodyProperty("priority", JsonValue.from(1)));
+    assertEquals(
+        "stream_options",
+        badRequest(
+                chat("x")
+                    .streamOptions(
+                        ChatCompletionStreamOptions.builder().includeUsage(true).build()))
+            .param()
+            .orElse(null));
+    assertEquals(
+        "max_completion_tokens",
+        badRequest(chat("x").maxCompletionTokens(-3)).param().orElse(null));
+    assertEquals(
+        "tool_choice",
+        badRequest(chat("x").putAdditionalBodyProperty("tool_choice", JsonValue.from("auto")))
+            .param()
+            .orElse(null));
+    assertEquals(
+        "reasoning_effort",
+        badRequest(
+                chat("x").putAdditionalBodyProperty("reasoning_effort", JsonValue.from("extreme")))
+            .param()
+            .orElse(null));
+    assertEquals(
+        "continue_final_message",
+        badRequest(
+                chat("x").putAdditionalBodyProperty("continue_final_message", JsonValue.from(true)))
+            .param()
+            .orElse(null));
+    assertEquals(
+        "truncate_prompt_tokens",
+        badRequest(
+                chat("x").putAdditionalBodyProperty("truncate_prompt_tokens", JsonValue.from(-2)))
+            .param()
+            .orElse(null));
+    assertEquals(
+        "seed",
+        badRequest(
+                chat("x")
+                    .putAdditionalBodyProperty(
+                        "seed", JsonValue.from(new java.math.BigInteger("9223372036854775808"))))
+            .param()
+            .orElse(null));
+    BadRequestException priority =
+        badRequest(chat("x").putAdditionalBodyProperty("priority", JsonValue.from(1)));
     assertEquals("priority", priority.param().orElse(null));
-    assertTrue(String.valueOf(priority.body()).contains("does not use priority scheduling"), String.valueOf(priority.body()));
+    assertTrue(
+        String.valueOf(priority.body()).contains("does not use priority scheduling"),
+        String.valueOf(priority.body()));
   }
 
   @Test
   void aStreamThatIsInvalidFailsBeforeItOpens() {
-    OpenAIServiceException e = assertThrows(BadRequestException.class, () -> {
-      try (var s = client.chat().completions().createStreaming(
-          chat("x").putAdditionalBodyProperty("prompt_logprobs", JsonValue.from(1)).build())) {
-        s.stream().count();
-      }
-    });
+    OpenAIServiceException e =
+        assertThrows(
+            BadRequestException.class,
+            () -> {
+              try (var s =
+                  client
+                      .chat()
+                      .completions()
+                      .createStreaming(
+                          chat("x")
+                              .putAdditionalBodyProperty("prompt_logprobs", JsonValue.from(1))
+                              .build())) {
+                s.stream().count();
+              }
+            });
     assertEquals("prompt_logprobs", e.param().orElse(null));
   }
 
@@ -166,7 +227,8 @@ class OpenAiSdkE2eTest {
   }
 
   private BadRequestException badRequest(ChatCompletionCreateParams.Builder params) {
-    return assertThrows(BadRequestException.class, () -> client.chat().completions().create(params.build()));
+    return assertThrows(
+        BadRequestException.class, () -> client.chat().completions().create(params.build()));
   }
 
   // ------------------------------------------------------------------ issue 5 controls
@@ -174,7 +236,8 @@ class OpenAiSdkE2eTest {
   @Test
   @SuppressWarnings("deprecation") // OpenAI deprecated seed; vLLM (and Troupe) honour it
   void sameSeedSameTextAndNChoices() {
-    ChatCompletionCreateParams p = chat("Once upon a time").temperature(1.0).seed(1234L).n(2).maxCompletionTokens(8).build();
+    ChatCompletionCreateParams p =
+        chat("Once upon a time").temperature(1.0).seed(1234L).n(2).maxCompletionTokens(8).build();
     ChatCompletion a = client.chat().completions().create(p);
     ChatCompletion b = client.chat().completions().create(p);
     assertEquals(2, a.choices().size());
@@ -185,10 +248,20 @@ class OpenAiSdkE2eTest {
 
   @Test
   void logprobsWithTopAlternatives() {
-    ChatCompletion c = client.chat().completions().create(
-        chat("Hi").logprobs(true).topLogprobs(3).maxCompletionTokens(4).temperature(0.0).build());
+    ChatCompletion c =
+        client
+            .chat()
+            .completions()
+            .create(
+                chat("Hi")
+                    .logprobs(true)
+                    .topLogprobs(3)
+                    .maxCompletionTokens(4)
+                    .temperature(0.0)
+                    .build());
     var content = c.choices().get(0).logprobs().get().content().get();
-    assertEquals(c.usage().get().completionTokens(), content.size(), "one entry per generated token");
+    assertEquals(
+        c.usage().get().completionTokens(), content.size(), "one entry per generated token");
     for (var t : content) {
       assertEquals(3, t.topLogprobs().size());
       assertEquals(t.token(), t.topLogprobs().get(0).token(), "the sampled token comes first");
@@ -199,21 +272,45 @@ class OpenAiSdkE2eTest {
   @Test
   void logitBiasForcesAToken() {
     // +100 on one id at temperature 0: every generated token is that id (the bias beats any logit).
-    ChatCompletion c = client.chat().completions().create(chat("Hi").temperature(0.0).maxCompletionTokens(3)
-        .logitBias(ChatCompletionCreateParams.LogitBias.builder().putAdditionalProperty("1000", JsonValue.from(100)).build())
-        .putAdditionalBodyProperty("return_token_ids", JsonValue.from(true)).build());
+    ChatCompletion c =
+        client
+            .chat()
+            .completions()
+            .create(
+                chat("Hi")
+                    .temperature(0.0)
+                    .maxCompletionTokens(3)
+                    .logitBias(
+                        ChatCompletionCreateParams.LogitBias.builder()
+                            .putAdditionalProperty("1000", JsonValue.from(100))
+                            .build())
+                    .putAdditionalBodyProperty("return_token_ids", JsonValue.from(true))
+                    .build());
     assertEquals(List.of(1000, 1000, 1000), tokenIds(c.choices().get(0)));
   }
 
   @Test
   void penaltiesChangeARepetitiveGreedyAnswer() {
-    ChatCompletionCreateParams.Builder base = chat("Repeat after me").temperature(0.0).maxCompletionTokens(6)
-        .putAdditionalBodyProperty("ignore_eos", JsonValue.from(true))
-        .putAdditionalBodyProperty("return_token_ids", JsonValue.from(true));
-    List<Integer> plain = tokenIds(client.chat().completions().create(base.build()).choices().get(0));
-    List<Integer> penalized = tokenIds(client.chat().completions().create(
-        base.frequencyPenalty(2.0).presencePenalty(2.0)
-            .putAdditionalBodyProperty("repetition_penalty", JsonValue.from(5.0)).build()).choices().get(0));
+    ChatCompletionCreateParams.Builder base =
+        chat("Repeat after me")
+            .temperature(0.0)
+            .maxCompletionTokens(6)
+            .putAdditionalBodyProperty("ignore_eos", JsonValue.from(true))
+            .putAdditionalBodyProperty("return_token_ids", JsonValue.from(true));
+    List<Integer> plain =
+        tokenIds(client.chat().completions().create(base.build()).choices().get(0));
+    List<Integer> penalized =
+        tokenIds(
+            client
+                .chat()
+                .completions()
+                .create(
+                    base.frequencyPenalty(2.0)
+                        .presencePenalty(2.0)
+                        .putAdditionalBodyProperty("repetition_penalty", JsonValue.from(5.0))
+                        .build())
+                .choices()
+                .get(0));
     assertEquals(6, penalized.size());
     assertNotEquals(plain, penalized, "penalties over repeated tokens change the greedy choice");
     long distinctPlain = plain.stream().distinct().count();
@@ -223,50 +320,99 @@ class OpenAiSdkE2eTest {
 
   @Test
   void maxCompletionTokensEndsWithLength() {
-    ChatCompletion c = client.chat().completions().create(chat("Count").maxCompletionTokens(2).temperature(0.0)
-        .putAdditionalBodyProperty("ignore_eos", JsonValue.from(true)).build());
+    ChatCompletion c =
+        client
+            .chat()
+            .completions()
+            .create(
+                chat("Count")
+                    .maxCompletionTokens(2)
+                    .temperature(0.0)
+                    .putAdditionalBodyProperty("ignore_eos", JsonValue.from(true))
+                    .build());
     assertEquals("length", c.choices().get(0).finishReason().asString());
     assertEquals(2, c.usage().get().completionTokens());
   }
 
   @Test
   void returnTokenIdsAndEchoAsRawJson() {
-    ChatCompletion c = client.chat().completions().create(chat("Hi").maxCompletionTokens(3).temperature(0.0)
-        .putAdditionalBodyProperty("return_token_ids", JsonValue.from(true)).build());
+    ChatCompletion c =
+        client
+            .chat()
+            .completions()
+            .create(
+                chat("Hi")
+                    .maxCompletionTokens(3)
+                    .temperature(0.0)
+                    .putAdditionalBodyProperty("return_token_ids", JsonValue.from(true))
+                    .build());
     @SuppressWarnings("unchecked")
     List<Object> prompt = c._additionalProperties().get("prompt_token_ids").convert(List.class);
     assertEquals(c.usage().get().promptTokens(), prompt.size());
     assertEquals(c.usage().get().completionTokens(), tokenIds(c.choices().get(0)).size());
 
-    ChatCompletion echoed = client.chat().completions().create(ChatCompletionCreateParams.builder()
-        .model(ChatServer.MODEL).addUserMessage("Hi").addAssistantMessage("The answer is")
-        .maxCompletionTokens(2).temperature(0.0)
-        .putAdditionalBodyProperty("echo", JsonValue.from(true))
-        .putAdditionalBodyProperty("add_generation_prompt", JsonValue.from(false))
-        .putAdditionalBodyProperty("continue_final_message", JsonValue.from(true)).build());
+    ChatCompletion echoed =
+        client
+            .chat()
+            .completions()
+            .create(
+                ChatCompletionCreateParams.builder()
+                    .model(ChatServer.MODEL)
+                    .addUserMessage("Hi")
+                    .addAssistantMessage("The answer is")
+                    .maxCompletionTokens(2)
+                    .temperature(0.0)
+                    .putAdditionalBodyProperty("echo", JsonValue.from(true))
+                    .putAdditionalBodyProperty("add_generation_prompt", JsonValue.from(false))
+                    .putAdditionalBodyProperty("continue_final_message", JsonValue.from(true))
+                    .build());
     assertTrue(content(echoed, 0).startsWith("The answer is"), content(echoed, 0));
-    assertTrue(echoed._additionalProperties().get("prompt_logprobs").convert(List.class) != null,
+    assertTrue(
+        echoed._additionalProperties().get("prompt_logprobs").convert(List.class) != null,
         "echo asks for prompt logprobs");
   }
 
   @Test
   void stopStringsCutTheText() {
-    ChatCompletionCreateParams free = chat("Write").maxCompletionTokens(8).temperature(0.0)
-        .putAdditionalBodyProperty("ignore_eos", JsonValue.from(true)).build();
+    ChatCompletionCreateParams free =
+        chat("Write")
+            .maxCompletionTokens(8)
+            .temperature(0.0)
+            .putAdditionalBodyProperty("ignore_eos", JsonValue.from(true))
+            .build();
     String text = content(client.chat().completions().create(free), 0);
     assertTrue(text.length() >= 3, "8 tokens past EOS give some text: " + text);
     String stop = text.substring(1, 3);
-    ChatCompletion cut = client.chat().completions().create(chat("Write").maxCompletionTokens(8).temperature(0.0)
-        .stop(stop).putAdditionalBodyProperty("ignore_eos", JsonValue.from(true)).build());
+    ChatCompletion cut =
+        client
+            .chat()
+            .completions()
+            .create(
+                chat("Write")
+                    .maxCompletionTokens(8)
+                    .temperature(0.0)
+                    .stop(stop)
+                    .putAdditionalBodyProperty("ignore_eos", JsonValue.from(true))
+                    .build());
     assertEquals("stop", cut.choices().get(0).finishReason().asString());
     assertFalse(content(cut, 0).contains(stop), content(cut, 0));
-    assertEquals(stop, cut.choices().get(0)._additionalProperties().get("stop_reason").convert(String.class));
+    assertEquals(
+        stop,
+        cut.choices().get(0)._additionalProperties().get("stop_reason").convert(String.class));
   }
 
   @Test
   void priorityIsAcceptedByAPriorityModel() {
-    ChatCompletion c = client.chat().completions().create(chat("x").model(ChatServer.PRIORITY_MODEL)
-        .maxCompletionTokens(2).putAdditionalBodyProperty("priority", JsonValue.from(-3)).build());
+    ChatCompletion c =
+        client
+            .chat()
+            .completions()
+            .create(
+                chat("x")
+                    .model(ChatServer.PRIORITY_MODEL)
+                    .maxCompletionTokens(2)
+                    .putAdditionalBodyProperty("priority", JsonValue.from(-3))
+                    .build());
     assertEquals(ChatServer.PRIORITY_MODEL, c.model());
   }
 
@@ -275,7 +421,8 @@ class OpenAiSdkE2eTest {
     var page = client.models().list();
     List<String> ids = page.data().stream().map(m -> m.id()).toList();
     assertEquals(List.of(ChatServer.MODEL, ChatServer.PRIORITY_MODEL), ids);
-    Object maxLen = page.data().get(0)._additionalProperties().get("max_model_len").convert(Object.class);
+    Object maxLen =
+        page.data().get(0)._additionalProperties().get("max_model_len").convert(Object.class);
     assertNotEquals(null, maxLen);
     assertTrue(((Number) maxLen).intValue() > 0, String.valueOf(maxLen));
   }

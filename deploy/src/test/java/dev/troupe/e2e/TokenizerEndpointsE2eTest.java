@@ -15,13 +15,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 /**
- * {@code /tokenize}, {@code /detokenize}, {@code /health}, {@code /version} and raw-JSON chat on the
- * real server: the tokenizer endpoints agree with each other and with the chat's prompt count.
+ * {@code /tokenize}, {@code /detokenize}, {@code /health}, {@code /version} and raw-JSON chat on
+ * the real server: the tokenizer endpoints agree with each other and with the chat's prompt count.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TokenizerEndpointsE2eTest {
   private ChatServer server;
-  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private final HttpClient http =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @BeforeAll
   void start() throws Exception {
@@ -34,10 +35,12 @@ class TokenizerEndpointsE2eTest {
   }
 
   private HttpResponse<String> post(String path, String json) throws Exception {
-    return http.send(HttpRequest.newBuilder(URI.create(server.baseUrl() + path))
+    return http.send(
+        HttpRequest.newBuilder(URI.create(server.baseUrl() + path))
             .header("Content-Type", "application/json")
             .header("Authorization", "Bearer " + ChatServer.KEY)
-            .POST(HttpRequest.BodyPublishers.ofString(json)).build(),
+            .POST(HttpRequest.BodyPublishers.ofString(json))
+            .build(),
         HttpResponse.BodyHandlers.ofString());
   }
 
@@ -47,7 +50,10 @@ class TokenizerEndpointsE2eTest {
 
   @Test
   void tokenizeThenDetokenizeRoundTrips() throws Exception {
-    HttpResponse<String> t = post("/tokenize", "{\"prompt\":\"Hello world, said the actor.\",\"return_token_strs\":true}");
+    HttpResponse<String> t =
+        post(
+            "/tokenize",
+            "{\"prompt\":\"Hello world, said the actor.\",\"return_token_strs\":true}");
     assertEquals(200, t.statusCode(), t.body());
     JsonNode tokens = json(t);
     assertEquals(tokens.path("tokens").size(), tokens.path("count").asInt());
@@ -60,26 +66,39 @@ class TokenizerEndpointsE2eTest {
 
   @Test
   void tokenizedMessagesCountAsTheChatsPrompt() throws Exception {
-    String messages = "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Name a colour.\"}]";
+    String messages =
+        "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Name a colour.\"}]";
     JsonNode t = json(post("/tokenize", "{\"messages\":" + messages + "}"));
-    HttpResponse<String> chat = post("/v1/chat/completions",
-        "{\"model\":\"demo\",\"messages\":" + messages + ",\"max_tokens\":2,\"return_token_ids\":true}");
+    HttpResponse<String> chat =
+        post(
+            "/v1/chat/completions",
+            "{\"model\":\"demo\",\"messages\":"
+                + messages
+                + ",\"max_tokens\":2,\"return_token_ids\":true}");
     assertEquals(200, chat.statusCode(), chat.body());
     JsonNode c = json(chat);
     assertEquals(t.path("count").asInt(), c.path("usage").path("prompt_tokens").asInt());
-    assertEquals(t.path("tokens"), c.path("prompt_token_ids"), "the chat renders the same prompt as /tokenize");
+    assertEquals(
+        t.path("tokens"),
+        c.path("prompt_token_ids"),
+        "the chat renders the same prompt as /tokenize");
   }
 
   @Test
   void rawJsonErrorsAndOpenEndpoints() throws Exception {
-    HttpResponse<String> bad = post("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"seed\":\"abc\"}");
+    HttpResponse<String> bad =
+        post(
+            "/v1/chat/completions",
+            "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"seed\":\"abc\"}");
     assertEquals(400, bad.statusCode());
     assertEquals("seed", json(bad).path("error").path("param").asText());
     HttpResponse<String> malformed = post("/v1/chat/completions", "{\"messages\": [");
     assertEquals(400, malformed.statusCode());
     assertEquals("BadRequestError", json(malformed).path("error").path("type").asText());
-    HttpResponse<String> version = http.send(HttpRequest.newBuilder(URI.create(server.baseUrl() + "/version")).build(),
-        HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> version =
+        http.send(
+            HttpRequest.newBuilder(URI.create(server.baseUrl() + "/version")).build(),
+            HttpResponse.BodyHandlers.ofString());
     assertEquals(200, version.statusCode());
     assertTrue(json(version).path("version").asText().length() > 0);
   }

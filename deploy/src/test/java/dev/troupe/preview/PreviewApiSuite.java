@@ -416,9 +416,10 @@ abstract class PreviewApiSuite {
   }
 
   /**
-   * POSTs a chunked body. The server answers 413 mid-body and closes the connection; when the client
-   * is still writing, the kernel may reset the connection before the client reads the answer (a
-   * transport race every HTTP/1.1 client faces), so only an I/O failure is retried, never a status.
+   * POSTs a chunked body. The server answers 413 mid-body and closes the connection; when the
+   * client is still writing, the kernel may reset the connection before the client reads the answer
+   * (a transport race every HTTP/1.1 client faces), so only an I/O failure is retried, never a
+   * status.
    */
   private HttpResponse<String> postChunked(String path, byte[] body) throws Exception {
     java.io.IOException last = null;
@@ -429,7 +430,9 @@ abstract class PreviewApiSuite {
                 HttpRequest.newBuilder(URI.create(node.baseUrl() + path))
                     .header("Authorization", "Bearer " + PreviewNode.KEY)
                     .header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofInputStream(() -> new ByteArrayInputStream(body)))
+                    .POST(
+                        HttpRequest.BodyPublishers.ofInputStream(
+                            () -> new ByteArrayInputStream(body)))
                     .build(),
                 HttpResponse.BodyHandlers.ofString());
       } catch (java.io.IOException e) {

@@ -25,13 +25,15 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A short, seeded version of {@code examples/rl-loop} over HTTP only, on one `troupe serve` node
  * with the demo model: create a trainable model, roll out {@code n} samples per prompt from its
- * latest step (by UUID, as ART does), score with a verifiable reward, train, repeat. The mean reward
- * must rise clearly above its baseline: the loop only learns if each job's checkpoint is served to
- * the next rollouts.
+ * latest step (by UUID, as ART does), score with a verifiable reward, train, repeat. The mean
+ * reward must rise clearly above its baseline: the loop only learns if each job's checkpoint is
+ * served to the next rollouts.
  */
 class RlLoopOverHttpTest {
   private static final String KEY = "sk-rl-loop";
-  static final String[] PROMPTS = {"Count to three.", "Name a number.", "How many legs has a cat?", "Say a year."};
+  static final String[] PROMPTS = {
+    "Count to three.", "Name a number.", "How many legs has a cat?", "Say a year."
+  };
   @TempDir Path dir;
   final HttpClient http = HttpClient.newHttpClient();
   int port;
@@ -42,7 +44,8 @@ class RlLoopOverHttpTest {
             .timeout(Duration.ofMinutes(3))
             .header("Authorization", "Bearer " + KEY);
     if (body != null)
-      b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body.toString()));
+      b.header("Content-Type", "application/json")
+          .method(method, HttpRequest.BodyPublishers.ofString(body.toString()));
     else b.method(method, HttpRequest.BodyPublishers.noBody());
     HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
     assertEquals(200, r.statusCode(), method + " " + path + ": " + r.body());
@@ -51,8 +54,9 @@ class RlLoopOverHttpTest {
 
   /**
    * Verifiable reward: 1 when the answer's first sampled token has an even id. The demo model's
-   * weights are random, so there is no "right answer" to find; rollouts sample from the top 20 tokens
-   * ({@code top_k}), where a LoRA update can move the mass onto the rewarded ones within a few jobs.
+   * weights are random, so there is no "right answer" to find; rollouts sample from the top 20
+   * tokens ({@code top_k}), where a LoRA update can move the mass onto the rewarded ones within a
+   * few jobs.
    */
   static double reward(JsonNode choice) {
     JsonNode first = choice.path("logprobs").path("content").path(0).path("token");
@@ -65,7 +69,17 @@ class RlLoopOverHttpTest {
     int jobs = Integer.getInteger("troupe.rl.jobs", 14);
     LaunchOptions o =
         LaunchOptions.parse(
-            List.of("--port", "0", "--cluster-port", "0", "--management-port", "-1", "--api-key", KEY, "--data-dir", dir.toString()),
+            List.of(
+                "--port",
+                "0",
+                "--cluster-port",
+                "0",
+                "--management-port",
+                "-1",
+                "--api-key",
+                KEY,
+                "--data-dir",
+                dir.toString()),
             null);
     try (TroupeNode node =
         TroupeNode.start(
@@ -74,7 +88,12 @@ class RlLoopOverHttpTest {
                 "pekko.coordinated-shutdown.exit-jvm = off\npekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off\npekko.loglevel = WARNING"),
             k -> {})) {
       port = node.httpPort();
-      ObjectNode create = Json.mapper().createObjectNode().put("project", "examples").put("name", "rl-loop").put("base_model", "demo");
+      ObjectNode create =
+          Json.mapper()
+              .createObjectNode()
+              .put("project", "examples")
+              .put("name", "rl-loop")
+              .put("base_model", "demo");
       String modelId = call("POST", "/v1/preview/models", create).get("id").asText();
       List<Double> curve = new ArrayList<>();
       for (int job = 0; job < jobs; job++) {
@@ -82,9 +101,17 @@ class RlLoopOverHttpTest {
         double sum = 0;
         int count = 0;
         for (int p = 0; p < PROMPTS.length; p++) {
-          ObjectNode chat = Json.mapper().createObjectNode().put("model", modelId).put("n", Integer.getInteger("troupe.rl.n", 16)).put("max_tokens", 2)
-              .put("temperature", 1.0).put("top_k", Integer.getInteger("troupe.rl.topk", 20)).put("logprobs", true).put("return_tokens_as_token_ids", true)
-              .put("seed", Long.getLong("troupe.rl.seed", 0) + 1000 * job + p);
+          ObjectNode chat =
+              Json.mapper()
+                  .createObjectNode()
+                  .put("model", modelId)
+                  .put("n", Integer.getInteger("troupe.rl.n", 16))
+                  .put("max_tokens", 2)
+                  .put("temperature", 1.0)
+                  .put("top_k", Integer.getInteger("troupe.rl.topk", 20))
+                  .put("logprobs", true)
+                  .put("return_tokens_as_token_ids", true)
+                  .put("seed", Long.getLong("troupe.rl.seed", 0) + 1000 * job + p);
           chat.putArray("messages").addObject().put("role", "user").put("content", PROMPTS[p]);
           JsonNode completion = call("POST", "/v1/chat/completions", chat);
           assertEquals(modelId + ":step" + job, completion.get("system_fingerprint").asText());
@@ -102,14 +129,18 @@ class RlLoopOverHttpTest {
         curve.add(sum / count);
         ObjectNode body = Json.mapper().createObjectNode().put("model_id", modelId);
         body.set("trajectory_groups", groups);
-        body.putObject("experimental_config").put("learning_rate", Double.parseDouble(System.getProperty("troupe.rl.lr", "0.01")));
+        body.putObject("experimental_config")
+            .put("learning_rate", Double.parseDouble(System.getProperty("troupe.rl.lr", "0.01")));
         String jobId = call("POST", "/v1/preview/training-jobs", body).get("id").asText();
         waitFor(jobId);
       }
-      System.out.println("RL loop over HTTP, reward curve (mean reward of each job's rollouts): " + curve);
+      System.out.println(
+          "RL loop over HTTP, reward curve (mean reward of each job's rollouts): " + curve);
       double baseline = (curve.get(0) + curve.get(1) + curve.get(2)) / 3;
       // The curve is noisy (64 rollouts per job): compare means of several jobs, not single points.
-      double end = (curve.get(jobs - 1) + curve.get(jobs - 2) + curve.get(jobs - 3) + curve.get(jobs - 4)) / 4;
+      double end =
+          (curve.get(jobs - 1) + curve.get(jobs - 2) + curve.get(jobs - 3) + curve.get(jobs - 4))
+              / 4;
       assertTrue(end >= baseline + 0.2, "reward must rise clearly above its baseline: " + curve);
     }
   }

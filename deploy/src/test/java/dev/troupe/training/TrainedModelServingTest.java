@@ -26,9 +26,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The ART client flow over HTTP on one `troupe serve` node with the demo model: create a model,
  * roll out, train one step, then chat with the trained checkpoint by every naming form. The same
- * seeded request gives other logprobs on step 1 than on the base model, step 0 equals the base,
- * the response reports the served step in {@code system_fingerprint} and echoes the client's
- * {@code model}, and an unknown model or step is a 404 naming {@code model}.
+ * seeded request gives other logprobs on step 1 than on the base model, step 0 equals the base, the
+ * response reports the served step in {@code system_fingerprint} and echoes the client's {@code
+ * model}, and an unknown model or step is a 404 naming {@code model}.
  */
 class TrainedModelServingTest {
   private static final String KEY = "sk-serving";
@@ -40,7 +40,9 @@ class TrainedModelServingTest {
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
             .timeout(Duration.ofMinutes(3))
             .header("Authorization", "Bearer " + KEY);
-    if (body != null) b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body));
+    if (body != null)
+      b.header("Content-Type", "application/json")
+          .method(method, HttpRequest.BodyPublishers.ofString(body));
     else b.method(method, HttpRequest.BodyPublishers.noBody());
     return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
   }
@@ -53,8 +55,14 @@ class TrainedModelServingTest {
 
   static String chat(String model, boolean stream) {
     ObjectNode chat =
-        Json.mapper().createObjectNode().put("model", model).put("n", 2).put("max_tokens", 4)
-            .put("logprobs", true).put("seed", 7).put("stream", stream);
+        Json.mapper()
+            .createObjectNode()
+            .put("model", model)
+            .put("n", 2)
+            .put("max_tokens", 4)
+            .put("logprobs", true)
+            .put("seed", 7)
+            .put("stream", stream);
     chat.putArray("messages").addObject().put("role", "user").put("content", "Say a number.");
     return chat.toString();
   }
@@ -78,7 +86,17 @@ class TrainedModelServingTest {
   void chatWithTheTrainedCheckpoint() throws Exception {
     LaunchOptions o =
         LaunchOptions.parse(
-            List.of("--port", "0", "--cluster-port", "0", "--management-port", "-1", "--api-key", KEY, "--data-dir", dir.toString()),
+            List.of(
+                "--port",
+                "0",
+                "--cluster-port",
+                "0",
+                "--management-port",
+                "-1",
+                "--api-key",
+                KEY,
+                "--data-dir",
+                dir.toString()),
             null);
     try (TroupeNode node =
         TroupeNode.start(
@@ -88,7 +106,12 @@ class TrainedModelServingTest {
             k -> {})) {
       int port = node.httpPort();
       JsonNode created =
-          call(port, "POST", "/v1/preview/models", "{\"project\":\"p\",\"name\":\"served\",\"base_model\":\"demo\"}", 200);
+          call(
+              port,
+              "POST",
+              "/v1/preview/models",
+              "{\"project\":\"p\",\"name\":\"served\",\"base_model\":\"demo\"}",
+              200);
       String model = created.get("id").asText();
       String named = created.get("entity").asText() + "/p/served";
 
@@ -103,28 +126,35 @@ class TrainedModelServingTest {
 
       train(port, model, base);
 
-      JsonNode step1 = call(port, "POST", "/v1/chat/completions", chat(model + ":step1", false), 200);
+      JsonNode step1 =
+          call(port, "POST", "/v1/chat/completions", chat(model + ":step1", false), 200);
       assertEquals(model + ":step1", step1.get("system_fingerprint").asText());
       assertEquals(model + ":step1", step1.get("model").asText());
-      assertTrue(maxDiff(logprobs(base), logprobs(step1)) > 1e-3,
+      assertTrue(
+          maxDiff(logprobs(base), logprobs(step1)) > 1e-3,
           "step 1 must change the model: " + logprobs(base) + " vs " + logprobs(step1));
       JsonNode latest = call(port, "POST", "/v1/chat/completions", chat(model, false), 200);
       assertEquals(model + ":step1", latest.get("system_fingerprint").asText());
       assertEquals(0.0, maxDiff(logprobs(step1), logprobs(latest)), 1e-5);
-      JsonNode byName = call(port, "POST", "/v1/chat/completions", chat(named + ":step1", false), 200);
+      JsonNode byName =
+          call(port, "POST", "/v1/chat/completions", chat(named + ":step1", false), 200);
       assertEquals(model + ":step1", byName.get("system_fingerprint").asText());
       assertEquals(named + ":step1", byName.get("model").asText());
-      JsonNode oldStep = call(port, "POST", "/v1/chat/completions", chat(named + ":step0", false), 200);
+      JsonNode oldStep =
+          call(port, "POST", "/v1/chat/completions", chat(named + ":step0", false), 200);
       assertEquals(0.0, maxDiff(logprobs(base), logprobs(oldStep)), 1e-6);
 
       // Streamed: every chunk names the step.
-      HttpResponse<String> sse = send(port, "POST", "/v1/chat/completions", chat(model + ":step1", true));
+      HttpResponse<String> sse =
+          send(port, "POST", "/v1/chat/completions", chat(model + ":step1", true));
       assertEquals(200, sse.statusCode(), sse.body());
-      String firstData = sse.body().lines().filter(l -> l.startsWith("data: {")).findFirst().orElseThrow();
+      String firstData =
+          sse.body().lines().filter(l -> l.startsWith("data: {")).findFirst().orElseThrow();
       JsonNode chunk = Json.mapper().readTree(firstData.substring(6));
       assertEquals(model + ":step1", chunk.get("system_fingerprint").asText());
 
-      for (String missing : List.of(model + ":step2", named + ":step9", "nobody/p/served", "not-a-model")) {
+      for (String missing :
+          List.of(model + ":step2", named + ":step9", "nobody/p/served", "not-a-model")) {
         JsonNode error = call(port, "POST", "/v1/chat/completions", chat(missing, false), 404);
         assertEquals("model", error.get("error").get("param").asText(), error.toString());
         assertTrue(error.get("error").get("message").asText().contains(missing), error.toString());
@@ -144,7 +174,8 @@ class TrainedModelServingTest {
   /** One training job on the base model's rollouts (rewards 1, 0, …), polled to its end. */
   private void train(int port, String model, JsonNode completion) throws Exception {
     ObjectNode body = Json.mapper().createObjectNode().put("model_id", model);
-    ArrayNode trajectories = body.putArray("trajectory_groups").addObject().putArray("trajectories");
+    ArrayNode trajectories =
+        body.putArray("trajectory_groups").addObject().putArray("trajectories");
     int i = 0;
     for (JsonNode choice : completion.get("choices")) {
       ObjectNode t = trajectories.addObject().put("reward", i++ % 2);
@@ -153,11 +184,13 @@ class TrainedModelServingTest {
       mc.add(choice);
     }
     body.putObject("experimental_config").put("learning_rate", 5e-2);
-    String job = call(port, "POST", "/v1/preview/training-jobs", body.toString(), 200).get("id").asText();
+    String job =
+        call(port, "POST", "/v1/preview/training-jobs", body.toString(), 200).get("id").asText();
     String status = null;
     long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
     while (System.nanoTime() < deadline) {
-      status = call(port, "GET", "/v1/preview/training-jobs/" + job, null, 200).get("status").asText();
+      status =
+          call(port, "GET", "/v1/preview/training-jobs/" + job, null, 200).get("status").asText();
       if (status.equals("succeeded") || status.equals("failed")) break;
       Thread.sleep(200);
     }

@@ -6,7 +6,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.datatype.jdk8.Jdk8Module;
 
-/** The one JSON setup shared by the HTTP layer and tools: unknown fields ignored, no nulls dropped. */
+/**
+ * The one JSON setup shared by the HTTP layer and tools: unknown fields ignored, no nulls dropped.
+ */
 public final class Json {
   private static final ObjectMapper MAPPER =
       JsonMapper.builder()

@@ -23,18 +23,19 @@ import org.apache.pekko.util.ByteString;
 
 /**
  * Turns a generation's events into server-sent events in vLLM's chunk format (its stream
- * generator): per choice a first chunk with the role, an echo chunk when asked, one chunk per
- * step with new text, {@code finish_reason} on the chunk holding the choice's last text (or an
- * empty delta if there is none), then the usage chunk ({@code choices: []}) when usage is on, and
- * {@code data: [DONE]}. A failure after the stream opened becomes a {@code data: {"error":…}}
- * event before {@code [DONE]}.
+ * generator): per choice a first chunk with the role, an echo chunk when asked, one chunk per step
+ * with new text, {@code finish_reason} on the chunk holding the choice's last text (or an empty
+ * delta if there is none), then the usage chunk ({@code choices: []}) when usage is on, and {@code
+ * data: [DONE]}. A failure after the stream opened becomes a {@code data: {"error":…}} event before
+ * {@code [DONE]}.
  *
  * <p>Events come in small groups (those that arrived together): a choice's last content chunk is
  * held back to the end of its group, so that a {@link ChoiceFinished} sent right after the final
  * {@link TokenDelta} of a step lands on that same chunk. Not thread-safe: one per request.
  */
 public final class ChatChunkWriter {
-  public static final ByteString DONE = ByteString.fromString("data: [DONE]\n\n", StandardCharsets.UTF_8);
+  public static final ByteString DONE =
+      ByteString.fromString("data: [DONE]\n\n", StandardCharsets.UTF_8);
 
   private final ChatPlan plan;
   private final long created;
@@ -83,13 +84,19 @@ public final class ChatChunkWriter {
     int n = plan.generation().sampling().n();
     for (int i = 0; i < n; i++) {
       completionTokens.put(i, 0);
-      out.add(frame(chunk(
-          new ChunkChoice(i, Delta.role(plan.responseRole()), null, null, null, null),
-          plan.returnTokenIds() ? s.promptTokenIds() : null)));
+      out.add(
+          frame(
+              chunk(
+                  new ChunkChoice(i, Delta.role(plan.responseRole()), null, null, null, null),
+                  plan.returnTokenIds() ? s.promptTokenIds() : null)));
     }
     if (plan.echoText() != null)
       for (int i = 0; i < n; i++)
-        out.add(frame(chunk(new ChunkChoice(i, Delta.content(plan.echoText()), null, null, null, null), null)));
+        out.add(
+            frame(
+                chunk(
+                    new ChunkChoice(i, Delta.content(plan.echoText()), null, null, null, null),
+                    null)));
   }
 
   private void onDelta(TokenDelta d, List<ByteString> out) {
@@ -98,22 +105,33 @@ public final class ChatChunkWriter {
       ChunkChoice previous = pending.remove(c.index());
       if (previous != null) out.add(frame(chunk(previous, null)));
       completionTokens.merge(c.index(), c.tokenIds().size(), Integer::sum);
-      pending.put(c.index(), new ChunkChoice(
+      pending.put(
           c.index(),
-          Delta.content(c.text()),
-          plan.logprobs() && c.logprobs() != null ? ChatResponseFolder.logprobs(c.logprobs(), plan.topLogprobs()) : null,
-          null,
-          null,
-          plan.returnTokenIds() ? c.tokenIds() : null));
+          new ChunkChoice(
+              c.index(),
+              Delta.content(c.text()),
+              plan.logprobs() && c.logprobs() != null
+                  ? ChatResponseFolder.logprobs(c.logprobs(), plan.topLogprobs())
+                  : null,
+              null,
+              null,
+              plan.returnTokenIds() ? c.tokenIds() : null));
     }
   }
 
   private void onFinished(ChoiceFinished f, List<ByteString> out) {
     ChunkChoice last = pending.remove(f.index());
     String reason = f.finishReason().wireName();
-    ChunkChoice finishing = last == null
-        ? new ChunkChoice(f.index(), Delta.empty(), null, reason, f.stopReason(), null)
-        : new ChunkChoice(last.index(), last.delta(), last.logprobs(), reason, f.stopReason(), last.tokenIds());
+    ChunkChoice finishing =
+        last == null
+            ? new ChunkChoice(f.index(), Delta.empty(), null, reason, f.stopReason(), null)
+            : new ChunkChoice(
+                last.index(),
+                last.delta(),
+                last.logprobs(),
+                reason,
+                f.stopReason(),
+                last.tokenIds());
     out.add(frame(chunk(finishing, null)));
   }
 
@@ -121,10 +139,17 @@ public final class ChatChunkWriter {
     flushPending(out);
     if (plan.includeUsage()) {
       var u = c.usage();
-      out.add(frame(new ChatCompletionChunk(
-          plan.responseId(), ChatCompletionChunk.OBJECT, created, plan.model(), List.of(),
-          Usage.of(u.promptTokens(), u.completionTokens(), u.cachedPromptTokens()), null,
-          plan.systemFingerprint())));
+      out.add(
+          frame(
+              new ChatCompletionChunk(
+                  plan.responseId(),
+                  ChatCompletionChunk.OBJECT,
+                  created,
+                  plan.model(),
+                  List.of(),
+                  Usage.of(u.promptTokens(), u.completionTokens(), u.cachedPromptTokens()),
+                  null,
+                  plan.systemFingerprint())));
     }
     out.add(DONE);
     done = true;
@@ -142,7 +167,13 @@ public final class ChatChunkWriter {
       usage = Usage.of(promptTokens, completion, 0);
     }
     return new ChatCompletionChunk(
-        plan.responseId(), ChatCompletionChunk.OBJECT, created, plan.model(), List.of(choice), usage, promptTokenIds,
+        plan.responseId(),
+        ChatCompletionChunk.OBJECT,
+        created,
+        plan.model(),
+        List.of(choice),
+        usage,
+        promptTokenIds,
         plan.systemFingerprint());
   }
 

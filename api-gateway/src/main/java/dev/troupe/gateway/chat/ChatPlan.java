@@ -6,8 +6,8 @@ import dev.troupe.protocol.cluster.GenerationRequest;
  * A validated chat request, converted: what to ask the worker, and how to shape the answer.
  *
  * @param generation the worker's request, every default applied
- * @param responseId {@code chatcmpl-<id>}: the {@code X-Request-Id} header, else the body's
- *     {@code request_id}, else a random id
+ * @param responseId {@code chatcmpl-<id>}: the {@code X-Request-Id} header, else the body's {@code
+ *     request_id}, else a random id
  * @param model the served model name written into the response
  * @param responseRole {@code assistant}, or the last message's role without a generation prompt
  * @param echoText the text echoed before the generated text ({@code echo} with a last message of
@@ -41,7 +41,8 @@ public record ChatPlan(
 
   public ChatPlan {
     if (generation == null) throw new IllegalArgumentException("generation is required");
-    if (responseId == null || responseId.isBlank()) throw new IllegalArgumentException("responseId is required");
+    if (responseId == null || responseId.isBlank())
+      throw new IllegalArgumentException("responseId is required");
   }
 
   /**
@@ -50,8 +51,19 @@ public record ChatPlan(
    */
   public ChatPlan withAdapter(GenerationRequest.Adapter adapter, String clientModel) {
     return new ChatPlan(
-        generation.withAdapter(adapter), responseId, clientModel, responseRole, echoText, stream,
-        includeUsage, continuousUsage, logprobs, topLogprobs, promptLogprobs, returnTokenIds,
-        includeReasoning, adapter.name());
+        generation.withAdapter(adapter),
+        responseId,
+        clientModel,
+        responseRole,
+        echoText,
+        stream,
+        includeUsage,
+        continuousUsage,
+        logprobs,
+        topLogprobs,
+        promptLogprobs,
+        returnTokenIds,
+        includeReasoning,
+        adapter.name());
   }
 }

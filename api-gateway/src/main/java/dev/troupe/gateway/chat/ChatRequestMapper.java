@@ -24,23 +24,34 @@ import java.util.Set;
 
 /**
  * The one converter from the OpenAI vocabulary to the engine's: {@link ChatCompletionRequest} →
- * {@link GenerationRequest} + {@link SamplingParams}, applying every default and cross-field rule of
- * vLLM's request model and {@code to_sampling_params} (v0.11-era, with later fixes that turn 500s
- * into 400s). Every refusal is a 400 {@link ApiException} naming the parameter. Checks that need the
- * tokenized prompt (prompt longer than the context, out-of-vocabulary ids) are the worker's.
+ * {@link GenerationRequest} + {@link SamplingParams}, applying every default and cross-field rule
+ * of vLLM's request model and {@code to_sampling_params} (v0.11-era, with later fixes that turn
+ * 500s into 400s). Every refusal is a 400 {@link ApiException} naming the parameter. Checks that
+ * need the tokenized prompt (prompt longer than the context, out-of-vocabulary ids) are the
+ * worker's.
  *
  * <p>Pure and thread-safe: no I/O, no state.
  */
 public final class ChatRequestMapper {
   /** vLLM's {@code --max-logprobs} default. */
   public static final int MAX_LOGPROBS = 20;
+
   /** vLLM's {@code VLLM_MAX_N_SEQUENCES} default. */
   public static final int MAX_N = 16384;
 
-  private static final Set<String> RESPONSE_FORMAT_TYPES = Set.of("text", "json_object", "json_schema", "structural_tag");
+  private static final Set<String> RESPONSE_FORMAT_TYPES =
+      Set.of("text", "json_object", "json_schema", "structural_tag");
   private static final Set<String> REASONING_EFFORTS = Set.of("low", "medium", "high");
   private static final Set<String> MEDIA_PART_TYPES =
-      Set.of("image_url", "image", "image_pil", "image_embeds", "input_audio", "audio_url", "video_url", "video");
+      Set.of(
+          "image_url",
+          "image",
+          "image_pil",
+          "image_embeds",
+          "input_audio",
+          "audio_url",
+          "video_url",
+          "video");
   private static final TypeReference<Map<String, Object>> JSON_OBJECT = new TypeReference<>() {};
   private static final BigInteger INT64_MIN = BigInteger.valueOf(Long.MIN_VALUE);
   private static final BigInteger INT64_MAX = BigInteger.valueOf(Long.MAX_VALUE);
@@ -53,25 +64,30 @@ public final class ChatRequestMapper {
    * @param model facts of the served model the request resolved to
    * @param headerRequestId the {@code X-Request-Id} header, which wins over the body's request_id
    */
-  public static ChatPlan map(ChatCompletionRequest r, ModelFacts model, Optional<String> headerRequestId) {
+  public static ChatPlan map(
+      ChatCompletionRequest r, ModelFacts model, Optional<String> headerRequestId) {
     List<Map<String, Object>> messages = checkMessages(r.messages(), model);
     boolean stream = isTrue(r.stream());
 
     // --- request-model validators (vLLM runs these before anything else)
     StreamOptions options = r.streamOptions();
-    if (options != null && !stream && (options.includeUsage() != null || options.continuousUsageStats() != null))
+    if (options != null
+        && !stream
+        && (options.includeUsage() != null || options.continuousUsageStats() != null))
       throw bad("Stream options can only be defined when `stream=True`.", "stream_options");
 
     Integer promptLogprobs = r.promptLogprobs();
     if (promptLogprobs != null) {
-      if (promptLogprobs < -1) throw bad("`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs");
+      if (promptLogprobs < -1)
+        throw bad("`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs");
       if (stream && (promptLogprobs > 0 || promptLogprobs == -1))
         throw bad("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
     }
     boolean logprobs = isTrue(r.logprobs());
     Integer topLogprobs = r.topLogprobs();
     if (topLogprobs != null) {
-      if (topLogprobs < -1) throw bad("`top_logprobs` must be a positive value or -1.", "top_logprobs");
+      if (topLogprobs < -1)
+        throw bad("`top_logprobs` must be a positive value or -1.", "top_logprobs");
       if ((topLogprobs > 0 || topLogprobs == -1) && !logprobs)
         throw bad("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
     }
@@ -81,8 +97,10 @@ public final class ChatRequestMapper {
     boolean addGenerationPrompt = r.addGenerationPrompt() == null || r.addGenerationPrompt();
     boolean continueFinal = isTrue(r.continueFinalMessage());
     if (continueFinal && addGenerationPrompt)
-      throw bad("Cannot set both `continue_final_message` and `add_generation_prompt` to True. "
-          + "Send `add_generation_prompt: false` with `continue_final_message: true`.", "continue_final_message");
+      throw bad(
+          "Cannot set both `continue_final_message` and `add_generation_prompt` to True. "
+              + "Send `add_generation_prompt: false` with `continue_final_message: true`.",
+          "continue_final_message");
 
     String cacheSalt = checkCacheSalt(r.cacheSalt());
     Long seed = checkSeed(r.seed());
@@ -90,43 +108,91 @@ public final class ChatRequestMapper {
     Integer truncate = r.truncatePromptTokens();
     if (truncate != null) {
       if (truncate < -1)
-        throw bad("Input should be greater than or equal to -1 (greater_than_equal), got " + truncate + ".",
+        throw bad(
+            "Input should be greater than or equal to -1 (greater_than_equal), got "
+                + truncate
+                + ".",
             "truncate_prompt_tokens");
       if (truncate > model.maxModelLen())
-        throw bad("truncate_prompt_tokens value (" + truncate + ") is greater than max_model_len ("
-            + model.maxModelLen() + "). Please, select a smaller truncation size.", "truncate_prompt_tokens");
+        throw bad(
+            "truncate_prompt_tokens value ("
+                + truncate
+                + ") is greater than max_model_len ("
+                + model.maxModelLen()
+                + "). Please, select a smaller truncation size.",
+            "truncate_prompt_tokens");
     }
     checkResponseFormat(r.responseFormat());
     if (r.reasoningEffort() != null && !REASONING_EFFORTS.contains(r.reasoningEffort()))
-      throw bad("Input should be 'low', 'medium' or 'high', got '" + r.reasoningEffort() + "'.", "reasoning_effort");
+      throw bad(
+          "Input should be 'low', 'medium' or 'high', got '" + r.reasoningEffort() + "'.",
+          "reasoning_effort");
     Map<String, Object> templateKwargs = checkTemplateKwargs(r.chatTemplateKwargs());
     if (r.mmProcessorKwargs() != null && !r.mmProcessorKwargs().isEmpty() && !model.multimodal())
-      throw bad("Model `" + model.name() + "` is text-only: `mm_processor_kwargs` asks for multimodal "
-          + "processing, which it cannot do.", "mm_processor_kwargs");
+      throw bad(
+          "Model `"
+              + model.name()
+              + "` is text-only: `mm_processor_kwargs` asks for multimodal "
+              + "processing, which it cannot do.",
+          "mm_processor_kwargs");
     int priority = r.priority() == null ? 0 : r.priority();
     if (priority != 0 && !model.priorityScheduling())
-      throw bad("Got priority " + priority + " but model `" + model.name() + "` does not use priority "
-          + "scheduling (its policy is " + model.schedulingPolicy() + "); priority must be 0.", "priority");
+      throw bad(
+          "Got priority "
+              + priority
+              + " but model `"
+              + model.name()
+              + "` does not use priority "
+              + "scheduling (its policy is "
+              + model.schedulingPolicy()
+              + "); priority must be 0.",
+          "priority");
 
     // --- sampling parameters (vLLM's to_sampling_params + SamplingParams verification)
     SamplingParams sampling = sampling(r, model, seed, logprobs, topLogprobs, promptLogprobs);
 
     // --- ids: header beats body, the engine id gets a suffix so equal client ids never collide
-    String id = headerRequestId.filter(s -> !s.isBlank())
-        .orElseGet(() -> r.requestId() != null && !r.requestId().isBlank() ? r.requestId() : RequestIds.random());
+    String id =
+        headerRequestId
+            .filter(s -> !s.isBlank())
+            .orElseGet(
+                () ->
+                    r.requestId() != null && !r.requestId().isBlank()
+                        ? r.requestId()
+                        : RequestIds.random());
     String engineId = id + "-" + RequestIds.random().substring(0, 8);
 
-    List<Map<String, Object>> tools = r.tools() == null ? null
-        : r.tools().stream().map(t -> Json.mapper().convertValue(t, JSON_OBJECT)).toList();
+    List<Map<String, Object>> tools =
+        r.tools() == null
+            ? null
+            : r.tools().stream().map(t -> Json.mapper().convertValue(t, JSON_OBJECT)).toList();
     Map<String, Object> kvTransfer = r.kvTransferParams();
     if (r.documents() != null && r.documents().contains(null))
       throw bad("Each document must be an object.", "documents");
 
-    GenerationRequest generation = new GenerationRequest(
-        engineId, model.name(), messages, null, tools, r.documents(), addGenerationPrompt, continueFinal,
-        isTrue(r.addSpecialTokens()), r.chatTemplate(), templateKwargs, r.reasoningEffort(), truncate,
-        isTrue(r.echo()), priority, cacheSalt, kvTransfer, sampling, isTrue(r.returnTokenIds()),
-        isTrue(r.returnTokensAsTokenIds()), null);
+    GenerationRequest generation =
+        new GenerationRequest(
+            engineId,
+            model.name(),
+            messages,
+            null,
+            tools,
+            r.documents(),
+            addGenerationPrompt,
+            continueFinal,
+            isTrue(r.addSpecialTokens()),
+            r.chatTemplate(),
+            templateKwargs,
+            r.reasoningEffort(),
+            truncate,
+            isTrue(r.echo()),
+            priority,
+            cacheSalt,
+            kvTransfer,
+            sampling,
+            isTrue(r.returnTokenIds()),
+            isTrue(r.returnTokensAsTokenIds()),
+            null);
 
     Map<String, Object> last = messages.get(messages.size() - 1);
     String responseRole = addGenerationPrompt ? "assistant" : String.valueOf(last.get("role"));
@@ -136,22 +202,39 @@ public final class ChatRequestMapper {
       if (text != null && !text.isEmpty()) echoText = text;
     }
     // v0.11: stream_options.include_usage defaults to true once stream_options is sent.
-    boolean includeUsage = stream && options != null && (options.includeUsage() == null || options.includeUsage());
+    boolean includeUsage =
+        stream && options != null && (options.includeUsage() == null || options.includeUsage());
     boolean continuous = includeUsage && isTrue(options.continuousUsageStats());
     return new ChatPlan(
-        generation, "chatcmpl-" + id, model.name(), responseRole, echoText, stream, includeUsage, continuous,
-        logprobs, sampling.logprobs() == null ? 0 : sampling.logprobs(), sampling.promptLogprobs() != null,
-        isTrue(r.returnTokenIds()), r.includeReasoning() == null || r.includeReasoning(), null);
+        generation,
+        "chatcmpl-" + id,
+        model.name(),
+        responseRole,
+        echoText,
+        stream,
+        includeUsage,
+        continuous,
+        logprobs,
+        sampling.logprobs() == null ? 0 : sampling.logprobs(),
+        sampling.promptLogprobs() != null,
+        isTrue(r.returnTokenIds()),
+        r.includeReasoning() == null || r.includeReasoning(),
+        null);
   }
 
   private static SamplingParams sampling(
-      ChatCompletionRequest r, ModelFacts model, Long seed, boolean logprobs, Integer topLogprobs,
+      ChatCompletionRequest r,
+      ModelFacts model,
+      Long seed,
+      boolean logprobs,
+      Integer topLogprobs,
       Integer promptLogprobs) {
     // Absent (or null) fields take the model's generation-config default, else OpenAI's (vLLM's
     // default_sampling_params); a model default is validated as if the request had sent it.
     SamplingDefaults d = model.samplingDefaults();
     double temperature = finite(or(r.temperature(), d.temperature(), 1.0), "temperature");
-    if (temperature < 0) throw bad("temperature must be non-negative, got " + temperature + ".", "temperature");
+    if (temperature < 0)
+      throw bad("temperature must be non-negative, got " + temperature + ".", "temperature");
     boolean greedy = temperature < SamplingParams.GREEDY_EPSILON;
     // vLLM raises tiny non-zero temperatures to 0.01 to avoid overflow in the softmax.
     if (!greedy && temperature < 0.01) temperature = 0.01;
@@ -159,7 +242,8 @@ public final class ChatRequestMapper {
     double topP = finite(or(r.topP(), d.topP(), 1.0), "top_p");
     if (!(topP > 0 && topP <= 1)) throw bad("top_p must be in (0, 1], got " + topP + ".", "top_p");
     int topK = or(r.topK(), d.topK(), 0);
-    if (topK < -1) throw bad("top_k must be 0 (disable), or at least 1, got " + topK + ".", "top_k");
+    if (topK < -1)
+      throw bad("top_k must be 0 (disable), or at least 1, got " + topK + ".", "top_k");
     if (topK == -1) topK = 0;
     double minP = finite(or(r.minP(), d.minP(), 0.0), "min_p");
     if (minP < 0 || minP > 1) throw bad("min_p must be in [0, 1], got " + minP + ".", "min_p");
@@ -169,55 +253,86 @@ public final class ChatRequestMapper {
       topK = 0;
       minP = 0.0;
     }
-    double presence = penalty(or(r.presencePenalty(), d.presencePenalty(), 0.0), "presence_penalty");
-    double frequency = penalty(or(r.frequencyPenalty(), d.frequencyPenalty(), 0.0), "frequency_penalty");
-    double repetition = finite(or(r.repetitionPenalty(), d.repetitionPenalty(), 1.0), "repetition_penalty");
+    double presence =
+        penalty(or(r.presencePenalty(), d.presencePenalty(), 0.0), "presence_penalty");
+    double frequency =
+        penalty(or(r.frequencyPenalty(), d.frequencyPenalty(), 0.0), "frequency_penalty");
+    double repetition =
+        finite(or(r.repetitionPenalty(), d.repetitionPenalty(), 1.0), "repetition_penalty");
     if (repetition <= 0)
-      throw bad("repetition_penalty must be greater than zero, got " + repetition + ".", "repetition_penalty");
-    double lengthPenalty = r.lengthPenalty() == null ? 1.0 : finite(r.lengthPenalty(), "length_penalty");
+      throw bad(
+          "repetition_penalty must be greater than zero, got " + repetition + ".",
+          "repetition_penalty");
+    double lengthPenalty =
+        r.lengthPenalty() == null ? 1.0 : finite(r.lengthPenalty(), "length_penalty");
 
     boolean beam = isTrue(r.useBeamSearch());
     int n = r.n() == null ? 1 : r.n();
     if (n < 1) throw bad("n must be at least 1, got " + n + ".", "n");
     if (n > MAX_N) throw bad("n must be at most " + MAX_N + ", got " + n + ".", "n");
-    if (n > 1 && greedy && !beam) throw bad("n must be 1 when using greedy sampling, got " + n + ".", "n");
+    if (n > 1 && greedy && !beam)
+      throw bad("n must be 1 when using greedy sampling, got " + n + ".", "n");
 
     // max_completion_tokens wins over the deprecated max_tokens.
     String maxParam = r.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
-    Integer requestedMax = r.maxCompletionTokens() != null ? r.maxCompletionTokens() : r.maxTokens();
+    Integer requestedMax =
+        r.maxCompletionTokens() != null ? r.maxCompletionTokens() : r.maxTokens();
     if (requestedMax != null && requestedMax < 1)
       throw bad("max_tokens must be at least 1, got " + requestedMax + ".", maxParam);
     if (requestedMax != null && requestedMax > model.maxModelLen())
-      throw bad("'max_tokens' or 'max_completion_tokens' is too large: " + requestedMax + ". This model's "
-          + "maximum context length is " + model.maxModelLen() + " tokens.", maxParam);
+      throw bad(
+          "'max_tokens' or 'max_completion_tokens' is too large: "
+              + requestedMax
+              + ". This model's "
+              + "maximum context length is "
+              + model.maxModelLen()
+              + " tokens.",
+          maxParam);
     // Absent: as many as the context leaves; the worker caps it at max_model_len - prompt length.
     int maxTokens = requestedMax != null ? requestedMax : GenerationRequest.MAX_TOKENS_UNSET;
     int minTokens = r.minTokens() == null ? 0 : r.minTokens();
-    if (minTokens < 0) throw bad("min_tokens must be greater than or equal to 0, got " + minTokens + ".", "min_tokens");
+    if (minTokens < 0)
+      throw bad(
+          "min_tokens must be greater than or equal to 0, got " + minTokens + ".", "min_tokens");
     if (requestedMax != null && minTokens > maxTokens)
-      throw bad("min_tokens must be less than or equal to max_tokens=" + maxTokens + ", got " + minTokens + ".",
+      throw bad(
+          "min_tokens must be less than or equal to max_tokens="
+              + maxTokens
+              + ", got "
+              + minTokens
+              + ".",
           "min_tokens");
 
     Integer sampleLogprobs = null;
     if (logprobs) {
       int k = topLogprobs == null ? 0 : topLogprobs;
       if (k == -1 || k > MAX_LOGPROBS)
-        throw bad("Requested sample logprobs of " + (k == -1 ? "-1 (the whole vocabulary)" : k)
-            + ", which is greater than max allowed: " + MAX_LOGPROBS, "top_logprobs");
+        throw bad(
+            "Requested sample logprobs of "
+                + (k == -1 ? "-1 (the whole vocabulary)" : k)
+                + ", which is greater than max allowed: "
+                + MAX_LOGPROBS,
+            "top_logprobs");
       sampleLogprobs = k;
     }
     Integer prompt = promptLogprobs;
     // vLLM: echo without prompt_logprobs asks for prompt logprobs of top_logprobs alternatives.
-    if (prompt == null && isTrue(r.echo())) prompt = topLogprobs == null ? 0 : Math.max(topLogprobs, 0);
+    if (prompt == null && isTrue(r.echo()))
+      prompt = topLogprobs == null ? 0 : Math.max(topLogprobs, 0);
     if (prompt != null && (prompt == -1 || prompt > MAX_LOGPROBS))
-      throw bad("Requested prompt logprobs of " + (prompt == -1 ? "-1 (the whole vocabulary)" : prompt)
-          + ", which is greater than max allowed: " + MAX_LOGPROBS, "prompt_logprobs");
+      throw bad(
+          "Requested prompt logprobs of "
+              + (prompt == -1 ? "-1 (the whole vocabulary)" : prompt)
+              + ", which is greater than max allowed: "
+              + MAX_LOGPROBS,
+          "prompt_logprobs");
 
     List<String> stop = stopStrings(r.stop());
     List<Integer> stopTokenIds = nonNegativeIds(r.stopTokenIds(), "stop_token_ids");
     List<Integer> allowed = r.allowedTokenIds();
     if (allowed != null) {
-      if (allowed.isEmpty()) throw bad("allowed_token_ids is not None and empty!", "allowed_token_ids");
+      if (allowed.isEmpty())
+        throw bad("allowed_token_ids is not None and empty!", "allowed_token_ids");
       allowed = nonNegativeIds(allowed, "allowed_token_ids");
     }
     List<String> badWords = r.badWords() == null ? List.of() : r.badWords();
@@ -226,17 +341,38 @@ public final class ChatRequestMapper {
         throw bad("bad_words must not contain empty strings.", "bad_words[" + i + "]");
 
     return new SamplingParams(
-        n, temperature, topP, topK, minP, presence, frequency, repetition, seed, maxTokens, minTokens, stop,
-        stopTokenIds, isTrue(r.includeStopStrInOutput()), isTrue(r.ignoreEos()), sampleLogprobs, prompt,
+        n,
+        temperature,
+        topP,
+        topK,
+        minP,
+        presence,
+        frequency,
+        repetition,
+        seed,
+        maxTokens,
+        minTokens,
+        stop,
+        stopTokenIds,
+        isTrue(r.includeStopStrInOutput()),
+        isTrue(r.ignoreEos()),
+        sampleLogprobs,
+        prompt,
         r.skipSpecialTokens() == null || r.skipSpecialTokens(),
         r.spacesBetweenSpecialTokens() == null || r.spacesBetweenSpecialTokens(),
-        logitBias(r.logitBias()), allowed, badWords, beam, lengthPenalty, logitsProcessors(r.logitsProcessors()),
+        logitBias(r.logitBias()),
+        allowed,
+        badWords,
+        beam,
+        lengthPenalty,
+        logitsProcessors(r.logitsProcessors()),
         engineXargs(r.engineXargs()));
   }
 
   // ------------------------------------------------------------------ messages
 
-  private static List<Map<String, Object>> checkMessages(List<Map<String, Object>> messages, ModelFacts model) {
+  private static List<Map<String, Object>> checkMessages(
+      List<Map<String, Object>> messages, ModelFacts model) {
     if (messages == null) throw bad("Field required: `messages`.", "messages");
     if (messages.isEmpty()) throw bad("`messages` must contain at least one message.", "messages");
     for (int i = 0; i < messages.size(); i++) {
@@ -254,7 +390,8 @@ public final class ChatRequestMapper {
         if (!(parts.get(p) instanceof Map<?, ?> part) || !(part.get("type") instanceof String type))
           throw bad("Each content part must be an object with a `type`.", partAt);
         if (MEDIA_PART_TYPES.contains(type) && !model.multimodal())
-          throw bad("Model `" + model.name() + "` is text-only and cannot take `" + type + "` content.",
+          throw bad(
+              "Model `" + model.name() + "` is text-only and cannot take `" + type + "` content.",
               partAt + ".type");
       }
     }
@@ -282,14 +419,19 @@ public final class ChatRequestMapper {
     kinds.put("grammar", so.grammar() != null);
     kinds.put("json_object", isTrue(so.jsonObject()));
     kinds.put("structural_tag", so.structuralTag() != null);
-    List<String> set = kinds.entrySet().stream().filter(Map.Entry::getValue).map(Map.Entry::getKey).toList();
+    List<String> set =
+        kinds.entrySet().stream().filter(Map.Entry::getValue).map(Map.Entry::getKey).toList();
     if (set.size() > 1)
-      throw bad("You can only use one kind of structured outputs constraint but multiple are specified: "
-          + set + ".", "structured_outputs");
+      throw bad(
+          "You can only use one kind of structured outputs constraint but multiple are specified: "
+              + set
+              + ".",
+          "structured_outputs");
     if (so.choice() != null && so.choice().isEmpty())
       throw bad("Choice '[]' cannot be an empty list", "structured_outputs.choice");
     if (so.grammar() != null && so.grammar().isEmpty())
-      throw bad("structured_outputs.grammar cannot be an empty string", "structured_outputs.grammar");
+      throw bad(
+          "structured_outputs.grammar cannot be an empty string", "structured_outputs.grammar");
     if (so.json() != null && so.json().isTextual()) {
       try {
         JsonNode schema = Json.mapper().readTree(so.json().asText());
@@ -297,7 +439,10 @@ public final class ChatRequestMapper {
       } catch (Exception e) {
         throw bad("Invalid JSON grammar specification.", "structured_outputs.json");
       }
-    } else if (so.json() != null && !so.json().isNull() && !so.json().isObject() && !so.json().isBoolean()) {
+    } else if (so.json() != null
+        && !so.json().isNull()
+        && !so.json().isObject()
+        && !so.json().isBoolean()) {
       throw bad("Invalid JSON grammar specification.", "structured_outputs.json");
     }
   }
@@ -316,7 +461,9 @@ public final class ChatRequestMapper {
     // Tool calling is not served: only "none" (or absent, which means none here) is accepted.
     if (toolChoice == null || toolChoice.isNull()) return;
     if (toolChoice.isTextual() && toolChoice.asText().equals("none")) return;
-    throw bad("Invalid value for `tool_choice`: " + toolChoice + ". Only \"none\" is supported.", "tool_choice");
+    throw bad(
+        "Invalid value for `tool_choice`: " + toolChoice + ". Only \"none\" is supported.",
+        "tool_choice");
   }
 
   private static String checkCacheSalt(JsonNode salt) {
@@ -329,34 +476,48 @@ public final class ChatRequestMapper {
   private static Long checkSeed(BigInteger seed) {
     if (seed == null) return null;
     if (seed.compareTo(INT64_MIN) < 0)
-      throw bad("Input should be greater than or equal to " + INT64_MIN + " (greater_than_equal).", "seed");
+      throw bad(
+          "Input should be greater than or equal to " + INT64_MIN + " (greater_than_equal).",
+          "seed");
     if (seed.compareTo(INT64_MAX) > 0)
-      throw bad("Input should be less than or equal to " + INT64_MAX + " (less_than_equal).", "seed");
+      throw bad(
+          "Input should be less than or equal to " + INT64_MAX + " (less_than_equal).", "seed");
     long s = seed.longValueExact();
     return s == -1 ? null : s; // vLLM: -1 means unseeded
   }
 
   private static void checkResponseFormat(ResponseFormat rf) {
     if (rf == null) return;
-    if (rf.type() == null) throw bad("Field required: `response_format.type`.", "response_format.type");
+    if (rf.type() == null)
+      throw bad("Field required: `response_format.type`.", "response_format.type");
     if (!RESPONSE_FORMAT_TYPES.contains(rf.type()))
-      throw bad("Input should be 'text', 'json_object', 'json_schema' or 'structural_tag', got '" + rf.type()
-          + "'.", "response_format.type");
+      throw bad(
+          "Input should be 'text', 'json_object', 'json_schema' or 'structural_tag', got '"
+              + rf.type()
+              + "'.",
+          "response_format.type");
     if (rf.type().equals("json_schema")) {
       if (rf.jsonSchema() == null)
-        throw bad("When response_format type is 'json_schema', the 'json_schema' field must be provided.",
+        throw bad(
+            "When response_format type is 'json_schema', the 'json_schema' field must be provided.",
             "response_format.json_schema");
       if (rf.jsonSchema().name() == null || rf.jsonSchema().name().isBlank())
-        throw bad("Field required: `response_format.json_schema.name`.", "response_format.json_schema.name");
+        throw bad(
+            "Field required: `response_format.json_schema.name`.",
+            "response_format.json_schema.name");
     }
   }
 
   private static Map<String, Object> checkTemplateKwargs(Map<String, Object> kwargs) {
     if (kwargs == null) return Map.of();
-    List<String> reserved = kwargs.keySet().stream()
-        .filter(k -> k.equals("tokenize") || k.equals("chat_template")).toList();
+    List<String> reserved =
+        kwargs.keySet().stream()
+            .filter(k -> k.equals("tokenize") || k.equals("chat_template"))
+            .toList();
     if (!reserved.isEmpty())
-      throw bad("Found unexpected chat template kwargs from request: " + reserved, "chat_template_kwargs");
+      throw bad(
+          "Found unexpected chat template kwargs from request: " + reserved,
+          "chat_template_kwargs");
     return kwargs;
   }
 
@@ -370,8 +531,10 @@ public final class ChatRequestMapper {
     List<String> out = new ArrayList<>();
     for (int i = 0; i < stop.size(); i++) {
       JsonNode s = stop.get(i);
-      if (!s.isTextual()) throw bad("`stop` must be a string or a list of strings.", "stop[" + i + "]");
-      if (s.asText().isEmpty()) throw bad("`stop` must not contain empty strings.", "stop[" + i + "]");
+      if (!s.isTextual())
+        throw bad("`stop` must be a string or a list of strings.", "stop[" + i + "]");
+      if (s.asText().isEmpty())
+        throw bad("`stop` must not contain empty strings.", "stop[" + i + "]");
       out.add(s.asText());
     }
     return out;
@@ -381,7 +544,9 @@ public final class ChatRequestMapper {
     if (ids == null) return List.of();
     for (int i = 0; i < ids.size(); i++)
       if (ids.get(i) == null || ids.get(i) < 0)
-        throw bad("Token ids must be non-negative integers, got " + ids.get(i) + ".", param + "[" + i + "]");
+        throw bad(
+            "Token ids must be non-negative integers, got " + ids.get(i) + ".",
+            param + "[" + i + "]");
     return ids;
   }
 
@@ -406,7 +571,9 @@ public final class ChatRequestMapper {
       out.put(id, Math.max(-100.0, Math.min(100.0, e.getValue()))); // clamped as in vLLM
     }
     if (!badKeys.isEmpty())
-      throw bad("logit_bias keys must be token ids (non-negative integers); invalid: " + badKeys, "logit_bias");
+      throw bad(
+          "logit_bias keys must be token ids (non-negative integers); invalid: " + badKeys,
+          "logit_bias");
     return out;
   }
 
@@ -426,13 +593,19 @@ public final class ChatRequestMapper {
       if (qualname == null || !qualname.isTextual() || qualname.asText().isBlank())
         throw bad("Field required: `qualname` (a string).", at + ".qualname");
       JsonNode args = s.get("args");
-      if (args != null && !args.isNull() && !args.isArray()) throw bad("`args` must be an array.", at + ".args");
+      if (args != null && !args.isNull() && !args.isArray())
+        throw bad("`args` must be an array.", at + ".args");
       JsonNode kwargs = s.get("kwargs");
       if (kwargs != null && !kwargs.isNull() && !kwargs.isObject())
         throw bad("`kwargs` must be an object.", at + ".kwargs");
       List<Object> argList =
-          args == null || args.isNull() ? List.of() : Json.mapper().convertValue(args, new TypeReference<List<Object>>() {});
-      Map<String, Object> kwMap = kwargs == null || kwargs.isNull() ? Map.of() : Json.mapper().convertValue(kwargs, JSON_OBJECT);
+          args == null || args.isNull()
+              ? List.of()
+              : Json.mapper().convertValue(args, new TypeReference<List<Object>>() {});
+      Map<String, Object> kwMap =
+          kwargs == null || kwargs.isNull()
+              ? Map.of()
+              : Json.mapper().convertValue(kwargs, JSON_OBJECT);
       if (argList.contains(null) || kwMap.containsValue(null))
         throw bad("Logits processor arguments must not be null.", at);
       out.add(new LogitsProcessorSpec(qualname.asText(), argList, kwMap));
@@ -444,9 +617,13 @@ public final class ChatRequestMapper {
     if (xargs == null) return Map.of();
     for (Map.Entry<String, Object> e : xargs.entrySet()) {
       Object v = e.getValue();
-      boolean ok = isScalar(v) || (v instanceof List<?> list && list.stream().allMatch(ChatRequestMapper::isScalar));
+      boolean ok =
+          isScalar(v)
+              || (v instanceof List<?> list && list.stream().allMatch(ChatRequestMapper::isScalar));
       if (!ok)
-        throw bad("engine_xargs values must be strings, numbers, or lists of them.", "engine_xargs." + e.getKey());
+        throw bad(
+            "engine_xargs values must be strings, numbers, or lists of them.",
+            "engine_xargs." + e.getKey());
     }
     return xargs;
   }

@@ -64,22 +64,30 @@ public final class ChatResponseFolder {
 
   /** The response; the stream must have reached {@link Completed}. */
   public ChatCompletionResponse response() {
-    if (completed == null) throw GenerationStream.toApiException(new IllegalStateException("generation ended without Completed"));
+    if (completed == null)
+      throw GenerationStream.toApiException(
+          new IllegalStateException("generation ended without Completed"));
     List<Choice> out = new ArrayList<>();
     for (Map.Entry<Integer, ChoiceState> e : choices.entrySet()) {
       ChoiceState st = e.getValue();
       String content = (plan.echoText() == null ? "" : plan.echoText()) + st.text;
-      out.add(new Choice(
-          e.getKey(),
-          ChatMessage.of(plan.responseRole(), content, null),
-          plan.logprobs() ? logprobs(st.logprobs, plan.topLogprobs()) : null,
-          st.finishReason,
-          st.stopReason,
-          plan.returnTokenIds() ? List.copyOf(st.tokenIds) : null));
+      out.add(
+          new Choice(
+              e.getKey(),
+              ChatMessage.of(plan.responseRole(), content, null),
+              plan.logprobs() ? logprobs(st.logprobs, plan.topLogprobs()) : null,
+              st.finishReason,
+              st.stopReason,
+              plan.returnTokenIds() ? List.copyOf(st.tokenIds) : null));
     }
     var u = completed.usage();
     return new ChatCompletionResponse(
-        plan.responseId(), ChatCompletionResponse.OBJECT, created, plan.model(), out, null,
+        plan.responseId(),
+        ChatCompletionResponse.OBJECT,
+        created,
+        plan.model(),
+        out,
+        null,
         plan.systemFingerprint(),
         Usage.of(u.promptTokens(), u.completionTokens(), u.cachedPromptTokens()),
         plan.promptLogprobs() && started != null ? promptLogprobs(started.promptLogprobs()) : null,
@@ -97,7 +105,10 @@ public final class ChatResponseFolder {
 
   // ------------------------------------------------------------------ shared formatting
 
-  /** vLLM's chat logprobs: per token the chosen one, then alternatives sampled-first, {@code k} of them. */
+  /**
+   * vLLM's chat logprobs: per token the chosen one, then alternatives sampled-first, {@code k} of
+   * them.
+   */
   static ChoiceLogprobs logprobs(List<LogprobEntry> entries, int k) {
     List<ChoiceLogprobs.TokenLogprob> content = new ArrayList<>(entries.size());
     for (LogprobEntry e : entries) {
@@ -110,7 +121,8 @@ public final class ChatResponseFolder {
         }
       }
       TokenLogprob c = e.chosen();
-      content.add(new ChoiceLogprobs.TokenLogprob(c.token(), floor(c.logprob()), bytes(c.token()), top));
+      content.add(
+          new ChoiceLogprobs.TokenLogprob(c.token(), floor(c.logprob()), bytes(c.token()), top));
     }
     return new ChoiceLogprobs(content);
   }
@@ -119,7 +131,10 @@ public final class ChatResponseFolder {
     return new ChoiceLogprobs.TopLogprob(t.token(), floor(t.logprob()), bytes(t.token()));
   }
 
-  /** Top-level {@code prompt_logprobs}: null first entry, then {token id: {logprob, rank, decoded_token}}. */
+  /**
+   * Top-level {@code prompt_logprobs}: null first entry, then {token id: {logprob, rank,
+   * decoded_token}}.
+   */
   static List<Map<String, PromptLogprob>> promptLogprobs(List<LogprobEntry> entries) {
     if (entries == null) return null;
     List<Map<String, PromptLogprob>> out = new ArrayList<>(entries.size());
@@ -130,9 +145,13 @@ public final class ChatResponseFolder {
       }
       Map<String, PromptLogprob> m = new LinkedHashMap<>();
       TokenLogprob c = e.chosen();
-      m.put(Integer.toString(c.tokenId()), new PromptLogprob(floor(c.logprob()), c.rank(), c.token()));
+      m.put(
+          Integer.toString(c.tokenId()),
+          new PromptLogprob(floor(c.logprob()), c.rank(), c.token()));
       for (TokenLogprob t : e.top())
-        m.putIfAbsent(Integer.toString(t.tokenId()), new PromptLogprob(floor(t.logprob()), t.rank(), t.token()));
+        m.putIfAbsent(
+            Integer.toString(t.tokenId()),
+            new PromptLogprob(floor(t.logprob()), t.rank(), t.token()));
       out.add(m);
     }
     return out;

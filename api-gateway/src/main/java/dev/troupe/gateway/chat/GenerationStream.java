@@ -28,14 +28,18 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One generation as a stream of the worker's events — the single code path behind streaming and
- * non-streaming answers. Materializing it sends {@link Generate} with a stream-backed reply address;
- * the stream ends after {@link Completed} or {@link Failed}. If it ends any other way (client gone,
- * timeout) the worker is told to {@link Cancel}, and since the reply address dies with the stream,
- * a worker that watches it cancels as well.
+ * non-streaming answers. Materializing it sends {@link Generate} with a stream-backed reply
+ * address; the stream ends after {@link Completed} or {@link Failed}. If it ends any other way
+ * (client gone, timeout) the worker is told to {@link Cancel}, and since the reply address dies
+ * with the stream, a worker that watches it cancels as well.
  */
 public final class GenerationStream {
   private static final Logger log = LoggerFactory.getLogger(GenerationStream.class);
-  /** Events a slow client may fall behind by before the request is failed (tokens are never dropped). */
+
+  /**
+   * Events a slow client may fall behind by before the request is failed (tokens are never
+   * dropped).
+   */
   private static final int BUFFER = 16_384;
 
   private GenerationStream() {}
@@ -44,27 +48,34 @@ public final class GenerationStream {
   public static Source<GenerationEvent, NotUsed> events(
       RecipientRef<Command> worker, GenerationRequest request, Duration firstEventTimeout) {
     AtomicBoolean finished = new AtomicBoolean();
-    return ActorSource.<GenerationEvent>actorRef(e -> false, e -> Optional.empty(), BUFFER, OverflowStrategy.fail())
-        .mapMaterializedValue(ref -> {
-          worker.tell(new Generate(request, ref));
-          return NotUsed.getInstance();
-        })
+    return ActorSource.<GenerationEvent>actorRef(
+            e -> false, e -> Optional.empty(), BUFFER, OverflowStrategy.fail())
+        .mapMaterializedValue(
+            ref -> {
+              worker.tell(new Generate(request, ref));
+              return NotUsed.getInstance();
+            })
         .initialTimeout(firstEventTimeout)
         .takeWhile(e -> !(e instanceof Completed || e instanceof Failed), true)
-        .map(e -> {
-          if (e instanceof Completed || e instanceof Failed) finished.set(true);
-          return e;
-        })
-        .watchTermination((mat, done) -> {
-          done.whenComplete((ok, error) -> {
-            if (!finished.get()) {
-              log.debug("Generation {} ended before completion ({}); cancelling", request.requestId(),
-                  error == null ? "cancelled" : error.toString());
-              worker.tell(new Cancel(request.requestId()));
-            }
-          });
-          return mat;
-        });
+        .map(
+            e -> {
+              if (e instanceof Completed || e instanceof Failed) finished.set(true);
+              return e;
+            })
+        .watchTermination(
+            (mat, done) -> {
+              done.whenComplete(
+                  (ok, error) -> {
+                    if (!finished.get()) {
+                      log.debug(
+                          "Generation {} ended before completion ({}); cancelling",
+                          request.requestId(),
+                          error == null ? "cancelled" : error.toString());
+                      worker.tell(new Cancel(request.requestId()));
+                    }
+                  });
+              return mat;
+            });
   }
 
   /**
@@ -77,14 +88,16 @@ public final class GenerationStream {
     return events
         .prefixAndTail(1)
         .runWith(Sink.head(), system)
-        .handle((pair, error) -> {
-          if (error != null) throw toApiException(error);
-          List<GenerationEvent> first = pair.first();
-          if (first.isEmpty()) throw ApiException.internal("The worker ended the request without an answer.");
-          GenerationEvent head = first.get(0);
-          if (head instanceof Failed f) throw toApiException(f);
-          return Pair.create(head, pair.second());
-        });
+        .handle(
+            (pair, error) -> {
+              if (error != null) throw toApiException(error);
+              List<GenerationEvent> first = pair.first();
+              if (first.isEmpty())
+                throw ApiException.internal("The worker ended the request without an answer.");
+              GenerationEvent head = first.get(0);
+              if (head instanceof Failed f) throw toApiException(f);
+              return Pair.create(head, pair.second());
+            });
   }
 
   /** The HTTP error for a worker's {@link Failed}. */
@@ -103,7 +116,9 @@ public final class GenerationStream {
   /** The HTTP error for a stream failure (timeouts are 503: no worker answered in time). */
   public static ApiException toApiException(Throwable error) {
     Throwable t = error;
-    while (t.getCause() != null && !(t instanceof ApiException) && !(t instanceof TimeoutException)
+    while (t.getCause() != null
+        && !(t instanceof ApiException)
+        && !(t instanceof TimeoutException)
         && !(t instanceof CancellationException)) t = t.getCause();
     if (t instanceof ApiException api) return api;
     if (t instanceof TimeoutException)

@@ -13,7 +13,11 @@ import dev.troupe.protocol.cluster.SamplingDefaults;
  *     request leaves out (never null)
  */
 public record ModelFacts(
-    String name, int maxModelLen, String schedulingPolicy, boolean multimodal, SamplingDefaults samplingDefaults) {
+    String name,
+    int maxModelLen,
+    String schedulingPolicy,
+    boolean multimodal,
+    SamplingDefaults samplingDefaults) {
   public static final String FCFS = "fcfs";
   public static final String PRIORITY = "priority";
 

@@ -2,7 +2,6 @@ package dev.troupe.gateway.http;
 
 import static org.apache.pekko.http.javadsl.server.Directives.complete;
 
-import java.util.List;
 import java.util.stream.Collectors;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
@@ -21,8 +20,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The one exception handler and the one rejection handler of the HTTP API: every error response body
- * is written here, OpenAI-shaped ({@code {"error":{…}}}) or, for {@link ValidationException},
+ * The one exception handler and the one rejection handler of the HTTP API: every error response
+ * body is written here, OpenAI-shaped ({@code {"error":{…}}}) or, for {@link ValidationException},
  * FastAPI-shaped ({@code {"detail":[…]}}).
  */
 public final class ApiErrors {
@@ -41,15 +40,19 @@ public final class ApiErrors {
   }
 
   /**
-   * Maps every throwable escaping a route: API and validation errors to their bodies, oversized bodies
-   * to 413 and anything else to a 500 that does not leak internals (logged here, with its stack).
+   * Maps every throwable escaping a route: API and validation errors to their bodies, oversized
+   * bodies to 413 and anything else to a 500 that does not leak internals (logged here, with its
+   * stack).
    */
   public static ExceptionHandler exceptionHandler(long bodyLimitBytes) {
     return ExceptionHandler.newBuilder()
         .match(ApiException.class, ApiErrors::reply)
-        .match(ValidationException.class,
+        .match(
+            ValidationException.class,
             e -> complete(JsonBodies.response(StatusCodes.UNPROCESSABLE_CONTENT, e.body())))
-        .match(EntityStreamSizeException.class, e -> reply(ApiException.payloadTooLarge(bodyLimitBytes)))
+        .match(
+            EntityStreamSizeException.class,
+            e -> reply(ApiException.payloadTooLarge(bodyLimitBytes)))
         .matchAny(
             e -> {
               Throwable cause = unwrap(e);
@@ -76,11 +79,16 @@ public final class ApiErrors {
             })
         .handle(
             UnsupportedRequestContentTypeRejection.class,
-            r -> reply(ApiException.badRequest(
-                "Unsupported Media Type: Only 'application/json' is allowed", null)))
+            r ->
+                reply(
+                    ApiException.badRequest(
+                        "Unsupported Media Type: Only 'application/json' is allowed", null)))
         .handle(
             RequestEntityExpectedRejection.class,
-            r -> reply(ApiException.badRequest("The request body must be a JSON object, got nothing.", null)))
+            r ->
+                reply(
+                    ApiException.badRequest(
+                        "The request body must be a JSON object, got nothing.", null)))
         .handle(ValidationRejection.class, r -> reply(ApiException.badRequest(r.message(), null)))
         .handle(AuthenticationFailedRejection.class, r -> reply(ApiException.unauthorized()))
         .handle(AuthorizationFailedRejection.class, r -> reply(ApiException.unauthorized()))
@@ -88,33 +96,46 @@ public final class ApiErrors {
             MethodRejection.class,
             rs -> {
               String allowed =
-                  rs.stream().map(r -> r.supported().name()).distinct().collect(Collectors.joining(", "));
+                  rs.stream()
+                      .map(r -> r.supported().name())
+                      .distinct()
+                      .collect(Collectors.joining(", "));
               return reply(
-                  new ApiException(405, "MethodNotAllowedError", "Method Not Allowed (allowed: " + allowed + ")", null));
+                  new ApiException(
+                      405,
+                      "MethodNotAllowedError",
+                      "Method Not Allowed (allowed: " + allowed + ")",
+                      null));
             })
         .handleNotFound(reply(ApiException.notFound("Not Found", null)))
         .build()
-        // Anything else (query parameters, headers, …) keeps Pekko's status and text, in our body shape.
+        // Anything else (query parameters, headers, …) keeps Pekko's status and text, in our body
+        // shape.
         .withFallback(RejectionHandler.defaultHandler().mapRejectionResponse(ApiErrors::reshape));
   }
 
   private static HttpResponse reshape(HttpResponse r) {
     if (r.entity().getContentType().mediaType().toString().startsWith("application/json")) return r;
-    String text = r.entity() instanceof org.apache.pekko.http.javadsl.model.HttpEntity.Strict s
-        ? s.getData().utf8String() : r.status().reason();
+    String text =
+        r.entity() instanceof org.apache.pekko.http.javadsl.model.HttpEntity.Strict s
+            ? s.getData().utf8String()
+            : r.status().reason();
     int status = r.status().intValue();
-    String type = status == 413 ? "PayloadTooLargeError" : status >= 500 ? "InternalServerError" : "BadRequestError";
+    String type =
+        status == 413
+            ? "PayloadTooLargeError"
+            : status >= 500 ? "InternalServerError" : "BadRequestError";
     return JsonBodies.response(r.status(), new ApiException(status, type, text, null).body());
   }
 
   private static Throwable unwrap(Throwable t) {
     Throwable cur = t;
     for (int i = 0; i < 8 && cur != null; i++) {
-      if (cur instanceof ApiException || cur instanceof ValidationException
+      if (cur instanceof ApiException
+          || cur instanceof ValidationException
           || cur instanceof EntityStreamSizeException) return cur;
       cur = cur.getCause();
     }
     return t;
   }
-
 }

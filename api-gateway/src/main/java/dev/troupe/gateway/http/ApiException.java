@@ -16,7 +16,8 @@ public final class ApiException extends RuntimeException {
 
   public ApiException(int status, String type, String message, String param) {
     super(message);
-    if (status < 400 || status > 599) throw new IllegalArgumentException("not an error status: " + status);
+    if (status < 400 || status > 599)
+      throw new IllegalArgumentException("not an error status: " + status);
     this.status = status;
     this.type = type;
     this.param = param;
@@ -64,7 +65,9 @@ public final class ApiException extends RuntimeException {
     return type;
   }
 
-  /** The offending request field as a dotted path ({@code stream_options.include_usage}), or null. */
+  /**
+   * The offending request field as a dotted path ({@code stream_options.include_usage}), or null.
+   */
   public String param() {
     return param;
   }
@@ -75,6 +78,13 @@ public final class ApiException extends RuntimeException {
 
   @Override
   public String toString() {
-    return "ApiException[" + status + " " + type + (param == null ? "" : " param=" + param) + ": " + getMessage() + "]";
+    return "ApiException["
+        + status
+        + " "
+        + type
+        + (param == null ? "" : " param=" + param)
+        + ": "
+        + getMessage()
+        + "]";
   }
 }

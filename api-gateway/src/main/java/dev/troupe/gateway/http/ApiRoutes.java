@@ -54,9 +54,13 @@ public final class ApiRoutes {
   public static Route seal(GatewaySettings settings, List<Route> endpoints) {
     BearerAuth auth = new BearerAuth(settings.apiKeys());
     long limit = settings.maxBodyBytes();
-    Route all = endpoints.isEmpty()
-        ? org.apache.pekko.http.javadsl.server.Directives.reject()
-        : endpoints.size() == 1 ? endpoints.get(0) : concat(endpoints.get(0), endpoints.subList(1, endpoints.size()).toArray(Route[]::new));
+    Route all =
+        endpoints.isEmpty()
+            ? org.apache.pekko.http.javadsl.server.Directives.reject()
+            : endpoints.size() == 1
+                ? endpoints.get(0)
+                : concat(
+                    endpoints.get(0), endpoints.subList(1, endpoints.size()).toArray(Route[]::new));
     return handleExceptions(
         ApiErrors.exceptionHandler(limit),
         () ->
@@ -66,9 +70,12 @@ public final class ApiRoutes {
                     RequestIds.withRequestIdHeader(
                         () ->
                             auth.guard(
-                                // Errors raised while the inner route runs need both handlers again,
+                                // Errors raised while the inner route runs need both handlers
+                                // again,
                                 // inside the request-id header so error responses carry it too.
-                                () -> handleExceptions(ApiErrors.exceptionHandler(limit),
-                                    () -> withSizeLimit(limit, () -> all))))));
+                                () ->
+                                    handleExceptions(
+                                        ApiErrors.exceptionHandler(limit),
+                                        () -> withSizeLimit(limit, () -> all))))));
   }
 }

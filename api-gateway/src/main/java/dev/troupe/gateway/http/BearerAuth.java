@@ -14,8 +14,8 @@ import org.apache.pekko.http.javadsl.server.Route;
 
 /**
  * API-key check for every {@code /v1} path (vLLM's middleware): {@code Authorization: Bearer <key>}
- * must match a configured key. Runs before routing, so an unauthenticated caller learns nothing about
- * which routes exist. {@code OPTIONS} and paths outside {@code /v1} ({@code /health}, {@code
+ * must match a configured key. Runs before routing, so an unauthenticated caller learns nothing
+ * about which routes exist. {@code OPTIONS} and paths outside {@code /v1} ({@code /health}, {@code
  * /version}, {@code /tokenize}…) are open. No keys configured means the API is open.
  */
 public final class BearerAuth {
@@ -48,7 +48,8 @@ public final class BearerAuth {
     int space = value.indexOf(' ');
     if (space < 0 || !value.substring(0, space).equalsIgnoreCase("bearer")) return false;
     byte[] offered = sha256(value.substring(space + 1).trim());
-    // Compare fixed-length digests in constant time, and against every key, so timing reveals nothing.
+    // Compare fixed-length digests in constant time, and against every key, so timing reveals
+    // nothing.
     boolean ok = false;
     for (byte[] key : keyDigests) ok |= MessageDigest.isEqual(offered, key);
     return ok;

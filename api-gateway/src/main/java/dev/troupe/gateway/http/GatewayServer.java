@@ -28,15 +28,20 @@ public final class GatewayServer {
     // The parser limit matches the route's so a large Content-Length fails the same way (413).
     return Http.get(system)
         .newServerAt(settings.host(), settings.port())
-        .adaptSettings(s -> s.withParserSettings(s.getParserSettings().withMaxContentLength(settings.maxBodyBytes())))
+        .adaptSettings(
+            s ->
+                s.withParserSettings(
+                    s.getParserSettings().withMaxContentLength(settings.maxBodyBytes())))
         .bind(route)
         .whenComplete(
             (binding, error) -> {
               if (error != null)
                 log.error("HTTP API failed to bind {}:{}", settings.host(), settings.port(), error);
               else
-                log.info("HTTP API listening on {} ({} API key(s) configured)",
-                    binding.localAddress(), settings.apiKeys().size());
+                log.info(
+                    "HTTP API listening on {} ({} API key(s) configured)",
+                    binding.localAddress(),
+                    settings.apiKeys().size());
             });
   }
 }

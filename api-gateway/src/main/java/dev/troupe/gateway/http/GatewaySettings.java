@@ -42,7 +42,8 @@ public record GatewaySettings(
 
   /** Loopback on {@code port}, the given keys, default limits: for tests and embedding. */
   public static GatewaySettings of(int port, List<String> apiKeys) {
-    return new GatewaySettings("127.0.0.1", port, apiKeys, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(30));
+    return new GatewaySettings(
+        "127.0.0.1", port, apiKeys, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(30));
   }
 
   public GatewaySettings withPort(int newPort) {

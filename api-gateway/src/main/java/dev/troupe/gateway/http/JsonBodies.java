@@ -11,13 +11,12 @@ import com.fasterxml.jackson.core.exc.StreamReadException;
 import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonDeserializer;
-import com.fasterxml.jackson.databind.deser.DeserializationProblemHandler;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.ObjectReader;
+import com.fasterxml.jackson.databind.deser.DeserializationProblemHandler;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.ValueInstantiationException;
 import dev.troupe.protocol.Json;
-import dev.troupe.protocol.api.ValidationErrorResponse.Detail;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,15 +34,16 @@ import org.apache.pekko.util.ByteString;
 import scala.concurrent.duration.FiniteDuration;
 
 /**
- * JSON in and out of routes, always through {@link Json#mapper()}. Bodies are read strictly (the size
- * limit set by {@link ApiRoutes} applies) and parsed here so that every parse failure becomes an error
- * naming the field: {@link ApiException} (400, OpenAI body) via {@link #entity}, or {@link
+ * JSON in and out of routes, always through {@link Json#mapper()}. Bodies are read strictly (the
+ * size limit set by {@link ApiRoutes} applies) and parsed here so that every parse failure becomes
+ * an error naming the field: {@link ApiException} (400, OpenAI body) via {@link #entity}, or {@link
  * ValidationException} (422, FastAPI body) via {@link #entityOrDetail}.
  */
 public final class JsonBodies {
   private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(JsonBodies.class);
   private static final FiniteDuration READ_TIMEOUT = FiniteDuration.create(60, TimeUnit.SECONDS);
-  private static final String JSON_ONLY = "Unsupported Media Type: Only 'application/json' is allowed";
+  private static final String JSON_ONLY =
+      "Unsupported Media Type: Only 'application/json' is allowed";
 
   private JsonBodies() {}
 
@@ -91,29 +91,41 @@ public final class JsonBodies {
             throw ApiException.badRequest(JSON_ONLY, null);
           }
           // Long.MAX_VALUE: the limit that applies is the entity's own, set by withSizeLimit.
-          return extractStrictEntity(READ_TIMEOUT, Long.MAX_VALUE, strict -> inner.apply(strict.getData()));
+          return extractStrictEntity(
+              READ_TIMEOUT, Long.MAX_VALUE, strict -> inner.apply(strict.getData()));
         });
   }
 
   private static ObjectReader reader(Class<?> type) {
     // Pydantic refuses 1.5 for an integer field; Jackson would silently truncate it.
-    return Json.mapper().readerFor(type).without(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+    return Json.mapper()
+        .readerFor(type)
+        .without(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
         .withHandler(LOG_UNKNOWN);
   }
 
   /** Unknown fields are ignored, as in vLLM, and named at DEBUG. */
-  private static final DeserializationProblemHandler LOG_UNKNOWN = new DeserializationProblemHandler() {
-    @Override
-    public boolean handleUnknownProperty(
-        DeserializationContext ctxt, JsonParser p, JsonDeserializer<?> deserializer, Object beanOrClass,
-        String propertyName) throws IOException {
-      if (log.isDebugEnabled())
-        log.debug("Ignoring unknown field '{}' of {}", propertyName,
-            beanOrClass instanceof Class<?> c ? c.getSimpleName() : beanOrClass.getClass().getSimpleName());
-      p.skipChildren();
-      return true;
-    }
-  };
+  private static final DeserializationProblemHandler LOG_UNKNOWN =
+      new DeserializationProblemHandler() {
+        @Override
+        public boolean handleUnknownProperty(
+            DeserializationContext ctxt,
+            JsonParser p,
+            JsonDeserializer<?> deserializer,
+            Object beanOrClass,
+            String propertyName)
+            throws IOException {
+          if (log.isDebugEnabled())
+            log.debug(
+                "Ignoring unknown field '{}' of {}",
+                propertyName,
+                beanOrClass instanceof Class<?> c
+                    ? c.getSimpleName()
+                    : beanOrClass.getClass().getSimpleName());
+          p.skipChildren();
+          return true;
+        }
+      };
 
   /** Parses {@code bytes} as {@code type}; any failure is a 400 naming the field. */
   public static <T> T parse(ByteString bytes, Class<T> type) {
@@ -168,37 +180,49 @@ public final class JsonBodies {
         else if (ref.getIndex() >= 0) loc.add(ref.getIndex());
       }
     }
-    String where = loc.isEmpty() ? "the request body" : "`" + new Failure(loc, "", "").param() + "`";
+    String where =
+        loc.isEmpty() ? "the request body" : "`" + new Failure(loc, "", "").param() + "`";
     if (e instanceof ValueInstantiationException vie && vie.getCause() != null) {
       // A record's compact constructor refused the value: its message is the useful part.
-      return new Failure(loc, "Invalid value for " + where + ": " + vie.getCause().getMessage(), "value_error");
+      return new Failure(
+          loc, "Invalid value for " + where + ": " + vie.getCause().getMessage(), "value_error");
     }
     if (e instanceof MismatchedInputException mie) {
       if (loc.isEmpty() && mie.getMessage() != null && mie.getMessage().startsWith("No content"))
         return new Failure(loc, "The request body must be a JSON object, got nothing.", "missing");
-      String expected = mie.getTargetType() == null ? "a different type" : describeType(mie.getTargetType());
+      String expected =
+          mie.getTargetType() == null ? "a different type" : describeType(mie.getTargetType());
       if (loc.isEmpty())
         return new Failure(loc, "The request body must be a JSON object.", "model_attributes_type");
-      return new Failure(loc, "Invalid type for " + where + ": expected " + expected + ".", "type_error");
+      return new Failure(
+          loc, "Invalid type for " + where + ": expected " + expected + ".", "type_error");
     }
     if (e instanceof InputCoercionException) {
-      return new Failure(loc, "Invalid value for " + where + ": number out of range.", "value_error");
+      return new Failure(
+          loc, "Invalid value for " + where + ": number out of range.", "value_error");
     }
     if (e instanceof StreamReadException sre) {
       String msg = sre.getOriginalMessage();
       return new Failure(loc, "Malformed JSON in the request body: " + msg, "json_invalid");
     }
     if (e instanceof JsonMappingException jme) {
-      return new Failure(loc, "Invalid value for " + where + ": " + jme.getOriginalMessage(), "value_error");
+      return new Failure(
+          loc, "Invalid value for " + where + ": " + jme.getOriginalMessage(), "value_error");
     }
     return new Failure(loc, "Cannot read the request body: " + e.getMessage(), "json_invalid");
   }
 
   private static String describeType(Class<?> t) {
     if (t == Boolean.class || t == boolean.class) return "a boolean";
-    if (t == Integer.class || t == int.class || t == Long.class || t == long.class
+    if (t == Integer.class
+        || t == int.class
+        || t == Long.class
+        || t == long.class
         || t == java.math.BigInteger.class) return "an integer";
-    if (t == Double.class || t == double.class || t == Float.class || t == float.class
+    if (t == Double.class
+        || t == double.class
+        || t == Float.class
+        || t == float.class
         || t == java.math.BigDecimal.class) return "a number";
     if (t == String.class) return "a string";
     if (List.class.isAssignableFrom(t) || t.isArray()) return "an array";

@@ -39,7 +39,11 @@ public final class RequestIds {
   public static Route withRequestIdHeader(Supplier<Route> inner) {
     return optionalHeaderValueByName(
         HEADER,
-        incoming -> respondWithDefaultHeader(RawHeader.create(HEADER, incoming.filter(s -> !s.isBlank()).orElseGet(RequestIds::random)), inner));
+        incoming ->
+            respondWithDefaultHeader(
+                RawHeader.create(
+                    HEADER, incoming.filter(s -> !s.isBlank()).orElseGet(RequestIds::random)),
+                inner));
   }
 
   /** The caller's {@code X-Request-Id}, if any. */

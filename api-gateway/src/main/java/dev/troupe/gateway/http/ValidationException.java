@@ -6,8 +6,8 @@ import java.util.List;
 
 /**
  * A request rejected FastAPI-style: answered with 422 and {@code {"detail":[{loc,msg,type}]}} by
- * {@link ApiErrors#exceptionHandler()}. For endpoints whose reference service is FastAPI (the preview
- * routes); OpenAI-compatible endpoints throw {@link ApiException} instead.
+ * {@link ApiErrors#exceptionHandler()}. For endpoints whose reference service is FastAPI (the
+ * preview routes); OpenAI-compatible endpoints throw {@link ApiException} instead.
  */
 public final class ValidationException extends RuntimeException {
   private static final long serialVersionUID = 1L;

@@ -35,18 +35,20 @@ import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
- * {@code GET /metrics}: Prometheus text exposition with vLLM's metric names, open without an API key
- * as in vLLM. At every scrape each replica of each served model is asked for its
- * {@link WorkerStatus}; its scheduler gauges ({@code vllm:num_requests_running/waiting}) and counters
- * ({@code vllm:num_preemptions_total}, {@code vllm:prompt_tokens_total},
- * {@code vllm:generation_tokens_total}) are one series per replica, labelled {@code model_name} and
- * {@code engine} (the replica index, vLLM's label for its data-parallel engines). A replica that does
- * not answer within the scrape timeout, or has no model loaded, is left out of that scrape: the
- * endpoint never fails because a worker is down. The gateway's own request metrics
- * ({@link ServingMetrics}) follow.
+ * {@code GET /metrics}: Prometheus text exposition with vLLM's metric names, open without an API
+ * key as in vLLM. At every scrape each replica of each served model is asked for its {@link
+ * WorkerStatus}; its scheduler gauges ({@code vllm:num_requests_running/waiting}) and counters
+ * ({@code vllm:num_preemptions_total}, {@code vllm:prompt_tokens_total}, {@code
+ * vllm:generation_tokens_total}) are one series per replica, labelled {@code model_name} and {@code
+ * engine} (the replica index, vLLM's label for its data-parallel engines). A replica that does not
+ * answer within the scrape timeout, or has no model loaded, is left out of that scrape: the
+ * endpoint never fails because a worker is down. The gateway's own request metrics ({@link
+ * ServingMetrics}) follow.
  */
 public final class MetricsRoute implements ApiRoute {
-  /** {@code text/plain; version=0.0.4; charset=UTF-8}, what Prometheus expects of the text format. */
+  /**
+   * {@code text/plain; version=0.0.4; charset=UTF-8}, what Prometheus expects of the text format.
+   */
   private static final ContentType TEXT_FORMAT =
       ContentTypes.parse("text/plain; version=0.0.4; charset=UTF-8");
 
@@ -55,7 +57,9 @@ public final class MetricsRoute implements ApiRoute {
   private final Duration scrapeTimeout;
   private final PrometheusTextFormatWriter writer = new PrometheusTextFormatWriter(false);
 
-  /** @param scrapeTimeout how long each replica may take to report its status */
+  /**
+   * @param scrapeTimeout how long each replica may take to report its status
+   */
   public MetricsRoute(ModelDirectory models, ServingMetrics serving, Duration scrapeTimeout) {
     this.models = models;
     this.serving = serving;
@@ -64,8 +68,18 @@ public final class MetricsRoute implements ApiRoute {
 
   @Override
   public Route route() {
-    return path("metrics", () -> get(() -> onSuccess(workerStatuses(), statuses ->
-        complete(HttpResponse.create().withEntity(HttpEntities.create(TEXT_FORMAT, exposition(statuses)))))));
+    return path(
+        "metrics",
+        () ->
+            get(
+                () ->
+                    onSuccess(
+                        workerStatuses(),
+                        statuses ->
+                            complete(
+                                HttpResponse.create()
+                                    .withEntity(
+                                        HttpEntities.create(TEXT_FORMAT, exposition(statuses)))))));
   }
 
   /** A replica's status, or nothing when it did not answer in time. */
@@ -76,31 +90,58 @@ public final class MetricsRoute implements ApiRoute {
     for (ServedModel m : models.models())
       for (int i = 0; i < m.replicas(); i++) {
         int index = i;
-        asks.add(AskPattern.<Command, WorkerStatus>ask(
-                models.replica(m, i), ModelWorkerProtocol.GetStatus::new, scrapeTimeout,
-                models.system().scheduler())
-            .handle((s, error) -> error == null ? new Replica(m.name(), index, s) : null)
-            .toCompletableFuture());
+        asks.add(
+            AskPattern.<Command, WorkerStatus>ask(
+                    models.replica(m, i),
+                    ModelWorkerProtocol.GetStatus::new,
+                    scrapeTimeout,
+                    models.system().scheduler())
+                .handle((s, error) -> error == null ? new Replica(m.name(), index, s) : null)
+                .toCompletableFuture());
       }
-    return CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new)).thenApply(done -> asks.stream()
-        .map(CompletableFuture::join)
-        // A replica whose model failed to load reports a context length of 0 and serves nothing.
-        .filter(r -> r != null && r.status().maxModelLen() > 0)
-        .toList());
+    return CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new))
+        .thenApply(
+            done ->
+                asks.stream()
+                    .map(CompletableFuture::join)
+                    // A replica whose model failed to load reports a context length of 0 and serves
+                    // nothing.
+                    .filter(r -> r != null && r.status().maxModelLen() > 0)
+                    .toList());
   }
 
   private byte[] exposition(List<Replica> replicas) {
     MetricSnapshots.Builder all = MetricSnapshots.builder();
-    all.metricSnapshot(gauge("vllm:num_requests_running",
-        "Number of requests in model execution batches.", replicas, s -> s.running()));
-    all.metricSnapshot(gauge("vllm:num_requests_waiting",
-        "Number of requests waiting to be processed.", replicas, s -> s.waiting()));
-    all.metricSnapshot(counter("vllm:num_preemptions",
-        "Cumulative number of preemptions from the engine.", replicas, s -> s.preemptions()));
-    all.metricSnapshot(counter("vllm:prompt_tokens",
-        "Number of prefill tokens processed.", replicas, s -> s.promptTokens()));
-    all.metricSnapshot(counter("vllm:generation_tokens",
-        "Number of generation tokens processed.", replicas, s -> s.generationTokens()));
+    all.metricSnapshot(
+        gauge(
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            replicas,
+            s -> s.running()));
+    all.metricSnapshot(
+        gauge(
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            replicas,
+            s -> s.waiting()));
+    all.metricSnapshot(
+        counter(
+            "vllm:num_preemptions",
+            "Cumulative number of preemptions from the engine.",
+            replicas,
+            s -> s.preemptions()));
+    all.metricSnapshot(
+        counter(
+            "vllm:prompt_tokens",
+            "Number of prefill tokens processed.",
+            replicas,
+            s -> s.promptTokens()));
+    all.metricSnapshot(
+        counter(
+            "vllm:generation_tokens",
+            "Number of generation tokens processed.",
+            replicas,
+            s -> s.generationTokens()));
     serving.scrape().forEach(all::metricSnapshot);
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     try {
@@ -119,7 +160,11 @@ public final class MetricsRoute implements ApiRoute {
       String name, String help, List<Replica> replicas, ToDoubleFunction<WorkerStatus> value) {
     GaugeSnapshot.Builder b = GaugeSnapshot.builder().name(name).help(help);
     for (Replica r : replicas)
-      b.dataPoint(GaugeDataPointSnapshot.builder().labels(labels(r)).value(value.applyAsDouble(r.status())).build());
+      b.dataPoint(
+          GaugeDataPointSnapshot.builder()
+              .labels(labels(r))
+              .value(value.applyAsDouble(r.status()))
+              .build());
     return b.build();
   }
 
@@ -128,7 +173,11 @@ public final class MetricsRoute implements ApiRoute {
       String name, String help, List<Replica> replicas, ToDoubleFunction<WorkerStatus> value) {
     CounterSnapshot.Builder b = CounterSnapshot.builder().name(name).help(help);
     for (Replica r : replicas)
-      b.dataPoint(CounterDataPointSnapshot.builder().labels(labels(r)).value(value.applyAsDouble(r.status())).build());
+      b.dataPoint(
+          CounterDataPointSnapshot.builder()
+              .labels(labels(r))
+              .value(value.applyAsDouble(r.status()))
+              .build());
     return b.build();
   }
 }

@@ -33,28 +33,31 @@ public final class ServingMetrics {
   };
 
   private final PrometheusRegistry registry = new PrometheusRegistry();
-  private final Counter success = Counter.builder()
-      .name("vllm:request_success_total")
-      .help("Count of successfully processed requests.")
-      .labelNames("model_name", "finished_reason")
-      .withoutExemplars()
-      .register(registry);
-  private final Histogram ttft = Histogram.builder()
-      .name("vllm:time_to_first_token_seconds")
-      .help("Histogram of time to first token in seconds.")
-      .labelNames("model_name")
-      .classicOnly()
-      .classicUpperBounds(TTFT_BOUNDS)
-      .withoutExemplars()
-      .register(registry);
-  private final Histogram e2e = Histogram.builder()
-      .name("vllm:e2e_request_latency_seconds")
-      .help("Histogram of e2e request latency in seconds.")
-      .labelNames("model_name")
-      .classicOnly()
-      .classicUpperBounds(E2E_BOUNDS)
-      .withoutExemplars()
-      .register(registry);
+  private final Counter success =
+      Counter.builder()
+          .name("vllm:request_success_total")
+          .help("Count of successfully processed requests.")
+          .labelNames("model_name", "finished_reason")
+          .withoutExemplars()
+          .register(registry);
+  private final Histogram ttft =
+      Histogram.builder()
+          .name("vllm:time_to_first_token_seconds")
+          .help("Histogram of time to first token in seconds.")
+          .labelNames("model_name")
+          .classicOnly()
+          .classicUpperBounds(TTFT_BOUNDS)
+          .withoutExemplars()
+          .register(registry);
+  private final Histogram e2e =
+      Histogram.builder()
+          .name("vllm:e2e_request_latency_seconds")
+          .help("Histogram of e2e request latency in seconds.")
+          .labelNames("model_name")
+          .classicOnly()
+          .classicUpperBounds(E2E_BOUNDS)
+          .withoutExemplars()
+          .register(registry);
 
   /**
    * {@code events} of one generation of {@code model}, recorded as they pass: the first generated
@@ -62,15 +65,18 @@ public final class ServingMetrics {
    * choice counts, as vLLM v1 runs each as its own request) and completion (e2e latency). The clock
    * starts when the stream is materialized, i.e. when the request is sent.
    */
-  public Source<GenerationEvent, NotUsed> observe(String model, Source<GenerationEvent, NotUsed> events) {
-    return Source.fromMaterializer((mat, attributes) -> {
-          long start = System.nanoTime();
-          boolean[] sawToken = {false};
-          return events.map(event -> {
-            record(model, event, start, sawToken);
-            return event;
-          });
-        })
+  public Source<GenerationEvent, NotUsed> observe(
+      String model, Source<GenerationEvent, NotUsed> events) {
+    return Source.fromMaterializer(
+            (mat, attributes) -> {
+              long start = System.nanoTime();
+              boolean[] sawToken = {false};
+              return events.map(
+                  event -> {
+                    record(model, event, start, sawToken);
+                    return event;
+                  });
+            })
         .mapMaterializedValue(ignored -> NotUsed.getInstance());
   }
 

@@ -41,8 +41,6 @@ public final class ListModelsRoute implements ApiRoute {
 
   private static CursorPage<ModelResponse> page(TrainableModelProtocol.ModelPage page) {
     return CursorPage.of(
-        page.data().stream().map(CreateModelRoute::of).toList(),
-        ModelResponse::id,
-        page.hasMore());
+        page.data().stream().map(CreateModelRoute::of).toList(), ModelResponse::id, page.hasMore());
   }
 }

@@ -147,8 +147,8 @@ public final class PreviewContext {
   }
 
   /**
-   * The routes' ask-and-answer: asks model {@code id}'s entity and completes with {@code toBody}
-   * of the reply as JSON; what {@code toBody} throws (404, 400) is the error reply.
+   * The routes' ask-and-answer: asks model {@code id}'s entity and completes with {@code toBody} of
+   * the reply as JSON; what {@code toBody} throws (404, 400) is the error reply.
    */
   <R> Route replyFromModel(
       String id,

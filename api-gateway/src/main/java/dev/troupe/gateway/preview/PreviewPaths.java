@@ -7,8 +7,8 @@ import org.apache.pekko.http.javadsl.server.PathMatchers;
 /**
  * Path matchers for the {@code /v1/preview/...} endpoints, so each route names only its own
  * segments: {@code collection("models")} is {@code /v1/preview/models}, {@code member("models",
- * "checkpoints")} is {@code /v1/preview/models/{id}/checkpoints} and extracts the raw id (the
- * route parses it inside its method directive, so a wrong method still answers 405, not 404).
+ * "checkpoints")} is {@code /v1/preview/models/{id}/checkpoints} and extracts the raw id (the route
+ * parses it inside its method directive, so a wrong method still answers 405, not 404).
  */
 public final class PreviewPaths {
   private PreviewPaths() {}

@@ -25,23 +25,23 @@ import java.util.List;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import org.apache.pekko.actor.Cancellable;
-import org.apache.pekko.http.javadsl.model.ContentTypes;
-import org.apache.pekko.http.javadsl.model.HttpEntity;
-import org.apache.pekko.japi.Pair;
-import org.apache.pekko.stream.KillSwitches;
-import org.apache.pekko.stream.UniqueKillSwitch;
-import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.http.javadsl.model.ContentType;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.MediaTypes;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.http.javadsl.server.PathMatchers;
-import org.apache.pekko.japi.pf.PFBuilder;
 import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.japi.pf.PFBuilder;
+import org.apache.pekko.stream.KillSwitches;
+import org.apache.pekko.stream.UniqueKillSwitch;
+import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
@@ -53,8 +53,11 @@ import org.apache.pekko.util.ByteString;
  * worker refusing the prompt, unknown model, overload) are plain HTTP errors, streams included.
  */
 public final class ChatCompletionsRoute implements ApiRoute {
-  /** Events arriving within this window are formatted together (a step's last delta and its finish). */
+  /**
+   * Events arriving within this window are formatted together (a step's last delta and its finish).
+   */
   private static final Duration GROUP_WINDOW = Duration.ofMillis(1);
+
   private static final ContentType EVENT_STREAM = MediaTypes.TEXT_EVENT_STREAM.toContentType();
 
   private static final ByteString SPACE = ByteString.fromString(" ");
@@ -84,94 +87,166 @@ public final class ChatCompletionsRoute implements ApiRoute {
 
   @Override
   public Route route() {
-    return pathPrefix(PathMatchers.segment("v1").slash("chat").slash("completions"), () ->
-        pathEndOrSingleSlash(() -> post(() ->
-            RequestIds.incoming(headerId ->
-                JsonBodies.entity(ChatCompletionRequest.class, request ->
-                  // The model may name a trained checkpoint: it runs on its base model's workers.
-                  onSuccess(models.resolveChat(request.model()), target -> {
-                  ServedModel model = target.model();
-                  return onSuccess(models.facts(model), facts -> {
-                    ChatPlan mapped = ChatRequestMapper.map(request, facts, headerId);
-                    ChatPlan plan = target.adapter() == null ? mapped : mapped.withAdapter(target.adapter(), request.model());
-                    String id = plan.responseId().substring("chatcmpl-".length());
-                    Route answer = completeWithFuture(plan.stream() ? stream(model, plan) : whole(model, plan));
-                    // A body request_id may hold characters a header cannot; it stays in the body then.
-                    return RequestIds.isHeaderSafe(id)
-                        ? respondWithHeader(RawHeader.create(RequestIds.HEADER, id), () -> answer)
-                        : answer;
-                  });
-                }))))));
+    return pathPrefix(
+        PathMatchers.segment("v1").slash("chat").slash("completions"),
+        () ->
+            pathEndOrSingleSlash(
+                () ->
+                    post(
+                        () ->
+                            RequestIds.incoming(
+                                headerId ->
+                                    JsonBodies.entity(
+                                        ChatCompletionRequest.class,
+                                        request ->
+                                            // The model may name a trained checkpoint: it runs on
+                                            // its base model's workers.
+                                            onSuccess(
+                                                models.resolveChat(request.model()),
+                                                target -> {
+                                                  ServedModel model = target.model();
+                                                  return onSuccess(
+                                                      models.facts(model),
+                                                      facts -> {
+                                                        ChatPlan mapped =
+                                                            ChatRequestMapper.map(
+                                                                request, facts, headerId);
+                                                        ChatPlan plan =
+                                                            target.adapter() == null
+                                                                ? mapped
+                                                                : mapped.withAdapter(
+                                                                    target.adapter(),
+                                                                    request.model());
+                                                        String id =
+                                                            plan.responseId()
+                                                                .substring("chatcmpl-".length());
+                                                        Route answer =
+                                                            completeWithFuture(
+                                                                plan.stream()
+                                                                    ? stream(model, plan)
+                                                                    : whole(model, plan));
+                                                        // A body request_id may hold characters a
+                                                        // header cannot; it stays in the body then.
+                                                        return RequestIds.isHeaderSafe(id)
+                                                            ? respondWithHeader(
+                                                                RawHeader.create(
+                                                                    RequestIds.HEADER, id),
+                                                                () -> answer)
+                                                            : answer;
+                                                      });
+                                                }))))));
   }
 
   private Source<GenerationEvent, NotUsed> events(ServedModel model, ChatPlan plan) {
-    return metrics.observe(model.name(),
+    return metrics.observe(
+        model.name(),
         GenerationStream.events(models.pick(model), plan.generation(), models.askTimeout()));
   }
 
   /**
-   * The folded answer. If it is ready within {@link #heartbeat} it is a plain response with its
-   * own status. Otherwise the 200 status is committed and the body starts with a space per
-   * heartbeat (JSON allows leading whitespace): writing them is how a client that went away is
-   * noticed, and its request cancelled, instead of generating to the end for nobody.
+   * The folded answer. If it is ready within {@link #heartbeat} it is a plain response with its own
+   * status. Otherwise the 200 status is committed and the body starts with a space per heartbeat
+   * (JSON allows leading whitespace): writing them is how a client that went away is noticed, and
+   * its request cancelled, instead of generating to the end for nobody.
    */
   private CompletionStage<HttpResponse> whole(ServedModel model, ChatPlan plan) {
     long created = System.currentTimeMillis() / 1000;
-    Pair<UniqueKillSwitch, CompletionStage<ChatResponseFolder>> run = events(model, plan)
-        .viaMat(KillSwitches.single(), Keep.right())
-        .toMat(Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add), Keep.both())
-        .run(models.system());
-    CompletableFuture<HttpResponse> done = run.second()
-        .handle((folder, error) -> {
-          if (error != null) throw GenerationStream.toApiException(error);
-          return JsonBodies.response(StatusCodes.OK, folder.response());
-        })
-        .toCompletableFuture();
+    Pair<UniqueKillSwitch, CompletionStage<ChatResponseFolder>> run =
+        events(model, plan)
+            .viaMat(KillSwitches.single(), Keep.right())
+            .toMat(
+                Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add),
+                Keep.both())
+            .run(models.system());
+    CompletableFuture<HttpResponse> done =
+        run.second()
+            .handle(
+                (folder, error) -> {
+                  if (error != null) throw GenerationStream.toApiException(error);
+                  return JsonBodies.response(StatusCodes.OK, folder.response());
+                })
+            .toCompletableFuture();
     CompletableFuture<HttpResponse> answer = new CompletableFuture<>();
-    Cancellable timer = models.system().scheduler().scheduleOnce(
-        heartbeat, () -> answer.complete(heartbeating(done, run.first())), models.system().executionContext());
-    done.whenComplete((response, error) -> {
-      timer.cancel();
-      if (error != null) answer.completeExceptionally(error);
-      else answer.complete(response);
-    });
+    Cancellable timer =
+        models
+            .system()
+            .scheduler()
+            .scheduleOnce(
+                heartbeat,
+                () -> answer.complete(heartbeating(done, run.first())),
+                models.system().executionContext());
+    done.whenComplete(
+        (response, error) -> {
+          timer.cancel();
+          if (error != null) answer.completeExceptionally(error);
+          else answer.complete(response);
+        });
     return answer;
   }
 
-  private HttpResponse heartbeating(CompletableFuture<HttpResponse> done, UniqueKillSwitch generation) {
-    CompletionStage<ByteString> json = done.handle((response, error) -> error == null
-        ? ((HttpEntity.Strict) response.entity()).getData()
-        // Too late for an error status: the body is the error object.
-        : ByteString.fromArray(JsonBodies.bytes(GenerationStream.toApiException(error).body())));
-    Source<ByteString, NotUsed> body = Source.completionStage(json)
-        .keepAlive(heartbeat, () -> SPACE)
-        .watchTermination((mat, terminated) -> {
-          terminated.whenComplete((ok, error) -> {
-            if (!done.isDone()) generation.abort(new CancellationException("the client went away"));
-          });
-          return mat;
-        });
-    return HttpResponse.create().withEntity(HttpEntities.createChunked(ContentTypes.APPLICATION_JSON, body));
+  private HttpResponse heartbeating(
+      CompletableFuture<HttpResponse> done, UniqueKillSwitch generation) {
+    CompletionStage<ByteString> json =
+        done.handle(
+            (response, error) ->
+                error == null
+                    ? ((HttpEntity.Strict) response.entity()).getData()
+                    // Too late for an error status: the body is the error object.
+                    : ByteString.fromArray(
+                        JsonBodies.bytes(GenerationStream.toApiException(error).body())));
+    Source<ByteString, NotUsed> body =
+        Source.completionStage(json)
+            .keepAlive(heartbeat, () -> SPACE)
+            .watchTermination(
+                (mat, terminated) -> {
+                  terminated.whenComplete(
+                      (ok, error) -> {
+                        if (!done.isDone())
+                          generation.abort(new CancellationException("the client went away"));
+                      });
+                  return mat;
+                });
+    return HttpResponse.create()
+        .withEntity(HttpEntities.createChunked(ContentTypes.APPLICATION_JSON, body));
   }
 
   private CompletionStage<HttpResponse> stream(ServedModel model, ChatPlan plan) {
     long created = System.currentTimeMillis() / 1000;
-    return GenerationStream.firstEvent(events(model, plan), models.system()).thenApply(first -> {
-      ChatChunkWriter writer = new ChatChunkWriter(plan, created);
-      Source<ByteString, NotUsed> frames = Source.single(first.first())
-          .concat(first.second())
-          .groupedWithin(256, GROUP_WINDOW)
-          .mapConcat(group -> writer.onEvents(List.copyOf(group)))
-          // A failure after the stream opened is an error event, then [DONE] (HTTP status stays 200).
-          .recoverWithRetries(1, new PFBuilder<Throwable, Source<ByteString, NotUsed>>()
-              .match(Throwable.class, e -> Source.from(writer.error(GenerationStream.toApiException(e))))
-              .build())
-          // The worker's stream always ends with Completed or Failed; if not, still end the SSE properly.
-          .concatLazy(Source.lazySource(() -> Source.from(writer.isDone()
-              ? List.<ByteString>of()
-              : writer.error(GenerationStream.toApiException(new IllegalStateException(
-                  "generation " + plan.generation().requestId() + " ended without completing"))))));
-      return HttpResponse.create().withEntity(HttpEntities.createChunked(EVENT_STREAM, frames));
-    });
+    return GenerationStream.firstEvent(events(model, plan), models.system())
+        .thenApply(
+            first -> {
+              ChatChunkWriter writer = new ChatChunkWriter(plan, created);
+              Source<ByteString, NotUsed> frames =
+                  Source.single(first.first())
+                      .concat(first.second())
+                      .groupedWithin(256, GROUP_WINDOW)
+                      .mapConcat(group -> writer.onEvents(List.copyOf(group)))
+                      // A failure after the stream opened is an error event, then [DONE] (HTTP
+                      // status stays 200).
+                      .recoverWithRetries(
+                          1,
+                          new PFBuilder<Throwable, Source<ByteString, NotUsed>>()
+                              .match(
+                                  Throwable.class,
+                                  e ->
+                                      Source.from(writer.error(GenerationStream.toApiException(e))))
+                              .build())
+                      // The worker's stream always ends with Completed or Failed; if not, still end
+                      // the SSE properly.
+                      .concatLazy(
+                          Source.lazySource(
+                              () ->
+                                  Source.from(
+                                      writer.isDone()
+                                          ? List.<ByteString>of()
+                                          : writer.error(
+                                              GenerationStream.toApiException(
+                                                  new IllegalStateException(
+                                                      "generation "
+                                                          + plan.generation().requestId()
+                                                          + " ended without completing"))))));
+              return HttpResponse.create()
+                  .withEntity(HttpEntities.createChunked(EVENT_STREAM, frames));
+            });
   }
 }

@@ -12,8 +12,8 @@ import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.api.tokenize.DetokenizeRequest;
 import dev.troupe.protocol.api.tokenize.DetokenizeResponse;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.DetokenizeReply;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenize;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.DetokenizeReply;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenized;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -30,20 +30,37 @@ public final class DetokenizeRoute implements ApiRoute {
 
   @Override
   public Route route() {
-    return path("detokenize", () -> post(() -> JsonBodies.entity(DetokenizeRequest.class, request -> {
-      ServedModel model = models.resolve(request.model());
-      if (request.tokens() == null) throw ApiException.badRequest("Field required: `tokens`.", "tokens");
-      for (int i = 0; i < request.tokens().size(); i++)
-        if (request.tokens().get(i) == null || request.tokens().get(i) < 0)
-          throw ApiException.badRequest("Token ids must be non-negative integers.", "tokens[" + i + "]");
-      return completeWithFuture(AskPattern.<Command, DetokenizeReply>ask(
-              models.pick(model), replyTo -> new Detokenize(request.tokens(), replyTo), models.askTimeout(),
-              models.system().scheduler())
-          .handle((reply, error) -> {
-            if (error != null) throw WorkerReplies.toApiException(error);
-            if (reply instanceof Rejected r) throw WorkerReplies.toApiException(r);
-            return JsonBodies.response(StatusCodes.OK, new DetokenizeResponse(((Detokenized) reply).prompt()));
-          }));
-    })));
+    return path(
+        "detokenize",
+        () ->
+            post(
+                () ->
+                    JsonBodies.entity(
+                        DetokenizeRequest.class,
+                        request -> {
+                          ServedModel model = models.resolve(request.model());
+                          if (request.tokens() == null)
+                            throw ApiException.badRequest("Field required: `tokens`.", "tokens");
+                          for (int i = 0; i < request.tokens().size(); i++)
+                            if (request.tokens().get(i) == null || request.tokens().get(i) < 0)
+                              throw ApiException.badRequest(
+                                  "Token ids must be non-negative integers.", "tokens[" + i + "]");
+                          return completeWithFuture(
+                              AskPattern.<Command, DetokenizeReply>ask(
+                                      models.pick(model),
+                                      replyTo -> new Detokenize(request.tokens(), replyTo),
+                                      models.askTimeout(),
+                                      models.system().scheduler())
+                                  .handle(
+                                      (reply, error) -> {
+                                        if (error != null)
+                                          throw WorkerReplies.toApiException(error);
+                                        if (reply instanceof Rejected r)
+                                          throw WorkerReplies.toApiException(r);
+                                        return JsonBodies.response(
+                                            StatusCodes.OK,
+                                            new DetokenizeResponse(((Detokenized) reply).prompt()));
+                                      }));
+                        })));
   }
 }

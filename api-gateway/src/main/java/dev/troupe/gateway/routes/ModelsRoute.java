@@ -1,6 +1,5 @@
 package dev.troupe.gateway.routes;
 
-import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
 import static org.apache.pekko.http.javadsl.server.Directives.get;
 import static org.apache.pekko.http.javadsl.server.Directives.path;
@@ -15,6 +14,7 @@ import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.api.models.ModelList;
 import dev.troupe.protocol.api.models.ModelList.ModelCard;
 import dev.troupe.protocol.api.models.ModelList.ModelPermission;
+import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,8 +32,10 @@ import org.apache.pekko.http.javadsl.server.Route;
  */
 public final class ModelsRoute implements ApiRoute {
   private static final Duration LISTING_WAIT = Duration.ofSeconds(2);
+
   /** Trainable models listed at most (the registry is paged; this is a listing, not an export). */
   private static final int MAX_TRAINED = 1000;
+
   private final ModelDirectory models;
 
   public ModelsRoute(ModelDirectory models) {
@@ -42,42 +44,94 @@ public final class ModelsRoute implements ApiRoute {
 
   @Override
   public Route route() {
-    return pathPrefix("v1", () -> path("models", () -> get(() -> {
-      List<CompletableFuture<ModelFacts>> facts = new ArrayList<>();
-      for (ServedModel m : models.models())
-        // A model whose workers are down is listed without its context length, not waited for.
-        facts.add(models.facts(m).toCompletableFuture().copy()
-            .completeOnTimeout(null, LISTING_WAIT.toMillis(), TimeUnit.MILLISECONDS).exceptionally(e -> null));
-      CompletableFuture<List<TrainableModelProtocol.ModelInfo>> trained =
-          models.trainedModels() == null
-              ? CompletableFuture.completedFuture(List.of())
-              : models.trainedModels().list(MAX_TRAINED).toCompletableFuture()
-                  .completeOnTimeout(List.of(), LISTING_WAIT.toMillis(), TimeUnit.MILLISECONDS)
-                  .exceptionally(e -> List.of());
-      CompletableFuture<?>[] all = new CompletableFuture<?>[facts.size() + 1];
-      for (int i = 0; i < facts.size(); i++) all[i] = facts.get(i);
-      all[facts.size()] = trained;
-      return completeWithFuture(CompletableFuture.allOf(all).thenApply(x -> {
-        List<ModelCard> cards = new ArrayList<>();
-        for (int i = 0; i < models.models().size(); i++) {
-          ServedModel m = models.models().get(i);
-          ModelFacts f = facts.get(i).join();
-          cards.add(new ModelCard(m.name(), "model", m.created(), "troupe", m.root(), m.parent(),
-              f == null ? null : f.maxModelLen(),
-              List.of(ModelPermission.standard("modelperm-" + RequestIds.random(), m.created()))));
-        }
-        for (TrainableModelProtocol.ModelInfo info : trained.join()) {
-          Integer maxLen = null;
-          for (int i = 0; i < models.models().size(); i++)
-            if (models.models().get(i).name().equals(info.baseModel()) && facts.get(i).join() != null)
-              maxLen = facts.get(i).join().maxModelLen();
-          long created = info.createdAtMillis() / 1000;
-          cards.add(new ModelCard(info.id(), "model", created, "troupe",
-              info.entity() + "/" + info.project() + "/" + info.name(), info.baseModel(), maxLen,
-              List.of(ModelPermission.standard("modelperm-" + RequestIds.random(), created))));
-        }
-        return JsonBodies.response(StatusCodes.OK, ModelList.of(cards));
-      }));
-    })));
+    return pathPrefix(
+        "v1",
+        () ->
+            path(
+                "models",
+                () ->
+                    get(
+                        () -> {
+                          List<CompletableFuture<ModelFacts>> facts = new ArrayList<>();
+                          for (ServedModel m : models.models())
+                            // A model whose workers are down is listed without its context length,
+                            // not waited for.
+                            facts.add(
+                                models
+                                    .facts(m)
+                                    .toCompletableFuture()
+                                    .copy()
+                                    .completeOnTimeout(
+                                        null, LISTING_WAIT.toMillis(), TimeUnit.MILLISECONDS)
+                                    .exceptionally(e -> null));
+                          CompletableFuture<List<TrainableModelProtocol.ModelInfo>> trained =
+                              models.trainedModels() == null
+                                  ? CompletableFuture.completedFuture(List.of())
+                                  : models
+                                      .trainedModels()
+                                      .list(MAX_TRAINED)
+                                      .toCompletableFuture()
+                                      .completeOnTimeout(
+                                          List.of(), LISTING_WAIT.toMillis(), TimeUnit.MILLISECONDS)
+                                      .exceptionally(e -> List.of());
+                          CompletableFuture<?>[] all = new CompletableFuture<?>[facts.size() + 1];
+                          for (int i = 0; i < facts.size(); i++) all[i] = facts.get(i);
+                          all[facts.size()] = trained;
+                          return completeWithFuture(
+                              CompletableFuture.allOf(all)
+                                  .thenApply(
+                                      x -> {
+                                        List<ModelCard> cards = new ArrayList<>();
+                                        for (int i = 0; i < models.models().size(); i++) {
+                                          ServedModel m = models.models().get(i);
+                                          ModelFacts f = facts.get(i).join();
+                                          cards.add(
+                                              new ModelCard(
+                                                  m.name(),
+                                                  "model",
+                                                  m.created(),
+                                                  "troupe",
+                                                  m.root(),
+                                                  m.parent(),
+                                                  f == null ? null : f.maxModelLen(),
+                                                  List.of(
+                                                      ModelPermission.standard(
+                                                          "modelperm-" + RequestIds.random(),
+                                                          m.created()))));
+                                        }
+                                        for (TrainableModelProtocol.ModelInfo info :
+                                            trained.join()) {
+                                          Integer maxLen = null;
+                                          for (int i = 0; i < models.models().size(); i++)
+                                            if (models
+                                                    .models()
+                                                    .get(i)
+                                                    .name()
+                                                    .equals(info.baseModel())
+                                                && facts.get(i).join() != null)
+                                              maxLen = facts.get(i).join().maxModelLen();
+                                          long created = info.createdAtMillis() / 1000;
+                                          cards.add(
+                                              new ModelCard(
+                                                  info.id(),
+                                                  "model",
+                                                  created,
+                                                  "troupe",
+                                                  info.entity()
+                                                      + "/"
+                                                      + info.project()
+                                                      + "/"
+                                                      + info.name(),
+                                                  info.baseModel(),
+                                                  maxLen,
+                                                  List.of(
+                                                      ModelPermission.standard(
+                                                          "modelperm-" + RequestIds.random(),
+                                                          created))));
+                                        }
+                                        return JsonBodies.response(
+                                            StatusCodes.OK, ModelList.of(cards));
+                                      }));
+                        })));
   }
 }

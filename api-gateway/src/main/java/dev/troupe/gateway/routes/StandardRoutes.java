@@ -24,7 +24,8 @@ public final class StandardRoutes {
 
   public static List<ApiRoute> of(ModelDirectory models) {
     ServingMetrics metrics = new ServingMetrics();
-    Duration scrapeTimeout = models.askTimeout().compareTo(SCRAPE_TIMEOUT) < 0 ? models.askTimeout() : SCRAPE_TIMEOUT;
+    Duration scrapeTimeout =
+        models.askTimeout().compareTo(SCRAPE_TIMEOUT) < 0 ? models.askTimeout() : SCRAPE_TIMEOUT;
     return List.of(
         new ChatCompletionsRoute(models, Duration.ofSeconds(5), metrics),
         new MetricsRoute(models, metrics, scrapeTimeout),

@@ -12,17 +12,17 @@ import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.api.tokenize.TokenizeRequest;
 import dev.troupe.protocol.api.tokenize.TokenizeResponse;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenizeReply;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenized;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
-import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
- * {@code POST /tokenize} (vLLM's shape, outside {@code /v1}): a plain {@code prompt} or chat
- * {@code messages} rendered with the model's template, tokenized by a worker of the model.
+ * {@code POST /tokenize} (vLLM's shape, outside {@code /v1}): a plain {@code prompt} or chat {@code
+ * messages} rendered with the model's template, tokenized by a worker of the model.
  */
 public final class TokenizeRoute implements ApiRoute {
   private final ModelDirectory models;
@@ -33,44 +33,73 @@ public final class TokenizeRoute implements ApiRoute {
 
   @Override
   public Route route() {
-    return path("tokenize", () -> post(() -> JsonBodies.entity(TokenizeRequest.class, request -> {
-      ServedModel model = models.resolve(request.model());
-      toCommand(request, null); // validate before asking a worker
-      return completeWithFuture(AskPattern.<Command, TokenizeReply>ask(
-              models.pick(model), replyTo -> toCommand(request, replyTo), models.askTimeout(),
-              models.system().scheduler())
-          .handle((reply, error) -> {
-            if (error != null) throw WorkerReplies.toApiException(error);
-            if (reply instanceof Rejected r) throw WorkerReplies.toApiException(r);
-            Tokenized t = (Tokenized) reply;
-            return JsonBodies.response(StatusCodes.OK,
-                new TokenizeResponse(t.count(), t.maxModelLen(), t.tokens(), t.tokenStrs()));
-          }));
-    })));
+    return path(
+        "tokenize",
+        () ->
+            post(
+                () ->
+                    JsonBodies.entity(
+                        TokenizeRequest.class,
+                        request -> {
+                          ServedModel model = models.resolve(request.model());
+                          toCommand(request, null); // validate before asking a worker
+                          return completeWithFuture(
+                              AskPattern.<Command, TokenizeReply>ask(
+                                      models.pick(model),
+                                      replyTo -> toCommand(request, replyTo),
+                                      models.askTimeout(),
+                                      models.system().scheduler())
+                                  .handle(
+                                      (reply, error) -> {
+                                        if (error != null)
+                                          throw WorkerReplies.toApiException(error);
+                                        if (reply instanceof Rejected r)
+                                          throw WorkerReplies.toApiException(r);
+                                        Tokenized t = (Tokenized) reply;
+                                        return JsonBodies.response(
+                                            StatusCodes.OK,
+                                            new TokenizeResponse(
+                                                t.count(),
+                                                t.maxModelLen(),
+                                                t.tokens(),
+                                                t.tokenStrs()));
+                                      }));
+                        })));
   }
 
   /** Validates and converts; with a null {@code replyTo} only validates. */
   private static Tokenize toCommand(
       TokenizeRequest r, org.apache.pekko.actor.typed.ActorRef<TokenizeReply> replyTo) {
     if ((r.prompt() == null) == (r.messages() == null))
-      throw ApiException.badRequest("Exactly one of `prompt` and `messages` is required.",
+      throw ApiException.badRequest(
+          "Exactly one of `prompt` and `messages` is required.",
           r.prompt() == null ? "messages" : "prompt");
     boolean chat = r.messages() != null;
     boolean addGenerationPrompt = r.addGenerationPrompt() == null || r.addGenerationPrompt();
     boolean continueFinal = r.continueFinalMessage() != null && r.continueFinalMessage();
     if (chat && continueFinal && addGenerationPrompt)
       throw ApiException.badRequest(
-          "Cannot set both `continue_final_message` and `add_generation_prompt` to True.", "continue_final_message");
+          "Cannot set both `continue_final_message` and `add_generation_prompt` to True.",
+          "continue_final_message");
     if (chat) {
       for (int i = 0; i < r.messages().size(); i++)
         if (r.messages().get(i) == null || !(r.messages().get(i).get("role") instanceof String))
-          throw ApiException.badRequest("Each message needs a `role` string.", "messages[" + i + "].role");
+          throw ApiException.badRequest(
+              "Each message needs a `role` string.", "messages[" + i + "].role");
     }
     // vLLM: the template brings its own BOS, so chat defaults to false; plain prompts to true.
     boolean addSpecial = r.addSpecialTokens() != null ? r.addSpecialTokens() : !chat;
     if (replyTo == null) return null;
     return new Tokenize(
-        r.messages(), r.prompt(), r.tools(), chat && addGenerationPrompt, chat && continueFinal, addSpecial,
-        r.chatTemplate(), r.chatTemplateKwargs(), r.returnTokenStrs() != null && r.returnTokenStrs(), replyTo);
+        r.messages(),
+        r.prompt(),
+        r.tools(),
+        chat && addGenerationPrompt,
+        chat && continueFinal,
+        addSpecial,
+        r.chatTemplate(),
+        r.chatTemplateKwargs(),
+        r.returnTokenStrs() != null && r.returnTokenStrs(),
+        replyTo);
   }
 }

@@ -12,7 +12,9 @@ import java.util.Map;
 import java.util.Properties;
 import org.apache.pekko.http.javadsl.server.Route;
 
-/** {@code GET /version}: {@code {"version":"x.y.z"}}, the build's version. Open without an API key. */
+/**
+ * {@code GET /version}: {@code {"version":"x.y.z"}}, the build's version. Open without an API key.
+ */
 public final class VersionRoute implements ApiRoute {
   private final String version;
 
@@ -26,7 +28,8 @@ public final class VersionRoute implements ApiRoute {
 
   /** The project version this module was built as. */
   public static String buildVersion() {
-    try (InputStream in = VersionRoute.class.getResourceAsStream("/dev/troupe/gateway/version.properties")) {
+    try (InputStream in =
+        VersionRoute.class.getResourceAsStream("/dev/troupe/gateway/version.properties")) {
       if (in == null) return "unknown";
       Properties p = new Properties();
       p.load(in);

@@ -3,9 +3,9 @@ package dev.troupe.gateway.workers;
 import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
-import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
+import dev.troupe.protocol.cluster.ServedModels;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -22,8 +22,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 /**
  * The gateway's view of the served models and how to reach their workers: resolves a request's
  * {@code model} (404 if unknown), picks a replica, and knows each model's facts (context length,
- * scheduling policy, generation-config sampling defaults), asked once from a worker with
- * {@link ModelWorkerProtocol.GetStatus} and cached.
+ * scheduling policy, generation-config sampling defaults), asked once from a worker with {@link
+ * ModelWorkerProtocol.GetStatus} and cached.
  *
  * <p>Replica choice is round-robin per model: with continuous batching every replica absorbs
  * concurrent requests, and round-robin spreads them without a load query on the request path.
@@ -43,15 +43,21 @@ public final class ModelDirectory {
    * @param refs entity id ({@code model#replica}) to the worker's address
    */
   public ModelDirectory(
-      ActorSystem<?> system, List<ServedModel> models, Function<String, RecipientRef<Command>> refs,
+      ActorSystem<?> system,
+      List<ServedModel> models,
+      Function<String, RecipientRef<Command>> refs,
       Duration askTimeout) {
     this(system, models, refs, askTimeout, null);
   }
 
   private ModelDirectory(
-      ActorSystem<?> system, List<ServedModel> models, Function<String, RecipientRef<Command>> refs,
-      Duration askTimeout, TrainedModels trained) {
-    if (models.isEmpty()) throw new IllegalArgumentException("at least one served model is required");
+      ActorSystem<?> system,
+      List<ServedModel> models,
+      Function<String, RecipientRef<Command>> refs,
+      Duration askTimeout,
+      TrainedModels trained) {
+    if (models.isEmpty())
+      throw new IllegalArgumentException("at least one served model is required");
     this.system = system;
     this.models = List.copyOf(models);
     this.refs = refs;
@@ -70,21 +76,27 @@ public final class ModelDirectory {
   }
 
   /**
-   * Workers reached through Cluster Sharding. The {@link ModelWorkerProtocol#TYPE_KEY} entity must be
-   * initialized on this node (as host on worker nodes, as proxy on gateway-only nodes) before use.
+   * Workers reached through Cluster Sharding. The {@link ModelWorkerProtocol#TYPE_KEY} entity must
+   * be initialized on this node (as host on worker nodes, as proxy on gateway-only nodes) before
+   * use.
    */
-  public static ModelDirectory sharded(ActorSystem<?> system, List<ServedModel> models, Duration askTimeout) {
+  public static ModelDirectory sharded(
+      ActorSystem<?> system, List<ServedModel> models, Duration askTimeout) {
     ClusterSharding sharding = ClusterSharding.get(system);
     return new ModelDirectory(
         system, models, id -> sharding.entityRefFor(ModelWorkerProtocol.TYPE_KEY, id), askTimeout);
   }
 
-  /** Workers reached through Cluster Sharding, for the cluster's configured {@code troupe.models}. */
-  public static ModelDirectory sharded(ActorSystem<?> system, ServedModels configured, Duration askTimeout) {
+  /**
+   * Workers reached through Cluster Sharding, for the cluster's configured {@code troupe.models}.
+   */
+  public static ModelDirectory sharded(
+      ActorSystem<?> system, ServedModels configured, Duration askTimeout) {
     long created = System.currentTimeMillis() / 1000;
-    List<ServedModel> served = configured.models().stream()
-        .map(m -> new ServedModel(m.name(), m.replicas(), m.path(), null, created))
-        .toList();
+    List<ServedModel> served =
+        configured.models().stream()
+            .map(m -> new ServedModel(m.name(), m.replicas(), m.path(), null, created))
+            .toList();
     return sharded(system, served, askTimeout);
   }
 
@@ -115,13 +127,22 @@ public final class ModelDirectory {
     if (requested == null || requested.isBlank() || trained == null)
       return CompletableFuture.completedFuture(new ChatTarget(resolve(requested), null));
     for (ServedModel m : models)
-      if (m.name().equals(requested)) return CompletableFuture.completedFuture(new ChatTarget(m, null));
-    return trained.resolve(requested).thenApply(r -> {
-      for (ServedModel m : models)
-        if (m.name().equals(r.baseModel())) return new ChatTarget(m, r.adapter());
-      throw ApiException.notFound("The model `" + requested + "` is trained on base model `" + r.baseModel()
-          + "`, which this cluster does not serve.", "model");
-    });
+      if (m.name().equals(requested))
+        return CompletableFuture.completedFuture(new ChatTarget(m, null));
+    return trained
+        .resolve(requested)
+        .thenApply(
+            r -> {
+              for (ServedModel m : models)
+                if (m.name().equals(r.baseModel())) return new ChatTarget(m, r.adapter());
+              throw ApiException.notFound(
+                  "The model `"
+                      + requested
+                      + "` is trained on base model `"
+                      + r.baseModel()
+                      + "`, which this cluster does not serve.",
+                  "model");
+            });
   }
 
   /**
@@ -130,12 +151,15 @@ public final class ModelDirectory {
    * @param model the served (base) model whose workers run it
    * @param adapter the trained checkpoint to run, or null for the base model itself
    */
-  public record ChatTarget(ServedModel model, dev.troupe.protocol.cluster.GenerationRequest.Adapter adapter) {}
+  public record ChatTarget(
+      ServedModel model, dev.troupe.protocol.cluster.GenerationRequest.Adapter adapter) {}
 
   /** The next replica of {@code model} to send work to. */
   public RecipientRef<Command> pick(ServedModel model) {
-    int i = Math.floorMod(nextReplica.computeIfAbsent(model.name(), k -> new AtomicInteger()).getAndIncrement(),
-        model.replicas());
+    int i =
+        Math.floorMod(
+            nextReplica.computeIfAbsent(model.name(), k -> new AtomicInteger()).getAndIncrement(),
+            model.replicas());
     return refs.apply(ModelWorkerProtocol.entityId(model.name(), i));
   }
 
@@ -147,29 +171,50 @@ public final class ModelDirectory {
   /** The model's facts, asked once from a worker; a failed ask is retried by the next caller. */
   public CompletionStage<ModelFacts> facts(ServedModel model) {
     CompletableFuture<ModelFacts> cached = facts.get(model.name());
-    if (cached != null && !cached.isCompletedExceptionally()) return cached.copy(); // callers cannot complete the cache
-    CompletableFuture<ModelFacts> asked = AskPattern.<Command, WorkerStatus>ask(
-            pick(model), ModelWorkerProtocol.GetStatus::new, askTimeout, system.scheduler())
-        .thenApply(s -> {
-          // A replica that could not load its model reports a context length of 0.
-          if (s.maxModelLen() < 1)
-            throw ApiException.overloaded("Model `" + model.name() + "` cannot serve right now (its worker failed to load it).");
-          return new ModelFacts(model.name(), s.maxModelLen(), s.schedulingPolicy(), false, s.samplingDefaults());
-        })
-        .toCompletableFuture();
+    if (cached != null && !cached.isCompletedExceptionally())
+      return cached.copy(); // callers cannot complete the cache
+    CompletableFuture<ModelFacts> asked =
+        AskPattern.<Command, WorkerStatus>ask(
+                pick(model), ModelWorkerProtocol.GetStatus::new, askTimeout, system.scheduler())
+            .thenApply(
+                s -> {
+                  // A replica that could not load its model reports a context length of 0.
+                  if (s.maxModelLen() < 1)
+                    throw ApiException.overloaded(
+                        "Model `"
+                            + model.name()
+                            + "` cannot serve right now (its worker failed to load it).");
+                  return new ModelFacts(
+                      model.name(),
+                      s.maxModelLen(),
+                      s.schedulingPolicy(),
+                      false,
+                      s.samplingDefaults());
+                })
+            .toCompletableFuture();
     facts.put(model.name(), asked);
-    return asked.exceptionallyCompose(e -> {
-      facts.remove(model.name(), asked);
-      Throwable cause = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
-      if (cause instanceof ApiException api) return CompletableFuture.failedFuture(api);
-      return CompletableFuture.failedFuture(ApiException.overloaded(
-          "No worker of model `" + model.name() + "` answered within " + askTimeout.toSeconds() + "s; retry later."));
-    });
+    return asked.exceptionallyCompose(
+        e -> {
+          facts.remove(model.name(), asked);
+          Throwable cause =
+              e instanceof java.util.concurrent.CompletionException && e.getCause() != null
+                  ? e.getCause()
+                  : e;
+          if (cause instanceof ApiException api) return CompletableFuture.failedFuture(api);
+          return CompletableFuture.failedFuture(
+              ApiException.overloaded(
+                  "No worker of model `"
+                      + model.name()
+                      + "` answered within "
+                      + askTimeout.toSeconds()
+                      + "s; retry later."));
+        });
   }
 
   /** True when a worker of every served model answers (GET /health). */
   public CompletionStage<Boolean> healthy() {
-    CompletableFuture<?>[] all = models.stream().map(m -> facts(m).toCompletableFuture()).toArray(CompletableFuture[]::new);
+    CompletableFuture<?>[] all =
+        models.stream().map(m -> facts(m).toCompletableFuture()).toArray(CompletableFuture[]::new);
     return CompletableFuture.allOf(all).handle((ok, error) -> error == null);
   }
 

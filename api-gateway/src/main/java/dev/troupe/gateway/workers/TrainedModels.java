@@ -25,16 +25,17 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 
 /**
- * Resolves a chat {@code model} that names a trained model to its base model and checkpoint:
- * {@code <model id>} (the latest step), {@code <model id>:step<N>}, {@code
- * <entity>/<project>/<name>} or {@code <entity>/<project>/<name>:step<N>}. Asks the {@code
- * TrainableModel} entity (and, for a name, the {@code ModelRegistry}) within the ask timeout; an
- * unknown model or step is a 404 naming {@code model}, a registry that does not answer a 503.
+ * Resolves a chat {@code model} that names a trained model to its base model and checkpoint: {@code
+ * <model id>} (the latest step), {@code <model id>:step<N>}, {@code <entity>/<project>/<name>} or
+ * {@code <entity>/<project>/<name>:step<N>}. Asks the {@code TrainableModel} entity (and, for a
+ * name, the {@code ModelRegistry}) within the ask timeout; an unknown model or step is a 404 naming
+ * {@code model}, a registry that does not answer a 503.
  *
  * <p>Thread-safe; nothing is cached (a checkpoint added a moment ago is served at once).
  */
 public final class TrainedModels {
   private static final Pattern STEP = Pattern.compile("^(.+):step(\\d{1,18})$");
+
   /** Page size when scanning the registry for a name or a model's checkpoints for a step. */
   private static final int PAGE = 100;
 
@@ -64,7 +65,8 @@ public final class TrainedModels {
         system,
         () ->
             sharding.entityRefFor(
-                TrainableModelProtocol.REGISTRY_TYPE_KEY, TrainableModelProtocol.REGISTRY_ENTITY_ID),
+                TrainableModelProtocol.REGISTRY_TYPE_KEY,
+                TrainableModelProtocol.REGISTRY_ENTITY_ID),
         id -> sharding.entityRefFor(TrainableModelProtocol.TYPE_KEY, id),
         askTimeout);
   }
@@ -77,38 +79,46 @@ public final class TrainedModels {
     Matcher m = STEP.matcher(requested);
     String name = m.matches() ? m.group(1) : requested;
     Long step = m.matches() ? Long.valueOf(m.group(2)) : null;
-    CompletionStage<String> id = name.contains("/") ? idOfName(requested, name) : CompletableFuture.completedFuture(name);
-    return id.thenCompose(modelId -> this.<ModelReply>askModel(modelId, TrainableModelProtocol.Get::new))
-        .thenCompose(reply -> {
-          if (!(reply instanceof ModelFound found)) throw notFound(requested);
-          Checkpoint latest = found.latest();
-          if (step == null || step == latest.step())
-            return CompletableFuture.completedFuture(resolved(requested, found.info(), latest));
-          return findStep(requested, found.info(), step, null);
-        })
+    CompletionStage<String> id =
+        name.contains("/") ? idOfName(requested, name) : CompletableFuture.completedFuture(name);
+    return id.thenCompose(
+            modelId -> this.<ModelReply>askModel(modelId, TrainableModelProtocol.Get::new))
+        .thenCompose(
+            reply -> {
+              if (!(reply instanceof ModelFound found)) throw notFound(requested);
+              Checkpoint latest = found.latest();
+              if (step == null || step == latest.step())
+                return CompletableFuture.completedFuture(resolved(requested, found.info(), latest));
+              return findStep(requested, found.info(), step, null);
+            })
         .exceptionallyCompose(e -> CompletableFuture.failedFuture(apiError(e)));
   }
 
   private static Resolved resolved(String requested, ModelInfo info, Checkpoint cp) {
     if (cp.step() > 0 && (cp.artifact() == null || cp.artifact().isBlank()))
       throw ApiException.notFound(
-          "The model `" + requested + "` has no stored adapter for step " + cp.step() + ".", "model");
-    return new Resolved(info.baseModel(), new Adapter(info.id(), cp.step(), cp.step() == 0 ? null : cp.artifact()));
+          "The model `" + requested + "` has no stored adapter for step " + cp.step() + ".",
+          "model");
+    return new Resolved(
+        info.baseModel(), new Adapter(info.id(), cp.step(), cp.step() == 0 ? null : cp.artifact()));
   }
 
   /** Pages through the checkpoints, newest first, until {@code step} or an older one. */
-  private CompletionStage<Resolved> findStep(String requested, ModelInfo info, long step, String after) {
+  private CompletionStage<Resolved> findStep(
+      String requested, ModelInfo info, long step, String after) {
     return this.<CheckpointsReply>askModel(
             info.id(), r -> new TrainableModelProtocol.ListCheckpoints(after, PAGE, true, r))
-        .thenCompose(reply -> {
-          if (!(reply instanceof CheckpointPage page)) throw notFound(requested);
-          for (Checkpoint c : page.data()) {
-            if (c.step() == step) return CompletableFuture.completedFuture(resolved(requested, info, c));
-            if (c.step() < step) throw notFound(requested);
-          }
-          if (!page.hasMore() || page.data().isEmpty()) throw notFound(requested);
-          return findStep(requested, info, step, page.data().get(page.data().size() - 1).id());
-        });
+        .thenCompose(
+            reply -> {
+              if (!(reply instanceof CheckpointPage page)) throw notFound(requested);
+              for (Checkpoint c : page.data()) {
+                if (c.step() == step)
+                  return CompletableFuture.completedFuture(resolved(requested, info, c));
+                if (c.step() < step) throw notFound(requested);
+              }
+              if (!page.hasMore() || page.data().isEmpty()) throw notFound(requested);
+              return findStep(requested, info, step, page.data().get(page.data().size() - 1).id());
+            });
   }
 
   /** The id of the model named {@code entity/project/name}, scanning the registry's list. */
@@ -120,14 +130,20 @@ public final class TrainedModels {
 
   private CompletionStage<String> scan(String requested, String[] parts, String after) {
     return AskPattern.<TrainableModelProtocol.RegistryCommand, ModelPage>ask(
-            registry.get(), r -> new TrainableModelProtocol.ListModels(after, PAGE, r), askTimeout, system.scheduler())
-        .thenCompose(page -> {
-          for (ModelInfo info : page.data())
-            if (info.entity().equals(parts[0]) && info.project().equals(parts[1]) && info.name().equals(parts[2]))
-              return CompletableFuture.completedFuture(info.id());
-          if (!page.hasMore() || page.data().isEmpty()) throw notFound(requested);
-          return scan(requested, parts, page.data().get(page.data().size() - 1).id());
-        });
+            registry.get(),
+            r -> new TrainableModelProtocol.ListModels(after, PAGE, r),
+            askTimeout,
+            system.scheduler())
+        .thenCompose(
+            page -> {
+              for (ModelInfo info : page.data())
+                if (info.entity().equals(parts[0])
+                    && info.project().equals(parts[1])
+                    && info.name().equals(parts[2]))
+                  return CompletableFuture.completedFuture(info.id());
+              if (!page.hasMore() || page.data().isEmpty()) throw notFound(requested);
+              return scan(requested, parts, page.data().get(page.data().size() - 1).id());
+            });
   }
 
   /**
@@ -138,19 +154,26 @@ public final class TrainedModels {
     return listFrom(null, limit, new java.util.ArrayList<>());
   }
 
-  private CompletionStage<java.util.List<ModelInfo>> listFrom(String after, int limit, java.util.List<ModelInfo> into) {
+  private CompletionStage<java.util.List<ModelInfo>> listFrom(
+      String after, int limit, java.util.List<ModelInfo> into) {
     return AskPattern.<TrainableModelProtocol.RegistryCommand, ModelPage>ask(
-            registry.get(), r -> new TrainableModelProtocol.ListModels(after, PAGE, r), askTimeout, system.scheduler())
-        .thenCompose(page -> {
-          for (ModelInfo info : page.data()) if (into.size() < limit) into.add(info);
-          if (!page.hasMore() || page.data().isEmpty() || into.size() >= limit)
-            return CompletableFuture.completedFuture(into);
-          return listFrom(page.data().get(page.data().size() - 1).id(), limit, into);
-        });
+            registry.get(),
+            r -> new TrainableModelProtocol.ListModels(after, PAGE, r),
+            askTimeout,
+            system.scheduler())
+        .thenCompose(
+            page -> {
+              for (ModelInfo info : page.data()) if (into.size() < limit) into.add(info);
+              if (!page.hasMore() || page.data().isEmpty() || into.size() >= limit)
+                return CompletableFuture.completedFuture(into);
+              return listFrom(page.data().get(page.data().size() - 1).id(), limit, into);
+            });
   }
 
   private <R> CompletionStage<R> askModel(
-      String id, org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.Command> message) {
+      String id,
+      org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.Command>
+          message) {
     return AskPattern.ask(models.apply(id), message, askTimeout, system.scheduler());
   }
 

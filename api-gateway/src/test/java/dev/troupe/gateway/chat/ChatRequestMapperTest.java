@@ -19,8 +19,8 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Every bound and incompatible combination of the chat request is a 400 naming the parameter
- * (issue 5, item 8), through the same parse → map path the route takes.
+ * Every bound and incompatible combination of the chat request is a 400 naming the parameter (issue
+ * 5, item 8), through the same parse → map path the route takes.
  */
 class ChatRequestMapperTest {
   private static final ModelFacts FCFS = new ModelFacts("m", 128, "fcfs", false);
@@ -32,27 +32,40 @@ class ChatRequestMapperTest {
   }
 
   static ChatPlan mapJson(String json) {
-    ChatCompletionRequest r = JsonBodies.parse(ByteString.fromString(json), ChatCompletionRequest.class);
+    ChatCompletionRequest r =
+        JsonBodies.parse(ByteString.fromString(json), ChatCompletionRequest.class);
     return ChatRequestMapper.map(r, FCFS, Optional.empty());
   }
 
   static Stream<Arguments> invalid() {
     return Stream.of(
         // stream-related combinations
-        Arguments.of("\"stream_options\":{\"include_usage\":true}", "stream_options", "stream=True"),
-        Arguments.of("\"stream\":false,\"stream_options\":{\"continuous_usage_stats\":false}", "stream_options", "stream"),
-        Arguments.of("\"stream\":true,\"prompt_logprobs\":1", "prompt_logprobs", "not available when `stream=True`"),
+        Arguments.of(
+            "\"stream_options\":{\"include_usage\":true}", "stream_options", "stream=True"),
+        Arguments.of(
+            "\"stream\":false,\"stream_options\":{\"continuous_usage_stats\":false}",
+            "stream_options",
+            "stream"),
+        Arguments.of(
+            "\"stream\":true,\"prompt_logprobs\":1",
+            "prompt_logprobs",
+            "not available when `stream=True`"),
         Arguments.of("\"stream\":true,\"prompt_logprobs\":-1", "prompt_logprobs", "stream"),
         Arguments.of("\"prompt_logprobs\":-2", "prompt_logprobs", "positive value or -1"),
         Arguments.of("\"prompt_logprobs\":21", "prompt_logprobs", "max allowed: 20"),
         Arguments.of("\"prompt_logprobs\":-1", "prompt_logprobs", "max allowed: 20"),
         // logprobs
         Arguments.of("\"top_logprobs\":3", "top_logprobs", "`logprobs` must be set to true"),
-        Arguments.of("\"logprobs\":true,\"top_logprobs\":21", "top_logprobs", "greater than max allowed: 20"),
+        Arguments.of(
+            "\"logprobs\":true,\"top_logprobs\":21",
+            "top_logprobs",
+            "greater than max allowed: 20"),
         Arguments.of("\"logprobs\":true,\"top_logprobs\":-1", "top_logprobs", "max allowed"),
-        Arguments.of("\"logprobs\":true,\"top_logprobs\":-2", "top_logprobs", "positive value or -1"),
+        Arguments.of(
+            "\"logprobs\":true,\"top_logprobs\":-2", "top_logprobs", "positive value or -1"),
         // n
-        Arguments.of("\"n\":2,\"temperature\":0", "n", "n must be 1 when using greedy sampling, got 2"),
+        Arguments.of(
+            "\"n\":2,\"temperature\":0", "n", "n must be 1 when using greedy sampling, got 2"),
         Arguments.of("\"n\":0", "n", "at least 1"),
         Arguments.of("\"n\":16385", "n", "at most 16384"),
         // seed: signed 64-bit
@@ -64,9 +77,16 @@ class ChatRequestMapperTest {
         Arguments.of("\"max_completion_tokens\":-5", "max_completion_tokens", "at least 1"),
         Arguments.of("\"max_tokens\":500", "max_tokens", "maximum context length is 128"),
         Arguments.of("\"min_tokens\":-1", "min_tokens", "greater than or equal to 0"),
-        Arguments.of("\"max_tokens\":5,\"min_tokens\":10", "min_tokens", "less than or equal to max_tokens=5"),
-        Arguments.of("\"truncate_prompt_tokens\":-2", "truncate_prompt_tokens", "greater_than_equal"),
-        Arguments.of("\"truncate_prompt_tokens\":129", "truncate_prompt_tokens", "greater than max_model_len (128)"),
+        Arguments.of(
+            "\"max_tokens\":5,\"min_tokens\":10",
+            "min_tokens",
+            "less than or equal to max_tokens=5"),
+        Arguments.of(
+            "\"truncate_prompt_tokens\":-2", "truncate_prompt_tokens", "greater_than_equal"),
+        Arguments.of(
+            "\"truncate_prompt_tokens\":129",
+            "truncate_prompt_tokens",
+            "greater than max_model_len (128)"),
         // sampling bounds
         Arguments.of("\"temperature\":-0.5", "temperature", "non-negative"),
         Arguments.of("\"top_p\":0", "top_p", "(0, 1]"),
@@ -79,32 +99,69 @@ class ChatRequestMapperTest {
         // tools
         Arguments.of("\"tool_choice\":\"auto\"", "tool_choice", "Only \"none\""),
         Arguments.of("\"tool_choice\":\"required\"", "tool_choice", "none"),
-        Arguments.of("\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", "tool_choice", "none"),
+        Arguments.of(
+            "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}",
+            "tool_choice",
+            "none"),
         Arguments.of("\"tools\":[{\"type\":\"retrieval\"}]", "tools[0].type", "'function'"),
-        Arguments.of("\"tools\":[{\"type\":\"function\",\"function\":{}}]", "tools[0].function.name", "required"),
+        Arguments.of(
+            "\"tools\":[{\"type\":\"function\",\"function\":{}}]",
+            "tools[0].function.name",
+            "required"),
         // prompt controls
-        Arguments.of("\"continue_final_message\":true", "continue_final_message", "Cannot set both"),
-        Arguments.of("\"continue_final_message\":true,\"add_generation_prompt\":true", "continue_final_message", "both"),
-        Arguments.of("\"reasoning_effort\":\"extreme\"", "reasoning_effort", "'low', 'medium' or 'high'"),
-        Arguments.of("\"chat_template_kwargs\":{\"tokenize\":true}", "chat_template_kwargs", "unexpected chat template kwargs"),
+        Arguments.of(
+            "\"continue_final_message\":true", "continue_final_message", "Cannot set both"),
+        Arguments.of(
+            "\"continue_final_message\":true,\"add_generation_prompt\":true",
+            "continue_final_message",
+            "both"),
+        Arguments.of(
+            "\"reasoning_effort\":\"extreme\"", "reasoning_effort", "'low', 'medium' or 'high'"),
+        Arguments.of(
+            "\"chat_template_kwargs\":{\"tokenize\":true}",
+            "chat_template_kwargs",
+            "unexpected chat template kwargs"),
         Arguments.of("\"priority\":1", "priority", "does not use priority scheduling"),
         // response format and structured outputs
-        Arguments.of("\"response_format\":{\"type\":\"xml\"}", "response_format.type", "'text', 'json_object'"),
+        Arguments.of(
+            "\"response_format\":{\"type\":\"xml\"}",
+            "response_format.type",
+            "'text', 'json_object'"),
         Arguments.of("\"response_format\":{}", "response_format.type", "required"),
-        Arguments.of("\"response_format\":{\"type\":\"json_schema\"}", "response_format.json_schema", "must be provided"),
-        Arguments.of("\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{}}}",
-            "response_format.json_schema.name", "required"),
-        Arguments.of("\"structured_outputs\":{\"regex\":\"a+\",\"choice\":[\"a\"]}", "structured_outputs", "one kind"),
-        Arguments.of("\"structured_outputs\":{\"choice\":[]}", "structured_outputs.choice", "empty list"),
-        Arguments.of("\"structured_outputs\":{\"grammar\":\"\"}", "structured_outputs.grammar", "empty string"),
-        Arguments.of("\"structured_outputs\":{\"json\":\"{not json\"}", "structured_outputs.json", "Invalid JSON grammar"),
+        Arguments.of(
+            "\"response_format\":{\"type\":\"json_schema\"}",
+            "response_format.json_schema",
+            "must be provided"),
+        Arguments.of(
+            "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{}}}",
+            "response_format.json_schema.name",
+            "required"),
+        Arguments.of(
+            "\"structured_outputs\":{\"regex\":\"a+\",\"choice\":[\"a\"]}",
+            "structured_outputs",
+            "one kind"),
+        Arguments.of(
+            "\"structured_outputs\":{\"choice\":[]}", "structured_outputs.choice", "empty list"),
+        Arguments.of(
+            "\"structured_outputs\":{\"grammar\":\"\"}",
+            "structured_outputs.grammar",
+            "empty string"),
+        Arguments.of(
+            "\"structured_outputs\":{\"json\":\"{not json\"}",
+            "structured_outputs.json",
+            "Invalid JSON grammar"),
         // carried-through fields
         Arguments.of("\"cache_salt\":\"\"", "cache_salt", "non-empty string"),
         Arguments.of("\"cache_salt\":5", "cache_salt", "non-empty string"),
-        Arguments.of("\"mm_processor_kwargs\":{\"num_crops\":4}", "mm_processor_kwargs", "text-only"),
+        Arguments.of(
+            "\"mm_processor_kwargs\":{\"num_crops\":4}", "mm_processor_kwargs", "text-only"),
         Arguments.of("\"logits_processors\":[5]", "logits_processors[0]", "qualified name"),
-        Arguments.of("\"logits_processors\":[{\"args\":[]}]", "logits_processors[0].qualname", "required"),
-        Arguments.of("\"logits_processors\":[{\"qualname\":\"a.B\",\"args\":3}]", "logits_processors[0].args", "array"),
+        Arguments.of(
+            "\"logits_processors\":[{\"args\":[]}]", "logits_processors[0].qualname", "required"),
+        Arguments.of(
+            "\"logits_processors\":[{\"qualname\":\"a.B\",\"args\":3}]",
+            "logits_processors[0].args",
+            "array"),
         Arguments.of("\"engine_xargs\":{\"a\":{\"b\":1}}", "engine_xargs.a", "strings, numbers"),
         // token lists
         Arguments.of("\"stop\":[\"\"]", "stop[0]", "empty"),
@@ -118,7 +175,10 @@ class ChatRequestMapperTest {
         Arguments.of("\"temperature\":\"hot\"", "temperature", "a number"),
         Arguments.of("\"n\":1.5", "n", "an integer"),
         Arguments.of("\"stream\":[true]", "stream", "a boolean"),
-        Arguments.of("\"stream_options\":{\"include_usage\":{}}", "stream_options.include_usage", "a boolean"),
+        Arguments.of(
+            "\"stream_options\":{\"include_usage\":{}}",
+            "stream_options.include_usage",
+            "a boolean"),
         Arguments.of("\"logit_bias\":{\"5\":\"x\"}", "logit_bias.5", "a number"),
         Arguments.of("\"stop_token_ids\":[1,\"x\"]", "stop_token_ids[1]", "an integer"),
         Arguments.of("\"seed\":\"abc\"", "seed", "an integer"));
@@ -130,7 +190,9 @@ class ChatRequestMapperTest {
     ApiException e = assertThrows(ApiException.class, () -> map(fields));
     assertEquals(400, e.status(), e.toString());
     assertEquals(param, e.param(), e.toString());
-    assertTrue(e.getMessage().contains(messagePart), () -> "'" + e.getMessage() + "' lacks '" + messagePart + "'");
+    assertTrue(
+        e.getMessage().contains(messagePart),
+        () -> "'" + e.getMessage() + "' lacks '" + messagePart + "'");
   }
 
   static Stream<Arguments> invalidMessages() {
@@ -140,9 +202,12 @@ class ChatRequestMapperTest {
         Arguments.of("{\"messages\":\"hello\"}", "messages"),
         Arguments.of("{\"messages\":[{\"content\":\"x\"}]}", "messages[0].role"),
         Arguments.of("{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[0].content"),
-        Arguments.of("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]}",
+        Arguments.of(
+            "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]}",
             "messages[0].content[0].type"),
-        Arguments.of("{\"messages\":[{\"role\":\"user\",\"content\":[\"text\"]}]}", "messages[0].content[0]"));
+        Arguments.of(
+            "{\"messages\":[{\"role\":\"user\",\"content\":[\"text\"]}]}",
+            "messages[0].content[0]"));
   }
 
   @ParameterizedTest(name = "{1}: {0}")
@@ -158,20 +223,27 @@ class ChatRequestMapperTest {
     map("\"top_logprobs\":0"); // 0 without logprobs is fine
     map("\"stream_options\":{}"); // an empty (falsy) stream_options without stream is fine
     map("\"stream_options\":null");
-    assertEquals(3.5, map("\"temperature\":3.5").generation().sampling().temperature(), "v0.11 accepts > 2");
-    assertEquals(2, map("\"n\":2,\"temperature\":0,\"use_beam_search\":true").generation().sampling().n());
+    assertEquals(
+        3.5, map("\"temperature\":3.5").generation().sampling().temperature(), "v0.11 accepts > 2");
+    assertEquals(
+        2, map("\"n\":2,\"temperature\":0,\"use_beam_search\":true").generation().sampling().n());
     assertNull(map("\"seed\":-1").generation().sampling().seed(), "-1 means unseeded");
-    assertEquals(Long.MAX_VALUE, map("\"seed\":9223372036854775807").generation().sampling().seed());
-    assertEquals(Long.MIN_VALUE, map("\"seed\":-9223372036854775808").generation().sampling().seed());
+    assertEquals(
+        Long.MAX_VALUE, map("\"seed\":9223372036854775807").generation().sampling().seed());
+    assertEquals(
+        Long.MIN_VALUE, map("\"seed\":-9223372036854775808").generation().sampling().seed());
     assertEquals(-1, map("\"truncate_prompt_tokens\":-1").generation().truncatePromptTokens());
     map("\"continue_final_message\":true,\"add_generation_prompt\":false");
-    map("\"tool_choice\":\"none\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]");
+    map(
+        "\"tool_choice\":\"none\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]");
     map("\"tool_choice\":null");
     map("\"mm_processor_kwargs\":{}");
-    map("\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{}}}");
+    map(
+        "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{}}}");
     map("\"logprobs\":\"true\",\"top_logprobs\":20"); // pydantic-style lax boolean
     map("\"unknown_field\":{\"nested\":[1]}"); // unknown fields are ignored
-    mapJson("{\"messages\":[{\"role\":\"my-custom-role\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}],\"extra\":1}]}");
+    mapJson(
+        "{\"messages\":[{\"role\":\"my-custom-role\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}],\"extra\":1}]}");
   }
 
   @Test
@@ -179,24 +251,34 @@ class ChatRequestMapperTest {
     ChatPlan none = map("\"stream\":true");
     assertTrue(!none.includeUsage() && !none.continuousUsage());
     ChatPlan implicit = map("\"stream\":true,\"stream_options\":{\"continuous_usage_stats\":true}");
-    assertTrue(implicit.includeUsage() && implicit.continuousUsage(), "include_usage defaults to true once sent");
-    ChatPlan off = map("\"stream\":true,\"stream_options\":{\"include_usage\":false,\"continuous_usage_stats\":true}");
+    assertTrue(
+        implicit.includeUsage() && implicit.continuousUsage(),
+        "include_usage defaults to true once sent");
+    ChatPlan off =
+        map(
+            "\"stream\":true,\"stream_options\":{\"include_usage\":false,\"continuous_usage_stats\":true}");
     assertTrue(!off.includeUsage() && !off.continuousUsage());
   }
 
   @Test
   void priorityIsAcceptedByPriorityModels() {
-    ChatCompletionRequest r = JsonBodies.parse(
-        ByteString.fromString("{" + MESSAGES + ",\"priority\":-5}"), ChatCompletionRequest.class);
-    ChatPlan plan = ChatRequestMapper.map(r, new ModelFacts("p", 128, "priority", false), Optional.empty());
+    ChatCompletionRequest r =
+        JsonBodies.parse(
+            ByteString.fromString("{" + MESSAGES + ",\"priority\":-5}"),
+            ChatCompletionRequest.class);
+    ChatPlan plan =
+        ChatRequestMapper.map(r, new ModelFacts("p", 128, "priority", false), Optional.empty());
     assertEquals(-5, plan.generation().priority());
   }
 
   private static SamplingParams sampling(String fields, SamplingDefaults defaults) {
     String json = "{" + MESSAGES + (fields.isEmpty() ? "" : "," + fields) + "}";
-    ChatCompletionRequest r = JsonBodies.parse(ByteString.fromString(json), ChatCompletionRequest.class);
-    return ChatRequestMapper.map(r, new ModelFacts("g", 128, "fcfs", false, defaults), Optional.empty())
-        .generation().sampling();
+    ChatCompletionRequest r =
+        JsonBodies.parse(ByteString.fromString(json), ChatCompletionRequest.class);
+    return ChatRequestMapper.map(
+            r, new ModelFacts("g", 128, "fcfs", false, defaults), Optional.empty())
+        .generation()
+        .sampling();
   }
 
   @Test
@@ -211,16 +293,22 @@ class ChatRequestMapperTest {
     assertEquals(0.5, s.presencePenalty());
     assertEquals(-0.25, s.frequencyPenalty());
     // explicit null is absent, as in vLLM
-    SamplingParams nulls = sampling("\"temperature\":null,\"top_p\":null,\"top_k\":null,\"min_p\":null,"
-        + "\"repetition_penalty\":null,\"presence_penalty\":null,\"frequency_penalty\":null", qwen);
+    SamplingParams nulls =
+        sampling(
+            "\"temperature\":null,\"top_p\":null,\"top_k\":null,\"min_p\":null,"
+                + "\"repetition_penalty\":null,\"presence_penalty\":null,\"frequency_penalty\":null",
+            qwen);
     assertEquals(s, nulls);
   }
 
   @Test
   void requestValuesWinOverTheModelsGenerationConfig() {
     SamplingDefaults qwen = new SamplingDefaults(0.6, 0.95, 20, 0.05, 1.05, 0.5, -0.25);
-    SamplingParams s = sampling("\"temperature\":1.0,\"top_p\":1.0,\"top_k\":-1,\"min_p\":0,"
-        + "\"repetition_penalty\":1.0,\"presence_penalty\":0,\"frequency_penalty\":0", qwen);
+    SamplingParams s =
+        sampling(
+            "\"temperature\":1.0,\"top_p\":1.0,\"top_k\":-1,\"min_p\":0,"
+                + "\"repetition_penalty\":1.0,\"presence_penalty\":0,\"frequency_penalty\":0",
+            qwen);
     assertEquals(1.0, s.temperature());
     assertEquals(1.0, s.topP());
     assertEquals(0, s.topK());
@@ -238,7 +326,8 @@ class ChatRequestMapperTest {
 
   @Test
   void partialGenerationConfigFallsBackToOpenAiDefaults() {
-    SamplingParams s = sampling("\"top_p\":0.5", new SamplingDefaults(0.7, null, null, null, null, null, null));
+    SamplingParams s =
+        sampling("\"top_p\":0.5", new SamplingDefaults(0.7, null, null, null, null, null, null));
     assertEquals(0.7, s.temperature());
     assertEquals(0.5, s.topP());
     assertEquals(0, s.topK());
@@ -246,16 +335,24 @@ class ChatRequestMapperTest {
     assertEquals(1.0, s.repetitionPenalty());
     assertEquals(0.0, s.presencePenalty());
     assertEquals(0.0, s.frequencyPenalty());
-    assertEquals(sampling("", SamplingDefaults.NONE), map("").generation().sampling(), "no generation config: OpenAI's");
+    assertEquals(
+        sampling("", SamplingDefaults.NONE),
+        map("").generation().sampling(),
+        "no generation config: OpenAI's");
     assertEquals(1.0, map("").generation().sampling().temperature());
   }
 
   @Test
   void anInvalidModelDefaultIsA400NamingTheField() {
-    ApiException e = assertThrows(ApiException.class,
-        () -> sampling("", new SamplingDefaults(null, 1.5, null, null, null, null, null)));
+    ApiException e =
+        assertThrows(
+            ApiException.class,
+            () -> sampling("", new SamplingDefaults(null, 1.5, null, null, null, null, null)));
     assertEquals(400, e.status());
     assertEquals("top_p", e.param());
-    assertEquals(0.9, sampling("\"top_p\":0.9", new SamplingDefaults(null, 1.5, null, null, null, null, null)).topP());
+    assertEquals(
+        0.9,
+        sampling("\"top_p\":0.9", new SamplingDefaults(null, 1.5, null, null, null, null, null))
+            .topP());
   }
 }

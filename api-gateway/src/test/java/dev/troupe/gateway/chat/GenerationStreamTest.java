@@ -25,7 +25,10 @@ import org.apache.pekko.stream.javadsl.Sink;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
-/** The event stream behind both response modes: completion, cancellation when the consumer leaves, timeouts. */
+/**
+ * The event stream behind both response modes: completion, cancellation when the consumer leaves,
+ * timeouts.
+ */
 class GenerationStreamTest {
   private static final ActorTestKit testKit = ActorTestKit.create();
 
@@ -35,14 +38,16 @@ class GenerationStreamTest {
   }
 
   private static GenerationRequest request(String id) {
-    return GenerationRequest.chat(id, "m", List.of(Map.of("role", "user", "content", "x")), SamplingParams.defaults(4));
+    return GenerationRequest.chat(
+        id, "m", List.of(Map.of("role", "user", "content", "x")), SamplingParams.defaults(4));
   }
 
   @Test
   void endsAfterCompletedWithoutCancelling() {
     TestProbe<Command> worker = testKit.createTestProbe();
-    var result = GenerationStream.events(worker.ref(), request("r1"), Duration.ofSeconds(3))
-        .runWith(Sink.seq(), testKit.system());
+    var result =
+        GenerationStream.events(worker.ref(), request("r1"), Duration.ofSeconds(3))
+            .runWith(Sink.seq(), testKit.system());
     Generate g = worker.expectMessageClass(Generate.class);
     g.replyTo().tell(new Started("r1", List.of(1), null, 0));
     g.replyTo().tell(new Completed("r1", new Usage(1, 0, 0)));
@@ -56,8 +61,10 @@ class GenerationStreamTest {
   void aConsumerThatLeavesCancelsTheRequest() {
     TestProbe<Command> worker = testKit.createTestProbe();
     // take(1): the consumer stops after the first event, as an SSE client that disconnects.
-    var result = GenerationStream.events(worker.ref(), request("r2"), Duration.ofSeconds(3))
-        .take(1).runWith(Sink.seq(), testKit.system());
+    var result =
+        GenerationStream.events(worker.ref(), request("r2"), Duration.ofSeconds(3))
+            .take(1)
+            .runWith(Sink.seq(), testKit.system());
     Generate g = worker.expectMessageClass(Generate.class);
     g.replyTo().tell(new Started("r2", List.of(1), null, 0));
     result.toCompletableFuture().join();
@@ -67,10 +74,13 @@ class GenerationStreamTest {
   @Test
   void aSilentWorkerIsA503() {
     TestProbe<Command> worker = testKit.createTestProbe();
-    var first = GenerationStream.firstEvent(
-        GenerationStream.events(worker.ref(), request("r3"), Duration.ofMillis(200)), testKit.system());
+    var first =
+        GenerationStream.firstEvent(
+            GenerationStream.events(worker.ref(), request("r3"), Duration.ofMillis(200)),
+            testKit.system());
     worker.expectMessageClass(Generate.class);
-    CompletionException e = assertThrows(CompletionException.class, () -> first.toCompletableFuture().join());
+    CompletionException e =
+        assertThrows(CompletionException.class, () -> first.toCompletableFuture().join());
     ApiException api = assertInstanceOf(ApiException.class, e.getCause());
     assertEquals(503, api.status());
     assertTrue(api.getMessage().contains("retry"), api.getMessage());

@@ -21,7 +21,9 @@ import org.apache.pekko.http.javadsl.testkit.TestRoute;
 import org.apache.pekko.http.javadsl.testkit.TestRouteResult;
 import org.junit.jupiter.api.Test;
 
-/** The cross-cutting HTTP core: auth, error bodies for every failure kind, body limit, request ids. */
+/**
+ * The cross-cutting HTTP core: auth, error bodies for every failure kind, body limit, request ids.
+ */
 class ApiCoreRouteTest extends GatewayRouteTest {
   private static final String KEY = "sk-test-123";
 
@@ -34,17 +36,39 @@ class ApiCoreRouteTest extends GatewayRouteTest {
     }
   }
 
-  private final TestRoute route = testRoute(
-      ApiRoutes.builder(GatewaySettings.of(0, List.of(KEY, "other-key")).withMaxBodyBytes(200))
-          .add(() -> pathPrefix("v1", () -> concat(
-              path("echo", () -> post(() -> JsonBodies.entity(Probe.class, JsonBodies::completeJson))),
-              path("detail", () -> post(() -> JsonBodies.entityOrDetail(Probe.class, JsonBodies::completeJson))),
-              path("boom", () -> get(() -> {
-                throw new IllegalStateException("secret internals");
-              })))))
-          .add(new HealthRoute(() -> CompletableFuture.completedFuture(true)))
-          .add(new VersionRoute("1.2.3"))
-          .build());
+  private final TestRoute route =
+      testRoute(
+          ApiRoutes.builder(GatewaySettings.of(0, List.of(KEY, "other-key")).withMaxBodyBytes(200))
+              .add(
+                  () ->
+                      pathPrefix(
+                          "v1",
+                          () ->
+                              concat(
+                                  path(
+                                      "echo",
+                                      () ->
+                                          post(
+                                              () ->
+                                                  JsonBodies.entity(
+                                                      Probe.class, JsonBodies::completeJson))),
+                                  path(
+                                      "detail",
+                                      () ->
+                                          post(
+                                              () ->
+                                                  JsonBodies.entityOrDetail(
+                                                      Probe.class, JsonBodies::completeJson))),
+                                  path(
+                                      "boom",
+                                      () ->
+                                          get(
+                                              () -> {
+                                                throw new IllegalStateException("secret internals");
+                                              })))))
+              .add(new HealthRoute(() -> CompletableFuture.completedFuture(true)))
+              .add(new VersionRoute("1.2.3"))
+              .build());
 
   private TestRouteResult run(HttpRequest request) {
     return route.run(request);
@@ -56,13 +80,21 @@ class ApiCoreRouteTest extends GatewayRouteTest {
 
   @Test
   void v1PathsNeedAValidBearerKey() {
-    assertEquals("Unauthorized", assertError(run(postJson("/v1/echo", "{}")), 401, "AuthenticationError", null));
+    assertEquals(
+        "Unauthorized",
+        assertError(run(postJson("/v1/echo", "{}")), 401, "AuthenticationError", null));
     assertError(run(bearer(postJson("/v1/echo", "{}"), "wrong")), 401, "AuthenticationError", null);
-    assertError(run(postJson("/v1/echo", "{}").addHeader(RawHeader.create("Authorization", "Basic " + KEY))),
-        401, "AuthenticationError", null);
+    assertError(
+        run(
+            postJson("/v1/echo", "{}")
+                .addHeader(RawHeader.create("Authorization", "Basic " + KEY))),
+        401,
+        "AuthenticationError",
+        null);
     authed(postJson("/v1/echo", "{\"name\":\"a\"}")).assertStatusCode(200);
     run(bearer(postJson("/v1/echo", "{}"), "other-key")).assertStatusCode(200);
-    run(postJson("/v1/echo", "{}").addHeader(RawHeader.create("Authorization", "bearer " + KEY))).assertStatusCode(200);
+    run(postJson("/v1/echo", "{}").addHeader(RawHeader.create("Authorization", "bearer " + KEY)))
+        .assertStatusCode(200);
   }
 
   @Test
@@ -83,37 +115,56 @@ class ApiCoreRouteTest extends GatewayRouteTest {
 
   @Test
   void unhealthyIs503() {
-    TestRoute sick = testRoute(ApiRoutes.builder(GatewaySettings.of(0, List.of()))
-        .add(new HealthRoute(() -> CompletableFuture.completedFuture(false))).build());
+    TestRoute sick =
+        testRoute(
+            ApiRoutes.builder(GatewaySettings.of(0, List.of()))
+                .add(new HealthRoute(() -> CompletableFuture.completedFuture(false)))
+                .build());
     sick.run(HttpRequest.GET("/health")).assertStatusCode(503);
-    TestRoute failing = testRoute(ApiRoutes.builder(GatewaySettings.of(0, List.of()))
-        .add(new HealthRoute(() -> CompletableFuture.failedFuture(new RuntimeException("down")))).build());
+    TestRoute failing =
+        testRoute(
+            ApiRoutes.builder(GatewaySettings.of(0, List.of()))
+                .add(
+                    new HealthRoute(
+                        () -> CompletableFuture.failedFuture(new RuntimeException("down"))))
+                .build());
     failing.run(HttpRequest.GET("/health")).assertStatusCode(503);
   }
 
   @Test
   void unknownRouteIs404AndWrongMethodIs405() {
     assertError(run(HttpRequest.GET("/nope")), 404, "NotFoundError", null);
-    String message = assertError(authed(HttpRequest.GET("/v1/echo")), 405, "MethodNotAllowedError", null);
+    String message =
+        assertError(authed(HttpRequest.GET("/v1/echo")), 405, "MethodNotAllowedError", null);
     assertTrue(message.contains("POST"), message);
   }
 
   @Test
   void malformedJsonIs400() {
-    String message = assertError(authed(postJson("/v1/echo", "{\"name\": ")), 400, "BadRequestError", null);
+    String message =
+        assertError(authed(postJson("/v1/echo", "{\"name\": ")), 400, "BadRequestError", null);
     assertTrue(message.startsWith("Malformed JSON"), message);
   }
 
   @Test
   void wrongTypesName400TheFieldByItsPath() {
-    String message = assertError(authed(postJson("/v1/echo", "{\"count\":\"many\"}")), 400, "BadRequestError", "count");
+    String message =
+        assertError(
+            authed(postJson("/v1/echo", "{\"count\":\"many\"}")), 400, "BadRequestError", "count");
     assertTrue(message.contains("`count`") && message.contains("integer"), message);
     assertError(authed(postJson("/v1/echo", "{\"count\":1.5}")), 400, "BadRequestError", "count");
     assertError(authed(postJson("/v1/echo", "{\"flag\":{}}")), 400, "BadRequestError", "flag");
-    assertError(authed(postJson("/v1/echo", "{\"items\":[{\"size\":1},{\"size\":\"x\"}]}")),
-        400, "BadRequestError", "items[1].size");
-    String bound = assertError(authed(postJson("/v1/echo", "{\"items\":[{\"size\":-1}]}")),
-        400, "BadRequestError", "items[0]");
+    assertError(
+        authed(postJson("/v1/echo", "{\"items\":[{\"size\":1},{\"size\":\"x\"}]}")),
+        400,
+        "BadRequestError",
+        "items[1].size");
+    String bound =
+        assertError(
+            authed(postJson("/v1/echo", "{\"items\":[{\"size\":-1}]}")),
+            400,
+            "BadRequestError",
+            "items[0]");
     assertTrue(bound.contains("size must be >= 0"), bound);
   }
 
@@ -126,8 +177,12 @@ class ApiCoreRouteTest extends GatewayRouteTest {
 
   @Test
   void nonJsonContentTypeIs400() {
-    String message = assertError(
-        authed(HttpRequest.POST("/v1/echo").withEntity(ContentTypes.TEXT_PLAIN_UTF8, "{}")), 400, "BadRequestError", null);
+    String message =
+        assertError(
+            authed(HttpRequest.POST("/v1/echo").withEntity(ContentTypes.TEXT_PLAIN_UTF8, "{}")),
+            400,
+            "BadRequestError",
+            null);
     assertTrue(message.contains("application/json"), message);
   }
 
@@ -142,13 +197,15 @@ class ApiCoreRouteTest extends GatewayRouteTest {
   @Test
   void bodyOverTheLimitIs413() {
     String big = "{\"name\":\"" + "x".repeat(400) + "\"}";
-    String message = assertError(authed(postJson("/v1/echo", big)), 413, "PayloadTooLargeError", null);
+    String message =
+        assertError(authed(postJson("/v1/echo", big)), 413, "PayloadTooLargeError", null);
     assertTrue(message.contains("200 bytes"), message);
   }
 
   @Test
   void unexpectedExceptionsAre500WithoutInternals() {
-    String message = assertError(authed(HttpRequest.GET("/v1/boom")), 500, "InternalServerError", null);
+    String message =
+        assertError(authed(HttpRequest.GET("/v1/boom")), 500, "InternalServerError", null);
     assertFalse(message.contains("secret"), message);
   }
 
@@ -167,12 +224,14 @@ class ApiCoreRouteTest extends GatewayRouteTest {
 
   @Test
   void requestIdHeaderIsEchoedOrGenerated() {
-    TestRouteResult echoed = run(HttpRequest.GET("/health").addHeader(RawHeader.create("X-Request-Id", "abc-1")));
+    TestRouteResult echoed =
+        run(HttpRequest.GET("/health").addHeader(RawHeader.create("X-Request-Id", "abc-1")));
     echoed.assertHeaderExists("X-Request-Id", "abc-1");
     TestRouteResult generated = run(HttpRequest.GET("/health"));
     String id = generated.response().getHeader("X-Request-Id").get().value();
     assertTrue(id.matches("[0-9a-f]{32}"), id);
     // Error responses carry it too.
-    run(HttpRequest.GET("/v1/x").addHeader(RawHeader.create("X-Request-Id", "e-2"))).assertHeaderExists("X-Request-Id", "e-2");
+    run(HttpRequest.GET("/v1/x").addHeader(RawHeader.create("X-Request-Id", "e-2")))
+        .assertHeaderExists("X-Request-Id", "e-2");
   }
 }

@@ -7,8 +7,8 @@ import java.io.UncheckedIOException;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
-import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.http.javadsl.server.RouteResult;
 import org.apache.pekko.http.javadsl.testkit.RouteTest;
 import org.apache.pekko.http.javadsl.testkit.TestRouteResult;
@@ -42,7 +42,8 @@ public abstract class GatewayRouteTest extends RouteTest {
   }
 
   @Override
-  public TestRouteResult createTestRouteResultAsync(HttpRequest request, Future<RouteResult> result) {
+  public TestRouteResult createTestRouteResultAsync(
+      HttpRequest request, Future<RouteResult> result) {
     return new TestRouteResult(result, awaitDuration(), system().dispatcher(), materializer()) {
       @Override
       public void fail(String message) {
@@ -86,7 +87,8 @@ public abstract class GatewayRouteTest extends RouteTest {
   }
 
   /** Asserts an OpenAI error body with this status, type and param; returns its message. */
-  protected static String assertError(TestRouteResult result, int status, String type, String param) {
+  protected static String assertError(
+      TestRouteResult result, int status, String type, String param) {
     result.assertStatusCode(status);
     JsonNode error = json(result).path("error");
     Assertions.assertTrue(error.isObject(), () -> "no error object in " + result.entityString());

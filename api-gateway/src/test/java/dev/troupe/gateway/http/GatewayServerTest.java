@@ -26,28 +26,51 @@ import org.junit.jupiter.api.TestInstance;
 class GatewayServerTest {
   private final ActorTestKit testKit = ActorTestKit.create();
   private ServerBinding binding;
-  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private final HttpClient http =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   record Body(String text) {}
 
   @BeforeAll
   void bind() throws Exception {
     GatewaySettings settings = GatewaySettings.of(0, List.of("k")).withMaxBodyBytes(1000);
-    var route = ApiRoutes.builder(settings)
-        .add(() -> path("echo", () -> post(() -> JsonBodies.entity(Body.class, b -> JsonBodies.completeJson(Map.of("len", b.text().length()))))))
-        .build();
-    binding = GatewayServer.bind(testKit.system(), settings, route).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    var route =
+        ApiRoutes.builder(settings)
+            .add(
+                () ->
+                    path(
+                        "echo",
+                        () ->
+                            post(
+                                () ->
+                                    JsonBodies.entity(
+                                        Body.class,
+                                        b ->
+                                            JsonBodies.completeJson(
+                                                Map.of("len", b.text().length()))))))
+            .build();
+    binding =
+        GatewayServer.bind(testKit.system(), settings, route)
+            .toCompletableFuture()
+            .get(10, TimeUnit.SECONDS);
   }
 
   @AfterAll
   void unbind() throws Exception {
-    binding.terminate(java.time.Duration.ofSeconds(1)).toCompletableFuture().get(5, TimeUnit.SECONDS);
+    binding
+        .terminate(java.time.Duration.ofSeconds(1))
+        .toCompletableFuture()
+        .get(5, TimeUnit.SECONDS);
     testKit.shutdownTestKit();
   }
 
   private HttpResponse<String> send(String json) throws Exception {
-    return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + binding.localAddress().getPort() + "/echo"))
-            .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(json)).build(),
+    return http.send(
+        HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + binding.localAddress().getPort() + "/echo"))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(json))
+            .build(),
         HttpResponse.BodyHandlers.ofString());
   }
 

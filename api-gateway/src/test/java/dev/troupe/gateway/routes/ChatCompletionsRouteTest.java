@@ -33,7 +33,8 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   static String body(String extra) {
     return "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]"
-        + (extra.isEmpty() ? "" : "," + extra) + "}";
+        + (extra.isEmpty() ? "" : "," + extra)
+        + "}";
   }
 
   TestRouteResult chat(String json) {
@@ -80,14 +81,24 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
     assertEquals("assistant", choice.path("message").path("role").asText());
     assertEquals("Hello world", choice.path("message").path("content").asText());
     assertEquals("stop", choice.path("finish_reason").asText());
-    for (String key : List.of("logprobs", "stop_reason", "token_ids")) assertTrue(choice.path(key).isNull(), key);
-    for (String key : List.of("refusal", "annotations", "audio", "function_call", "reasoning", "reasoning_content"))
+    for (String key : List.of("logprobs", "stop_reason", "token_ids"))
+      assertTrue(choice.path(key).isNull(), key);
+    for (String key :
+        List.of(
+            "refusal", "annotations", "audio", "function_call", "reasoning", "reasoning_content"))
       assertTrue(choice.path("message").has(key) && choice.path("message").path(key).isNull(), key);
     assertEquals("[]", choice.path("message").path("tool_calls").toString());
-    for (String key : List.of("service_tier", "system_fingerprint", "prompt_logprobs", "prompt_token_ids", "kv_transfer_params"))
-      assertTrue(j.has(key) && j.path(key).isNull(), key);
-    assertTrue(r.entityString().contains(
-        "\"usage\":{\"prompt_tokens\":3,\"total_tokens\":5,\"completion_tokens\":2,\"prompt_tokens_details\":null}"),
+    for (String key :
+        List.of(
+            "service_tier",
+            "system_fingerprint",
+            "prompt_logprobs",
+            "prompt_token_ids",
+            "kv_transfer_params")) assertTrue(j.has(key) && j.path(key).isNull(), key);
+    assertTrue(
+        r.entityString()
+            .contains(
+                "\"usage\":{\"prompt_tokens\":3,\"total_tokens\":5,\"completion_tokens\":2,\"prompt_tokens_details\":null}"),
         r.entityString());
     String id = j.path("id").asText().substring("chatcmpl-".length());
     r.assertHeaderExists("X-Request-Id", id);
@@ -96,24 +107,34 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void trailingSlashIsTheSameEndpoint() {
-    TestRouteResult r = route.run(bearer(postJson("/v1/chat/completions/", body("")), ChatRouteFixture.KEY));
+    TestRouteResult r =
+        route.run(bearer(postJson("/v1/chat/completions/", body("")), ChatRouteFixture.KEY));
     r.assertStatusCode(200);
-    assertEquals("Hello world", json(r).path("choices").get(0).path("message").path("content").asText());
+    assertEquals(
+        "Hello world", json(r).path("choices").get(0).path("message").path("content").asText());
     lastGenerate();
   }
 
   @Test
   void requestIdComesFromHeaderThenBodyThenRandom() {
-    assertEquals("chatcmpl-body-1", json(chat(body("\"request_id\":\"body-1\""))).path("id").asText());
-    assertTrue(lastGenerate().requestId().startsWith("body-1-"), "engine id is the client id plus a suffix");
-    TestRouteResult r = route.run(bearer(postJson("/v1/chat/completions", body("\"request_id\":\"body-1\"")),
-        ChatRouteFixture.KEY).addHeader(RawHeader.create("X-Request-Id", "hdr-7")));
+    assertEquals(
+        "chatcmpl-body-1", json(chat(body("\"request_id\":\"body-1\""))).path("id").asText());
+    assertTrue(
+        lastGenerate().requestId().startsWith("body-1-"),
+        "engine id is the client id plus a suffix");
+    TestRouteResult r =
+        route.run(
+            bearer(
+                    postJson("/v1/chat/completions", body("\"request_id\":\"body-1\"")),
+                    ChatRouteFixture.KEY)
+                .addHeader(RawHeader.create("X-Request-Id", "hdr-7")));
     assertEquals("chatcmpl-hdr-7", json(r).path("id").asText());
     r.assertHeaderExists("X-Request-Id", "hdr-7");
     lastGenerate();
     TestRouteResult odd = chat(body("\"request_id\":\"line\\nbreak\""));
     assertEquals("chatcmpl-line\nbreak", json(odd).path("id").asText());
-    assertTrue(odd.response().getHeader("X-Request-Id").isPresent(), "a generated header id instead");
+    assertTrue(
+        odd.response().getHeader("X-Request-Id").isPresent(), "a generated header id instead");
     lastGenerate();
     String random = json(chat(body(""))).path("id").asText();
     assertTrue(random.matches("chatcmpl-[0-9a-f]{32}"), random);
@@ -130,7 +151,10 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
     assertEquals(1.0, s.temperature());
     assertEquals(1.0, s.topP());
     assertEquals(0, s.topK());
-    assertEquals(GenerationRequest.MAX_TOKENS_UNSET, s.maxTokens(), "no max_tokens: as many as the context allows");
+    assertEquals(
+        GenerationRequest.MAX_TOKENS_UNSET,
+        s.maxTokens(),
+        "no max_tokens: as many as the context allows");
     assertNull(s.seed());
     assertNull(s.logprobs());
     assertNull(s.promptLogprobs());
@@ -144,17 +168,19 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void requestFieldsReachTheWorkerConverted() {
-    chat(body("\"temperature\":0.7,\"top_p\":0.9,\"top_k\":-1,\"min_p\":0.1,\"seed\":42,\"stop\":\"END\","
-        + "\"max_tokens\":50,\"max_completion_tokens\":20,\"n\":2,\"presence_penalty\":0.5,"
-        + "\"frequency_penalty\":-0.5,\"repetition_penalty\":1.1,\"logit_bias\":{\"5\":150,\"6\":-3},"
-        + "\"stop_token_ids\":[9],\"min_tokens\":2,\"ignore_eos\":true,\"bad_words\":[\"darn\"],"
-        + "\"allowed_token_ids\":[1,2,3],\"skip_special_tokens\":false,\"include_stop_str_in_output\":true,"
-        + "\"truncate_prompt_tokens\":64,\"cache_salt\":\"s4lt\",\"kv_transfer_params\":{\"do_remote_decode\":true},"
-        + "\"documents\":[{\"title\":\"t\",\"text\":\"x\"}],\"chat_template_kwargs\":{\"enable_thinking\":false},"
-        + "\"reasoning_effort\":\"low\",\"add_special_tokens\":true,\"return_token_ids\":true,"
-        + "\"logits_processors\":[\"a.B\",{\"qualname\":\"c.D\",\"args\":[1],\"kwargs\":{\"k\":2}}],"
-        + "\"engine_xargs\":{\"x\":[1,2],\"y\":\"z\"},\"user\":\"u\",\"parallel_tool_calls\":false,"
-        + "\"use_beam_search\":false,\"length_penalty\":0.8,\"tool_choice\":\"none\"")).assertStatusCode(200);
+    chat(body(
+            "\"temperature\":0.7,\"top_p\":0.9,\"top_k\":-1,\"min_p\":0.1,\"seed\":42,\"stop\":\"END\","
+                + "\"max_tokens\":50,\"max_completion_tokens\":20,\"n\":2,\"presence_penalty\":0.5,"
+                + "\"frequency_penalty\":-0.5,\"repetition_penalty\":1.1,\"logit_bias\":{\"5\":150,\"6\":-3},"
+                + "\"stop_token_ids\":[9],\"min_tokens\":2,\"ignore_eos\":true,\"bad_words\":[\"darn\"],"
+                + "\"allowed_token_ids\":[1,2,3],\"skip_special_tokens\":false,\"include_stop_str_in_output\":true,"
+                + "\"truncate_prompt_tokens\":64,\"cache_salt\":\"s4lt\",\"kv_transfer_params\":{\"do_remote_decode\":true},"
+                + "\"documents\":[{\"title\":\"t\",\"text\":\"x\"}],\"chat_template_kwargs\":{\"enable_thinking\":false},"
+                + "\"reasoning_effort\":\"low\",\"add_special_tokens\":true,\"return_token_ids\":true,"
+                + "\"logits_processors\":[\"a.B\",{\"qualname\":\"c.D\",\"args\":[1],\"kwargs\":{\"k\":2}}],"
+                + "\"engine_xargs\":{\"x\":[1,2],\"y\":\"z\"},\"user\":\"u\",\"parallel_tool_calls\":false,"
+                + "\"use_beam_search\":false,\"length_penalty\":0.8,\"tool_choice\":\"none\""))
+        .assertStatusCode(200);
     GenerationRequest g = lastGenerate();
     SamplingParams s = g.sampling();
     assertEquals(0.7, s.temperature());
@@ -221,7 +247,15 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
     assertEquals("alt", first.path("top_logprobs").get(1).path("token").asText());
     JsonNode zero = json(chat(body("\"logprobs\":true")));
     lastGenerate();
-    assertEquals("[]", zero.path("choices").get(0).path("logprobs").path("content").get(0).path("top_logprobs").toString());
+    assertEquals(
+        "[]",
+        zero.path("choices")
+            .get(0)
+            .path("logprobs")
+            .path("content")
+            .get(0)
+            .path("top_logprobs")
+            .toString());
   }
 
   @Test
@@ -240,14 +274,16 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void echoPrependsTheLastMessageAndAsksForPromptLogprobs() {
-    String json = "{\"model\":\"fake\",\"echo\":true,\"add_generation_prompt\":false,\"continue_final_message\":true,"
-        + "\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":\"The answer:\"}]}";
+    String json =
+        "{\"model\":\"fake\",\"echo\":true,\"add_generation_prompt\":false,\"continue_final_message\":true,"
+            + "\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":\"The answer:\"}]}";
     JsonNode j = json(chat(json));
     GenerationRequest g = lastGenerate();
     assertTrue(g.echo());
     assertTrue(g.continueFinalMessage());
     assertFalse(g.addGenerationPrompt());
-    assertEquals(0, g.sampling().promptLogprobs(), "echo turns on prompt logprobs (top_logprobs = 0)");
+    assertEquals(
+        0, g.sampling().promptLogprobs(), "echo turns on prompt logprobs (top_logprobs = 0)");
     JsonNode choice = j.path("choices").get(0);
     assertEquals("The answer:Hello world", choice.path("message").path("content").asText());
     assertEquals("assistant", choice.path("message").path("role").asText());
@@ -281,12 +317,14 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
   void streamingFollowsVllmsChunkFormat() {
     TestRouteResult r = chat(body("\"stream\":true"));
     r.assertStatusCode(200);
-    assertTrue(r.response().entity().getContentType().toString().startsWith("text/event-stream"),
+    assertTrue(
+        r.response().entity().getContentType().toString().startsWith("text/event-stream"),
         r.response().entity().getContentType().toString());
     lastGenerate();
     List<String> events = events(r);
     assertEquals("[DONE]", events.get(events.size() - 1));
-    List<JsonNode> chunks = events.subList(0, events.size() - 1).stream().map(ChatCompletionsRouteTest::parse).toList();
+    List<JsonNode> chunks =
+        events.subList(0, events.size() - 1).stream().map(ChatCompletionsRouteTest::parse).toList();
     String id = chunks.get(0).path("id").asText();
     assertTrue(id.startsWith("chatcmpl-"));
     for (JsonNode c : chunks) {
@@ -307,7 +345,10 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
       if (!choice.path("finish_reason").isNull()) {
         finishes++;
         assertEquals("stop", choice.path("finish_reason").asText());
-        assertEquals(" world", choice.path("delta").path("content").asText(), "finish rides on the last content chunk");
+        assertEquals(
+            " world",
+            choice.path("delta").path("content").asText(),
+            "finish rides on the last content chunk");
       }
     }
     assertEquals(1, finishes);
@@ -316,7 +357,8 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void includeUsageAddsAFinalUsageChunkWithNoChoices() {
-    List<String> events = events(chat(body("\"stream\":true,\"stream_options\":{\"include_usage\":true}")));
+    List<String> events =
+        events(chat(body("\"stream\":true,\"stream_options\":{\"include_usage\":true}")));
     lastGenerate();
     JsonNode usageChunk = parse(events.get(events.size() - 2));
     assertEquals("[]", usageChunk.path("choices").toString());
@@ -328,8 +370,11 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void continuousUsageStatsPutRunningUsageOnEveryChunk() {
-    List<String> events = events(chat(body(
-        "\"stream\":true,\"stream_options\":{\"include_usage\":true,\"continuous_usage_stats\":true}")));
+    List<String> events =
+        events(
+            chat(
+                body(
+                    "\"stream\":true,\"stream_options\":{\"include_usage\":true,\"continuous_usage_stats\":true}")));
     lastGenerate();
     List<Integer> counts = new ArrayList<>();
     for (String e : events.subList(0, events.size() - 2)) {
@@ -359,7 +404,9 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void failureAfterTheStreamOpenedIsAnErrorEventThenDone() {
-    TestRouteResult r = chat("{\"model\":\"fake\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"crash midway\"}]}");
+    TestRouteResult r =
+        chat(
+            "{\"model\":\"fake\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"crash midway\"}]}");
     r.assertStatusCode(200);
     lastGenerate();
     List<String> events = events(r);
@@ -371,7 +418,9 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void failureWithoutStreamIs500WithoutInternals() {
-    TestRouteResult r = chat("{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":\"crash midway\"}]}");
+    TestRouteResult r =
+        chat(
+            "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":\"crash midway\"}]}");
     lastGenerate();
     String message = assertError(r, 500, "InternalServerError", null);
     assertFalse(message.contains("NullPointer"), message);
@@ -380,11 +429,17 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
   @Test
   void workerRefusalsBeforeTheStreamAreHttpErrors() {
     for (String stream : List.of("false", "true")) {
-      String prompt = "{\"model\":\"fake\",\"stream\":" + stream + ",\"messages\":[{\"role\":\"user\",\"content\":\"bad prompt\"}]}";
+      String prompt =
+          "{\"model\":\"fake\",\"stream\":"
+              + stream
+              + ",\"messages\":[{\"role\":\"user\",\"content\":\"bad prompt\"}]}";
       String msg = assertError(chat(prompt), 400, "BadRequestError", "messages");
       assertTrue(msg.contains("maximum context length"), msg);
       lastGenerate();
-      String busy = "{\"model\":\"fake\",\"stream\":" + stream + ",\"messages\":[{\"role\":\"user\",\"content\":\"busy\"}]}";
+      String busy =
+          "{\"model\":\"fake\",\"stream\":"
+              + stream
+              + ",\"messages\":[{\"role\":\"user\",\"content\":\"busy\"}]}";
       assertError(chat(busy), 503, "ServiceUnavailableError", null);
       lastGenerate();
     }
@@ -392,8 +447,12 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void unknownModelIs404NamingModel() {
-    String msg = assertError(chat("{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"),
-        404, "NotFoundError", "model");
+    String msg =
+        assertError(
+            chat("{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"),
+            404,
+            "NotFoundError",
+            "model");
     assertEquals("The model `nope` does not exist.", msg);
   }
 
@@ -408,7 +467,9 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
   void priorityNeedsAPriorityScheduledModel() {
     String msg = assertError(chat(body("\"priority\":3")), 400, "BadRequestError", "priority");
     assertTrue(msg.contains("does not use priority scheduling"), msg);
-    TestRouteResult ok = chat("{\"model\":\"prio\",\"priority\":-2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}");
+    TestRouteResult ok =
+        chat(
+            "{\"model\":\"prio\",\"priority\":-2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}");
     ok.assertStatusCode(200);
     assertEquals(-2, lastGenerate().priority());
     chat(body("\"priority\":0")).assertStatusCode(200);
@@ -417,12 +478,28 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void aModelWhoseWorkersDoNotAnswerIs503() {
-    var silent = testKit.spawn(org.apache.pekko.actor.typed.javadsl.Behaviors.<dev.troupe.protocol.cluster.ModelWorkerProtocol.Command>ignore());
-    var directory = new dev.troupe.gateway.workers.ModelDirectory(testKit.system(),
-        List.of(dev.troupe.gateway.workers.ServedModel.of("fake", 1, "x")), id -> silent, java.time.Duration.ofMillis(300));
-    TestRoute r = testRoute(dev.troupe.gateway.http.ApiRoutes.builder(dev.troupe.gateway.http.GatewaySettings.of(0, List.of()))
-        .addAll(StandardRoutes.of(directory)).build());
-    String msg = assertError(r.run(postJson("/v1/chat/completions", body(""))), 503, "ServiceUnavailableError", null);
+    var silent =
+        testKit.spawn(
+            org.apache.pekko.actor.typed.javadsl.Behaviors
+                .<dev.troupe.protocol.cluster.ModelWorkerProtocol.Command>ignore());
+    var directory =
+        new dev.troupe.gateway.workers.ModelDirectory(
+            testKit.system(),
+            List.of(dev.troupe.gateway.workers.ServedModel.of("fake", 1, "x")),
+            id -> silent,
+            java.time.Duration.ofMillis(300));
+    TestRoute r =
+        testRoute(
+            dev.troupe.gateway.http.ApiRoutes.builder(
+                    dev.troupe.gateway.http.GatewaySettings.of(0, List.of()))
+                .addAll(StandardRoutes.of(directory))
+                .build());
+    String msg =
+        assertError(
+            r.run(postJson("/v1/chat/completions", body(""))),
+            503,
+            "ServiceUnavailableError",
+            null);
     assertTrue(msg.contains("retry"), msg);
     r.run(HttpRequest.GET("/health")).assertStatusCode(503);
     TestRouteResult list = r.run(HttpRequest.GET("/v1/models"));
@@ -432,6 +509,7 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void chatNeedsTheApiKey() {
-    assertError(route.run(postJson("/v1/chat/completions", body(""))), 401, "AuthenticationError", null);
+    assertError(
+        route.run(postJson("/v1/chat/completions", body(""))), 401, "AuthenticationError", null);
   }
 }

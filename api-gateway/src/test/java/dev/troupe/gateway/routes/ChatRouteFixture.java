@@ -24,11 +24,17 @@ final class ChatRouteFixture {
     seen = testKit.createTestProbe();
     ActorRef<Command> fcfs = testKit.spawn(FakeWorker.create("fcfs", seen.ref()));
     ActorRef<Command> prio = testKit.spawn(FakeWorker.create("priority", seen.ref()));
-    models = new ModelDirectory(
-        testKit.system(),
-        List.of(ServedModel.of("fake", 1, "/models/fake"), ServedModel.of("prio", 1, "/models/prio")),
-        id -> id.startsWith("prio#") ? prio : fcfs,
-        Duration.ofSeconds(3));
-    route = ApiRoutes.builder(GatewaySettings.of(0, List.of(KEY))).addAll(StandardRoutes.of(models)).build();
+    models =
+        new ModelDirectory(
+            testKit.system(),
+            List.of(
+                ServedModel.of("fake", 1, "/models/fake"),
+                ServedModel.of("prio", 1, "/models/prio")),
+            id -> id.startsWith("prio#") ? prio : fcfs,
+            Duration.ofSeconds(3));
+    route =
+        ApiRoutes.builder(GatewaySettings.of(0, List.of(KEY)))
+            .addAll(StandardRoutes.of(models))
+            .build();
   }
 }

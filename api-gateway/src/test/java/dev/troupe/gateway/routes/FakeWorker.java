@@ -63,52 +63,86 @@ final class FakeWorker {
   static Behavior<Command> create(String policy, ActorRef<Object> seen) {
     Counts counts = new Counts();
     return Behaviors.receive(Command.class)
-        .onMessage(Generate.class, g -> {
-          seen.tell(g);
-          generate(g.request(), g.replyTo(), counts);
-          return Behaviors.same();
-        })
-        .onMessage(GetStatus.class, s -> {
-          s.replyTo().tell(new WorkerStatus("fake#0", "fake", MAX_MODEL_LEN, policy, 0, counts.hanging, 0, 0, 16, 0,
-              counts.promptTokens, counts.generationTokens, SamplingDefaults.NONE));
-          return Behaviors.same();
-        })
-        .onMessage(Tokenize.class, t -> {
-          seen.tell(t);
-          if (t.prompt() != null && t.prompt().equals("bad"))
-            t.replyTo().tell(new Rejected(ErrorKind.BAD_REQUEST, "cannot tokenize", "prompt"));
-          else
-            t.replyTo().tell(new Tokenized(List.of(5, 6, 7), t.returnTokenStrs() ? List.of("a", "b", "c") : null,
-                MAX_MODEL_LEN));
-          return Behaviors.same();
-        })
-        .onMessage(Detokenize.class, d -> {
-          seen.tell(d);
-          d.replyTo().tell(new Detokenized("text of " + d.tokens()));
-          return Behaviors.same();
-        })
-        .onAnyMessage(m -> {
-          seen.tell(m);
-          return Behaviors.same();
-        })
+        .onMessage(
+            Generate.class,
+            g -> {
+              seen.tell(g);
+              generate(g.request(), g.replyTo(), counts);
+              return Behaviors.same();
+            })
+        .onMessage(
+            GetStatus.class,
+            s -> {
+              s.replyTo()
+                  .tell(
+                      new WorkerStatus(
+                          "fake#0",
+                          "fake",
+                          MAX_MODEL_LEN,
+                          policy,
+                          0,
+                          counts.hanging,
+                          0,
+                          0,
+                          16,
+                          0,
+                          counts.promptTokens,
+                          counts.generationTokens,
+                          SamplingDefaults.NONE));
+              return Behaviors.same();
+            })
+        .onMessage(
+            Tokenize.class,
+            t -> {
+              seen.tell(t);
+              if (t.prompt() != null && t.prompt().equals("bad"))
+                t.replyTo().tell(new Rejected(ErrorKind.BAD_REQUEST, "cannot tokenize", "prompt"));
+              else
+                t.replyTo()
+                    .tell(
+                        new Tokenized(
+                            List.of(5, 6, 7),
+                            t.returnTokenStrs() ? List.of("a", "b", "c") : null,
+                            MAX_MODEL_LEN));
+              return Behaviors.same();
+            })
+        .onMessage(
+            Detokenize.class,
+            d -> {
+              seen.tell(d);
+              d.replyTo().tell(new Detokenized("text of " + d.tokens()));
+              return Behaviors.same();
+            })
+        .onAnyMessage(
+            m -> {
+              seen.tell(m);
+              return Behaviors.same();
+            })
         .build();
   }
 
   private static void generate(
-      GenerationRequest r, ActorRef<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> to, Counts counts) {
+      GenerationRequest r,
+      ActorRef<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> to,
+      Counts counts) {
     String id = r.requestId();
     Map<String, Object> last = r.messages().get(r.messages().size() - 1);
     String prompt = String.valueOf(last.get("content"));
     switch (prompt) {
       case "bad prompt" -> {
-        to.tell(new Failed(id, ErrorKind.BAD_REQUEST, "This model's maximum context length is 128 tokens.", "messages"));
+        to.tell(
+            new Failed(
+                id,
+                ErrorKind.BAD_REQUEST,
+                "This model's maximum context length is 128 tokens.",
+                "messages"));
         return;
       }
       case "busy" -> {
         to.tell(new Failed(id, ErrorKind.OVERLOADED, "The waiting queue of fake#0 is full.", null));
         return;
       }
-      default -> { }
+      default -> {}
     }
     List<LogprobEntry> promptLogprobs = null;
     if (r.sampling().promptLogprobs() != null) {
@@ -125,34 +159,55 @@ final class FakeWorker {
     }
     if (!prompt.equals("crash midway")) counts.generationTokens += 2L * r.sampling().n();
     if (prompt.equals("slow")) {
-      // The rest of the answer, later and in order, as a worker busy with other requests would send it.
+      // The rest of the answer, later and in order, as a worker busy with other requests would send
+      // it.
       ActorRef<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> later = to;
-      List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> rest = new ArrayList<>();
+      List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> rest =
+          new ArrayList<>();
       answer(r, id, "slow", rest);
-      java.util.concurrent.CompletableFuture.delayedExecutor(600, java.util.concurrent.TimeUnit.MILLISECONDS)
+      java.util.concurrent.CompletableFuture.delayedExecutor(
+              600, java.util.concurrent.TimeUnit.MILLISECONDS)
           .execute(() -> rest.forEach(later::tell));
       return;
     }
-    List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> events = new ArrayList<>();
+    List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> events =
+        new ArrayList<>();
     answer(r, id, prompt, events);
     events.forEach(to::tell);
   }
 
   /** The scripted answer after Started, in order. */
   private static void answer(
-      GenerationRequest r, String id, String prompt,
+      GenerationRequest r,
+      String id,
+      String prompt,
       List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> to) {
     int n = r.sampling().n();
     boolean logprobs = r.sampling().logprobs() != null;
     List<ChoiceDelta> first = new ArrayList<>();
     List<ChoiceDelta> second = new ArrayList<>();
     for (int i = 0; i < n; i++) {
-      first.add(new ChoiceDelta(i, "Hello", List.of(100 + i), logprobs ? List.of(entry(100 + i, "Hello", -0.1)) : null));
-      second.add(new ChoiceDelta(i, " world", List.of(200 + i), logprobs ? List.of(entry(200 + i, " world", -0.2)) : null));
+      first.add(
+          new ChoiceDelta(
+              i,
+              "Hello",
+              List.of(100 + i),
+              logprobs ? List.of(entry(100 + i, "Hello", -0.1)) : null));
+      second.add(
+          new ChoiceDelta(
+              i,
+              " world",
+              List.of(200 + i),
+              logprobs ? List.of(entry(200 + i, " world", -0.2)) : null));
     }
     to.add(new TokenDelta(id, first));
     if (prompt.equals("crash midway")) {
-      to.add(new Failed(id, ErrorKind.INTERNAL, "engine exploded: NullPointerException at Foo.java:12", null));
+      to.add(
+          new Failed(
+              id,
+              ErrorKind.INTERNAL,
+              "engine exploded: NullPointerException at Foo.java:12",
+              null));
       return;
     }
     to.add(new TokenDelta(id, second));
@@ -162,8 +217,11 @@ final class FakeWorker {
   }
 
   private static LogprobEntry entry(int id, String token, double logprob) {
-    return new LogprobEntry(new TokenLogprob(id, token, logprob, 1),
-        List.of(new TokenLogprob(id, token, logprob, 1), new TokenLogprob(7, "alt", -3.0, 2),
+    return new LogprobEntry(
+        new TokenLogprob(id, token, logprob, 1),
+        List.of(
+            new TokenLogprob(id, token, logprob, 1),
+            new TokenLogprob(7, "alt", -3.0, 2),
             new TokenLogprob(8, "other", -4.0, 3)));
   }
 }

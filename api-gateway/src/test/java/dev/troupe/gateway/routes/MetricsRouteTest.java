@@ -22,7 +22,9 @@ import org.apache.pekko.http.javadsl.testkit.TestRouteResult;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** {@code GET /metrics}: vLLM's metric names, fed by worker status and by finished chat requests. */
+/**
+ * {@code GET /metrics}: vLLM's metric names, fed by worker status and by finished chat requests.
+ */
 class MetricsRouteTest extends GatewayRouteTest {
   private ChatRouteFixture fixture;
   private TestRoute route;
@@ -39,10 +41,13 @@ class MetricsRouteTest extends GatewayRouteTest {
     return r.entityString();
   }
 
-  /** The value of the sample {@code series} (name and labels exactly as written), or NaN if absent. */
+  /**
+   * The value of the sample {@code series} (name and labels exactly as written), or NaN if absent.
+   */
   static double value(String exposition, String series) {
     for (String line : exposition.split("\n"))
-      if (line.startsWith(series + " ")) return Double.parseDouble(line.substring(series.length() + 1).trim());
+      if (line.startsWith(series + " "))
+        return Double.parseDouble(line.substring(series.length() + 1).trim());
     return Double.NaN;
   }
 
@@ -51,13 +56,21 @@ class MetricsRouteTest extends GatewayRouteTest {
     // The fixture's /v1 routes need a key; /metrics, like vLLM's, does not.
     TestRouteResult r = route.run(HttpRequest.GET("/metrics"));
     r.assertStatusCode(200);
-    assertTrue(r.response().entity().getContentType().toString().startsWith("text/plain; version=0.0.4"),
+    assertTrue(
+        r.response().entity().getContentType().toString().startsWith("text/plain; version=0.0.4"),
         r.response().entity().getContentType().toString());
     String body = r.entityString();
-    for (String name : List.of("vllm:num_requests_running", "vllm:num_requests_waiting",
-        "vllm:num_preemptions_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total"))
+    for (String name :
+        List.of(
+            "vllm:num_requests_running",
+            "vllm:num_requests_waiting",
+            "vllm:num_preemptions_total",
+            "vllm:prompt_tokens_total",
+            "vllm:generation_tokens_total"))
       for (String model : List.of("fake", "prio"))
-        assertFalse(Double.isNaN(value(body, name + "{engine=\"0\",model_name=\"" + model + "\"}")), name + "\n" + body);
+        assertFalse(
+            Double.isNaN(value(body, name + "{engine=\"0\",model_name=\"" + model + "\"}")),
+            name + "\n" + body);
     assertTrue(body.contains("# TYPE vllm:num_requests_running gauge"), body);
     assertTrue(body.contains("# TYPE vllm:prompt_tokens_total counter"), body);
     assertTrue(body.contains("# TYPE vllm:e2e_request_latency_seconds histogram"), body);
@@ -68,16 +81,23 @@ class MetricsRouteTest extends GatewayRouteTest {
   void aChatRequestMovesTheWorkerCountersAndTheGatewayMetrics() {
     String fake = "{engine=\"0\",model_name=\"fake\"}";
     String before = scrape(route);
-    TestRouteResult chat = route.run(bearer(postJson("/v1/chat/completions",
-        ChatCompletionsRouteTest.body("\"n\":2")), ChatRouteFixture.KEY));
+    TestRouteResult chat =
+        route.run(
+            bearer(
+                postJson("/v1/chat/completions", ChatCompletionsRouteTest.body("\"n\":2")),
+                ChatRouteFixture.KEY));
     chat.assertStatusCode(200);
     String after = scrape(route);
 
     // From the worker's status: prompt counted once, two tokens per choice.
-    assertEquals(FakeWorker.PROMPT_IDS.size(),
-        value(after, "vllm:prompt_tokens_total" + fake) - value(before, "vllm:prompt_tokens_total" + fake));
-    assertEquals(4.0,
-        value(after, "vllm:generation_tokens_total" + fake) - value(before, "vllm:generation_tokens_total" + fake));
+    assertEquals(
+        FakeWorker.PROMPT_IDS.size(),
+        value(after, "vllm:prompt_tokens_total" + fake)
+            - value(before, "vllm:prompt_tokens_total" + fake));
+    assertEquals(
+        4.0,
+        value(after, "vllm:generation_tokens_total" + fake)
+            - value(before, "vllm:generation_tokens_total" + fake));
     // From the gateway: both choices finished with stop; one request timed.
     String stop = "vllm:request_success_total{finished_reason=\"stop\",model_name=\"fake\"}";
     assertEquals(2.0, value(after, stop) - orZero(value(before, stop)), after);
@@ -89,15 +109,20 @@ class MetricsRouteTest extends GatewayRouteTest {
     assertEquals(value(after, e2e), value(after, inf), after);
     // The other model saw nothing.
     String prio = "{engine=\"0\",model_name=\"prio\"}";
-    assertEquals(value(before, "vllm:prompt_tokens_total" + prio), value(after, "vllm:prompt_tokens_total" + prio));
+    assertEquals(
+        value(before, "vllm:prompt_tokens_total" + prio),
+        value(after, "vllm:prompt_tokens_total" + prio));
   }
 
   @Test
   void aStreamedRequestIsRecordedToo() {
     String stop = "vllm:request_success_total{finished_reason=\"stop\",model_name=\"fake\"}";
     String before = scrape(route);
-    TestRouteResult chat = route.run(bearer(postJson("/v1/chat/completions",
-        ChatCompletionsRouteTest.body("\"stream\":true")), ChatRouteFixture.KEY));
+    TestRouteResult chat =
+        route.run(
+            bearer(
+                postJson("/v1/chat/completions", ChatCompletionsRouteTest.body("\"stream\":true")),
+                ChatRouteFixture.KEY));
     chat.assertStatusCode(200);
     assertTrue(chat.entityString().endsWith("data: [DONE]\n\n"));
     assertEquals(1.0, value(scrape(route), stop) - orZero(value(before, stop)));
@@ -106,15 +131,25 @@ class MetricsRouteTest extends GatewayRouteTest {
   @Test
   void aReplicaThatDoesNotAnswerIsLeftOutNotAnError() {
     ActorRef<Command> silent = testKit.spawn(Behaviors.ignore());
-    ActorRef<Command> fake = testKit.spawn(FakeWorker.create("fcfs", testKit.<Object>createTestProbe().ref()));
-    ModelDirectory models = new ModelDirectory(testKit.system(),
-        List.of(ServedModel.of("fake", 2, "/models/fake")),
-        id -> id.equals("fake#1") ? silent : fake, Duration.ofSeconds(3));
-    TestRoute two = testRoute(ApiRoutes.builder(GatewaySettings.of(0, List.of()))
-        .add(new MetricsRoute(models, new ServingMetrics(), Duration.ofMillis(200))).build());
+    ActorRef<Command> fake =
+        testKit.spawn(FakeWorker.create("fcfs", testKit.<Object>createTestProbe().ref()));
+    ModelDirectory models =
+        new ModelDirectory(
+            testKit.system(),
+            List.of(ServedModel.of("fake", 2, "/models/fake")),
+            id -> id.equals("fake#1") ? silent : fake,
+            Duration.ofSeconds(3));
+    TestRoute two =
+        testRoute(
+            ApiRoutes.builder(GatewaySettings.of(0, List.of()))
+                .add(new MetricsRoute(models, new ServingMetrics(), Duration.ofMillis(200)))
+                .build());
     String body = scrape(two);
-    assertEquals(0.0, value(body, "vllm:num_requests_waiting{engine=\"0\",model_name=\"fake\"}"), body);
-    assertTrue(Double.isNaN(value(body, "vllm:num_requests_waiting{engine=\"1\",model_name=\"fake\"}")), body);
+    assertEquals(
+        0.0, value(body, "vllm:num_requests_waiting{engine=\"0\",model_name=\"fake\"}"), body);
+    assertTrue(
+        Double.isNaN(value(body, "vllm:num_requests_waiting{engine=\"1\",model_name=\"fake\"}")),
+        body);
   }
 
   private static double orZero(double v) {

@@ -15,7 +15,10 @@ import org.apache.pekko.http.javadsl.testkit.TestRouteResult;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** {@code GET /v1/models}, {@code POST /tokenize}, {@code POST /detokenize}, {@code /health}, {@code /version}. */
+/**
+ * {@code GET /v1/models}, {@code POST /tokenize}, {@code POST /detokenize}, {@code /health}, {@code
+ * /version}.
+ */
 class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
   private ChatRouteFixture fixture;
   private TestRoute route;
@@ -26,7 +29,9 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
     route = testRoute(fixture.route);
   }
 
-  /** The next command of {@code type} matching {@code which} (other tests' commands are skipped). */
+  /**
+   * The next command of {@code type} matching {@code which} (other tests' commands are skipped).
+   */
   private <T> T expect(Class<T> type, java.util.function.Predicate<T> which) {
     while (true) {
       Object m = fixture.seen.receiveMessage();
@@ -58,9 +63,15 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
 
   @Test
   void tokenizeAPrompt() {
-    TestRouteResult r = route.run(postJson("/tokenize", "{\"model\":\"fake\",\"prompt\":\"hello\",\"return_token_strs\":true}"));
+    TestRouteResult r =
+        route.run(
+            postJson(
+                "/tokenize",
+                "{\"model\":\"fake\",\"prompt\":\"hello\",\"return_token_strs\":true}"));
     r.assertStatusCode(200);
-    assertEquals("{\"count\":3,\"max_model_len\":128,\"tokens\":[5,6,7],\"token_strs\":[\"a\",\"b\",\"c\"]}", r.entityString());
+    assertEquals(
+        "{\"count\":3,\"max_model_len\":128,\"tokens\":[5,6,7],\"token_strs\":[\"a\",\"b\",\"c\"]}",
+        r.entityString());
     Tokenize t = expect(Tokenize.class, x -> "hello".equals(x.prompt()));
     assertEquals("hello", t.prompt());
     assertTrue(t.addSpecialTokens(), "plain prompts get special tokens by default");
@@ -69,7 +80,8 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
 
   @Test
   void tokenizeMessagesWithTemplateDefaults() {
-    TestRouteResult r = route.run(postJson("/tokenize", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"));
+    TestRouteResult r =
+        route.run(postJson("/tokenize", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"));
     r.assertStatusCode(200);
     assertTrue(json(r).path("token_strs").isNull());
     Tokenize t = expect(Tokenize.class, x -> x.messages() != null);
@@ -80,13 +92,35 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
 
   @Test
   void tokenizeErrors() {
-    assertError(route.run(postJson("/tokenize", "{\"model\":\"fake\"}")), 400, "BadRequestError", "messages");
-    assertError(route.run(postJson("/tokenize", "{\"prompt\":\"a\",\"messages\":[]}")), 400, "BadRequestError", "prompt");
-    assertError(route.run(postJson("/tokenize", "{\"model\":\"zzz\",\"prompt\":\"a\"}")), 404, "NotFoundError", "model");
-    assertError(route.run(postJson("/tokenize",
-        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"continue_final_message\":true}")),
-        400, "BadRequestError", "continue_final_message");
-    String msg = assertError(route.run(postJson("/tokenize", "{\"prompt\":\"bad\"}")), 400, "BadRequestError", "prompt");
+    assertError(
+        route.run(postJson("/tokenize", "{\"model\":\"fake\"}")),
+        400,
+        "BadRequestError",
+        "messages");
+    assertError(
+        route.run(postJson("/tokenize", "{\"prompt\":\"a\",\"messages\":[]}")),
+        400,
+        "BadRequestError",
+        "prompt");
+    assertError(
+        route.run(postJson("/tokenize", "{\"model\":\"zzz\",\"prompt\":\"a\"}")),
+        404,
+        "NotFoundError",
+        "model");
+    assertError(
+        route.run(
+            postJson(
+                "/tokenize",
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"continue_final_message\":true}")),
+        400,
+        "BadRequestError",
+        "continue_final_message");
+    String msg =
+        assertError(
+            route.run(postJson("/tokenize", "{\"prompt\":\"bad\"}")),
+            400,
+            "BadRequestError",
+            "prompt");
     assertEquals("cannot tokenize", msg);
   }
 
@@ -96,9 +130,21 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
     r.assertStatusCode(200);
     assertEquals("{\"prompt\":\"text of [1, 2]\"}", r.entityString());
     assertEquals(List.of(1, 2), expect(Detokenize.class, x -> true).tokens());
-    assertError(route.run(postJson("/detokenize", "{\"model\":\"fake\"}")), 400, "BadRequestError", "tokens");
-    assertError(route.run(postJson("/detokenize", "{\"tokens\":[1,-4]}")), 400, "BadRequestError", "tokens[1]");
-    assertError(route.run(postJson("/detokenize", "{\"tokens\":[\"a\"]}")), 400, "BadRequestError", "tokens[0]");
+    assertError(
+        route.run(postJson("/detokenize", "{\"model\":\"fake\"}")),
+        400,
+        "BadRequestError",
+        "tokens");
+    assertError(
+        route.run(postJson("/detokenize", "{\"tokens\":[1,-4]}")),
+        400,
+        "BadRequestError",
+        "tokens[1]");
+    assertError(
+        route.run(postJson("/detokenize", "{\"tokens\":[\"a\"]}")),
+        400,
+        "BadRequestError",
+        "tokens[0]");
   }
 
   @Test

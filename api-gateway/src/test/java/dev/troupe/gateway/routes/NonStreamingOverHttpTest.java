@@ -37,7 +37,8 @@ import org.junit.jupiter.api.TestInstance;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class NonStreamingOverHttpTest {
   private final ActorTestKit testKit = ActorTestKit.create();
-  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private final HttpClient http =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
   private TestProbe<Object> seen;
   private ServerBinding binding;
 
@@ -45,11 +46,21 @@ class NonStreamingOverHttpTest {
   void bind() throws Exception {
     seen = testKit.createTestProbe();
     ActorRef<Command> worker = testKit.spawn(FakeWorker.create("fcfs", seen.ref()));
-    ModelDirectory models = new ModelDirectory(
-        testKit.system(), List.of(ServedModel.of("fake", 1, "x")), id -> worker, Duration.ofSeconds(3));
+    ModelDirectory models =
+        new ModelDirectory(
+            testKit.system(),
+            List.of(ServedModel.of("fake", 1, "x")),
+            id -> worker,
+            Duration.ofSeconds(3));
     GatewaySettings settings = GatewaySettings.of(0, List.of());
-    var route = ApiRoutes.builder(settings).add(new ChatCompletionsRoute(models, Duration.ofMillis(100))).build();
-    binding = GatewayServer.bind(testKit.system(), settings, route).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    var route =
+        ApiRoutes.builder(settings)
+            .add(new ChatCompletionsRoute(models, Duration.ofMillis(100)))
+            .build();
+    binding =
+        GatewayServer.bind(testKit.system(), settings, route)
+            .toCompletableFuture()
+            .get(10, TimeUnit.SECONDS);
   }
 
   @AfterAll
@@ -59,10 +70,13 @@ class NonStreamingOverHttpTest {
   }
 
   private HttpRequest chat(String prompt) {
-    return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + binding.localAddress().getPort() + "/v1/chat/completions"))
+    return HttpRequest.newBuilder(
+            URI.create(
+                "http://127.0.0.1:" + binding.localAddress().getPort() + "/v1/chat/completions"))
         .header("Content-Type", "application/json")
-        .POST(HttpRequest.BodyPublishers.ofString(
-            "{\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}"))
+        .POST(
+            HttpRequest.BodyPublishers.ofString(
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}"))
         .build();
   }
 
@@ -71,7 +85,15 @@ class NonStreamingOverHttpTest {
     HttpResponse<String> r = http.send(chat("Hi"), HttpResponse.BodyHandlers.ofString());
     assertEquals(200, r.statusCode());
     assertTrue(r.headers().firstValue("content-length").isPresent(), "a strict entity");
-    assertEquals("Hello world", Json.mapper().readTree(r.body()).path("choices").get(0).path("message").path("content").asText());
+    assertEquals(
+        "Hello world",
+        Json.mapper()
+            .readTree(r.body())
+            .path("choices")
+            .get(0)
+            .path("message")
+            .path("content")
+            .asText());
   }
 
   @Test
@@ -86,7 +108,8 @@ class NonStreamingOverHttpTest {
 
   @Test
   void aClientThatGoesAwayCancelsItsRequest() throws Exception {
-    HttpResponse<InputStream> r = http.send(chat("hang"), HttpResponse.BodyHandlers.ofInputStream());
+    HttpResponse<InputStream> r =
+        http.send(chat("hang"), HttpResponse.BodyHandlers.ofInputStream());
     assertEquals(200, r.statusCode());
     String id;
     while (true) {

@@ -4,7 +4,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
-/** Read bandwidth: two threads summing disjoint halves of a 256 MiB array, best of several passes. */
+/**
+ * Read bandwidth: two threads summing disjoint halves of a 256 MiB array, best of several passes.
+ */
 final class Bandwidth {
   private Bandwidth() {}
 

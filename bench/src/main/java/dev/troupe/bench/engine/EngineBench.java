@@ -1,8 +1,8 @@
 package dev.troupe.bench.engine;
 
 import dev.troupe.engine.ModelConfig;
-import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.model.RandomWeights;
 import dev.troupe.engine.model.WeightLayout;
 import dev.troupe.engine.nd4j.Nd4jDiagnostics;
@@ -31,8 +31,24 @@ public final class EngineBench {
   record Size(String name, int hidden, int layers, int heads, int kvHeads, int inter) {
     ModelConfig config() {
       return new ModelConfig(
-          "LlamaForCausalLM", VOCAB, hidden, inter, layers, heads, kvHeads, hidden / heads, 8192, 1e-5,
-          500_000.0, null, false, false, false, 128000, List.of(128001), 0);
+          "LlamaForCausalLM",
+          VOCAB,
+          hidden,
+          inter,
+          layers,
+          heads,
+          kvHeads,
+          hidden / heads,
+          8192,
+          1e-5,
+          500_000.0,
+          null,
+          false,
+          false,
+          false,
+          128000,
+          List.of(128001),
+          0);
     }
   }
 
@@ -42,18 +58,27 @@ public final class EngineBench {
   public static void main(String[] args) throws Exception {
     String which = args.length > 0 ? args[0] : "all";
     boolean quick = List.of(args).contains("--quick");
-    System.out.printf(Locale.ROOT, "cores=%d OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s java=%s%n",
-        Runtime.getRuntime().availableProcessors(), System.getenv("OMP_NUM_THREADS"),
-        System.getenv("OMP_WAIT_POLICY"), System.getProperty("java.version"));
+    System.out.printf(
+        Locale.ROOT,
+        "cores=%d OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s java=%s%n",
+        Runtime.getRuntime().availableProcessors(),
+        System.getenv("OMP_NUM_THREADS"),
+        System.getenv("OMP_WAIT_POLICY"),
+        System.getProperty("java.version"));
     double javaBw = Bandwidth.measureGBs();
     double bw = Nd4jDiagnostics.gemvGBs(512, 8);
-    System.out.printf(Locale.ROOT, "memory read bandwidth: %.1f GB/s as OpenBLAS GEMV streams a 512 MiB matrix; %.1f GB/s Java 2-thread sum over 256 MiB%n", bw, javaBw);
+    System.out.printf(
+        Locale.ROOT,
+        "memory read bandwidth: %.1f GB/s as OpenBLAS GEMV streams a 512 MiB matrix; %.1f GB/s Java 2-thread sum over 256 MiB%n",
+        bw,
+        javaBw);
     System.out.printf(Locale.ROOT, "RSS before loading a model: %s%n", rss());
-    List<Size> sizes = switch (which) {
-      case "small" -> List.of(SMALL);
-      case "medium" -> List.of(MEDIUM);
-      default -> List.of(SMALL, MEDIUM);
-    };
+    List<Size> sizes =
+        switch (which) {
+          case "small" -> List.of(SMALL);
+          case "medium" -> List.of(MEDIUM);
+          default -> List.of(SMALL, MEDIUM);
+        };
     for (Size s : sizes) run(s, bw, quick);
   }
 
@@ -69,13 +94,31 @@ public final class EngineBench {
     int maxBatch = 32, prompt = 16, steps = quick ? 4 : 12;
     int blocksPerSeq = (256 + BLOCK - 1) / BLOCK + 2;
     long t0 = System.nanoTime();
-    try (ModelRunner m = Nd4jModelRunner.load(c, new RandomWeights(c, 7L, 0.02, "bench model"), maxBatch * blocksPerSeq + blocksPerSeq, BLOCK)) {
-      System.out.printf(Locale.ROOT, "%n== %s: hidden %d, %d layers, %d heads / %d KV, intermediate %d, vocab %d (F32)%n",
-          size.name(), size.hidden(), size.layers(), size.heads(), size.kvHeads(), size.inter(), VOCAB);
-      System.out.printf(Locale.ROOT, "load %.1f s; weights read per decode step %.0f MB (embedding rows excluded); RSS %s%n",
-          (System.nanoTime() - t0) / 1e9, weightBytes / 1e6, rss());
+    try (ModelRunner m =
+        Nd4jModelRunner.load(
+            c,
+            new RandomWeights(c, 7L, 0.02, "bench model"),
+            maxBatch * blocksPerSeq + blocksPerSeq,
+            BLOCK)) {
+      System.out.printf(
+          Locale.ROOT,
+          "%n== %s: hidden %d, %d layers, %d heads / %d KV, intermediate %d, vocab %d (F32)%n",
+          size.name(),
+          size.hidden(),
+          size.layers(),
+          size.heads(),
+          size.kvHeads(),
+          size.inter(),
+          VOCAB);
+      System.out.printf(
+          Locale.ROOT,
+          "load %.1f s; weights read per decode step %.0f MB (embedding rows excluded); RSS %s%n",
+          (System.nanoTime() - t0) / 1e9,
+          weightBytes / 1e6,
+          rss());
       double ceiling = bw * 1e9 / weightBytes;
-      System.out.printf(Locale.ROOT, "batch-1 decode ceiling at %.1f GB/s: %.1f tok/s%n", bw, ceiling);
+      System.out.printf(
+          Locale.ROOT, "batch-1 decode ceiling at %.1f GB/s: %.1f tok/s%n", bw, ceiling);
       SplittableRandom r = new SplittableRandom(1);
 
       // prefill: one 256-token prompt in one chunk
@@ -89,7 +132,12 @@ public final class EngineBench {
         m.forward(List.of(new SequenceChunk(p256, 0, table0, false)));
         best = Math.min(best, System.nanoTime() - s);
       }
-      System.out.printf(Locale.ROOT, "prefill 256 tokens: %.0f tok/s (best of %d, %.0f ms)%n", 256 / (best / 1e9), reps, best / 1e6);
+      System.out.printf(
+          Locale.ROOT,
+          "prefill 256 tokens: %.0f tok/s (best of %d, %.0f ms)%n",
+          256 / (best / 1e9),
+          reps,
+          best / 1e6);
 
       for (int batch : new int[] {1, 8, 32}) {
         List<int[]> tables = new ArrayList<>();
@@ -105,8 +153,16 @@ public final class EngineBench {
         for (int i = 0; i < steps; i++, pos++) m.forward(decodeBatch(tables, pos, r));
         double secs = (System.nanoTime() - s) / 1e9;
         double tps = batch * steps / secs;
-        System.out.printf(Locale.ROOT, "decode batch %2d: %7.1f tok/s (%.1f ms/step)%s%n", batch, tps, secs * 1000 / steps,
-            batch == 1 ? String.format(Locale.ROOT, " = %.0f%% of the bandwidth ceiling", 100 * tps / ceiling) : "");
+        System.out.printf(
+            Locale.ROOT,
+            "decode batch %2d: %7.1f tok/s (%.1f ms/step)%s%n",
+            batch,
+            tps,
+            secs * 1000 / steps,
+            batch == 1
+                ? String.format(
+                    Locale.ROOT, " = %.0f%% of the bandwidth ceiling", 100 * tps / ceiling)
+                : "");
       }
       System.out.printf(Locale.ROOT, "RSS after run: %s%n", rss());
     }

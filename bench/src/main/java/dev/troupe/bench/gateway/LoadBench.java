@@ -9,9 +9,9 @@ import dev.troupe.engine.core.Engine;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.core.Engines;
 import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenDelta;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 import java.net.URI;
@@ -37,8 +37,8 @@ import java.util.stream.Stream;
  * (sharding, CBOR messages) and a model worker, at concurrency 1, 8 and 32 (closed loop: each
  * client sends its next request when the previous stream ends). Reports time to first token
  * (p50/p99), inter-token latency (p50/p99 of per-request mean gaps) and output tokens/s; then
- * drives the same model's {@link Engine} directly with the same load, for the engine's own
- * tokens/s and TTFT, so the difference is what gateway and cluster cost.
+ * drives the same model's {@link Engine} directly with the same load, for the engine's own tokens/s
+ * and TTFT, so the difference is what gateway and cluster cost.
  *
  * <p>Usage: {@code LoadBench [--model DIR] [--max-tokens N] [--requests-per-client N] [--rounds N]
  * [--levels 1,8,32]}. Not a test: results go to docs/benchmarks.md.
@@ -96,9 +96,13 @@ public final class LoadBench {
   public static void main(String[] args) throws Exception {
     Options o = parse(args);
     System.out.printf(
-        Locale.ROOT, "cores=%d java=%s model=%s max_tokens=%d requests/client=%d%n",
-        Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"),
-        o.modelDir() == null ? "demo" : o.modelDir(), o.maxTokens(), o.perClient());
+        Locale.ROOT,
+        "cores=%d java=%s model=%s max_tokens=%d requests/client=%d%n",
+        Runtime.getRuntime().availableProcessors(),
+        System.getProperty("java.version"),
+        o.modelDir() == null ? "demo" : o.modelDir(),
+        o.maxTokens(),
+        o.perClient());
 
     List<Result> gateway = new ArrayList<>();
     List<Result> engine = new ArrayList<>();
@@ -106,8 +110,18 @@ public final class LoadBench {
     String dir = o.modelDir() == null ? "demo" : o.modelDir();
     List<String> flags =
         List.of(
-            "--port", "0", "--cluster-port", "0", "--management-port", "-1", "--api-key", KEY,
-            "--data-dir", data.toString(), "--model", "bench=" + dir);
+            "--port",
+            "0",
+            "--cluster-port",
+            "0",
+            "--management-port",
+            "-1",
+            "--api-key",
+            KEY,
+            "--data-dir",
+            data.toString(),
+            "--model",
+            "bench=" + dir);
     EngineSettings settings =
         EngineSettings.fromConfig(ConfigFactory.load().getConfig("troupe.worker.engine"));
     // The engine runs on one thread of its own, as a worker's runs on its pinned dispatcher.
@@ -139,9 +153,13 @@ public final class LoadBench {
           System.out.printf(
               Locale.ROOT,
               "c=%d round %d: gateway %.1f tok/s %.0f CPU µs/token (server side %.0f), engine %.1f tok/s %.0f CPU µs/token%n",
-              c, round, g.get(round).tokensPerSecond(), g.get(round).cpuMicrosPerToken(),
+              c,
+              round,
+              g.get(round).tokensPerSecond(),
+              g.get(round).cpuMicrosPerToken(),
               g.get(round).serverCpuMicrosPerToken(),
-              x.get(round).tokensPerSecond(), x.get(round).cpuMicrosPerToken());
+              x.get(round).tokensPerSecond(),
+              x.get(round).cpuMicrosPerToken());
         }
         gateway.add(median(g));
         engine.add(median(x));
@@ -160,18 +178,29 @@ public final class LoadBench {
       System.out.printf(
           Locale.ROOT,
           "| %d | %d | %.1f | %.1f | %.1f%% | %.0f (%.0f) | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f |%n",
-          g.concurrency(), g.requests(), g.tokensPerSecond(), e.tokensPerSecond(),
-          100 * g.tokensPerSecond() / e.tokensPerSecond(), g.cpuMicrosPerToken(),
-          g.serverCpuMicrosPerToken(), e.cpuMicrosPerToken(), g.ttftMs(0.5), g.ttftMs(0.99),
-          e.ttftMs(0.5), g.itlMs(0.5), g.itlMs(0.99));
+          g.concurrency(),
+          g.requests(),
+          g.tokensPerSecond(),
+          e.tokensPerSecond(),
+          100 * g.tokensPerSecond() / e.tokensPerSecond(),
+          g.cpuMicrosPerToken(),
+          g.serverCpuMicrosPerToken(),
+          e.cpuMicrosPerToken(),
+          g.ttftMs(0.5),
+          g.ttftMs(0.99),
+          e.ttftMs(0.5),
+          g.itlMs(0.5),
+          g.itlMs(0.99));
     }
   }
 
   /** {@code c} clients, each streaming {@code perClient} requests back to back. */
-  static Result runHttp(HttpClient http, String url, Options o, int c, int perClient) throws Exception {
+  static Result runHttp(HttpClient http, String url, Options o, int c, int perClient)
+      throws Exception {
     AtomicInteger threads = new AtomicInteger();
     ExecutorService pool =
-        Executors.newFixedThreadPool(c, r -> new Thread(r, "loadbench-client-" + threads.incrementAndGet()));
+        Executors.newFixedThreadPool(
+            c, r -> new Thread(r, "loadbench-client-" + threads.incrementAndGet()));
     List<Sample> samples = Collections.synchronizedList(new ArrayList<>());
     AtomicInteger ids = new AtomicInteger();
     long start = System.nanoTime();
@@ -182,7 +211,8 @@ public final class LoadBench {
       clients.add(
           pool.submit(
               () -> {
-                for (int r = 0; r < perClient; r++) samples.add(stream(http, url, o, ids.incrementAndGet()));
+                for (int r = 0; r < perClient; r++)
+                  samples.add(stream(http, url, o, ids.incrementAndGet()));
                 return null;
               }));
     for (Future<?> f : clients) f.get();
@@ -197,13 +227,20 @@ public final class LoadBench {
     String body =
         JSON.writeValueAsString(
             Map.of(
-                "model", "bench",
-                "messages", List.of(Map.of("role", "user", "content", "Request " + id + ": tell me a story.")),
-                "max_tokens", o.maxTokens(),
-                "ignore_eos", true,
-                "temperature", 0,
-                "stream", true,
-                "return_token_ids", true));
+                "model",
+                "bench",
+                "messages",
+                List.of(Map.of("role", "user", "content", "Request " + id + ": tell me a story.")),
+                "max_tokens",
+                o.maxTokens(),
+                "ignore_eos",
+                true,
+                "temperature",
+                0,
+                "stream",
+                true,
+                "return_token_ids",
+                true));
     HttpRequest request =
         HttpRequest.newBuilder(URI.create(url))
             .header("Content-Type", "application/json")
@@ -213,7 +250,8 @@ public final class LoadBench {
     long t0 = System.nanoTime();
     HttpResponse<Stream<String>> response = http.send(request, HttpResponse.BodyHandlers.ofLines());
     if (response.statusCode() != 200)
-      throw new IllegalStateException("HTTP " + response.statusCode() + ": " + String.join("\n", response.body().toList()));
+      throw new IllegalStateException(
+          "HTTP " + response.statusCode() + ": " + String.join("\n", response.body().toList()));
     long first = -1, last = -1;
     int tokens = 0;
     try (Stream<String> lines = response.body()) {
@@ -249,11 +287,35 @@ public final class LoadBench {
         String id = "e" + System.nanoTime() + "-" + submitted;
         SamplingParams p =
             new SamplingParams(
-                1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, o.maxTokens(), 0, List.of(), List.of(),
-                false, true, null, null, true, true, Map.of(), null, List.of(), false, 1.0,
-                List.of(), Map.of());
+                1,
+                0.0,
+                1.0,
+                0,
+                0.0,
+                0.0,
+                0.0,
+                1.0,
+                null,
+                o.maxTokens(),
+                0,
+                List.of(),
+                List.of(),
+                false,
+                true,
+                null,
+                null,
+                true,
+                true,
+                Map.of(),
+                null,
+                List.of(),
+                false,
+                1.0,
+                List.of(),
+                Map.of());
         List<Map<String, Object>> messages =
-            List.of(Map.of("role", "user", "content", "Request " + submitted + ": tell me a story."));
+            List.of(
+                Map.of("role", "user", "content", "Request " + submitted + ": tell me a story."));
         List<GenerationEvent> refused = e.add(GenerationRequest.chat(id, "bench", messages, p));
         if (!refused.isEmpty()) throw new IllegalStateException(refused.toString());
         startedAt.put(id, System.nanoTime());

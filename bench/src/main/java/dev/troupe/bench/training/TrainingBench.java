@@ -19,8 +19,8 @@ import org.nd4j.linalg.api.buffer.DataType;
  * all projections) against the serving runner's prefill of the same row (forward, last-position
  * logits) and the training forward alone.
  *
- * <p>Usage: {@code TrainingBench [rowTokens] [steps]}. Not a test: results go to
- * docs/benchmarks.md with the command and the machine's conditions.
+ * <p>Usage: {@code TrainingBench [rowTokens] [steps]}. Not a test: results go to docs/benchmarks.md
+ * with the command and the machine's conditions.
  */
 public final class TrainingBench {
   public static void main(String[] args) {
@@ -28,10 +28,31 @@ public final class TrainingBench {
     int steps = args.length > 1 ? Integer.parseInt(args[1]) : 3;
     ModelConfig c =
         new ModelConfig(
-            "LlamaForCausalLM", 128256, 512, 1536, 8, 8, 4, 64, 8192, 1e-5, 500_000.0, null, false,
-            false, false, 128000, List.of(128001), 0);
-    System.out.printf(Locale.ROOT, "cores=%d java=%s row=%d tokens, %d timed steps%n",
-        Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"), n, steps);
+            "LlamaForCausalLM",
+            128256,
+            512,
+            1536,
+            8,
+            8,
+            4,
+            64,
+            8192,
+            1e-5,
+            500_000.0,
+            null,
+            false,
+            false,
+            false,
+            128000,
+            List.of(128001),
+            0);
+    System.out.printf(
+        Locale.ROOT,
+        "cores=%d java=%s row=%d tokens, %d timed steps%n",
+        Runtime.getRuntime().availableProcessors(),
+        System.getProperty("java.version"),
+        n,
+        steps);
     RandomWeights w = new RandomWeights(c, 7L, 0.02, "bench model");
     SplittableRandom r = new SplittableRandom(7);
     int[] tokens = new int[n];
@@ -52,14 +73,16 @@ public final class TrainingBench {
         runner.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, blocks, false)));
       prefill = n * (double) steps / ((System.nanoTime() - t0) / 1e9);
     }
-    System.out.printf(Locale.ROOT, "serving prefill (runner, last logits): %.0f tokens/s%n", prefill);
+    System.out.printf(
+        Locale.ROOT, "serving prefill (runner, last logits): %.0f tokens/s%n", prefill);
 
     LoraTransformer m = new LoraTransformer(c, w, LoraSpec.DEFAULT, DataType.FLOAT);
     m.forward(tokens, positions, segments);
     long t0 = System.nanoTime();
     for (int s = 0; s < steps; s++) m.forward(tokens, positions, segments);
     double fwd = n * (double) steps / ((System.nanoTime() - t0) / 1e9);
-    System.out.printf(Locale.ROOT, "training forward (logprobs of every position): %.0f tokens/s%n", fwd);
+    System.out.printf(
+        Locale.ROOT, "training forward (logprobs of every position): %.0f tokens/s%n", fwd);
 
     AdamW opt = new AdamW(AdamW.Hyper.ART);
     double[] g = new double[n];
@@ -72,9 +95,13 @@ public final class TrainingBench {
       opt.update(m.parameters(), out.gradients(), 1e-4, m.noDecayParameters());
     }
     double train = n * (double) steps / ((System.nanoTime() - t0) / 1e9);
-    System.out.printf(Locale.ROOT, "training step (forward + backward + AdamW, LoRA r8): %.0f tokens/s%n", train);
-    System.out.printf(Locale.ROOT, "training step / serving prefill = %.2f; / training forward = %.2f%n",
-        train / prefill, train / fwd);
+    System.out.printf(
+        Locale.ROOT, "training step (forward + backward + AdamW, LoRA r8): %.0f tokens/s%n", train);
+    System.out.printf(
+        Locale.ROOT,
+        "training step / serving prefill = %.2f; / training forward = %.2f%n",
+        train / prefill,
+        train / fwd);
 
     // an RL row: the first half is prompt (not trained), the second half the sampled completion
     boolean[] needed = new boolean[n];
@@ -90,7 +117,10 @@ public final class TrainingBench {
       opt.update(m.parameters(), out.gradients(), 1e-4, m.noDecayParameters());
     }
     double half = n * (double) steps / ((System.nanoTime() - t0) / 1e9);
-    System.out.printf(Locale.ROOT, "training step, second half of the row trained: %.0f tokens/s (%.2f of prefill)%n",
-        half, half / prefill);
+    System.out.printf(
+        Locale.ROOT,
+        "training step, second half of the row trained: %.0f tokens/s (%.2f of prefill)%n",
+        half,
+        half / prefill);
   }
 }

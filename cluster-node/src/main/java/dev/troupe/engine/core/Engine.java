@@ -48,14 +48,14 @@ import java.util.function.Function;
 
 /**
  * One model replica's inference engine: prompt preparation, the {@link Scheduler}, the {@link
- * ModelRunner} and, per choice, a sampler, a detokenizer and a stop checker. Plain Java; the
- * owning actor calls {@link #add}, {@link #step} and {@link #cancel} between messages, which is
- * what makes batching continuous.
+ * ModelRunner} and, per choice, a sampler, a detokenizer and a stop checker. Plain Java; the owning
+ * actor calls {@link #add}, {@link #step} and {@link #cancel} between messages, which is what makes
+ * batching continuous.
  *
- * <p>Events per request: {@link Started} when its prompt has been prefilled (with the first
- * tokens, in the same step), then {@link TokenDelta}s, one {@link ChoiceFinished} per choice and
- * {@link Completed}; or a single {@link Failed} (always before Started). The n choices of a request
- * share one prefill: the prompt's sequence is forked once its logits exist.
+ * <p>Events per request: {@link Started} when its prompt has been prefilled (with the first tokens,
+ * in the same step), then {@link TokenDelta}s, one {@link ChoiceFinished} per choice and {@link
+ * Completed}; or a single {@link Failed} (always before Started). The n choices of a request share
+ * one prefill: the prompt's sequence is forked once its logits exist.
  *
  * <p>Thread: confined to its owner's thread (the runner is). Not thread-safe.
  */
@@ -122,11 +122,13 @@ public final class Engine implements AutoCloseable {
         settings.logitsProcessors().isEmpty()
             ? LogitsProcessorRegistry.none()
             : LogitsProcessorRegistry.allowing(settings.logitsProcessors());
-    this.samplers =
-        new SamplerFactory(runner.config().vocabSize(), tokenizer, eos, processors);
+    this.samplers = new SamplerFactory(runner.config().vocabSize(), tokenizer, eos, processors);
     this.prompts =
         new Prompts(
-            text, templateCompiler, settings.allowRequestChatTemplate(), maxModelLen,
+            text,
+            templateCompiler,
+            settings.allowRequestChatTemplate(),
+            maxModelLen,
             runner.config().vocabSize());
   }
 
@@ -142,7 +144,10 @@ public final class Engine implements AutoCloseable {
     return policy;
   }
 
-  /** The model's own sampling defaults (generation_config.json); {@link SamplingDefaults#NONE} if none. */
+  /**
+   * The model's own sampling defaults (generation_config.json); {@link SamplingDefaults#NONE} if
+   * none.
+   */
   public SamplingDefaults samplingDefaults() {
     return samplingDefaults;
   }
@@ -176,17 +181,17 @@ public final class Engine implements AutoCloseable {
   // ------------------------------------------------------------------ admission
 
   /**
-   * Prepares and queues a request. Returns no events when it was queued, or one {@link Failed}
-   * (bad input: 400; waiting queue full: overloaded).
+   * Prepares and queues a request. Returns no events when it was queued, or one {@link Failed} (bad
+   * input: 400; waiting queue full: overloaded).
    */
   public List<GenerationEvent> add(GenerationRequest request) {
     return add(request, 0, weightVersion);
   }
 
   /**
-   * {@link #add(GenerationRequest)} on LoRA adapter {@code adapterId} ({@link #registerAdapter}; 0 =
-   * the base model): every chunk of the request runs with it, so the request ends on the adapter it
-   * started with whatever is registered meanwhile.
+   * {@link #add(GenerationRequest)} on LoRA adapter {@code adapterId} ({@link #registerAdapter}; 0
+   * = the base model): every chunk of the request runs with it, so the request ends on the adapter
+   * it started with whatever is registered meanwhile.
    *
    * @param version the weight version reported in {@link Started} (the checkpoint step)
    */
@@ -194,7 +199,8 @@ public final class Engine implements AutoCloseable {
     String id = request.requestId();
     try {
       if (active.containsKey(id))
-        throw RequestRejected.badRequest("request id " + id + " is already in flight", "request_id");
+        throw RequestRejected.badRequest(
+            "request id " + id + " is already in flight", "request_id");
       if (!scheduler.hasRoom())
         throw new RequestRejected(
             ErrorKind.OVERLOADED,
@@ -211,16 +217,22 @@ public final class Engine implements AutoCloseable {
             "priority");
       if (params.n() > scheduler.config().maxNumSeqs())
         throw RequestRejected.badRequest(
-            "n (" + params.n() + ") exceeds the maximum number of running sequences ("
-                + scheduler.config().maxNumSeqs() + ")",
+            "n ("
+                + params.n()
+                + ") exceeds the maximum number of running sequences ("
+                + scheduler.config().maxNumSeqs()
+                + ")",
             "n");
       int[] prompt = promptIds(request);
       params = capMaxTokens(params, prompt.length);
       if (!scheduler.config().chunkedPrefill()
           && prompt.length > scheduler.config().maxNumBatchedTokens())
         throw RequestRejected.badRequest(
-            "prompt of " + prompt.length + " tokens exceeds the step budget ("
-                + scheduler.config().maxNumBatchedTokens() + ") and chunked prefill is off",
+            "prompt of "
+                + prompt.length
+                + " tokens exceeds the step budget ("
+                + scheduler.config().maxNumBatchedTokens()
+                + ") and chunked prefill is off",
             "messages");
       Choice[] choices = new Choice[params.n()];
       if (params.useBeamSearch()) {
@@ -238,7 +250,8 @@ public final class Engine implements AutoCloseable {
             tokenizer.newDetokenizer(
                 prompt, params.skipSpecialTokens(), params.spacesBetweenSpecialTokens());
         choices[i] =
-            new Choice(samplers.create(params, prompt, i), new StopChecker(params, eos, detokenizer));
+            new Choice(
+                samplers.create(params, prompt, i), new StopChecker(params, eos, detokenizer));
       }
       SequenceGroup group = scheduler.add(id, prompt, params.n(), request.priority());
       active.put(id, new Active(request, params, prompt, group, choices, adapterId, version));
@@ -256,8 +269,13 @@ public final class Engine implements AutoCloseable {
         r.prompt() != null
             ? r.prompt()
             : prompts.render(
-                r.messages(), r.tools(), r.documents(), r.addGenerationPrompt(),
-                r.continueFinalMessage(), r.chatTemplate(), r.chatTemplateKwargs(),
+                r.messages(),
+                r.tools(),
+                r.documents(),
+                r.addGenerationPrompt(),
+                r.continueFinalMessage(),
+                r.chatTemplate(),
+                r.chatTemplateKwargs(),
                 r.reasoningEffort());
     return prompts.promptIds(text, r.addSpecialTokens(), r.truncatePromptTokens());
   }
@@ -290,12 +308,32 @@ public final class Engine implements AutoCloseable {
 
   private static SamplingParams withMaxTokens(SamplingParams p, int maxTokens) {
     return new SamplingParams(
-        p.n(), p.temperature(), p.topP(), p.topK(), p.minP(), p.presencePenalty(),
-        p.frequencyPenalty(), p.repetitionPenalty(), p.seed(), maxTokens, p.minTokens(), p.stop(),
-        p.stopTokenIds(), p.includeStopStrInOutput(), p.ignoreEos(), p.logprobs(),
-        p.promptLogprobs(), p.skipSpecialTokens(), p.spacesBetweenSpecialTokens(), p.logitBias(),
-        p.allowedTokenIds(), p.badWords(), p.useBeamSearch(), p.lengthPenalty(),
-        p.logitsProcessors(), p.engineXargs());
+        p.n(),
+        p.temperature(),
+        p.topP(),
+        p.topK(),
+        p.minP(),
+        p.presencePenalty(),
+        p.frequencyPenalty(),
+        p.repetitionPenalty(),
+        p.seed(),
+        maxTokens,
+        p.minTokens(),
+        p.stop(),
+        p.stopTokenIds(),
+        p.includeStopStrInOutput(),
+        p.ignoreEos(),
+        p.logprobs(),
+        p.promptLogprobs(),
+        p.skipSpecialTokens(),
+        p.spacesBetweenSpecialTokens(),
+        p.logitBias(),
+        p.allowedTokenIds(),
+        p.badWords(),
+        p.useBeamSearch(),
+        p.lengthPenalty(),
+        p.logitsProcessors(),
+        p.engineXargs());
   }
 
   // ------------------------------------------------------------------ stepping
@@ -312,7 +350,10 @@ public final class Engine implements AutoCloseable {
     for (ScheduledChunk c : plan.chunks())
       batch.add(
           new SequenceChunk(
-              c.tokens(), c.start(), c.blockTable(), wantsPromptLogits(c),
+              c.tokens(),
+              c.start(),
+              c.blockTable(),
+              wantsPromptLogits(c),
               active.get(c.sequence().group().requestId()).adapterId));
     List<float[][]> logits = runner.forward(batch);
 
@@ -488,10 +529,12 @@ public final class Engine implements AutoCloseable {
     for (int j = 0; j < rows.length; j++) {
       int position = chunk.start() + j + 1;
       if (position >= a.prompt.length) break;
-      if (position < a.promptLogprobs.size()) continue; // already known (recompute after preemption)
+      if (position < a.promptLogprobs.size())
+        continue; // already known (recompute after preemption)
       var entries = Logprobs.entries(rows[j], 0, rows[j].length, a.prompt[position], k);
       a.promptLogprobs.add(
-          new LogprobEntry(logprob(a, entries.get(0)), entries.stream().map(e -> logprob(a, e)).toList()));
+          new LogprobEntry(
+              logprob(a, entries.get(0)), entries.stream().map(e -> logprob(a, e)).toList()));
     }
   }
 
@@ -527,8 +570,11 @@ public final class Engine implements AutoCloseable {
           new Failed(
               a.id(),
               ErrorKind.BAD_REQUEST,
-              "The request does not fit the KV cache of " + runner.numBlocks() + " blocks of "
-                  + runner.blockSize() + " tokens; reduce n or the prompt.",
+              "The request does not fit the KV cache of "
+                  + runner.numBlocks()
+                  + " blocks of "
+                  + runner.blockSize()
+                  + " tokens; reduce n or the prompt.",
               "messages"));
       return;
     }
@@ -542,7 +588,9 @@ public final class Engine implements AutoCloseable {
 
   // ------------------------------------------------------------------ adapters
 
-  /** Makes LoRA adapter {@code id} (> 0) available to requests added with it; call between steps. */
+  /**
+   * Makes LoRA adapter {@code id} (> 0) available to requests added with it; call between steps.
+   */
   public void registerAdapter(int id, dev.troupe.engine.LoraAdapter adapter) {
     runner.registerAdapter(id, adapter);
   }
@@ -598,8 +646,15 @@ public final class Engine implements AutoCloseable {
   /** vLLM's {@code /tokenize}. */
   public TokenizeReply tokenize(Tokenize t) {
     return tokenize(
-        t.messages(), t.prompt(), t.tools(), t.addGenerationPrompt(), t.continueFinalMessage(),
-        t.addSpecialTokens(), t.chatTemplate(), t.chatTemplateKwargs(), t.returnTokenStrs());
+        t.messages(),
+        t.prompt(),
+        t.tools(),
+        t.addGenerationPrompt(),
+        t.continueFinalMessage(),
+        t.addSpecialTokens(),
+        t.chatTemplate(),
+        t.chatTemplateKwargs(),
+        t.returnTokenStrs());
   }
 
   TokenizeReply tokenize(
@@ -617,8 +672,14 @@ public final class Engine implements AutoCloseable {
           prompt != null
               ? prompt
               : prompts.render(
-                  messages, tools, null, addGenerationPrompt, continueFinalMessage, chatTemplate,
-                  chatTemplateKwargs, null);
+                  messages,
+                  tools,
+                  null,
+                  addGenerationPrompt,
+                  continueFinalMessage,
+                  chatTemplate,
+                  chatTemplateKwargs,
+                  null);
       int[] ids = tokenizer.encode(text, addSpecialTokens);
       List<String> strs = null;
       if (returnTokenStrs) {
@@ -662,20 +723,29 @@ public final class Engine implements AutoCloseable {
     final SequenceGroup group;
     final Choice[] choices;
     final List<LogprobEntry> promptLogprobs;
+
     /** The LoRA adapter every chunk of this request runs with (0 = base) and its version. */
     final int adapterId;
+
     final long version;
     boolean started;
     int completionTokens;
+
     /** Beam search only: the search, its live beams' sequences and their pending logits. */
     BeamSearch beam;
+
     List<Sequence> beamSeqs = List.of();
     final Map<Sequence, float[]> beamRows = new java.util.HashMap<>();
     int nextBeamIndex = 1;
 
     Active(
-        GenerationRequest request, SamplingParams params, int[] prompt, SequenceGroup group,
-        Choice[] choices, int adapterId, long version) {
+        GenerationRequest request,
+        SamplingParams params,
+        int[] prompt,
+        SequenceGroup group,
+        Choice[] choices,
+        int adapterId,
+        long version) {
       this.request = request;
       this.adapterId = adapterId;
       this.version = version;

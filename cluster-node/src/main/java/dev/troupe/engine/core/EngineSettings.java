@@ -61,20 +61,44 @@ public record EngineSettings(
 
   public EngineSettings withMaxWaiting(int n) {
     return new EngineSettings(
-        blockSize, numBlocks, maxModelLen, maxNumSeqs, maxNumBatchedTokens, n, chunkedPrefill,
-        agingSteps, allowRequestChatTemplate, logitsProcessors);
+        blockSize,
+        numBlocks,
+        maxModelLen,
+        maxNumSeqs,
+        maxNumBatchedTokens,
+        n,
+        chunkedPrefill,
+        agingSteps,
+        allowRequestChatTemplate,
+        logitsProcessors);
   }
 
   public EngineSettings withNumBlocks(int n) {
     return new EngineSettings(
-        blockSize, n, maxModelLen, maxNumSeqs, maxNumBatchedTokens, maxWaiting, chunkedPrefill,
-        agingSteps, allowRequestChatTemplate, logitsProcessors);
+        blockSize,
+        n,
+        maxModelLen,
+        maxNumSeqs,
+        maxNumBatchedTokens,
+        maxWaiting,
+        chunkedPrefill,
+        agingSteps,
+        allowRequestChatTemplate,
+        logitsProcessors);
   }
 
   public EngineSettings withMaxNumSeqs(int n) {
     return new EngineSettings(
-        blockSize, numBlocks, maxModelLen, n, maxNumBatchedTokens, maxWaiting, chunkedPrefill,
-        agingSteps, allowRequestChatTemplate, logitsProcessors);
+        blockSize,
+        numBlocks,
+        maxModelLen,
+        n,
+        maxNumBatchedTokens,
+        maxWaiting,
+        chunkedPrefill,
+        agingSteps,
+        allowRequestChatTemplate,
+        logitsProcessors);
   }
 
   SchedulerConfig schedulerConfig(SchedulingPolicy policy) {

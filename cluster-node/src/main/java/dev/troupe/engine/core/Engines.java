@@ -3,8 +3,8 @@ package dev.troupe.engine.core;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.ModelRunners;
-import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
+import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 import dev.troupe.scheduler.SchedulingPolicy;
 import java.nio.file.Files;
@@ -37,7 +37,12 @@ public final class Engines {
       defaults = ModelConfigs.samplingDefaults(dir);
     }
     return new Engine(
-        model.name(), runner, text, settings, SchedulingPolicy.parse(model.schedulingPolicy()),
-        text::compileTemplate, defaults);
+        model.name(),
+        runner,
+        text,
+        settings,
+        SchedulingPolicy.parse(model.schedulingPolicy()),
+        text::compileTemplate,
+        defaults);
   }
 }

@@ -53,7 +53,8 @@ final class Prompts {
       String requestTemplate,
       Map<String, Object> templateKwargs,
       String reasoningEffort) {
-    if (messages.isEmpty()) throw RequestRejected.badRequest("messages must not be empty", "messages");
+    if (messages.isEmpty())
+      throw RequestRejected.badRequest("messages must not be empty", "messages");
     if (templateKwargs.containsKey("tokenize") || templateKwargs.containsKey("chat_template"))
       throw RequestRejected.badRequest(
           "Found unexpected chat template kwargs from request: " + templateKwargs.keySet(),
@@ -68,7 +69,8 @@ final class Prompts {
               messages, tools, documents, addGenerationPrompt, continueFinalMessage, kwargs));
     } catch (ChatTemplate.TemplateException e) {
       // A request's own template is at fault; the model's raises on what the messages hold.
-      throw RequestRejected.badRequest(e.getMessage(), requestTemplate != null ? "chat_template" : null);
+      throw RequestRejected.badRequest(
+          e.getMessage(), requestTemplate != null ? "chat_template" : null);
     }
   }
 
@@ -85,7 +87,8 @@ final class Prompts {
       try {
         return compiler.apply(requestTemplate);
       } catch (ChatTemplate.TemplateException e) {
-        throw RequestRejected.badRequest("Invalid chat_template: " + e.getMessage(), "chat_template");
+        throw RequestRejected.badRequest(
+            "Invalid chat_template: " + e.getMessage(), "chat_template");
       }
     }
     if (text.chatTemplate() == null)

@@ -27,7 +27,8 @@ public final class ModelConfigs {
   /** Reads {@code dir/config.json} and, if present, {@code dir/generation_config.json}. */
   public static ModelConfig read(Path dir) {
     Path file = dir.resolve("config.json");
-    if (!Files.isRegularFile(file)) throw new ModelLoadException("no config.json in " + dir.toAbsolutePath());
+    if (!Files.isRegularFile(file))
+      throw new ModelLoadException("no config.json in " + dir.toAbsolutePath());
     JsonNode c = readJson(file);
     List<Integer> eos = new ArrayList<>();
     Path gen = dir.resolve("generation_config.json");
@@ -42,10 +43,10 @@ public final class ModelConfigs {
 
   /**
    * The sampling defaults of {@code dir/generation_config.json}: only the keys vLLM takes from it
-   * for requests that leave them out ({@code temperature}, {@code top_p}, {@code top_k},
-   * {@code min_p}, {@code repetition_penalty}, {@code presence_penalty}, {@code frequency_penalty});
-   * a missing or null key is no default. No file: {@link SamplingDefaults#NONE}. {@code do_sample}
-   * is ignored, as vLLM ignores it.
+   * for requests that leave them out ({@code temperature}, {@code top_p}, {@code top_k}, {@code
+   * min_p}, {@code repetition_penalty}, {@code presence_penalty}, {@code frequency_penalty}); a
+   * missing or null key is no default. No file: {@link SamplingDefaults#NONE}. {@code do_sample} is
+   * ignored, as vLLM ignores it.
    *
    * @throws ModelLoadException when the file is not a JSON object, or a key holds a non-number
    */
@@ -57,13 +58,19 @@ public final class ModelConfigs {
       JsonNode topK = g.get("top_k");
       Integer k = null;
       if (topK != null && !topK.isNull()) {
-        if (!topK.canConvertToInt() || topK.isFloatingPointNumber() && topK.asDouble() != topK.asInt())
+        if (!topK.canConvertToInt()
+            || topK.isFloatingPointNumber() && topK.asDouble() != topK.asInt())
           throw new IllegalArgumentException("top_k must be an integer, got " + topK);
         k = topK.asInt();
       }
       return new SamplingDefaults(
-          number(g, "temperature"), number(g, "top_p"), k, number(g, "min_p"),
-          number(g, "repetition_penalty"), number(g, "presence_penalty"), number(g, "frequency_penalty"));
+          number(g, "temperature"),
+          number(g, "top_p"),
+          k,
+          number(g, "min_p"),
+          number(g, "repetition_penalty"),
+          number(g, "presence_penalty"),
+          number(g, "frequency_penalty"));
     } catch (IllegalArgumentException e) {
       throw new ModelLoadException(file + ": " + e.getMessage(), e);
     }
@@ -88,15 +95,21 @@ public final class ModelConfigs {
 
   private static ModelConfig parse(JsonNode c, List<Integer> eos) {
     JsonNode archs = c.get("architectures");
-    String arch = archs != null && archs.isArray() && archs.size() > 0 ? archs.get(0).asText() : null;
+    String arch =
+        archs != null && archs.isArray() && archs.size() > 0 ? archs.get(0).asText() : null;
     if (arch == null || !SUPPORTED.contains(arch))
       throw new IllegalArgumentException(
-          "unsupported architecture " + arch + " (supported: " + String.join(", ", SUPPORTED.stream().sorted().toList()) + ")");
+          "unsupported architecture "
+              + arch
+              + " (supported: "
+              + String.join(", ", SUPPORTED.stream().sorted().toList())
+              + ")");
     String act = text(c, "hidden_act", "silu");
     if (!act.equals("silu")) throw new IllegalArgumentException("unsupported hidden_act " + act);
     int hidden = req(c, "hidden_size");
     int heads = req(c, "num_attention_heads");
-    int kvHeads = c.hasNonNull("num_key_value_heads") ? c.get("num_key_value_heads").asInt() : heads;
+    int kvHeads =
+        c.hasNonNull("num_key_value_heads") ? c.get("num_key_value_heads").asInt() : heads;
     int headDim = c.hasNonNull("head_dim") ? c.get("head_dim").asInt() : hidden / heads;
     if (headDim % 2 != 0) throw new IllegalArgumentException("head_dim " + headDim + " is odd");
     boolean qwen2 = arch.equals("Qwen2ForCausalLM");
@@ -106,9 +119,13 @@ public final class ModelConfigs {
       // families uses; refuse rather than silently drop it.
       throw new IllegalArgumentException("attention_bias=true is not supported for " + arch);
     if (c.path("use_sliding_window").asBoolean(false))
-      // Qwen2/Qwen3 apply it only to some layers (max_window_layers); no released checkpoint uses it
+      // Qwen2/Qwen3 apply it only to some layers (max_window_layers); no released checkpoint uses
+      // it
       throw new IllegalArgumentException("use_sliding_window=true is not supported for " + arch);
-    int window = arch.equals("MistralForCausalLM") && c.hasNonNull("sliding_window") ? c.get("sliding_window").asInt() : 0;
+    int window =
+        arch.equals("MistralForCausalLM") && c.hasNonNull("sliding_window")
+            ? c.get("sliding_window").asInt()
+            : 0;
     return new ModelConfig(
         arch,
         req(c, "vocab_size"),
@@ -125,17 +142,21 @@ public final class ModelConfigs {
         c.path("tie_word_embeddings").asBoolean(false),
         qwen2,
         arch.equals("Qwen3ForCausalLM"),
-        c.hasNonNull("bos_token_id") && c.get("bos_token_id").isInt() ? c.get("bos_token_id").asInt() : null,
+        c.hasNonNull("bos_token_id") && c.get("bos_token_id").isInt()
+            ? c.get("bos_token_id").asInt()
+            : null,
         eos,
         window);
   }
 
   private static ModelConfig.RopeScaling ropeScaling(JsonNode r) {
     if (r == null || r.isNull()) return null;
-    String type = r.hasNonNull("rope_type") ? r.get("rope_type").asText() : text(r, "type", "default");
+    String type =
+        r.hasNonNull("rope_type") ? r.get("rope_type").asText() : text(r, "type", "default");
     if (type.equals("default")) return null;
     if (!type.equals("llama3"))
-      throw new IllegalArgumentException("unsupported rope_scaling type " + type + " (llama3 is supported)");
+      throw new IllegalArgumentException(
+          "unsupported rope_scaling type " + type + " (llama3 is supported)");
     return new ModelConfig.RopeScaling(
         type,
         reqD(r, "factor"),
@@ -165,7 +186,8 @@ public final class ModelConfigs {
 
   private static double reqD(JsonNode c, String field) {
     JsonNode n = c.get(field);
-    if (n == null || !n.isNumber()) throw new IllegalArgumentException("rope_scaling lacks " + field);
+    if (n == null || !n.isNumber())
+      throw new IllegalArgumentException("rope_scaling lacks " + field);
     return n.asDouble();
   }
 }

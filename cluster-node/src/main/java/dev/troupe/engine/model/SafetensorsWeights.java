@@ -21,9 +21,9 @@ import java.util.SortedSet;
 import java.util.TreeMap;
 
 /**
- * Reads Hugging Face safetensors weights (one {@code model.safetensors}, or shards listed in
- * {@code model.safetensors.index.json}). All headers are parsed and checked against the file sizes
- * when opened, so a truncated or malformed file fails here, naming file and tensor. Tensor data is
+ * Reads Hugging Face safetensors weights (one {@code model.safetensors}, or shards listed in {@code
+ * model.safetensors.index.json}). All headers are parsed and checked against the file sizes when
+ * opened, so a truncated or malformed file fails here, naming file and tensor. Tensor data is
  * memory-mapped piecewise and converted to FP32 as it is copied out: the loader never holds the
  * file and the converted model at once beyond one mapped window.
  */
@@ -35,13 +35,15 @@ public final class SafetensorsWeights implements WeightSource {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /** A tensor's location; {@code unsupported} says why it cannot be read (only if asked for). */
-  private record Entry(TensorInfo info, FileChannel channel, long offset, long bytes, String unsupported) {}
+  private record Entry(
+      TensorInfo info, FileChannel channel, long offset, long bytes, String unsupported) {}
 
   private final Map<String, Entry> entries;
   private final List<FileChannel> channels;
   private final String origin;
 
-  private SafetensorsWeights(Map<String, Entry> entries, List<FileChannel> channels, String origin) {
+  private SafetensorsWeights(
+      Map<String, Entry> entries, List<FileChannel> channels, String origin) {
     this.entries = entries;
     this.channels = channels;
     this.origin = origin;
@@ -52,7 +54,9 @@ public final class SafetensorsWeights implements WeightSource {
     return origin;
   }
 
-  /** Opens the weights of a model directory: the index if present, else {@code model.safetensors}. */
+  /**
+   * Opens the weights of a model directory: the index if present, else {@code model.safetensors}.
+   */
   public static SafetensorsWeights open(Path dir) {
     Path index = dir.resolve(INDEX_FILE);
     if (Files.isRegularFile(index)) return openSharded(index);
@@ -72,7 +76,8 @@ public final class SafetensorsWeights implements WeightSource {
     if (weightMap == null || !weightMap.isObject())
       throw new ModelLoadException(index + ": no weight_map object");
     Map<String, String> mapping = new LinkedHashMap<>();
-    for (Map.Entry<String, JsonNode> e : weightMap.properties()) mapping.put(e.getKey(), e.getValue().asText());
+    for (Map.Entry<String, JsonNode> e : weightMap.properties())
+      mapping.put(e.getKey(), e.getValue().asText());
     List<Path> files = mapping.values().stream().distinct().map(index::resolveSibling).toList();
     return openFiles(files, mapping);
   }
@@ -92,7 +97,8 @@ public final class SafetensorsWeights implements WeightSource {
         for (Map.Entry<String, Entry> ne : readHeader(file, ch).entrySet()) {
           String name = ne.getKey();
           Entry e = ne.getValue();
-          if (mapping != null && mapping.containsKey(name)
+          if (mapping != null
+              && mapping.containsKey(name)
               && !file.getFileName().toString().equals(mapping.get(name))) continue;
           entries.put(name, e);
         }
@@ -109,13 +115,15 @@ public final class SafetensorsWeights implements WeightSource {
       closeAll(channels);
       throw e;
     }
-    return new SafetensorsWeights(entries, channels, files.size() == 1 ? files.get(0).toString() : files.toString());
+    return new SafetensorsWeights(
+        entries, channels, files.size() == 1 ? files.get(0).toString() : files.toString());
   }
 
   private static Map<String, Entry> readHeader(Path file, FileChannel ch) {
     try {
       long size = ch.size();
-      if (size < 8) throw new ModelLoadException(file + ": truncated (" + size + " bytes, no header)");
+      if (size < 8)
+        throw new ModelLoadException(file + ": truncated (" + size + " bytes, no header)");
       ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
       readFully(ch, len, 0);
       long n = len.flip().getLong();
@@ -128,7 +136,8 @@ public final class SafetensorsWeights implements WeightSource {
       try {
         root = JSON.readTree(header.array());
       } catch (IOException e) {
-        throw new ModelLoadException(file + ": safetensors header is not valid JSON: " + e.getMessage(), e);
+        throw new ModelLoadException(
+            file + ": safetensors header is not valid JSON: " + e.getMessage(), e);
       }
       if (root == null || !root.isObject())
         throw new ModelLoadException(file + ": safetensors header is not a JSON object");
@@ -151,11 +160,17 @@ public final class SafetensorsWeights implements WeightSource {
     JsonNode dt = t.get("dtype");
     JsonNode shapeNode = t.get("shape");
     JsonNode offsets = t.get("data_offsets");
-    if (dt == null || shapeNode == null || !shapeNode.isArray() || offsets == null
-        || !offsets.isArray() || offsets.size() != 2)
+    if (dt == null
+        || shapeNode == null
+        || !shapeNode.isArray()
+        || offsets == null
+        || !offsets.isArray()
+        || offsets.size() != 2)
       throw new ModelLoadException(where + ": header entry lacks dtype, shape or data_offsets");
     DType dtype = DType.fromSafetensors(dt.asText());
-    if (dtype == null) return new Entry(null, ch, -1, -1, where + ": unsupported dtype " + dt.asText() + " (F32, BF16, F16 are)");
+    if (dtype == null)
+      return new Entry(
+          null, ch, -1, -1, where + ": unsupported dtype " + dt.asText() + " (F32, BF16, F16 are)");
     List<Long> shape = new ArrayList<>();
     long numel = 1;
     for (JsonNode d : shapeNode) {
@@ -171,9 +186,18 @@ public final class SafetensorsWeights implements WeightSource {
           where + ": data_offsets " + offsets + " do not match shape " + shape + " of " + dtype);
     if (end > dataLen)
       throw new ModelLoadException(
-          where + ": file truncated, tensor data ends at byte " + (dataStart + end)
-              + " but the file has " + (dataStart + dataLen) + " bytes");
-    return new Entry(new TensorInfo(name, dtype, shape, file.toString()), ch, dataStart + begin, end - begin, null);
+          where
+              + ": file truncated, tensor data ends at byte "
+              + (dataStart + end)
+              + " but the file has "
+              + (dataStart + dataLen)
+              + " bytes");
+    return new Entry(
+        new TensorInfo(name, dtype, shape, file.toString()),
+        ch,
+        dataStart + begin,
+        end - begin,
+        null);
   }
 
   private static void readFully(FileChannel ch, ByteBuffer buf, long pos) throws IOException {
@@ -229,7 +253,8 @@ public final class SafetensorsWeights implements WeightSource {
         done += len;
       }
     } catch (IOException ex) {
-      throw new ModelLoadException(e.info().origin() + ": tensor " + name + ": read failed: " + ex, ex);
+      throw new ModelLoadException(
+          e.info().origin() + ": tensor " + name + ": read failed: " + ex, ex);
     }
   }
 

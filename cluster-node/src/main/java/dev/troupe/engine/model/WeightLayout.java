@@ -24,7 +24,9 @@ public final class WeightLayout {
   /** Every tensor the model reads, in load order, with its expected shape. */
   public static Map<String, long[]> expected(ModelConfig c) {
     Map<String, long[]> m = new LinkedHashMap<>();
-    long h = c.hiddenSize(), q = (long) c.numHeads() * c.headDim(), kv = (long) c.numKvHeads() * c.headDim();
+    long h = c.hiddenSize(),
+        q = (long) c.numHeads() * c.headDim(),
+        kv = (long) c.numKvHeads() * c.headDim();
     m.put(EMBED, new long[] {c.vocabSize(), h});
     for (int i = 0; i < c.numLayers(); i++) {
       String p = layer(i);
@@ -60,8 +62,13 @@ public final class WeightLayout {
       WeightSource.TensorInfo t = w.info(e.getKey());
       if (!t.hasShape(e.getValue()))
         throw new ModelLoadException(
-            t.origin() + ": tensor " + e.getKey() + " has shape " + t.shape()
-                + ", expected " + Arrays.toString(e.getValue()));
+            t.origin()
+                + ": tensor "
+                + e.getKey()
+                + " has shape "
+                + t.shape()
+                + ", expected "
+                + Arrays.toString(e.getValue()));
     }
   }
 }

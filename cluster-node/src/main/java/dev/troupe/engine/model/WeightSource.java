@@ -27,7 +27,8 @@ public interface WeightSource extends AutoCloseable {
   /** Copies the whole tensor, converted to FP32, into {@code dst} at its position. */
   default void copyTo(String name, FloatBuffer dst) {
     long n = info(name).numel();
-    for (long off = 0; off < n; off += 1 << 26) copyTo(name, off, (int) Math.min(1 << 26, n - off), dst);
+    for (long off = 0; off < n; off += 1 << 26)
+      copyTo(name, off, (int) Math.min(1 << 26, n - off), dst);
   }
 
   /** The tensor as a new FP32 array, row-major; for tensors under 2^31 elements. */

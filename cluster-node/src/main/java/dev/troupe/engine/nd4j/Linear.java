@@ -1,13 +1,13 @@
 package dev.troupe.engine.nd4j;
 
-import dev.troupe.engine.model.WeightSource;
-import java.nio.FloatBuffer;
 import static org.bytedeco.openblas.global.openblas.CblasNoTrans;
 import static org.bytedeco.openblas.global.openblas.CblasRowMajor;
 import static org.bytedeco.openblas.global.openblas.CblasTrans;
 import static org.bytedeco.openblas.global.openblas.cblas_sgemm;
 import static org.bytedeco.openblas.global.openblas.cblas_sgemv;
 
+import dev.troupe.engine.model.WeightSource;
+import java.nio.FloatBuffer;
 import org.bytedeco.javacpp.FloatPointer;
 import org.nd4j.linalg.api.buffer.DataType;
 import org.nd4j.linalg.api.ndarray.INDArray;
@@ -15,22 +15,29 @@ import org.nd4j.linalg.factory.Nd4j;
 
 /**
  * A weight matrix {@code W [out, in]} (row-major, FP32, off-heap in an ND4J array, plus a heap copy
- * for {@link DecodeKernels} when the Vector API is on and the heap has room) and the product {@code y
- * = x Wᵀ} for a batch of rows. Dispatch (measured per shape, docs/engine.md): one row → BLAS GEMV (it
- * streams the weights as fast as the kernel and far faster than a one-row GEMM); 2..31 rows → {@link
- * DecodeKernels} (2–3× OpenBLAS's GEMM with transposed W there); 32 or more rows → BLAS GEMM (compute-bound,
- * where the two are level and BLAS wins for prefill-sized batches).
+ * for {@link DecodeKernels} when the Vector API is on and the heap has room) and the product {@code
+ * y = x Wᵀ} for a batch of rows. Dispatch (measured per shape, docs/engine.md): one row → BLAS GEMV
+ * (it streams the weights as fast as the kernel and far faster than a one-row GEMM); 2..31 rows →
+ * {@link DecodeKernels} (2–3× OpenBLAS's GEMM with transposed W there); 32 or more rows → BLAS GEMM
+ * (compute-bound, where the two are level and BLAS wins for prefill-sized batches).
  */
 final class Linear implements AutoCloseable {
   private static final int CHUNK = 1 << 22;
   private static final long MAX_HEAP = Integer.MAX_VALUE - 8; // largest Java array
-  /** Most rows a product sends to {@link DecodeKernels}; more go to BLAS GEMM (measured, docs/engine.md). */
+
+  /**
+   * Most rows a product sends to {@link DecodeKernels}; more go to BLAS GEMM (measured,
+   * docs/engine.md).
+   */
   static final int KERNEL_MAX_ROWS = Integer.getInteger("troupe.engine.kernelMaxRows", 31);
+
   /** Fewest rows a product sends to {@link DecodeKernels}; one row goes to BLAS GEMV (measured). */
   static final int KERNEL_MIN_ROWS = Integer.getInteger("troupe.engine.kernelMinRows", 2);
+
   final INDArray w;
   private final FloatPointer weights; // W's off-heap data, for BLAS
-  private final float[] heap; // W on the heap for DecodeKernels, or null (kernels unavailable / too big)
+  private final float[]
+      heap; // W on the heap for DecodeKernels, or null (kernels unavailable / too big)
   final int out;
   final int in;
 
@@ -44,13 +51,17 @@ final class Linear implements AutoCloseable {
 
   /**
    * Loads tensor {@code name} ([out, in]) converted to FP32; with a heap copy for {@link
-   * DecodeKernels} when {@code budget} is non-null and has room (null: the matrix is only looked up).
+   * DecodeKernels} when {@code budget} is non-null and has room (null: the matrix is only looked
+   * up).
    */
   static Linear load(WeightSource src, HeapBudget budget, String name) {
     return stack(src, budget, name);
   }
 
-  /** Loads tensors with equal {@code in}, stacked along {@code out} (e.g. q, k, v); as {@link #load}. */
+  /**
+   * Loads tensors with equal {@code in}, stacked along {@code out} (e.g. q, k, v); as {@link
+   * #load}.
+   */
   static Linear stack(WeightSource src, HeapBudget budget, String... names) {
     long rows = 0, in = src.info(names[0]).shape().get(1);
     for (String n : names) rows += src.info(n).shape().get(0);
@@ -100,7 +111,8 @@ final class Linear implements AutoCloseable {
     if (useKernel(rows)) {
       float[] flat = apply(scratch, x, rows);
       float[][] y = new float[rows][];
-      for (int r = 0; r < rows; r++) y[r] = java.util.Arrays.copyOfRange(flat, r * out, (r + 1) * out);
+      for (int r = 0; r < rows; r++)
+        y[r] = java.util.Arrays.copyOfRange(flat, r * out, (r + 1) * out);
       return y;
     }
     FloatPointer yp = product(scratch, x, rows);
@@ -121,14 +133,29 @@ final class Linear implements AutoCloseable {
       // matrix-vector: streams W once at full memory bandwidth (a one-row GEMM does not)
       cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1f, weights, in, xp, 1, 0f, yp, 1);
     } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1f, xp, in, weights, in, 0f, yp, out);
+      cblas_sgemm(
+          CblasRowMajor,
+          CblasNoTrans,
+          CblasTrans,
+          rows,
+          out,
+          in,
+          1f,
+          xp,
+          in,
+          weights,
+          in,
+          0f,
+          yp,
+          out);
     }
     return yp;
   }
 
   /**
-   * How many floats of weights may be copied onto the Java heap for {@link DecodeKernels} (see {@link
-   * #ofHeap}); a quarter of the maximum heap is kept for activations and the rest of the node.
+   * How many floats of weights may be copied onto the Java heap for {@link DecodeKernels} (see
+   * {@link #ofHeap}); a quarter of the maximum heap is kept for activations and the rest of the
+   * node.
    */
   static final class HeapBudget {
     private long floats;
@@ -140,9 +167,10 @@ final class Linear implements AutoCloseable {
     }
 
     /**
-     * All or nothing: room for {@code needFloats} (every matrix the kernels would read) when that fits
-     * both the heap left (given {@code otherBytes} the caller allocates too) and {@link
-     * #MAX_COPY_MB}; otherwise none, and the model runs on BLAS alone exactly as without the kernels.
+     * All or nothing: room for {@code needFloats} (every matrix the kernels would read) when that
+     * fits both the heap left (given {@code otherBytes} the caller allocates too) and {@link
+     * #MAX_COPY_MB}; otherwise none, and the model runs on BLAS alone exactly as without the
+     * kernels.
      */
     static HeapBudget ofHeap(long needFloats, long otherBytes) {
       if (!DecodeKernels.AVAILABLE) return new HeapBudget(0);
@@ -154,11 +182,11 @@ final class Linear implements AutoCloseable {
     }
 
     /**
-     * Largest total of heap copies, in MB ({@code troupe.engine.kernelHeapMB}, default 512). Measured:
-     * the small bench model (346 MB of copies) gains and loses nothing elsewhere; with the medium
-     * one (1,221 MB) prefill and batch-1 decode — BLAS paths that never read the copies — ran 1.5–2×
-     * slower in every paired run (cause not found; see docs/benchmarks.md), so large models stay on
-     * BLAS by default.
+     * Largest total of heap copies, in MB ({@code troupe.engine.kernelHeapMB}, default 512).
+     * Measured: the small bench model (346 MB of copies) gains and loses nothing elsewhere; with
+     * the medium one (1,221 MB) prefill and batch-1 decode — BLAS paths that never read the copies
+     * — ran 1.5–2× slower in every paired run (cause not found; see docs/benchmarks.md), so large
+     * models stay on BLAS by default.
      */
     static final long MAX_COPY_MB = Long.getLong("troupe.engine.kernelHeapMB", 512);
 

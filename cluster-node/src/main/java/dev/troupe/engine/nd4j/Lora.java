@@ -12,8 +12,13 @@ import java.util.Map;
 final class Lora {
   static final int Q = 0, K = 1, V = 2, O = 3, GATE = 4, UP = 5, DOWN = 6;
   static final String[] MODULES = {
-    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-    "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.o_proj",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.down_proj"
   };
   private static final String PEFT_PREFIX = "base_model.model.";
 
@@ -33,14 +38,30 @@ final class Lora {
     int n = c.numLayers() * MODULES.length;
     float[][] a = new float[n][], b = new float[n][];
     for (Map.Entry<String, float[]> e : ad.a().entrySet()) {
-      String key = e.getKey().startsWith(PEFT_PREFIX) ? e.getKey().substring(PEFT_PREFIX.length()) : e.getKey();
+      String key =
+          e.getKey().startsWith(PEFT_PREFIX)
+              ? e.getKey().substring(PEFT_PREFIX.length())
+              : e.getKey();
       int idx = index(key, c);
       int[] io = inOut(idx % MODULES.length, c);
       float[] am = e.getValue(), bm = ad.b().get(e.getKey());
       if (am.length != ad.rank() * io[0] || bm.length != io[1] * ad.rank())
         throw new IllegalArgumentException(
-            "LoRA module " + e.getKey() + ": expected A [" + ad.rank() + ", " + io[0] + "] and B ["
-                + io[1] + ", " + ad.rank() + "], got " + am.length + " and " + bm.length + " values");
+            "LoRA module "
+                + e.getKey()
+                + ": expected A ["
+                + ad.rank()
+                + ", "
+                + io[0]
+                + "] and B ["
+                + io[1]
+                + ", "
+                + ad.rank()
+                + "], got "
+                + am.length
+                + " and "
+                + bm.length
+                + " values");
       a[idx] = am.clone();
       b[idx] = bm.clone();
     }
@@ -56,13 +77,15 @@ final class Lora {
           int layer = Integer.parseInt(key.substring(prefix.length(), dot));
           String module = key.substring(dot + 1);
           for (int m = 0; m < MODULES.length; m++)
-            if (MODULES[m].equals(module) && layer >= 0 && layer < c.numLayers()) return layer * MODULES.length + m;
+            if (MODULES[m].equals(module) && layer >= 0 && layer < c.numLayers())
+              return layer * MODULES.length + m;
         } catch (NumberFormatException ignored) {
           // falls through to the error below
         }
       }
     }
-    throw new IllegalArgumentException("LoRA module " + key + " is not a linear layer of this model");
+    throw new IllegalArgumentException(
+        "LoRA module " + key + " is not a linear layer of this model");
   }
 
   /** {in, out} of a module. */

@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.nd4j.linalg.api.ndarray.INDArray;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,15 +17,15 @@ import org.slf4j.LoggerFactory;
  * The decoder-only transformer forward (Llama, Mistral, Qwen2, Qwen3) over a paged KV cache.
  *
  * <p>One {@link #forward} runs every chunk of the batch together: all tokens of all sequences are
- * stacked into one activation matrix {@code x [T, H]}, so each projection is one matrix product over
- * the whole batch ({@link Linear}: BLAS GEMV for a single row, {@link DecodeKernels} for 2–31 rows
- * when the Vector API is on, BLAS GEMM otherwise; weights {@code [out, in]} row-major). Per-token work (norms, RoPE, attention over the sequence's cache blocks, SwiGLU) is
- * plain Java on float arrays; ND4J holds the weights and does the products. No ND4J type leaves this
- * package.
+ * stacked into one activation matrix {@code x [T, H]}, so each projection is one matrix product
+ * over the whole batch ({@link Linear}: BLAS GEMV for a single row, {@link DecodeKernels} for 2–31
+ * rows when the Vector API is on, BLAS GEMM otherwise; weights {@code [out, in]} row-major).
+ * Per-token work (norms, RoPE, attention over the sequence's cache blocks, SwiGLU) is plain Java on
+ * float arrays; ND4J holds the weights and does the products. No ND4J type leaves this package.
  *
  * <p>KV cache: per layer, {@code numBlocks · blockSize} slots of {@code [numKvHeads, headDim]} for
- * keys and for values; position {@code p} of a sequence lives in slot {@code blockTable[p / bs] · bs +
- * p % bs}.
+ * keys and for values; position {@code p} of a sequence lives in slot {@code blockTable[p / bs] ·
+ * bs + p % bs}.
  *
  * <p>Thread: confined to its owner's thread, like every {@link ModelRunner}.
  */
@@ -84,12 +83,23 @@ public final class Nd4jModelRunner implements ModelRunner {
     String[] qkvNames = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
     // heap copies for the decode kernels, all or none; an untied embedding is only looked up, so it
     // gets none
-    long kernelFloats = 0; // every matrix a product reads: LM head (the embedding when tied) and layers
-    kernelFloats += w.info(cfg.tieWordEmbeddings() ? WeightLayout.EMBED : WeightLayout.LM_HEAD).numel();
+    long kernelFloats =
+        0; // every matrix a product reads: LM head (the embedding when tied) and layers
+    kernelFloats +=
+        w.info(cfg.tieWordEmbeddings() ? WeightLayout.EMBED : WeightLayout.LM_HEAD).numel();
     for (int i = 0; i < cfg.numLayers(); i++)
-      for (String n : List.of(qkvNames[0], qkvNames[1], qkvNames[2], "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"))
+      for (String n :
+          List.of(
+              qkvNames[0],
+              qkvNames[1],
+              qkvNames[2],
+              "self_attn.o_proj",
+              "mlp.gate_proj",
+              "mlp.up_proj",
+              "mlp.down_proj"))
         kernelFloats += w.info(WeightLayout.layer(i) + n + ".weight").numel();
-    Linear.HeapBudget budget = Linear.HeapBudget.ofHeap(kernelFloats, 2L * cfg.numLayers() * cacheFloats * Float.BYTES);
+    Linear.HeapBudget budget =
+        Linear.HeapBudget.ofHeap(kernelFloats, 2L * cfg.numLayers() * cacheFloats * Float.BYTES);
     this.embed = Linear.load(w, cfg.tieWordEmbeddings() ? budget : null, WeightLayout.EMBED);
     this.lmHead = cfg.tieWordEmbeddings() ? embed : Linear.load(w, budget, WeightLayout.LM_HEAD);
     this.finalNorm = w.floats(WeightLayout.FINAL_NORM);
@@ -109,7 +119,12 @@ public final class Nd4jModelRunner implements ModelRunner {
       layers[i] =
           new Layer(
               w.floats(p + "input_layernorm.weight"),
-              Linear.stack(w, budget, p + qkvNames[0] + ".weight", p + qkvNames[1] + ".weight", p + qkvNames[2] + ".weight"),
+              Linear.stack(
+                  w,
+                  budget,
+                  p + qkvNames[0] + ".weight",
+                  p + qkvNames[1] + ".weight",
+                  p + qkvNames[2] + ".weight"),
               bias,
               cfg.qkNorm() ? w.floats(p + "self_attn.q_norm.weight") : null,
               cfg.qkNorm() ? w.floats(p + "self_attn.k_norm.weight") : null,
@@ -132,11 +147,13 @@ public final class Nd4jModelRunner implements ModelRunner {
    * Loads the weights (checked against the config first) and allocates the KV cache. The weight
    * source may be closed afterwards: everything is copied into ND4J buffers.
    */
-  public static Nd4jModelRunner load(ModelConfig cfg, WeightSource weights, int numBlocks, int blockSize) {
+  public static Nd4jModelRunner load(
+      ModelConfig cfg, WeightSource weights, int numBlocks, int blockSize) {
     try {
       return new Nd4jModelRunner(cfg, weights, numBlocks, blockSize);
     } catch (OutOfMemoryError e) {
-      throw new ModelLoadException("not enough memory to load the model from " + weights.origin(), e);
+      throw new ModelLoadException(
+          "not enough memory to load the model from " + weights.origin(), e);
     }
   }
 
@@ -178,7 +195,8 @@ public final class Nd4jModelRunner implements ModelRunner {
   }
 
   private void checkBlock(int b) {
-    if (b < 0 || b >= numBlocks) throw new IllegalArgumentException("block " + b + " out of [0, " + numBlocks + ")");
+    if (b < 0 || b >= numBlocks)
+      throw new IllegalArgumentException("block " + b + " out of [0, " + numBlocks + ")");
   }
 
   @Override
@@ -211,17 +229,33 @@ public final class Nd4jModelRunner implements ModelRunner {
         int base = t * stride;
         if (l.qkvBias() != null) Kernels.addInPlace(qkv, base, l.qkvBias(), stride);
         if (l.qNorm() != null) {
-          for (int hh = 0; hh < nHeads; hh++) Kernels.rmsNormInPlace(qkv, base + hh * headDim, headDim, l.qNorm(), eps);
-          for (int g = 0; g < nKv; g++) Kernels.rmsNormInPlace(qkv, base + qDim + g * headDim, headDim, l.kNorm(), eps);
+          for (int hh = 0; hh < nHeads; hh++)
+            Kernels.rmsNormInPlace(qkv, base + hh * headDim, headDim, l.qNorm(), eps);
+          for (int g = 0; g < nKv; g++)
+            Kernels.rmsNormInPlace(qkv, base + qDim + g * headDim, headDim, l.kNorm(), eps);
         }
-        for (int hh = 0; hh < nHeads; hh++) Rope.rotate(qkv, base + hh * headDim, headDim, cos[t], sin[t]);
-        for (int g = 0; g < nKv; g++) Rope.rotate(qkv, base + qDim + g * headDim, headDim, cos[t], sin[t]);
+        for (int hh = 0; hh < nHeads; hh++)
+          Rope.rotate(qkv, base + hh * headDim, headDim, cos[t], sin[t]);
+        for (int g = 0; g < nKv; g++)
+          Rope.rotate(qkv, base + qDim + g * headDim, headDim, cos[t], sin[t]);
         // cache k, v of this token
         int slot = s.slots[t] * kvDim;
         System.arraycopy(qkv, base + qDim, l.kCache(), slot, kvDim);
         System.arraycopy(qkv, base + qDim + kvDim, l.vCache(), slot, kvDim);
       }
-      float[] attn = Attention.run(s, qkv, stride, l.kCache(), l.vCache(), nHeads, nKv, headDim, blockSize, cfg.slidingWindow(), scratch); // [T, qDim]
+      float[] attn =
+          Attention.run(
+              s,
+              qkv,
+              stride,
+              l.kCache(),
+              l.vCache(),
+              nHeads,
+              nKv,
+              headDim,
+              blockSize,
+              cfg.slidingWindow(),
+              scratch); // [T, qDim]
       float[] o = l.o().apply(scratch, attn, T); // [T, H]
       lora(s, li, Lora.O, attn, qDim, o, hidden, 0, T);
       Kernels.addInPlace(x, o);
@@ -240,7 +274,8 @@ public final class Nd4jModelRunner implements ModelRunner {
     // logits [R, V] for the rows that need them
     int R = s.logitRows.length;
     float[] xr = new float[R * hidden];
-    for (int r = 0; r < R; r++) System.arraycopy(x, s.logitRows[r] * hidden, xr, r * hidden, hidden);
+    for (int r = 0; r < R; r++)
+      System.arraycopy(x, s.logitRows[r] * hidden, xr, r * hidden, hidden);
     float[][] logits = lmHead.applyRows(scratch, Kernels.rmsNorm(xr, R, hidden, finalNorm, eps), R);
     List<float[][]> out = new ArrayList<>(batch.size());
     int r = 0;
@@ -260,8 +295,11 @@ public final class Nd4jModelRunner implements ModelRunner {
     lora(s, li, Lora.V, h, hidden, qkv, stride, qDim + kvDim, T);
   }
 
-  /** y[t, off ..] += scale · B (A x[t]) for rows whose chunk runs an adapter covering the module. */
-  private void lora(Step s, int li, int module, float[] x, int in, float[] y, int yStride, int off, int T) {
+  /**
+   * y[t, off ..] += scale · B (A x[t]) for rows whose chunk runs an adapter covering the module.
+   */
+  private void lora(
+      Step s, int li, int module, float[] x, int in, float[] y, int yStride, int off, int T) {
     if (!s.anyAdapter) return;
     for (int t = 0; t < T; t++) {
       Lora a = s.adapters[t];
@@ -332,15 +370,22 @@ public final class Nd4jModelRunner implements ModelRunner {
         int end = c.startPosition() + c.tokens().length;
         if ((long) c.blockTable().length * m.blockSize < end)
           throw new IllegalArgumentException(
-              "chunk " + ci + ": block table of " + c.blockTable().length + " blocks does not cover position " + (end - 1));
-        for (int b = 0, nb = (end + m.blockSize - 1) / m.blockSize; b < nb; b++) m.checkBlock(c.blockTable()[b]);
+              "chunk "
+                  + ci
+                  + ": block table of "
+                  + c.blockTable().length
+                  + " blocks does not cover position "
+                  + (end - 1));
+        for (int b = 0, nb = (end + m.blockSize - 1) / m.blockSize; b < nb; b++)
+          m.checkBlock(c.blockTable()[b]);
         Lora a = c.adapterId() == 0 ? null : m.adapter(c.adapterId());
         s.anyAdapter |= a != null;
         s.chunkStart[ci] = t;
         s.blockTables[ci] = c.blockTable();
         for (int i = 0; i < c.tokens().length; i++, t++) {
           int id = c.tokens()[i];
-          if (id < 0 || id >= m.vocab) throw new IllegalArgumentException("token id " + id + " outside the vocabulary");
+          if (id < 0 || id >= m.vocab)
+            throw new IllegalArgumentException("token id " + id + " outside the vocabulary");
           int pos = c.startPosition() + i;
           s.tokens[t] = id;
           s.positions[t] = pos;

@@ -5,13 +5,14 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * The Vector API inner loops of {@link DecodeKernels}. Kept in its own class so that nothing touches
- * {@code jdk.incubator.vector} unless {@link DecodeKernels} has checked the module is there.
+ * The Vector API inner loops of {@link DecodeKernels}. Kept in its own class so that nothing
+ * touches {@code jdk.incubator.vector} unless {@link DecodeKernels} has checked the module is
+ * there.
  *
- * <p>Blocking: four weight rows × four activation rows at a time (16 accumulators + 8 loaded vectors
- * fit AVX-512's 32 registers). The four weight rows ({@code 4·in} floats) stay in L1 while every
- * activation row passes over them, so each weight row is read from memory once per product whatever
- * the batch; the activations ({@code rows·in} floats) stay in L2.
+ * <p>Blocking: four weight rows × four activation rows at a time (16 accumulators + 8 loaded
+ * vectors fit AVX-512's 32 registers). The four weight rows ({@code 4·in} floats) stay in L1 while
+ * every activation row passes over them, so each weight row is read from memory once per product
+ * whatever the batch; the activations ({@code rows·in} floats) stay in L2.
  */
 final class VectorProducts {
   private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
@@ -109,12 +110,16 @@ final class VectorProducts {
   private static float dot(float[] x, int xo, float[] w, int wo, int in) {
     FloatVector a = FloatVector.zero(S);
     int bound = S.loopBound(in), i = 0;
-    for (; i < bound; i += S.length()) a = FloatVector.fromArray(S, x, xo + i).fma(FloatVector.fromArray(S, w, wo + i), a);
+    for (; i < bound; i += S.length())
+      a = FloatVector.fromArray(S, x, xo + i).fma(FloatVector.fromArray(S, w, wo + i), a);
     return sum(a, x, xo, w, wo, i, in);
   }
 
-  /** Lanes of {@code acc} plus the scalar tail {@code [from, in)} (in not a multiple of the lanes). */
-  private static float sum(FloatVector acc, float[] x, int xo, float[] w, int wo, int from, int in) {
+  /**
+   * Lanes of {@code acc} plus the scalar tail {@code [from, in)} (in not a multiple of the lanes).
+   */
+  private static float sum(
+      FloatVector acc, float[] x, int xo, float[] w, int wo, int from, int in) {
     float s = acc.reduceLanes(VectorOperators.ADD);
     for (int i = from; i < in; i++) s += x[xo + i] * w[wo + i];
     return s;

@@ -6,8 +6,8 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * {@code bad_words} as vLLM tokenises and applies them ({@code SamplingParams.update_from_tokenizer}
- * and {@code v1/sample/ops/bad_words.py}).
+ * {@code bad_words} as vLLM tokenises and applies them ({@code
+ * SamplingParams.update_from_tokenizer} and {@code v1/sample/ops/bad_words.py}).
  *
  * <p>Each word, leading whitespace stripped, is tokenised without special tokens as-is and with one
  * leading space; the spaced variant is kept only when it starts with a different token and has the
@@ -25,8 +25,7 @@ final class BadWords {
 
   static BadWords of(List<String> words, Tokenizer tokenizer, int vocabSize) {
     if (words.isEmpty()) return new BadWords(new int[0][]);
-    if (tokenizer == null)
-      throw new IllegalStateException("bad_words need a tokenizer");
+    if (tokenizer == null) throw new IllegalStateException("bad_words need a tokenizer");
     List<int[]> out = new ArrayList<>();
     for (String word : words) {
       String stripped = word.stripLeading();
@@ -46,8 +45,14 @@ final class BadWords {
       if (id < 0 || id >= vocabSize)
         throw new InvalidSamplingParamsException(
             "bad_words",
-            "The model vocabulary size is " + vocabSize + ", but the following tokens were"
-                + " specified as bad: " + id + " (from bad word " + quote(word) + ")");
+            "The model vocabulary size is "
+                + vocabSize
+                + ", but the following tokens were"
+                + " specified as bad: "
+                + id
+                + " (from bad word "
+                + quote(word)
+                + ")");
     out.add(ids);
   }
 

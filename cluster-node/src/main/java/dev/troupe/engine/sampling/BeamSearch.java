@@ -16,9 +16,9 @@ import java.util.List;
  * {@code include_stop_str_in_output}), and keeps the best {@code width} of the rest by score
  * (cumulative logprob, as they all have the same length, except that under {@code ignore_eos} a
  * trailing EOS counts one token less). After {@code max_tokens} steps (or when no beam is left)
- * completed and live beams are ranked by {@code cum_logprob / L^length_penalty}, L = prompt + generated tokens minus a trailing
- * EOS, and the best {@code width} are the result. Ties keep vLLM's stable order (beam order,
- * then token rank; completed before live).
+ * completed and live beams are ranked by {@code cum_logprob / L^length_penalty}, L = prompt +
+ * generated tokens minus a trailing EOS, and the best {@code width} are the result. Ties keep
+ * vLLM's stable order (beam order, then token rank; completed before live).
  *
  * <p>Engine contract: {@link #live()} lists the beams to run; after a forward pass call {@link
  * #step(List)} with one logits row per live beam in that order. Every new live beam names its
@@ -45,6 +45,7 @@ public final class BeamSearch {
   private final boolean ignoreEos;
   private final double lengthPenalty;
   private final boolean includeStop;
+
   /** Alternatives per token to keep (negative: the whole row); null: no per-token details. */
   private final Integer topLogprobs;
 
@@ -60,8 +61,15 @@ public final class BeamSearch {
       boolean ignoreEos,
       double lengthPenalty,
       boolean includeStopStrInOutput) {
-    this(width, maxTokens, promptLength, eosTokenId, ignoreEos, lengthPenalty,
-        includeStopStrInOutput, null);
+    this(
+        width,
+        maxTokens,
+        promptLength,
+        eosTokenId,
+        ignoreEos,
+        lengthPenalty,
+        includeStopStrInOutput,
+        null);
   }
 
   /**
@@ -91,7 +99,8 @@ public final class BeamSearch {
         maxTokens == 0
             ? List.of()
             : List.of(
-                new Beam(-1, new int[0], 0.0, new float[0], topLogprobs == null ? null : List.of()));
+                new Beam(
+                    -1, new int[0], 0.0, new float[0], topLogprobs == null ? null : List.of()));
   }
 
   /** A search for a request with {@code useBeamSearch}: width n, its max_tokens and flags. */
@@ -200,7 +209,13 @@ public final class BeamSearch {
       FinishReason reason,
       Integer stopToken) {
     return new Result(
-        tokens, cum, score(tokens, cum), logprobs, details, reason, stopToken,
+        tokens,
+        cum,
+        score(tokens, cum),
+        logprobs,
+        details,
+        reason,
+        stopToken,
         ignoreEos ? -1 : eosTokenId);
   }
 
@@ -231,8 +246,7 @@ public final class BeamSearch {
   }
 
   /**
-   * One generated token's logprobs, kept only when the search was created with {@code
-   * topLogprobs}.
+   * One generated token's logprobs, kept only when the search was created with {@code topLogprobs}.
    *
    * @param chosen the token, its raw logprob (floored) under the beam's context and its rank
    * @param top the step's top alternatives by rank (ranks 1..k), vLLM's order for beam search

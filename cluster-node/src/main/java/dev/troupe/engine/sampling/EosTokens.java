@@ -15,12 +15,16 @@ import java.util.Set;
  */
 public record EosTokens(int eosTokenId, Set<Integer> generationEosIds) {
   public EosTokens {
-    Set<Integer> extra = new LinkedHashSet<>(generationEosIds == null ? Set.of() : generationEosIds);
+    Set<Integer> extra =
+        new LinkedHashSet<>(generationEosIds == null ? Set.of() : generationEosIds);
     extra.remove(eosTokenId);
     generationEosIds = Set.copyOf(extra);
   }
 
-  /** The tokenizer's EOS id plus the model config's EOS ids (the tokenizer's own is dropped from those). */
+  /**
+   * The tokenizer's EOS id plus the model config's EOS ids (the tokenizer's own is dropped from
+   * those).
+   */
   public static EosTokens of(int eosTokenId, Collection<Integer> generationEosIds) {
     return new EosTokens(eosTokenId, Set.copyOf(generationEosIds));
   }

@@ -13,9 +13,9 @@ import java.util.TreeSet;
 
 /**
  * Loads the custom {@link LogitsProcessor}s a request names, but only classes on the allow-list
- * from configuration: a class that is not listed is never even loaded (its static initialiser
- * never runs). Every refusal is an {@link InvalidSamplingParamsException} with {@code param}
- * {@code logits_processors}, which the gateway reports as a 400.
+ * from configuration: a class that is not listed is never even loaded (its static initialiser never
+ * runs). Every refusal is an {@link InvalidSamplingParamsException} with {@code param} {@code
+ * logits_processors}, which the gateway reports as a 400.
  */
 public final class LogitsProcessorRegistry {
 
@@ -35,7 +35,8 @@ public final class LogitsProcessorRegistry {
   }
 
   /** Allows exactly these fully qualified class names, loaded through {@code loader}. */
-  public static LogitsProcessorRegistry allowing(Collection<String> classNames, ClassLoader loader) {
+  public static LogitsProcessorRegistry allowing(
+      Collection<String> classNames, ClassLoader loader) {
     return new LogitsProcessorRegistry(classNames, loader);
   }
 
@@ -76,7 +77,10 @@ public final class LogitsProcessorRegistry {
         Throwable cause = e.getCause() == null ? e : e.getCause();
         throw new InvalidSamplingParamsException(
             "logits_processors",
-            "Logits processor " + spec.qualname() + " rejected its arguments: " + cause.getMessage(),
+            "Logits processor "
+                + spec.qualname()
+                + " rejected its arguments: "
+                + cause.getMessage(),
             cause);
       } catch (ReflectiveOperationException e) {
         throw new InvalidSamplingParamsException(
@@ -128,7 +132,9 @@ public final class LogitsProcessorRegistry {
     } catch (NoSuchMethodException e) {
       throw new InvalidSamplingParamsException(
           "logits_processors",
-          "Logits processor " + name + " has no public constructor taking LogitsProcessor.Init"
+          "Logits processor "
+              + name
+              + " has no public constructor taking LogitsProcessor.Init"
               + " or no arguments.",
           e);
     }

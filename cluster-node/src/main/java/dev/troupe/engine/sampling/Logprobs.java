@@ -8,15 +8,15 @@ import java.util.Map;
 
 /**
  * Raw log-probabilities over one row of logits, vLLM's {@code compute_logprobs} + {@code
- * gather_logprobs}, without materialising the log-softmax: the log-normaliser is computed once
- * and only the needed entries are turned into logprobs. Top-k uses a bounded heap (O(V log k)), not
- * a sort of the vocabulary.
+ * gather_logprobs}, without materialising the log-softmax: the log-normaliser is computed once and
+ * only the needed entries are turned into logprobs. Top-k uses a bounded heap (O(V log k)), not a
+ * sort of the vocabulary.
  *
  * <p>Conventions shared by sampled and prompt logprobs: logprob = logit - logsumexp(logits),
  * floored at {@link #FLOOR} (vLLM clamps to -9999 when serialising, never -inf); rank = number of
- * vocabulary entries whose logprob is at least the token's (1 = most likely; ties count against
- * the token, as {@code batched_count_greater_than} does); top-k entries carry ranks 1..k; ties
- * between equal logits are broken by lower token id first.
+ * vocabulary entries whose logprob is at least the token's (1 = most likely; ties count against the
+ * token, as {@code batched_count_greater_than} does); top-k entries carry ranks 1..k; ties between
+ * equal logits are broken by lower token id first.
  */
 public final class Logprobs {
 
@@ -51,9 +51,9 @@ public final class Logprobs {
   }
 
   /**
-   * Indices (relative to {@code off}) of the {@code k} largest entries of {@code x[off ..
-   * off+n)}, largest first, ties by lower index. Writes them to {@code out[0 .. k)} and returns k
-   * (clamped to n). {@code out} must hold at least min(k, n) ints.
+   * Indices (relative to {@code off}) of the {@code k} largest entries of {@code x[off .. off+n)},
+   * largest first, ties by lower index. Writes them to {@code out[0 .. k)} and returns k (clamped
+   * to n). {@code out} must hold at least min(k, n) ints.
    */
   public static int topK(float[] x, int off, int n, int k, int[] out) {
     k = Math.min(k, n);
@@ -113,8 +113,8 @@ public final class Logprobs {
 
   /**
    * vLLM's per-position logprobs dictionary for one row: {@code token} first (with its counted
-   * rank), then the top {@code k} by rank (ranks 1..k). When {@code token} is also among the top
-   * k it keeps its first position but takes the top-k entry's rank, as Python's dict update does.
+   * rank), then the top {@code k} by rank (ranks 1..k). When {@code token} is also among the top k
+   * it keeps its first position but takes the top-k entry's rank, as Python's dict update does.
    *
    * @param k number of top entries; negative means the whole vocabulary
    */
@@ -142,8 +142,8 @@ public final class Logprobs {
 
   /**
    * Prompt logprobs (vLLM's {@code prompt_logprobs}): one entry per prompt token, the first null;
-   * entry {@code i} describes {@code promptIds[i]} as predicted by the logits of position {@code
-   * i - 1}: the actual token first, then the top {@code k} alternatives.
+   * entry {@code i} describes {@code promptIds[i]} as predicted by the logits of position {@code i
+   * - 1}: the actual token first, then the top {@code k} alternatives.
    *
    * @param logits {@code [promptIds.length - 1 or more][vocab]}: row i holds the logits computed at
    *     prompt position i (a trailing row for the last position is ignored)
@@ -157,13 +157,14 @@ public final class Logprobs {
           "need logits for " + (promptIds.length - 1) + " positions, got " + logits.length);
     List<Map<Integer, TokenLogprob>> out = new ArrayList<>(promptIds.length);
     out.add(null);
-    for (int i = 1; i < promptIds.length; i++) out.add(promptPosition(logits[i - 1], promptIds[i], k));
+    for (int i = 1; i < promptIds.length; i++)
+      out.add(promptPosition(logits[i - 1], promptIds[i], k));
     return Collections.unmodifiableList(out);
   }
 
   /**
-   * One prompt position (for engines that get prompt logits chunk by chunk): the logprobs of
-   * {@code actualToken} under {@code logits}, plus the top {@code k}, as an insertion-ordered map.
+   * One prompt position (for engines that get prompt logits chunk by chunk): the logprobs of {@code
+   * actualToken} under {@code logits}, plus the top {@code k}, as an insertion-ordered map.
    */
   public static Map<Integer, TokenLogprob> promptPosition(float[] logits, int actualToken, int k) {
     if (actualToken < 0 || actualToken >= logits.length)

@@ -11,8 +11,8 @@ import java.util.SplittableRandom;
 import java.util.TreeSet;
 
 /**
- * Turns one choice's logits into its next token, exactly in vLLM V1's order
- * ({@code v1/sample/sampler.py}):
+ * Turns one choice's logits into its next token, exactly in vLLM V1's order ({@code
+ * v1/sample/sampler.py}):
  *
  * <ol>
  *   <li>raw logprobs of the row, before anything below (vLLM's default {@code raw_logprobs});
@@ -21,8 +21,8 @@ import java.util.TreeSet;
  *   <li>{@code min_tokens}: while fewer outputs exist, EOS, generation-config EOS ids and {@code
  *       stop_token_ids} are -inf; then {@code logit_bias} (added, clamped to ±100); then custom
  *       processors that are not argmax-invariant;
- *   <li>penalties: repetition over prompt ∪ output (positive logits ÷ p, others × p), then
- *       {@code -= frequency × count} and {@code -= presence × seen} over the output only;
+ *   <li>penalties: repetition over prompt ∪ output (positive logits ÷ p, others × p), then {@code
+ *       -= frequency × count} and {@code -= presence × seen} over the output only;
  *   <li>greedy (temperature below 1e-5): argmax, first index on ties;
  *   <li>otherwise: ÷ temperature (values in (0, 0.01) are raised to 0.01 as vLLM does),
  *       argmax-invariant custom processors, {@code min_p} (drop p &lt; min_p·p_max), {@code top_k}
@@ -31,11 +31,12 @@ import java.util.TreeSet;
  * </ol>
  *
  * <p>Randomness: one {@link SplittableRandom} per choice, seeded with {@code seed + choiceIndex}
- * when the request has a seed (unseeded otherwise, and for seed -1 as in vLLM), drawing one uniform per random step and
- * picking the token by inverse CDF over the kept tokens in a fixed order. The draw depends only on
- * this choice's own history, so a seeded request yields the same tokens whatever else shares the
- * batch. (vLLM draws with an exponential race over torch's generator; the distribution is the same,
- * the bit stream cannot be, and one draw per step avoids 150k logarithms.)
+ * when the request has a seed (unseeded otherwise, and for seed -1 as in vLLM), drawing one uniform
+ * per random step and picking the token by inverse CDF over the kept tokens in a fixed order. The
+ * draw depends only on this choice's own history, so a seeded request yields the same tokens
+ * whatever else shares the batch. (vLLM draws with an exponential race over torch's generator; the
+ * distribution is the same, the bit stream cannot be, and one draw per step avoids 150k
+ * logarithms.)
  *
  * <p>Use: per step call {@link #next(float[])}, then {@link #accept(int)} with the token actually
  * appended (normally {@code sample.token()}). Not thread-safe; see {@link SamplerFactory}.
@@ -46,6 +47,7 @@ public final class Sampler {
   static final double MIN_RANDOM_TEMPERATURE = 0.01;
 
   private static final float LOGIT_BIAS_LIMIT = 100f;
+
   /** top_p histogram: bins over the top TOP_P_RANGE logit units (nats before temperature). */
   static final int TOP_P_BINS = 2048;
 
@@ -101,7 +103,8 @@ public final class Sampler {
     this.random = seeded ? new SplittableRandom(p.seed() + choiceIndex) : new SplittableRandom();
 
     if (p.allowedTokenIds() != null) {
-      allowed = p.allowedTokenIds().stream().mapToInt(Integer::intValue).sorted().distinct().toArray();
+      allowed =
+          p.allowedTokenIds().stream().mapToInt(Integer::intValue).sorted().distinct().toArray();
       allowedValues = new float[allowed.length];
     } else {
       allowed = null;
@@ -113,7 +116,8 @@ public final class Sampler {
     EosTokens eos = factory.eos();
     if (eos.eosTokenId() >= 0 && eos.eosTokenId() < vocab) stops.add(eos.eosTokenId());
     for (int id : eos.generationEosIds()) if (id >= 0 && id < vocab) stops.add(id);
-    this.stopIds = p.minTokens() > 0 ? stops.stream().mapToInt(Integer::intValue).toArray() : new int[0];
+    this.stopIds =
+        p.minTokens() > 0 ? stops.stream().mapToInt(Integer::intValue).toArray() : new int[0];
 
     int nb = p.logitBias().size();
     biasIds = new int[nb];
@@ -154,7 +158,9 @@ public final class Sampler {
       badBias.sort(null);
       throw new InvalidSamplingParamsException(
           "logit_bias",
-          "token_id(s) " + badBias + " in logit_bias contain out-of-vocab token ids. Vocabulary size: "
+          "token_id(s) "
+              + badBias
+              + " in logit_bias contain out-of-vocab token ids. Vocabulary size: "
               + vocab);
     }
     if (p.allowedTokenIds() != null) {
@@ -222,8 +228,7 @@ public final class Sampler {
       for (int i = 0; i < allowed.length; i++) x[allowed[i]] = allowedValues[i];
     }
     if (!badWords.isEmpty()) badWords.apply(x, output, outputLength);
-    if (outputLength < params.minTokens())
-      for (int id : stopIds) x[id] = Float.NEGATIVE_INFINITY;
+    if (outputLength < params.minTokens()) for (int id : stopIds) x[id] = Float.NEGATIVE_INFINITY;
     for (int i = 0; i < biasIds.length; i++) x[biasIds[i]] += biasValues[i];
     if (!plainProcessors.isEmpty()) {
       Context ctx = new Context();
@@ -280,9 +285,9 @@ public final class Sampler {
   private static final int NOTHING_ALLOWED = -2;
 
   /**
-   * Temperature, argmax-invariant processors, min_p, top_k and top_p on x in place. Returns -1
-   * when every finite entry of x is still a candidate, else the number of candidates in ws.idx
-   * (best first), or NOTHING_ALLOWED; sets lastMax to the largest logit.
+   * Temperature, argmax-invariant processors, min_p, top_k and top_p on x in place. Returns -1 when
+   * every finite entry of x is still a candidate, else the number of candidates in ws.idx (best
+   * first), or NOTHING_ALLOWED; sets lastMax to the largest logit.
    */
   private int filterRandom(float[] x) {
     for (int i = 0; i < vocab; i++) x[i] = x[i] / temperature;
@@ -361,10 +366,12 @@ public final class Sampler {
     }
     int kept = 0;
     for (int i = 0; i < vocab; i++)
-      if (x[i] != Float.NEGATIVE_INFINITY && bin(x[i], max, binsPerUnit) < boundary) idx[kept++] = i;
+      if (x[i] != Float.NEGATIVE_INFINITY && bin(x[i], max, binsPerUnit) < boundary)
+        idx[kept++] = i;
     int start = kept;
     for (int i = 0; i < vocab; i++)
-      if (x[i] != Float.NEGATIVE_INFINITY && bin(x[i], max, binsPerUnit) == boundary) idx[kept++] = i;
+      if (x[i] != Float.NEGATIVE_INFINITY && bin(x[i], max, binsPerUnit) == boundary)
+        idx[kept++] = i;
     int inBin = kept - start;
     int[] bucket = ws.bucket;
     System.arraycopy(idx, start, bucket, 0, inBin);

@@ -5,8 +5,8 @@ import dev.troupe.protocol.cluster.SamplingParams;
 
 /**
  * Makes the per-choice {@link Sampler}s of one model and owns the scratch buffers they share (one
- * vocabulary-sized row of processed logits plus index space), so a sampling step allocates next
- * to nothing.
+ * vocabulary-sized row of processed logits plus index space), so a sampling step allocates next to
+ * nothing.
  *
  * <p>Thread: a factory and every sampler it made are confined to one thread (the engine's); the
  * shared scratch makes concurrent {@code next} calls unsafe.

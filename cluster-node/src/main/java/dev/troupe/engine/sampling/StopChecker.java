@@ -14,9 +14,9 @@ import dev.troupe.protocol.cluster.SamplingParams;
  *   <li>{@code max_tokens} reached → {@code length} (the token's text is kept);
  *   <li>before {@code min_tokens} outputs nothing else can stop;
  *   <li>EOS (unless {@code ignore_eos}) → {@code stop}, {@code stop_reason} null; a {@code
- *       stop_token_ids} id (plus generation-config EOS ids unless {@code ignore_eos}) → {@code stop},
- *       {@code stop_reason} = the id. Such a final token is not detokenized into the text unless
- *       {@code include_stop_str_in_output};
+ *       stop_token_ids} id (plus generation-config EOS ids unless {@code ignore_eos}) → {@code
+ *       stop}, {@code stop_reason} = the id. Such a final token is not detokenized into the text
+ *       unless {@code include_stop_str_in_output};
  *   <li>stop strings, once more than {@code min_tokens} outputs exist, searched where the new text
  *       could complete one, in list order: the first listed string found wins; the text is cut
  *       before it (after it with {@code include_stop_str_in_output}); {@code stop_reason} = the

@@ -4,11 +4,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A custom per-choice logits processor, the Java counterpart of vLLM's per-request
- * {@code logits_processors}. A request names one by its class name (or by a constructor object
- * {@code {qualname, args, kwargs}}); the engine loads it only when the class is on the model's
- * allow-list ({@code troupe.worker.logits-processors.allowed}), otherwise the request fails with a
- * 400.
+ * A custom per-choice logits processor, the Java counterpart of vLLM's per-request {@code
+ * logits_processors}. A request names one by its class name (or by a constructor object {@code
+ * {qualname, args, kwargs}}); the engine loads it only when the class is on the model's allow-list
+ * ({@code troupe.worker.logits-processors.allowed}), otherwise the request fails with a 400.
  *
  * <p>Construction: one instance per choice, through a public constructor taking {@link Init} if the
  * class has one, else a public no-argument constructor (then the request may not pass {@code args}

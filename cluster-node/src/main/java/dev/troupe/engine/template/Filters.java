@@ -228,20 +228,20 @@ final class Filters {
       }
       case "wordcount" -> (long) StringMethods.split(Values.str(v), null, -1).size();
       case "batch",
-              "slice",
-              "groupby",
-              "urlize",
-              "truncate",
-              "wordwrap",
-              "xmlattr",
-              "format",
-              "filesizeformat",
-              "pprint",
-              "random",
-              "striptags",
-              "center",
-              "urlencode",
-              "attr" ->
+          "slice",
+          "groupby",
+          "urlize",
+          "truncate",
+          "wordwrap",
+          "xmlattr",
+          "format",
+          "filesizeformat",
+          "pprint",
+          "random",
+          "striptags",
+          "center",
+          "urlencode",
+          "attr" ->
           throw new TemplateException("filter '" + name + "' is not supported");
       default -> throw new TemplateException("no filter named '" + name + "'");
     };

@@ -357,13 +357,13 @@ final class Values {
     if (cp == ' ') return true;
     return switch (Character.getType(cp)) {
       case Character.CONTROL,
-              Character.FORMAT,
-              Character.SURROGATE,
-              Character.PRIVATE_USE,
-              Character.UNASSIGNED,
-              Character.LINE_SEPARATOR,
-              Character.PARAGRAPH_SEPARATOR,
-              Character.SPACE_SEPARATOR ->
+          Character.FORMAT,
+          Character.SURROGATE,
+          Character.PRIVATE_USE,
+          Character.UNASSIGNED,
+          Character.LINE_SEPARATOR,
+          Character.PARAGRAPH_SEPARATOR,
+          Character.SPACE_SEPARATOR ->
           false;
       default -> true;
     };

@@ -70,9 +70,9 @@ final class PrefixOffsetDetokenizer implements IncrementalDetokenizer {
 
   /**
    * Records an id unless it is a special token being skipped; false when skipped. Ids past the
-   * tokenizer's vocabulary (a model's embedding matrix is often padded, e.g. Qwen's 151,936 rows for
-   * 151,669 tokens) have no text: like Hugging Face's decode, they are skipped, never an error in
-   * the middle of a generation.
+   * tokenizer's vocabulary (a model's embedding matrix is often padded, e.g. Qwen's 151,936 rows
+   * for 151,669 tokens) have no text: like Hugging Face's decode, they are skipped, never an error
+   * in the middle of a generation.
    */
   private boolean add(int id) {
     if (tokenizer.idToToken(id) == null) return false;

@@ -26,10 +26,10 @@ import org.nd4j.linalg.indexing.NDArrayIndex;
 import org.nd4j.linalg.ops.transforms.Transforms;
 
 /**
- * The training forward and a hand-written backward of a Llama / Mistral / Qwen2 / Qwen3 decoder over
- * whole packed rows (no KV cache), with LoRA adapters on frozen base weights or full fine-tuning of
- * the blocks. Produces per-target log-probabilities and, given dL/dlogprob, the gradients of every
- * trainable parameter.
+ * The training forward and a hand-written backward of a Llama / Mistral / Qwen2 / Qwen3 decoder
+ * over whole packed rows (no KV cache), with LoRA adapters on frozen base weights or full
+ * fine-tuning of the blocks. Produces per-target log-probabilities and, given dL/dlogprob, the
+ * gradients of every trainable parameter.
  *
  * <p>Shapes: T tokens in the row, H hidden, d head dim, nH / nKV heads, I intermediate, V vocab, r
  * LoRA rank. Attention is block-diagonal causal over the row's segments (packed histories never see
@@ -49,6 +49,7 @@ public final class LoraTransformer implements AutoCloseable {
           .policyMirroring(MirroringPolicy.FULL)
           .policySpill(SpillPolicy.REALLOCATE)
           .build();
+
   /** Logit values per row kept between forward and backward (64M floats = 256 MiB). */
   private static final long KEEP_LOGITS_BUDGET = 64L << 20;
 
@@ -107,7 +108,10 @@ public final class LoraTransformer implements AutoCloseable {
     return config;
   }
 
-  /** Trainable parameters by name (LoRA: {@code <module>.lora_A}/{@code lora_B}); live master copies. */
+  /**
+   * Trainable parameters by name (LoRA: {@code <module>.lora_A}/{@code lora_B}); live master
+   * copies.
+   */
   public Map<String, double[]> parameters() {
     return params;
   }
@@ -153,13 +157,16 @@ public final class LoraTransformer implements AutoCloseable {
     return pass(tokens, positions, segments, needed, null);
   }
 
-  /** Log-probabilities over the whole vocabulary of the token after {@code tokens} (for sampling). */
+  /**
+   * Log-probabilities over the whole vocabulary of the token after {@code tokens} (for sampling).
+   */
   public double[] nextTokenLogprobs(int[] tokens) {
     int n = tokens.length;
     int[] positions = new int[n];
     for (int i = 0; i < n; i++) positions[i] = i;
     upload();
-    try (MemoryWorkspace ws = Nd4j.getWorkspaceManager().getAndActivateWorkspace(WORKSPACE, "troupe-training")) {
+    try (MemoryWorkspace ws =
+        Nd4j.getWorkspaceManager().getAndActivateWorkspace(WORKSPACE, "troupe-training")) {
       INDArray x = embed.getRows(tokens);
       INDArray mask = attentionMask(new int[n]);
       Rope ropeQ = rope(positions, config.numHeads());
@@ -222,14 +229,17 @@ public final class LoraTransformer implements AutoCloseable {
     upload();
     // every intermediate lives in one workspace that is released when the pass ends (no reliance
     // on the garbage collector to free off-heap buffers); only Java arrays leave this method
-    try (MemoryWorkspace ws = Nd4j.getWorkspaceManager().getAndActivateWorkspace(WORKSPACE, "troupe-training")) {
-      return passInWorkspace(tokens, positions, segments, targets(tokens.length, needed), lossGradient, backward);
+    try (MemoryWorkspace ws =
+        Nd4j.getWorkspaceManager().getAndActivateWorkspace(WORKSPACE, "troupe-training")) {
+      return passInWorkspace(
+          tokens, positions, segments, targets(tokens.length, needed), lossGradient, backward);
     }
   }
 
   /** Positions whose next token is scored: all but the last, or those marked. */
   private static int[] targets(int n, boolean[] needed) {
-    if (needed != null && needed.length != n) throw new IllegalArgumentException("needed has the wrong length");
+    if (needed != null && needed.length != n)
+      throw new IllegalArgumentException("needed has the wrong length");
     int[] buf = new int[Math.max(0, n - 1)];
     int k = 0;
     for (int i = 0; i + 1 < n; i++) if (needed == null || needed[i]) buf[k++] = i;
@@ -265,7 +275,9 @@ public final class LoraTransformer implements AutoCloseable {
     double[] entropies = new double[n];
     // keep softmax(z) for the backward pass when the row's full logits fit the budget
     List<INDArray> kept =
-        backward && (long) targets.length * config.vocabSize() <= KEEP_LOGITS_BUDGET ? new ArrayList<>() : null;
+        backward && (long) targets.length * config.vocabSize() <= KEEP_LOGITS_BUDGET
+            ? new ArrayList<>()
+            : null;
     headForward(f, tokens, targets, logprobs, entropies, kept);
     if (!backward) return new Output(logprobs, entropies, null);
 
@@ -279,7 +291,8 @@ public final class LoraTransformer implements AutoCloseable {
     Map<String, double[]> out = new LinkedHashMap<>();
     for (String name : params.keySet()) {
       INDArray gr = grads.get(name);
-      out.put(name, gr == null ? new double[params.get(name).length] : gr.dup('c').data().asDouble());
+      out.put(
+          name, gr == null ? new double[params.get(name).length] : gr.dup('c').data().asDouble());
     }
     return new Output(logprobs, entropies, out);
   }
@@ -360,8 +373,7 @@ public final class LoraTransformer implements AutoCloseable {
     INDArray dUp = dm.mul(c.silu);
     INDArray dSilu = dm.mul(c.up);
     // silu'(g) = σ(g)·(1 + g·(1 − σ(g)))
-    INDArray dGate =
-        dSilu.mul(c.sig).muli(c.gate.mul(c.sig.rsub(1.0)).addi(1.0));
+    INDArray dGate = dSilu.mul(c.sig).muli(c.gate.mul(c.sig.rsub(1.0)).addi(1.0));
     INDArray db = l.gate.backward(dGate, c.b, c, grads).addi(l.up.backward(dUp, c.b, c, grads));
     INDArray dh1 = dh2.add(l.postNorm.backward(db, eps, c.n2, grads));
     // attention branch
@@ -380,7 +392,8 @@ public final class LoraTransformer implements AutoCloseable {
               .reshape(n, -1);
     }
     INDArray da =
-        l.q.backward(dq, c.a, c, grads)
+        l.q
+            .backward(dq, c.a, c, grads)
             .addi(l.k.backward(dk, c.a, c, grads))
             .addi(l.v.backward(dqkv[2], c.a, c, grads));
     return dh1.addi(l.inNorm.backward(da, eps, c.n1, grads));
@@ -467,7 +480,12 @@ public final class LoraTransformer implements AutoCloseable {
   // --- LM head ---------------------------------------------------------------------------------
 
   private void headForward(
-      INDArray f, int[] tokens, int[] targets, double[] logprobs, double[] entropies, List<INDArray> keep) {
+      INDArray f,
+      int[] tokens,
+      int[] targets,
+      double[] logprobs,
+      double[] entropies,
+      List<INDArray> keep) {
     for (int c0 = 0; c0 < targets.length; c0 += HEAD_CHUNK) {
       int c1 = Math.min(targets.length, c0 + HEAD_CHUNK);
       int[] rows = java.util.Arrays.copyOfRange(targets, c0, c1);
@@ -491,7 +509,8 @@ public final class LoraTransformer implements AutoCloseable {
    * d(loss)/d(f) for dL/dlogprob g: dz = g·(onehot(target) − softmax(z)), df = dz · W_lm. Uses the
    * softmax chunks kept by the forward pass, else recomputes them.
    */
-  private INDArray headBackward(INDArray f, int[] tokens, int[] targets, double[] g, List<INDArray> kept) {
+  private INDArray headBackward(
+      INDArray f, int[] tokens, int[] targets, double[] g, List<INDArray> kept) {
     INDArray df = Nd4j.create(dtype, f.rows(), f.columns());
     for (int c0 = 0, chunk = 0; c0 < targets.length; c0 += HEAD_CHUNK, chunk++) {
       int c1 = Math.min(targets.length, c0 + HEAD_CHUNK);
@@ -583,11 +602,13 @@ public final class LoraTransformer implements AutoCloseable {
     long size = 1;
     for (long s : shape) size *= s;
     if (data.length != size)
-      throw new IllegalArgumentException(name + " has " + data.length + " values, expected " + size);
+      throw new IllegalArgumentException(
+          name + " has " + data.length + " values, expected " + size);
     return Nd4j.create(data, shape, DataType.FLOAT).castTo(dtype);
   }
 
-  private Linear linear(WeightSource w, String module, int out, int in, boolean bias, Random random) {
+  private Linear linear(
+      WeightSource w, String module, int out, int in, boolean bias, Random random) {
     Linear l = new Linear(module, load(w, module + ".weight", out, in));
     if (bias) l.bias = load(w, module + ".bias", out);
     String shortName = module.substring(module.lastIndexOf('.') + 1);

@@ -22,7 +22,8 @@ final class RotaryFrequencies {
       if (wavelen > lowWavelen) {
         f[i] /= s.factor();
       } else {
-        double smooth = (oldLen / wavelen - s.lowFreqFactor()) / (s.highFreqFactor() - s.lowFreqFactor());
+        double smooth =
+            (oldLen / wavelen - s.lowFreqFactor()) / (s.highFreqFactor() - s.lowFreqFactor());
         f[i] = (1 - smooth) * f[i] / s.factor() + smooth * f[i];
       }
     }

@@ -28,9 +28,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Per-token logprobs of beam search, checked against the model re-run from scratch on prompt +
- * beam tokens: each entry's logprob is the raw log-softmax of that position's logits, and {@code
- * top} holds the k best tokens by rank (vLLM's order for beams).
+ * Per-token logprobs of beam search, checked against the model re-run from scratch on prompt + beam
+ * tokens: each entry's logprob is the raw log-softmax of that position's logits, and {@code top}
+ * holds the k best tokens by rank (vLLM's order for beams).
  */
 class BeamLogprobsTest {
   private static ModelRunner reference;
@@ -101,7 +101,8 @@ class BeamLogprobsTest {
         List<Integer> order =
             IntStream.range(0, row.length)
                 .boxed()
-                .sorted(Comparator.comparingDouble((Integer id) -> -row[id]).thenComparingInt(id -> id))
+                .sorted(
+                    Comparator.comparingDouble((Integer id) -> -row[id]).thenComparingInt(id -> id))
                 .toList();
         assertEquals(k, entry.top().size(), where);
         for (int j = 0; j < k; j++) {
@@ -143,8 +144,27 @@ class BeamLogprobsTest {
       // return_tokens_as_token_ids: true
       e.add(
           new GenerationRequest(
-              "ids", "demo", null, text, null, null, true, false, false, null, null, null, null,
-              false, 0, null, null, beam(2, 3, 0), false, true, null));
+              "ids",
+              "demo",
+              null,
+              text,
+              null,
+              null,
+              true,
+              false,
+              false,
+              null,
+              null,
+              null,
+              null,
+              false,
+              0,
+              null,
+              null,
+              beam(2, 3, 0),
+              false,
+              true,
+              null));
       List<GenerationEvent> events = EngineTest.drain(e, new LinkedHashMap<>()).get("ids");
       for (int i = 0; i < 2; i++) {
         List<Integer> tokens = EngineTest.tokens(events, i);
@@ -175,8 +195,7 @@ class BeamLogprobsTest {
     int[] tokens = seq.stream().mapToInt(Integer::intValue).toArray();
     int[] table = new int[(tokens.length + 15) / 16];
     for (int b = 0; b < table.length; b++) table[b] = b;
-    return reference
-        .forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false)))
+    return reference.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false)))
         .get(0)[0];
   }
 }

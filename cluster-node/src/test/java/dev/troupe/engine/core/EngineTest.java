@@ -69,7 +69,8 @@ class EngineTest {
   }
 
   /** Steps until idle; events grouped by request id. */
-  static Map<String, List<GenerationEvent>> drain(Engine e, Map<String, List<GenerationEvent>> into) {
+  static Map<String, List<GenerationEvent>> drain(
+      Engine e, Map<String, List<GenerationEvent>> into) {
     int guard = 0;
     while (e.hasWork() && guard++ < 10_000) collect(e.step(), into);
     return into;
@@ -101,7 +102,8 @@ class EngineTest {
       int[] table = new int[(tokens.length + 15) / 16];
       for (int b = 0; b < table.length; b++) table[b] = b;
       float[] logits =
-          reference.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false))).get(0)[0];
+          reference.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false)))
+              .get(0)[0];
       int best = 0;
       for (int i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
       out.add(best);
@@ -160,7 +162,8 @@ class EngineTest {
       Completed done = assertInstanceOf(Completed.class, n3.get(n3.size() - 1));
       assertEquals(24, done.usage().completionTokens());
       // Choice i uses seed + i: a lone request seeded 1234 + i gives the same tokens.
-      for (int i = 0; i < 3; i++) e.add(prompt("solo" + i, "Once upon a time", seeded(1, 1234 + i, 8)));
+      for (int i = 0; i < 3; i++)
+        e.add(prompt("solo" + i, "Once upon a time", seeded(1, 1234 + i, 8)));
       drain(e, events);
       for (int i = 0; i < 3; i++) assertEquals(tokens(events.get("solo" + i), 0), tokens(n3, i));
       assertNotEquals(tokens(n3, 0), tokens(n3, 1), "different seeds, different samples");
@@ -211,7 +214,8 @@ class EngineTest {
       assertEquals(
           2,
           events.stream()
-              .filter(ev -> ev instanceof ChoiceFinished f && f.finishReason() == FinishReason.ABORT)
+              .filter(
+                  ev -> ev instanceof ChoiceFinished f && f.finishReason() == FinishReason.ABORT)
               .count());
       assertInstanceOf(Completed.class, events.get(events.size() - 1));
       assertTrue(e.cancel("c").isEmpty(), "unknown ids are ignored");
@@ -265,8 +269,9 @@ class EngineTest {
       assertNull(s.promptLogprobs().get(0));
       // Position 1 is predicted by the logits after token 0.
       float[] row =
-          reference
-              .forward(List.of(new ModelRunner.SequenceChunk(new int[] {ids[0]}, 0, new int[] {0}, false)))
+          reference.forward(
+                  List.of(
+                      new ModelRunner.SequenceChunk(new int[] {ids[0]}, 0, new int[] {0}, false)))
               .get(0)[0];
       double max = Double.NEGATIVE_INFINITY, sum = 0;
       for (float v : row) max = Math.max(max, v);
@@ -286,7 +291,9 @@ class EngineTest {
   void chatMessagesAreRenderedWithTheModelsTemplate() {
     try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
       List<Map<String, Object>> messages =
-          List.of(Map.of("role", "system", "content", "Be brief."), Map.of("role", "user", "content", "Hi"));
+          List.of(
+              Map.of("role", "system", "content", "Be brief."),
+              Map.of("role", "user", "content", "Hi"));
       e.add(GenerationRequest.chat("chat", "demo", messages, greedy(3)));
       List<GenerationEvent> events = drain(e, new LinkedHashMap<>()).get("chat");
       Started s = (Started) events.get(0);
@@ -300,10 +307,19 @@ class EngineTest {
       Tokenized t =
           (Tokenized)
               e.tokenize(
-                  messages, null, null, true, false, false,
-                  "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}", Map.of(), false);
-      assertEquals("[system]Be brief.[user]Hi", TEXT.tokenizer().decode(
-          t.tokens().stream().mapToInt(Integer::intValue).toArray(), false, true));
+                  messages,
+                  null,
+                  null,
+                  true,
+                  false,
+                  false,
+                  "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}",
+                  Map.of(),
+                  false);
+      assertEquals(
+          "[system]Be brief.[user]Hi",
+          TEXT.tokenizer()
+              .decode(t.tokens().stream().mapToInt(Integer::intValue).toArray(), false, true));
       Rejected bad =
           (Rejected)
               e.tokenize(messages, null, null, true, false, false, "{% for %}", Map.of(), false);
@@ -316,7 +332,8 @@ class EngineTest {
     int[] tokens = seq.stream().mapToInt(Integer::intValue).toArray();
     int[] table = new int[(tokens.length + 15) / 16];
     for (int b = 0; b < table.length; b++) table[b] = b;
-    return reference.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false))).get(0)[0];
+    return reference.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false)))
+        .get(0)[0];
   }
 
   @Test
@@ -366,7 +383,8 @@ class EngineTest {
       e.add(prompt("interactive", "hello", greedy(2)).withPriority(-1));
       List<String> startOrder = new ArrayList<>();
       while (e.hasWork())
-        for (GenerationEvent ev : e.step()) if (ev instanceof Started) startOrder.add(ev.requestId());
+        for (GenerationEvent ev : e.step())
+          if (ev instanceof Started) startOrder.add(ev.requestId());
       assertEquals(List.of("interactive", "background"), startOrder);
     }
   }
@@ -375,7 +393,8 @@ class EngineTest {
   void tokenizeAndDetokenize() {
     try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
       Tokenized t =
-          (Tokenized) e.tokenize(null, "Hello world", null, false, false, true, null, Map.of(), true);
+          (Tokenized)
+              e.tokenize(null, "Hello world", null, false, false, true, null, Map.of(), true);
       assertEquals(encode("Hello world").length, t.count());
       assertEquals(t.count(), t.tokenStrs().size());
       Detokenized d = (Detokenized) e.detokenize(t.tokens());

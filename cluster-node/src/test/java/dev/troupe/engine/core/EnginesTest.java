@@ -13,26 +13,34 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A served model's engine carries its generation-config sampling defaults; the demo model has none. */
+/**
+ * A served model's engine carries its generation-config sampling defaults; the demo model has none.
+ */
 class EnginesTest {
   @TempDir Path tmp;
 
   @Test
   void aHuggingFaceDirectoryReportsItsGenerationConfigDefaults() throws IOException {
     Path dir = TinyModels.write(tmp.resolve("m"), Arch.QWEN3, DType.F32, 1, false);
-    Path tokenizers = Path.of(System.getProperty("troupe.shared.dir", "../shared"), "fixtures/tokenizers/qwen3");
+    Path tokenizers =
+        Path.of(System.getProperty("troupe.shared.dir", "../shared"), "fixtures/tokenizers/qwen3");
     for (String f : new String[] {"tokenizer.json", "tokenizer_config.json"})
       Files.copy(tokenizers.resolve(f), dir.resolve(f));
-    Files.writeString(dir.resolve("generation_config.json"),
+    Files.writeString(
+        dir.resolve("generation_config.json"),
         "{\"eos_token_id\": [151645, 151643], \"temperature\": 0.6, \"top_k\": 20, \"top_p\": 0.95}");
-    try (Engine e = Engines.open(new ServedModel("m", dir.toString(), 1, "fcfs"), EngineSettings.small())) {
-      assertEquals(new SamplingDefaults(0.6, 0.95, 20, null, null, null, null), e.samplingDefaults());
+    try (Engine e =
+        Engines.open(new ServedModel("m", dir.toString(), 1, "fcfs"), EngineSettings.small())) {
+      assertEquals(
+          new SamplingDefaults(0.6, 0.95, 20, null, null, null, null), e.samplingDefaults());
     }
   }
 
   @Test
   void theDemoModelHasNone() {
-    try (Engine e = Engines.open(new ServedModel("demo", ServedModel.DEMO_PATH, 1, "fcfs"), EngineSettings.small())) {
+    try (Engine e =
+        Engines.open(
+            new ServedModel("demo", ServedModel.DEMO_PATH, 1, "fcfs"), EngineSettings.small())) {
       assertEquals(SamplingDefaults.NONE, e.samplingDefaults());
     }
   }

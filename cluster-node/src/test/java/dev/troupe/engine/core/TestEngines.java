@@ -12,8 +12,8 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Engines on the built-in demo model for tests. Demo runners are cached by cache shape (opening one
  * generates the weights, ~1-2 s) and handed out behind a wrapper whose {@code close} does nothing;
- * a runner must only be used by one engine at a time, so tests that run engines concurrently ask for
- * distinct shapes.
+ * a runner must only be used by one engine at a time, so tests that run engines concurrently ask
+ * for distinct shapes.
  */
 public final class TestEngines {
   public static final TokenizerBundle TEXT = TokenizerBundle.demo();
@@ -24,7 +24,11 @@ public final class TestEngines {
   /** A demo engine with these settings and a fresh runner wrapper (no weights regenerated). */
   public static Engine demo(EngineSettings settings, SchedulingPolicy policy) {
     return new Engine(
-        "demo", runner(settings.numBlocks(), settings.blockSize()), TEXT, settings, policy,
+        "demo",
+        runner(settings.numBlocks(), settings.blockSize()),
+        TEXT,
+        settings,
+        policy,
         TEXT::compileTemplate);
   }
 

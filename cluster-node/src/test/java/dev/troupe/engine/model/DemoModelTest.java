@@ -48,11 +48,15 @@ class DemoModelTest {
   void demoRunnerProducesTheSameLogitsEveryTime() {
     float[] first;
     try (ModelRunner m = ModelRunners.openDemo(8, 16)) {
-      first = m.forward(List.of(new SequenceChunk(new int[] {9707, 11, 1879}, 0, new int[] {0}, false))).get(0)[0];
+      first =
+          m.forward(List.of(new SequenceChunk(new int[] {9707, 11, 1879}, 0, new int[] {0}, false)))
+              .get(0)[0];
       assertEquals(151936, first.length);
     }
     try (ModelRunner m = ModelRunners.openDemo(8, 16)) {
-      float[] again = m.forward(List.of(new SequenceChunk(new int[] {9707, 11, 1879}, 0, new int[] {3}, false))).get(0)[0];
+      float[] again =
+          m.forward(List.of(new SequenceChunk(new int[] {9707, 11, 1879}, 0, new int[] {3}, false)))
+              .get(0)[0];
       assertArrayEquals(first, again);
     }
   }

@@ -33,7 +33,9 @@ class ModelConfigsTest {
   @Test
   void readsARealLlama32Config() throws IOException {
     // the shape of meta-llama/Llama-3.2-1B-Instruct's config.json
-    Files.writeString(tmp.resolve("config.json"), """
+    Files.writeString(
+        tmp.resolve("config.json"),
+        """
         {"architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000,
          "eos_token_id": [128001, 128008, 128009], "head_dim": 64, "hidden_act": "silu",
          "hidden_size": 2048, "intermediate_size": 8192, "max_position_embeddings": 131072,
@@ -42,7 +44,8 @@ class ModelConfigsTest {
          "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"},
          "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
          "vocab_size": 128256}""");
-    Files.writeString(tmp.resolve("generation_config.json"),
+    Files.writeString(
+        tmp.resolve("generation_config.json"),
         "{\"bos_token_id\": 128000, \"eos_token_id\": [128001, 128008, 128009], \"temperature\": 0.6}");
     ModelConfig c = ModelConfigs.read(tmp);
     assertEquals(64, c.headDim());
@@ -56,21 +59,30 @@ class ModelConfigsTest {
 
   @Test
   void samplingDefaultsComeFromGenerationConfig() throws IOException {
-    // the shape of Qwen/Qwen3-0.6B's generation_config.json, plus the penalties vLLM main also reads
-    Files.writeString(tmp.resolve("generation_config.json"), """
+    // the shape of Qwen/Qwen3-0.6B's generation_config.json, plus the penalties vLLM main also
+    // reads
+    Files.writeString(
+        tmp.resolve("generation_config.json"),
+        """
         {"bos_token_id": 151643, "do_sample": true, "eos_token_id": [151645, 151643],
          "pad_token_id": 151643, "temperature": 0.6, "top_k": 20, "top_p": 0.95, "min_p": 0,
          "repetition_penalty": 1.05, "presence_penalty": 0.5, "frequency_penalty": -0.25,
          "max_new_tokens": 2048, "transformers_version": "4.51.0"}""");
-    assertEquals(new SamplingDefaults(0.6, 0.95, 20, 0.0, 1.05, 0.5, -0.25), ModelConfigs.samplingDefaults(tmp));
+    assertEquals(
+        new SamplingDefaults(0.6, 0.95, 20, 0.0, 1.05, 0.5, -0.25),
+        ModelConfigs.samplingDefaults(tmp));
   }
 
   @Test
   void absentSamplingKeysAreNoDefaults() throws IOException {
-    assertEquals(SamplingDefaults.NONE, ModelConfigs.samplingDefaults(tmp), "no generation_config.json");
-    Files.writeString(tmp.resolve("generation_config.json"),
+    assertEquals(
+        SamplingDefaults.NONE, ModelConfigs.samplingDefaults(tmp), "no generation_config.json");
+    Files.writeString(
+        tmp.resolve("generation_config.json"),
         "{\"eos_token_id\": 2, \"temperature\": 0.7, \"top_p\": null}");
-    assertEquals(new SamplingDefaults(0.7, null, null, null, null, null, null), ModelConfigs.samplingDefaults(tmp));
+    assertEquals(
+        new SamplingDefaults(0.7, null, null, null, null, null, null),
+        ModelConfigs.samplingDefaults(tmp));
   }
 
   @Test
@@ -83,12 +95,16 @@ class ModelConfigsTest {
 
   @Test
   void mistralSlidingWindowIsRead() throws IOException {
-    Files.writeString(tmp.resolve("config.json"), """
+    Files.writeString(
+        tmp.resolve("config.json"),
+        """
         {"architectures": ["MistralForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
          "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
          "vocab_size": 100, "sliding_window": 4096}""");
     assertEquals(4096, ModelConfigs.read(tmp).slidingWindow());
-    Files.writeString(tmp.resolve("config.json"), """
+    Files.writeString(
+        tmp.resolve("config.json"),
+        """
         {"architectures": ["MistralForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
          "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "sliding_window": null}""");
     assertEquals(0, ModelConfigs.read(tmp).slidingWindow());
@@ -96,7 +112,9 @@ class ModelConfigsTest {
 
   @Test
   void generationConfigEosComesFirstAndDefaultsApply() throws IOException {
-    Files.writeString(tmp.resolve("config.json"), """
+    Files.writeString(
+        tmp.resolve("config.json"),
+        """
         {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
          "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "eos_token_id": 7}""");
     Files.writeString(tmp.resolve("generation_config.json"), "{\"eos_token_id\": [9, 7]}");
@@ -111,20 +129,25 @@ class ModelConfigsTest {
 
   @Test
   void unsupportedArchitectureAndRopeAreClearErrors() throws IOException {
-    Files.writeString(tmp.resolve("config.json"),
+    Files.writeString(
+        tmp.resolve("config.json"),
         "{\"architectures\": [\"GPT2LMHeadModel\"], \"hidden_size\": 64, \"vocab_size\": 10}");
     ModelLoadException e = assertThrows(ModelLoadException.class, () -> ModelConfigs.read(tmp));
     assertTrue(e.getMessage().contains("unsupported architecture GPT2LMHeadModel"), e.getMessage());
     assertTrue(e.getMessage().contains("config.json"), e.getMessage());
     assertThrows(ModelLoadException.class, () -> ModelRunners.open(tmp, 4, 4));
-    Files.writeString(tmp.resolve("config.json"), """
+    Files.writeString(
+        tmp.resolve("config.json"),
+        """
         {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
          "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
          "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}""");
     e = assertThrows(ModelLoadException.class, () -> ModelConfigs.read(tmp));
     assertTrue(e.getMessage().contains("yarn"), e.getMessage());
     assertThrows(ModelLoadException.class, () -> ModelConfigs.read(tmp.resolve("absent")));
-    Files.writeString(tmp.resolve("config.json"), """
+    Files.writeString(
+        tmp.resolve("config.json"),
+        """
         {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
          "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
          "use_sliding_window": true, "sliding_window": 4096, "max_window_layers": 1}""");

@@ -20,7 +20,9 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Reading safetensors (single, sharded, three dtypes) and every way a model directory can be bad. */
+/**
+ * Reading safetensors (single, sharded, three dtypes) and every way a model directory can be bad.
+ */
 class SafetensorsWeightsTest {
   @TempDir Path tmp;
 
@@ -84,10 +86,13 @@ class SafetensorsWeightsTest {
     try (FileChannel ch = FileChannel.open(f, StandardOpenOption.WRITE)) {
       ch.truncate(ch.size() - 10);
     }
-    ModelLoadException e = assertThrows(ModelLoadException.class, () -> SafetensorsWeights.open(dir));
+    ModelLoadException e =
+        assertThrows(ModelLoadException.class, () -> SafetensorsWeights.open(dir));
     assertTrue(e.getMessage().contains(f.toString()), e.getMessage());
     assertTrue(e.getMessage().contains("truncated"), e.getMessage());
-    assertTrue(e.getMessage().contains("lm_head.weight") || e.getMessage().contains("model."), e.getMessage());
+    assertTrue(
+        e.getMessage().contains("lm_head.weight") || e.getMessage().contains("model."),
+        e.getMessage());
   }
 
   @Test
@@ -98,19 +103,24 @@ class SafetensorsWeightsTest {
     ByteBuffer b = ByteBuffer.allocate(8 + junk.length).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(junk.length).put(junk);
     Files.write(f, b.array());
-    ModelLoadException e = assertThrows(ModelLoadException.class, () -> SafetensorsWeights.open(dir));
-    assertTrue(e.getMessage().contains(f.toString()) && e.getMessage().contains("JSON"), e.getMessage());
+    ModelLoadException e =
+        assertThrows(ModelLoadException.class, () -> SafetensorsWeights.open(dir));
+    assertTrue(
+        e.getMessage().contains(f.toString()) && e.getMessage().contains("JSON"), e.getMessage());
     Files.write(f, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(1L << 40).array());
     e = assertThrows(ModelLoadException.class, () -> SafetensorsWeights.open(dir));
     assertTrue(e.getMessage().contains("header length"), e.getMessage());
-    assertThrows(ModelLoadException.class, () -> SafetensorsWeights.open(tmp.resolve("nothing-here")));
+    assertThrows(
+        ModelLoadException.class, () -> SafetensorsWeights.open(tmp.resolve("nothing-here")));
   }
 
   @Test
   void unsupportedDtypeFailsOnlyWhenThatTensorIsRead() throws IOException {
     Path dir = Files.createDirectories(tmp.resolve("i64"));
-    byte[] header = ("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-        + "\"step\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[4,12]}}").getBytes();
+    byte[] header =
+        ("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                + "\"step\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[4,12]}}")
+            .getBytes();
     ByteBuffer b = ByteBuffer.allocate(8 + header.length + 12).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(header.length).put(header).putFloat(2.5f).putLong(7L);
     Files.write(dir.resolve("model.safetensors"), b.array());
@@ -127,7 +137,8 @@ class SafetensorsWeightsTest {
     Map<String, float[]> w = TinyModels.randomWeights(c, 1);
     w.remove("model.layers.1.mlp.up_proj.weight");
     Path dir = TinyModels.write(tmp.resolve("m"), c, w, DType.F32, false);
-    ModelLoadException e = assertThrows(ModelLoadException.class, () -> ModelRunners.open(dir, 4, 4));
+    ModelLoadException e =
+        assertThrows(ModelLoadException.class, () -> ModelRunners.open(dir, 4, 4));
     assertTrue(e.getMessage().contains("model.layers.1.mlp.up_proj.weight"), e.getMessage());
     assertTrue(e.getMessage().contains(dir.toString()), e.getMessage());
   }
@@ -148,7 +159,8 @@ class SafetensorsWeightsTest {
     }
     assertTrue(first.containsKey("model.layers.0.self_attn.q_proj.weight"));
     TinyModels.writeSafetensors(shard, first, shapes, DType.F32);
-    ModelLoadException e = assertThrows(ModelLoadException.class, () -> ModelRunners.open(dir, 4, 4));
+    ModelLoadException e =
+        assertThrows(ModelLoadException.class, () -> ModelRunners.open(dir, 4, 4));
     assertTrue(e.getMessage().contains("model.layers.0.self_attn.q_proj.weight"), e.getMessage());
     assertTrue(e.getMessage().contains(shard.toString()), e.getMessage());
     assertTrue(e.getMessage().contains("[32, 64]"), e.getMessage());
@@ -159,9 +171,13 @@ class SafetensorsWeightsTest {
     Path dir = TinyModels.write(tmp.resolve("m"), Arch.LLAMA, DType.BF16, 1, true);
     Path index = dir.resolve("model.safetensors.index.json");
     String s = Files.readString(index);
-    Files.writeString(index, s.replace("\"model.norm.weight\": \"model-00002-of-00002.safetensors\"",
-        "\"model.norm.weight\": \"model-00001-of-00002.safetensors\""));
-    ModelLoadException e = assertThrows(ModelLoadException.class, () -> SafetensorsWeights.open(dir));
+    Files.writeString(
+        index,
+        s.replace(
+            "\"model.norm.weight\": \"model-00002-of-00002.safetensors\"",
+            "\"model.norm.weight\": \"model-00001-of-00002.safetensors\""));
+    ModelLoadException e =
+        assertThrows(ModelLoadException.class, () -> SafetensorsWeights.open(dir));
     assertTrue(e.getMessage().contains("model.norm.weight"), e.getMessage());
     assertTrue(e.getMessage().contains("model-00001-of-00002.safetensors"), e.getMessage());
   }

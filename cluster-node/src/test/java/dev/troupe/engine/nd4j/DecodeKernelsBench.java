@@ -8,16 +8,18 @@ import org.nd4j.linalg.factory.Nd4j;
 /**
  * Per-shape timing of {@link Linear}'s two product paths (BLAS vs {@link DecodeKernels}) behind the
  * dispatch rule in docs/engine.md. Not a test (surefire runs {@code *Test} classes only); run it
- * with the test classpath, {@code --add-modules jdk.incubator.vector} and
- * {@code -Dtroupe.engine.kernelMinRows=1 -Dtroupe.engine.kernelMaxRows=64} so the kernel path takes
- * every row count (see docs/benchmarks.md).
+ * with the test classpath, {@code --add-modules jdk.incubator.vector} and {@code
+ * -Dtroupe.engine.kernelMinRows=1 -Dtroupe.engine.kernelMaxRows=64} so the kernel path takes every
+ * row count (see docs/benchmarks.md).
  */
 public final class DecodeKernelsBench {
   private DecodeKernelsBench() {}
 
   public static void main(String[] args) {
     // small model: qkv, gate/up, down, LM head; medium model: gate/up, down
-    int[][] shapes = {{1024, 512}, {3072, 512}, {512, 1536}, {128256, 512}, {5632, 1024}, {1024, 2816}};
+    int[][] shapes = {
+      {1024, 512}, {3072, 512}, {512, 1536}, {128256, 512}, {5632, 1024}, {1024, 2816}
+    };
     int[] rowsList = {1, 2, 4, 8, 16, 24, 32};
     Random r = new Random(1);
     Linear.Scratch sc = new Linear.Scratch();

@@ -15,8 +15,11 @@ class DecodeKernelsTest {
 
   @Test
   void vectorModuleIsOnInTests() {
-    // the surefire argLine adds jdk.incubator.vector; without it every kernel test below would be moot
-    assertTrue(DecodeKernels.AVAILABLE, "DecodeKernels unavailable: is --add-modules jdk.incubator.vector set?");
+    // the surefire argLine adds jdk.incubator.vector; without it every kernel test below would be
+    // moot
+    assertTrue(
+        DecodeKernels.AVAILABLE,
+        "DecodeKernels unavailable: is --add-modules jdk.incubator.vector set?");
   }
 
   @Test
@@ -24,9 +27,7 @@ class DecodeKernelsTest {
     int[] rowsList = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33};
     int[] outs = {1, 3, 4, 5, 7, 8, 13, 131, 1000}; // 131·515 and 1000·515 take the 2-thread path
     int[] ins = {1, 3, 15, 16, 17, 33, 100, 512, 515};
-    for (int rows : rowsList)
-      for (int out : outs)
-        for (int in : ins) check(rows, out, in);
+    for (int rows : rowsList) for (int out : outs) for (int in : ins) check(rows, out, in);
   }
 
   private void check(int rows, int out, int in) {
@@ -42,7 +43,11 @@ class DecodeKernelsTest {
           mag += Math.abs((double) x[b * in + i] * w[o * in + i]);
         }
         float got = y[b * out + o];
-        assertEquals(s, got, 1e-5 * (1 + mag), "rows=" + rows + " out=" + out + " in=" + in + " at [" + b + "," + o + "]");
+        assertEquals(
+            s,
+            got,
+            1e-5 * (1 + mag),
+            "rows=" + rows + " out=" + out + " in=" + in + " at [" + b + "," + o + "]");
       }
   }
 
@@ -56,9 +61,11 @@ class DecodeKernelsTest {
       try {
         for (int rows : new int[] {1, 2, 5, 16, 17, 40}) {
           float[] x = random(rows * in);
-          assertArrayEquals(blas.apply(scratch, x, rows), kern.apply(scratch, x, rows), 1e-4f, "rows=" + rows);
+          assertArrayEquals(
+              blas.apply(scratch, x, rows), kern.apply(scratch, x, rows), 1e-4f, "rows=" + rows);
           float[][] a = blas.applyRows(scratch, x, rows), b = kern.applyRows(scratch, x, rows);
-          for (int r = 0; r < rows; r++) assertArrayEquals(a[r], b[r], 1e-4f, "rows=" + rows + " row " + r);
+          for (int r = 0; r < rows; r++)
+            assertArrayEquals(a[r], b[r], 1e-4f, "rows=" + rows + " row " + r);
         }
       } finally {
         scratch.close();

@@ -18,10 +18,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Our logits against PyTorch's for tiny random models in Hugging Face format. The models and
- * {@code golden.json} under {@code src/test/resources/golden/} are written by
- * {@code tools/golden/make_golden.py} (Debian python3-torch, the transformers model math in torch):
- * Llama with llama3 rope scaling in BF16, Qwen3 with q/k norm and tied embeddings in F16.
+ * Our logits against PyTorch's for tiny random models in Hugging Face format. The models and {@code
+ * golden.json} under {@code src/test/resources/golden/} are written by {@code
+ * tools/golden/make_golden.py} (Debian python3-torch, the transformers model math in torch): Llama
+ * with llama3 rope scaling in BF16, Qwen3 with q/k norm and tied embeddings in F16.
  */
 class GoldenLogitsTest {
 
@@ -41,17 +41,22 @@ class GoldenLogitsTest {
     try (ModelRunner m = ModelRunners.open(dir, 16, 8)) {
       int[] table = {5, 2, 9, 0, 7, 1};
       int split = 25;
-      float[][] prefill = m.forward(List.of(new SequenceChunk(Arrays.copyOf(tokens, split), 0, table, true))).get(0);
-      for (int t = 0; t < split; t++) assertClose(golden[t], prefill[t], name + " prefill position " + t);
+      float[][] prefill =
+          m.forward(List.of(new SequenceChunk(Arrays.copyOf(tokens, split), 0, table, true)))
+              .get(0);
+      for (int t = 0; t < split; t++)
+        assertClose(golden[t], prefill[t], name + " prefill position " + t);
       for (int t = split; t < tokens.length; t++) {
-        float[] l = m.forward(List.of(new SequenceChunk(new int[] {tokens[t]}, t, table, false))).get(0)[0];
+        float[] l =
+            m.forward(List.of(new SequenceChunk(new int[] {tokens[t]}, t, table, false))).get(0)[0];
         assertClose(golden[t], l, name + " decode position " + t);
       }
     }
     // the scalar reference used by the other tests agrees with PyTorch too
     try (WeightSource w = ModelRunners.weights(dir)) {
       float[][] ref = new ScalarReferenceModel(ModelConfigs.read(dir), w).logits(tokens);
-      for (int t = 0; t < tokens.length; t++) assertClose(golden[t], ref[t], name + " reference position " + t);
+      for (int t = 0; t < tokens.length; t++)
+        assertClose(golden[t], ref[t], name + " reference position " + t);
     }
   }
 

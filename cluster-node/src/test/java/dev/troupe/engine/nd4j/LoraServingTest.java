@@ -62,8 +62,15 @@ class LoraServingTest {
   void adapterChunksMatchMergedWeightsAndBaseChunksStayBase() {
     ModelConfig c = TinyModels.config(Arch.QWEN3);
     Map<String, float[]> base = TinyModels.randomWeights(c, 99);
-    LoraAdapter ad = randomAdapter(c, 5, "self_attn.q_proj", "self_attn.v_proj", "self_attn.o_proj",
-        "mlp.gate_proj", "mlp.down_proj");
+    LoraAdapter ad =
+        randomAdapter(
+            c,
+            5,
+            "self_attn.q_proj",
+            "self_attn.v_proj",
+            "self_attn.o_proj",
+            "mlp.gate_proj",
+            "mlp.down_proj");
     LoraAdapter ad2 = randomAdapter(c, 6, "self_attn.k_proj", "mlp.up_proj");
     int[] prompt = {3, 14, 15, 92, 65, 35, 89, 79, 32, 38};
     float[][] refBase = new ScalarReferenceModel(c, new MapWeights(c, base)).logits(prompt);
@@ -79,22 +86,32 @@ class LoraServingTest {
                   new SequenceChunk(prompt, 0, new int[] {0, 1, 2}, true, 1),
                   new SequenceChunk(prompt, 0, new int[] {3, 4, 5}, false, 0),
                   new SequenceChunk(prompt, 0, new int[] {6, 7, 8}, false, 2)));
-      for (int t = 0; t < prompt.length; t++) assertTrue(maxDiff(out.get(0)[t], refAd[t]) < 1e-4, "adapter row " + t);
+      for (int t = 0; t < prompt.length; t++)
+        assertTrue(maxDiff(out.get(0)[t], refAd[t]) < 1e-4, "adapter row " + t);
       assertTrue(maxDiff(out.get(1)[0], refBase[9]) < 1e-4, "base chunk");
       assertTrue(maxDiff(out.get(2)[0], refAd2[9]) < 1e-4, "second adapter");
       // a decode step keeps its adapter
-      float[][] dec = m.forward(List.of(new SequenceChunk(new int[] {7}, 10, new int[] {0, 1, 2}, false, 1))).get(0);
+      float[][] dec =
+          m.forward(List.of(new SequenceChunk(new int[] {7}, 10, new int[] {0, 1, 2}, false, 1)))
+              .get(0);
       int[] longer = java.util.Arrays.copyOf(prompt, 11);
       longer[10] = 7;
       float[][] refLonger = new ScalarReferenceModel(c, merged(c, base, ad)).logits(longer);
       assertTrue(maxDiff(dec[0], refLonger[10]) < 1e-4);
       m.removeAdapter(1);
-      assertThrows(IllegalArgumentException.class,
-          () -> m.forward(List.of(new SequenceChunk(new int[] {7}, 11, new int[] {0, 1, 2}, false, 1))));
+      assertThrows(
+          IllegalArgumentException.class,
+          () ->
+              m.forward(
+                  List.of(new SequenceChunk(new int[] {7}, 11, new int[] {0, 1, 2}, false, 1))));
       Map<String, float[]> bad = Map.of("model.layers.0.self_attn.q_proj", new float[3]);
-      assertThrows(IllegalArgumentException.class, () -> m.registerAdapter(3, new LoraAdapter(1, 1, 1, bad, bad)));
+      assertThrows(
+          IllegalArgumentException.class,
+          () -> m.registerAdapter(3, new LoraAdapter(1, 1, 1, bad, bad)));
       Map<String, float[]> unknown = Map.of("model.layers.9.self_attn.q_proj", new float[32]);
-      assertThrows(IllegalArgumentException.class, () -> m.registerAdapter(3, new LoraAdapter(1, 1, 1, unknown, unknown)));
+      assertThrows(
+          IllegalArgumentException.class,
+          () -> m.registerAdapter(3, new LoraAdapter(1, 1, 1, unknown, unknown)));
     }
   }
 }

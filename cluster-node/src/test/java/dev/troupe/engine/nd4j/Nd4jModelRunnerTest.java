@@ -58,7 +58,13 @@ class Nd4jModelRunnerTest {
   @ParameterizedTest
   @EnumSource(Arch.class)
   void matchesScalarReferenceForSingleSequencesChunksAndMixedBatches(Arch arch) throws Exception {
-    Path dir = TinyModels.write(tmp.resolve(arch.name()), arch, dtypeFor(arch), 42 + arch.ordinal(), arch == Arch.QWEN3);
+    Path dir =
+        TinyModels.write(
+            tmp.resolve(arch.name()),
+            arch,
+            dtypeFor(arch),
+            42 + arch.ordinal(),
+            arch == Arch.QWEN3);
     Random r = new Random(7);
     int[] a = randomTokens(r, 23, 97), b = randomTokens(r, 9, 97), c = randomTokens(r, 14, 97);
     float[][] refA, refB, refC;
@@ -73,30 +79,44 @@ class Nd4jModelRunnerTest {
       int[] tableA = blocks(9, 3, 17, 0, 5, 30);
       float[][] all = m.forward(List.of(new SequenceChunk(a, 0, tableA, true))).get(0);
       for (int t = 0; t < a.length; t++)
-        assertTrue(maxDiff(all[t], refA[t]) < TOL, arch + " single sequence, position " + t + ": " + maxDiff(all[t], refA[t]));
+        assertTrue(
+            maxDiff(all[t], refA[t]) < TOL,
+            arch + " single sequence, position " + t + ": " + maxDiff(all[t], refA[t]));
 
       // 2. the same prompt as chunked prefill (7 tokens: per-token attention; 9 tokens after a
       // cached prefix: GEMM attention) then decode steps, in other blocks
       int[] tableA2 = blocks(1, 2, 4, 6, 7, 8);
-      float[][] l = m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOfRange(a, 0, 7), 0, tableA2, false))).get(0);
+      float[][] l =
+          m.forward(
+                  List.of(
+                      new SequenceChunk(java.util.Arrays.copyOfRange(a, 0, 7), 0, tableA2, false)))
+              .get(0);
       assertTrue(maxDiff(l[0], refA[6]) < TOL);
-      l = m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOfRange(a, 7, 16), 7, tableA2, true))).get(0);
-      for (int i = 0; i < 9; i++) assertTrue(maxDiff(l[i], refA[7 + i]) < TOL, arch + " chunked prefill " + i);
+      l =
+          m.forward(
+                  List.of(
+                      new SequenceChunk(java.util.Arrays.copyOfRange(a, 7, 16), 7, tableA2, true)))
+              .get(0);
+      for (int i = 0; i < 9; i++)
+        assertTrue(maxDiff(l[i], refA[7 + i]) < TOL, arch + " chunked prefill " + i);
       for (int t = 16; t < a.length; t++) {
         l = m.forward(List.of(new SequenceChunk(new int[] {a[t]}, t, tableA2, false))).get(0);
-        assertTrue(maxDiff(l[0], refA[t]) < TOL, arch + " decode at " + t + ": " + maxDiff(l[0], refA[t]));
+        assertTrue(
+            maxDiff(l[0], refA[t]) < TOL, arch + " decode at " + t + ": " + maxDiff(l[0], refA[t]));
       }
 
       // 3. mixed batch: b prefilling 6 tokens, c prefilling all, a decoding (cache from step 2)
       int[] tableB = blocks(10, 11, 12), tableC = blocks(13, 14, 15, 16);
-      m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOfRange(b, 0, 3), 0, tableB, false)));
+      m.forward(
+          List.of(new SequenceChunk(java.util.Arrays.copyOfRange(b, 0, 3), 0, tableB, false)));
       List<float[][]> mixed =
           m.forward(
               List.of(
                   new SequenceChunk(java.util.Arrays.copyOfRange(b, 3, 9), 3, tableB, true),
                   new SequenceChunk(new int[] {a[a.length - 1]}, a.length - 1, tableA2, false),
                   new SequenceChunk(c, 0, tableC, false)));
-      for (int i = 0; i < 6; i++) assertTrue(maxDiff(mixed.get(0)[i], refB[3 + i]) < TOL, arch + " mixed b " + i);
+      for (int i = 0; i < 6; i++)
+        assertTrue(maxDiff(mixed.get(0)[i], refB[3 + i]) < TOL, arch + " mixed b " + i);
       assertTrue(maxDiff(mixed.get(1)[0], refA[a.length - 1]) < TOL, arch + " mixed a");
       assertEquals(1, mixed.get(2).length);
       assertTrue(maxDiff(mixed.get(2)[0], refC[c.length - 1]) < TOL, arch + " mixed c");
@@ -106,7 +126,8 @@ class Nd4jModelRunnerTest {
   @Test
   void mistralSlidingWindowLimitsAttention() throws Exception {
     ModelConfig c = TinyModels.withSlidingWindow(TinyModels.config(Arch.MISTRAL), 6);
-    Path dir = TinyModels.write(tmp.resolve("w"), c, TinyModels.randomWeights(c, 12), DType.F32, false);
+    Path dir =
+        TinyModels.write(tmp.resolve("w"), c, TinyModels.randomWeights(c, 12), DType.F32, false);
     assertEquals(6, ModelConfigs.read(dir).slidingWindow());
     int[] a = randomTokens(new Random(4), 20, 97);
     float[][] ref, full;
@@ -118,10 +139,13 @@ class Nd4jModelRunnerTest {
     try (ModelRunner m = ModelRunners.open(dir, 16, BS)) {
       int[] table = {4, 0, 9, 2, 7};
       // GEMM path (12-token chunk), then per-token path (decode)
-      float[][] l = m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOf(a, 12), 0, table, true))).get(0);
+      float[][] l =
+          m.forward(List.of(new SequenceChunk(java.util.Arrays.copyOf(a, 12), 0, table, true)))
+              .get(0);
       for (int t = 0; t < 12; t++) assertTrue(maxDiff(l[t], ref[t]) < TOL, "prefill " + t);
       for (int t = 12; t < a.length; t++) {
-        float[] d = m.forward(List.of(new SequenceChunk(new int[] {a[t]}, t, table, false))).get(0)[0];
+        float[] d =
+            m.forward(List.of(new SequenceChunk(new int[] {a[t]}, t, table, false))).get(0)[0];
         assertTrue(maxDiff(d, ref[t]) < TOL, "decode " + t);
       }
     }
@@ -139,7 +163,9 @@ class Nd4jModelRunnerTest {
       for (int i = 0; i < n; i++) {
         int[] table = {i * 4, i * 4 + 1, i * 4 + 2, i * 4 + 3};
         alone.add(m.forward(List.of(new SequenceChunk(prompts[i], 0, table, false))).get(0)[0]);
-        alone.add(m.forward(List.of(new SequenceChunk(new int[] {i}, prompts[i].length, table, false))).get(0)[0]);
+        alone.add(
+            m.forward(List.of(new SequenceChunk(new int[] {i}, prompts[i].length, table, false)))
+                .get(0)[0]);
       }
       List<SequenceChunk> prefill = new ArrayList<>(), decode = new ArrayList<>();
       for (int i = 0; i < n; i++) {
@@ -191,13 +217,19 @@ class Nd4jModelRunnerTest {
     int[] prompt = {5, 6, 7, 8, 9, 10};
     try (ModelRunner m = ModelRunners.open(dir, 8, BS)) {
       m.forward(List.of(new SequenceChunk(prompt, 0, new int[] {0, 1}, false)));
-      float[] expected = m.forward(List.of(new SequenceChunk(new int[] {11}, 6, new int[] {0, 1}, false))).get(0)[0];
+      float[] expected =
+          m.forward(List.of(new SequenceChunk(new int[] {11}, 6, new int[] {0, 1}, false)))
+              .get(0)[0];
       // a fork: block 0 shared, block 1 copied to 2 before the fork writes into it
       m.copyBlock(1, 2);
-      float[] forked = m.forward(List.of(new SequenceChunk(new int[] {11}, 6, new int[] {0, 2}, false))).get(0)[0];
+      float[] forked =
+          m.forward(List.of(new SequenceChunk(new int[] {11}, 6, new int[] {0, 2}, false)))
+              .get(0)[0];
       assertTrue(maxDiff(expected, forked) < 1e-6);
       // without the copy, block 3 holds nothing of this sequence and the logits differ
-      float[] wrong = m.forward(List.of(new SequenceChunk(new int[] {11}, 6, new int[] {0, 3}, false))).get(0)[0];
+      float[] wrong =
+          m.forward(List.of(new SequenceChunk(new int[] {11}, 6, new int[] {0, 3}, false)))
+              .get(0)[0];
       assertTrue(maxDiff(expected, wrong) > 1e-3);
     }
   }
@@ -206,10 +238,20 @@ class Nd4jModelRunnerTest {
   void rejectsBadChunks() throws Exception {
     Path dir = TinyModels.write(tmp.resolve("m"), Arch.LLAMA, DType.F32, 3, false);
     try (ModelRunner m = ModelRunners.open(dir, 4, BS)) {
-      assertThrows(IllegalArgumentException.class, () -> m.forward(List.of(new SequenceChunk(new int[] {1, 2, 3, 4, 5}, 0, new int[] {0}, false))));
-      assertThrows(IllegalArgumentException.class, () -> m.forward(List.of(new SequenceChunk(new int[] {97}, 0, new int[] {0}, false))));
-      assertThrows(IllegalArgumentException.class, () -> m.forward(List.of(new SequenceChunk(new int[] {1}, 0, new int[] {4}, false))));
-      assertThrows(IllegalArgumentException.class, () -> m.forward(List.of(new SequenceChunk(new int[] {1}, 0, new int[] {0}, false, 3))));
+      assertThrows(
+          IllegalArgumentException.class,
+          () ->
+              m.forward(
+                  List.of(new SequenceChunk(new int[] {1, 2, 3, 4, 5}, 0, new int[] {0}, false))));
+      assertThrows(
+          IllegalArgumentException.class,
+          () -> m.forward(List.of(new SequenceChunk(new int[] {97}, 0, new int[] {0}, false))));
+      assertThrows(
+          IllegalArgumentException.class,
+          () -> m.forward(List.of(new SequenceChunk(new int[] {1}, 0, new int[] {4}, false))));
+      assertThrows(
+          IllegalArgumentException.class,
+          () -> m.forward(List.of(new SequenceChunk(new int[] {1}, 0, new int[] {0}, false, 3))));
       assertThrows(IllegalArgumentException.class, () -> m.copyBlock(0, 4));
     }
   }

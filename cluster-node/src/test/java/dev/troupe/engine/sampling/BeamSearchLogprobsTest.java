@@ -36,7 +36,8 @@ class BeamSearchLogprobsTest {
     for (int trial = 0; trial < 40; trial++) {
       float[][][] table = new float[7][VOCAB][VOCAB];
       for (float[][] pos : table)
-        for (float[] row : pos) for (int i = 0; i < VOCAB; i++) row[i] = (float) (r.nextGaussian() * 2);
+        for (float[] row : pos)
+          for (int i = 0; i < VOCAB; i++) row[i] = (float) (r.nextGaussian() * 2);
       for (boolean includeStop : new boolean[] {false, true}) {
         for (BeamSearch.Result res : run(table, includeStop, null)) assertNull(res.details());
         List<BeamSearch.Result> plain = run(table, includeStop, null);
@@ -45,7 +46,9 @@ class BeamSearchLogprobsTest {
         for (int b = 0; b < results.size(); b++) {
           BeamSearch.Result res = results.get(b);
           // Keeping details does not change the search.
-          assertEquals(java.util.Arrays.toString(plain.get(b).tokens()), java.util.Arrays.toString(res.tokens()));
+          assertEquals(
+              java.util.Arrays.toString(plain.get(b).tokens()),
+              java.util.Arrays.toString(res.tokens()));
           if (res.finishReason() == FinishReason.STOP) stops++;
           assertEquals(res.tokens().length, res.details().size());
           for (int t = 0; t < res.tokens().length; t++) {

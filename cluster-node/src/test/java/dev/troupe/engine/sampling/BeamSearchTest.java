@@ -66,10 +66,17 @@ class BeamSearchTest {
   private record Seq(List<Integer> tokens, double cum, String finish) {}
 
   private static List<Seq> reference(
-      Table table, int width, int maxTokens, int prompt, int eos, boolean ignoreEos,
-      double penalty, boolean include) {
+      Table table,
+      int width,
+      int maxTokens,
+      int prompt,
+      int eos,
+      boolean ignoreEos,
+      double penalty,
+      boolean include) {
     Comparator<Seq> byScore =
-        Comparator.comparingDouble((Seq s) -> score(s.tokens, s.cum, prompt, eos, penalty)).reversed();
+        Comparator.comparingDouble((Seq s) -> score(s.tokens, s.cum, prompt, eos, penalty))
+            .reversed();
     List<Seq> beams = new ArrayList<>(List.of(new Seq(List.of(), 0, null)));
     List<Seq> done = new ArrayList<>();
     for (int step = 0; step < maxTokens; step++) {
@@ -97,7 +104,8 @@ class BeamSearchTest {
     return all.subList(0, Math.min(width, all.size()));
   }
 
-  private static double score(List<Integer> tokens, double cum, int prompt, int eos, double penalty) {
+  private static double score(
+      List<Integer> tokens, double cum, int prompt, int eos, double penalty) {
     int len = prompt + tokens.size();
     if (!tokens.isEmpty() && tokens.get(tokens.size() - 1) == eos) len--;
     return cum / Math.pow(len, penalty);
@@ -140,13 +148,15 @@ class BeamSearchTest {
       List<Seq> all = new ArrayList<>();
       enumerate(table, new ArrayList<>(), 0.0, maxTokens, all);
       all.sort(
-          Comparator.comparingDouble((Seq s) -> score(s.tokens, s.cum, prompt, 0, penalty)).reversed());
+          Comparator.comparingDouble((Seq s) -> score(s.tokens, s.cum, prompt, 0, penalty))
+              .reversed());
       List<BeamSearch.Result> got =
           drive(new BeamSearch(width, maxTokens, prompt, 0, false, penalty, true), table);
       assertEquals(width, got.size());
       for (int i = 0; i < width; i++) {
         assertEquals(all.get(i).tokens, toList(got.get(i).tokens()), "trial " + trial + " #" + i);
-        assertEquals(score(all.get(i).tokens, all.get(i).cum, prompt, 0, penalty), got.get(i).score(), 1e-9);
+        assertEquals(
+            score(all.get(i).tokens, all.get(i).cum, prompt, 0, penalty), got.get(i).score(), 1e-9);
       }
     }
   }

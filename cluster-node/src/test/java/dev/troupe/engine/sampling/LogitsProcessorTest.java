@@ -15,8 +15,8 @@ class LogitsProcessorTest {
   private static final String SET = ProcessorFixtures.SetLogit.class.getName();
   private static final String BOOST = ProcessorFixtures.BoostZero.class.getName();
   private static final String MAX = ProcessorFixtures.RecordMax.class.getName();
-  private static final String EXPLODING = LogitsProcessorTest.class.getPackageName()
-      + ".ProcessorFixtures$Exploding";
+  private static final String EXPLODING =
+      LogitsProcessorTest.class.getPackageName() + ".ProcessorFixtures$Exploding";
   private static final String NOT = ProcessorFixtures.NotAProcessor.class.getName();
 
   private static final LogitsProcessorRegistry REGISTRY =

@@ -33,8 +33,31 @@ final class Params {
 
   SamplingParams build() {
     return new SamplingParams(
-        n, temperature, topP, topK, minP, presence, frequency, repetition, seed, maxTokens,
-        minTokens, stop, stopTokenIds, includeStop, ignoreEos, logprobs, null, true, true,
-        logitBias, allowed, badWords, beam, lengthPenalty, processors, xargs);
+        n,
+        temperature,
+        topP,
+        topK,
+        minP,
+        presence,
+        frequency,
+        repetition,
+        seed,
+        maxTokens,
+        minTokens,
+        stop,
+        stopTokenIds,
+        includeStop,
+        ignoreEos,
+        logprobs,
+        null,
+        true,
+        true,
+        logitBias,
+        allowed,
+        badWords,
+        beam,
+        lengthPenalty,
+        processors,
+        xargs);
   }
 }

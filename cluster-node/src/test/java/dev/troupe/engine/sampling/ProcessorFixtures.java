@@ -33,7 +33,9 @@ final class ProcessorFixtures {
               + context.promptLength()
               + " out="
               + context.outputLength()
-              + (context.outputLength() > 0 ? ":" + context.outputToken(context.outputLength() - 1) : "")
+              + (context.outputLength() > 0
+                  ? ":" + context.outputToken(context.outputLength() - 1)
+                  : "")
               + " xargs="
               + context.engineXargs().get("tag"));
       logits[token] = value;

@@ -41,8 +41,9 @@ class RealTokenizerSamplingTest {
     Params p = new Params();
     p.temperature = 0;
     p.badWords = List.of("hello world");
-    Sampler s = new SamplerFactory(vocab, tok, eos, LogitsProcessorRegistry.none()).create(
-        p.build(), new int[0], 0);
+    Sampler s =
+        new SamplerFactory(vocab, tok, eos, LogitsProcessorRegistry.none())
+            .create(p.build(), new int[0], 0);
     float[] logits = new float[vocab];
     int world = spaced[1]; // " world" ends both forms
     logits[world] = 5f;
@@ -76,7 +77,8 @@ class RealTokenizerSamplingTest {
     assertTrue(used < ids.length);
 
     // EOS: excluded from the text, stop_reason null
-    StopChecker e = new StopChecker(new Params().build(), eos, tok.newDetokenizer(new int[0], false, true));
+    StopChecker e =
+        new StopChecker(new Params().build(), eos, tok.newDetokenizer(new int[0], false, true));
     for (int id : tok.encode("Hi", false)) e.append(id);
     StopChecker.Update last = e.append(eos.eosTokenId());
     assertEquals("Hi", e.text());

@@ -40,7 +40,8 @@ final class ReferenceSampling {
         if (output[output.length - (w.length - 1) + j] != w[j]) match = false;
       if (match) x[w[w.length - 1]] = Float.NEGATIVE_INFINITY;
     }
-    if (output.length < p.minTokens()) for (int id : minTokensStopIds) x[id] = Float.NEGATIVE_INFINITY;
+    if (output.length < p.minTokens())
+      for (int id : minTokensStopIds) x[id] = Float.NEGATIVE_INFINITY;
     for (Map.Entry<Integer, Double> e : p.logitBias().entrySet())
       x[e.getKey()] += (float) Math.max(-100, Math.min(100, e.getValue()));
     // penalties

@@ -46,7 +46,8 @@ class SamplerTest {
       if (r.nextBoolean()) p.repetition = 0.5 + r.nextDouble() * 1.5;
       if (r.nextBoolean()) p.frequency = r.nextDouble() * 4 - 2;
       if (r.nextBoolean()) p.presence = r.nextDouble() * 4 - 2;
-      if (r.nextInt(3) == 0) p.logitBias = Map.of(6 + r.nextInt(V - 6), r.nextDouble() * 300 - 150, 5, -3.0);
+      if (r.nextInt(3) == 0)
+        p.logitBias = Map.of(6 + r.nextInt(V - 6), r.nextDouble() * 300 - 150, 5, -3.0);
       if (r.nextInt(4) == 0) p.allowed = List.of(1, 2, 3, 5, 8, 13, 21, 34, r.nextInt(V));
       if (r.nextInt(3) == 0) p.minTokens = r.nextInt(6);
       if (r.nextInt(3) == 0) p.stopTokenIds = List.of(7, 9);
@@ -209,7 +210,8 @@ class SamplerTest {
         if (variant == 1) p.topP = 1e-9;
         if (variant == 2) p.minP = 1.0;
         Sampler s = factory().create(p.build(), new int[0], 0);
-        for (int i = 0; i < 5; i++) assertEquals(argmax, s.next(logits).token(), "variant " + variant);
+        for (int i = 0; i < 5; i++)
+          assertEquals(argmax, s.next(logits).token(), "variant " + variant);
       }
     }
   }
@@ -250,7 +252,8 @@ class SamplerTest {
   @Test
   void topPOnALargeFlatVocabularyFallsBackToAFullSort() {
     int v = 5000;
-    SamplerFactory f = new SamplerFactory(v, null, EosTokens.none(), LogitsProcessorRegistry.none());
+    SamplerFactory f =
+        new SamplerFactory(v, null, EosTokens.none(), LogitsProcessorRegistry.none());
     Random r = new Random(5);
     float[] logits = new float[v];
     for (int i = 0; i < v; i++) logits[i] = (float) (r.nextGaussian() * 0.1);
@@ -265,7 +268,8 @@ class SamplerTest {
   @Test
   void topPOnALargeVocabularyMatchesTheFullSortReference() {
     int v = 30000;
-    SamplerFactory f = new SamplerFactory(v, null, EosTokens.none(), LogitsProcessorRegistry.none());
+    SamplerFactory f =
+        new SamplerFactory(v, null, EosTokens.none(), LogitsProcessorRegistry.none());
     Random r = new Random(12);
     for (double scale : new double[] {0.5, 3, 8}) {
       float[] logits = new float[v];
@@ -277,8 +281,10 @@ class SamplerTest {
         p.minP = scale == 8 ? 0.001 : 0;
         SamplingParams sp = p.build();
         double[] expected =
-            ReferenceSampling.probabilities(sp, new int[0], new int[0], logits, Set.of(), List.of());
-        assertDistribution(expected, f.create(sp, new int[0], 0).probabilities(logits), "p " + topP);
+            ReferenceSampling.probabilities(
+                sp, new int[0], new int[0], logits, Set.of(), List.of());
+        assertDistribution(
+            expected, f.create(sp, new int[0], 0).probabilities(logits), "p " + topP);
       }
     }
   }
@@ -297,7 +303,8 @@ class SamplerTest {
       p.topK = (int) c[2];
       Sampler s = factory().create(p.build(), new int[0], 0);
       double[] expected =
-          ReferenceSampling.probabilities(p.build(), new int[0], new int[0], logits, Set.of(), List.of());
+          ReferenceSampling.probabilities(
+              p.build(), new int[0], new int[0], logits, Set.of(), List.of());
       int draws = 20000;
       int[] counts = new int[V];
       for (int i = 0; i < draws; i++) counts[s.next(logits).token()]++;
@@ -345,7 +352,8 @@ class SamplerTest {
     Sampler noisy2 = batch.create(sp, new int[] {1, 2}, 2);
     Random interleave = new Random(8);
     for (int i = 0; i < rows.size(); i++) {
-      for (int k = interleave.nextInt(3); k > 0; k--) noisy1.accept(noisy1.next(rows.get(i)).token());
+      for (int k = interleave.nextInt(3); k > 0; k--)
+        noisy1.accept(noisy1.next(rows.get(i)).token());
       int t = mine.next(rows.get(i)).token();
       mine.accept(t);
       noisy2.accept(noisy2.next(rows.get((i + 5) % rows.size())).token());
@@ -362,7 +370,8 @@ class SamplerTest {
     }
     // seed -1 means unseeded (vLLM): two such samplers do not repeat each other
     p.seed = -1L;
-    Sampler u1 = factory().create(p.build(), new int[0], 0), u2 = factory().create(p.build(), new int[0], 0);
+    Sampler u1 = factory().create(p.build(), new int[0], 0),
+        u2 = factory().create(p.build(), new int[0], 0);
     StringBuilder a = new StringBuilder(), b = new StringBuilder();
     for (float[] row : rows) {
       a.append(u1.next(row).token()).append(',');
@@ -393,7 +402,8 @@ class SamplerTest {
     assertEquals(List.of(11, 1, 2, 3), s.logprobs().stream().map(TokenLogprob::rank).toList());
     for (TokenLogprob e : s.logprobs()) assertEquals(ref[e.tokenId()], e.logprob(), 1e-5);
     // chat takes the first k entries as they are: sampled + top k-1
-    assertEquals(List.of(10, 0, 1), s.chatTopLogprobs(3).stream().map(TokenLogprob::tokenId).toList());
+    assertEquals(
+        List.of(10, 0, 1), s.chatTopLogprobs(3).stream().map(TokenLogprob::tokenId).toList());
     assertEquals(List.of(), s.chatTopLogprobs(0));
 
     p.logprobs = -1; // whole vocabulary
@@ -403,7 +413,7 @@ class SamplerTest {
     assertEquals(10, s.chatTopLogprobs(-1).get(0).tokenId());
     assertEquals(V, s.logprobs().stream().map(TokenLogprob::tokenId).distinct().count());
     p.logprobs = 3;
-        p.logitBias = Map.of(1, 100.0); // sampled token inside the top 3: no duplicate
+    p.logitBias = Map.of(1, 100.0); // sampled token inside the top 3: no duplicate
     s = factory().create(p.build(), new int[0], 0).next(logits);
     assertEquals(List.of(1, 0, 2), s.logprobs().stream().map(TokenLogprob::tokenId).toList());
     assertEquals(List.of(2, 1, 3), s.logprobs().stream().map(TokenLogprob::rank).toList());

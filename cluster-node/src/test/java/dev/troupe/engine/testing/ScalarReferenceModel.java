@@ -19,7 +19,11 @@ public final class ScalarReferenceModel {
 
   /** Logits of every position of {@code tokens}: {@code [T][vocab]}. */
   public float[][] logits(int[] tokens) {
-    int T = tokens.length, H = c.hiddenSize(), d = c.headDim(), nH = c.numHeads(), nKv = c.numKvHeads();
+    int T = tokens.length,
+        H = c.hiddenSize(),
+        d = c.headDim(),
+        nH = c.numHeads(),
+        nKv = c.numKvHeads();
     double[] embed = d(w.floats("model.embed_tokens.weight"));
     double[][] x = new double[T][H];
     for (int t = 0; t < T; t++) System.arraycopy(embed, tokens[t] * H, x[t], 0, H);
@@ -64,7 +68,8 @@ public final class ScalarReferenceModel {
       double[][] g = matmul(h, p + "mlp.gate_proj");
       double[][] u = matmul(h, p + "mlp.up_proj");
       for (int t = 0; t < T; t++)
-        for (int i = 0; i < g[t].length; i++) g[t][i] = g[t][i] / (1 + Math.exp(-g[t][i])) * u[t][i];
+        for (int i = 0; i < g[t].length; i++)
+          g[t][i] = g[t][i] / (1 + Math.exp(-g[t][i])) * u[t][i];
       add(x, matmul(g, p + "mlp.down_proj"));
     }
     double[][] h = norm(x, d(w.floats("model.norm.weight")));
@@ -124,7 +129,9 @@ public final class ScalarReferenceModel {
         double highWl = s.originalMaxPositionEmbeddings() / s.highFreqFactor();
         if (wl > lowWl) f = f / s.factor();
         else if (wl >= highWl) {
-          double sm = (s.originalMaxPositionEmbeddings() / wl - s.lowFreqFactor()) / (s.highFreqFactor() - s.lowFreqFactor());
+          double sm =
+              (s.originalMaxPositionEmbeddings() / wl - s.lowFreqFactor())
+                  / (s.highFreqFactor() - s.lowFreqFactor());
           f = (1 - sm) * f / s.factor() + sm * f;
         }
       }

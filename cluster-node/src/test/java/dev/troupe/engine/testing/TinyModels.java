@@ -56,7 +56,9 @@ public final class TinyModels {
         128,
         1e-6,
         arch == Arch.QWEN2 || qwen3 ? 1_000_000.0 : 10_000.0,
-        arch == Arch.LLAMA3_SCALED ? new ModelConfig.RopeScaling("llama3", 8.0, 1.0, 4.0, 16) : null,
+        arch == Arch.LLAMA3_SCALED
+            ? new ModelConfig.RopeScaling("llama3", 8.0, 1.0, 4.0, 16)
+            : null,
         qwen3 || arch == Arch.QWEN2,
         arch == Arch.QWEN2,
         qwen3,
@@ -68,16 +70,48 @@ public final class TinyModels {
   /** {@code c} with Mistral's {@code sliding_window} set to {@code window}. */
   public static ModelConfig withSlidingWindow(ModelConfig c, int window) {
     return new ModelConfig(
-        c.architecture(), c.vocabSize(), c.hiddenSize(), c.intermediateSize(), c.numLayers(), c.numHeads(),
-        c.numKvHeads(), c.headDim(), c.maxPositionEmbeddings(), c.rmsNormEps(), c.ropeTheta(), c.ropeScaling(),
-        c.tieWordEmbeddings(), c.attentionBias(), c.qkNorm(), c.bosTokenId(), c.eosTokenIds(), window);
+        c.architecture(),
+        c.vocabSize(),
+        c.hiddenSize(),
+        c.intermediateSize(),
+        c.numLayers(),
+        c.numHeads(),
+        c.numKvHeads(),
+        c.headDim(),
+        c.maxPositionEmbeddings(),
+        c.rmsNormEps(),
+        c.ropeTheta(),
+        c.ropeScaling(),
+        c.tieWordEmbeddings(),
+        c.attentionBias(),
+        c.qkNorm(),
+        c.bosTokenId(),
+        c.eosTokenIds(),
+        window);
   }
 
   /** A config with explicit sizes (benchmarks): Llama layout, untied. */
-  public static ModelConfig llama(int vocab, int hidden, int layers, int heads, int kvHeads, int inter) {
+  public static ModelConfig llama(
+      int vocab, int hidden, int layers, int heads, int kvHeads, int inter) {
     return new ModelConfig(
-        "LlamaForCausalLM", vocab, hidden, inter, layers, heads, kvHeads, hidden / heads, 8192, 1e-5,
-        500_000.0, null, false, false, false, 1, List.of(2), 0);
+        "LlamaForCausalLM",
+        vocab,
+        hidden,
+        inter,
+        layers,
+        heads,
+        kvHeads,
+        hidden / heads,
+        8192,
+        1e-5,
+        500_000.0,
+        null,
+        false,
+        false,
+        false,
+        1,
+        List.of(2),
+        0);
   }
 
   /** Random weights for {@code c}: N(0, 0.1²) matrices, norms 1 + N(0, 0.1²), biases N(0, 0.1²). */
@@ -96,13 +130,15 @@ public final class TinyModels {
   }
 
   /** Writes a random model of {@code arch} into {@code dir} (created) and returns {@code dir}. */
-  public static Path write(Path dir, Arch arch, DType dtype, long seed, boolean sharded) throws IOException {
+  public static Path write(Path dir, Arch arch, DType dtype, long seed, boolean sharded)
+      throws IOException {
     ModelConfig c = config(arch);
     return write(dir, c, randomWeights(c, seed), dtype, sharded);
   }
 
   /** Writes {@code config.json} and the weights; sharded: two files plus the index. */
-  public static Path write(Path dir, ModelConfig c, Map<String, float[]> weights, DType dtype, boolean sharded)
+  public static Path write(
+      Path dir, ModelConfig c, Map<String, float[]> weights, DType dtype, boolean sharded)
       throws IOException {
     Files.createDirectories(dir);
     Files.writeString(dir.resolve("config.json"), configJson(c));
@@ -121,7 +157,12 @@ public final class TinyModels {
     StringBuilder idx = new StringBuilder("{\"metadata\": {}, \"weight_map\": {");
     String sep = "";
     for (String n : names) {
-      idx.append(sep).append('"').append(n).append("\": \"").append(first.containsKey(n) ? f1 : f2).append('"');
+      idx.append(sep)
+          .append('"')
+          .append(n)
+          .append("\": \"")
+          .append(first.containsKey(n) ? f1 : f2)
+          .append('"');
       sep = ", ";
     }
     Files.writeString(dir.resolve("model.safetensors.index.json"), idx.append("}}").toString());
@@ -132,7 +173,9 @@ public final class TinyModels {
   public static String configJson(ModelConfig c) {
     StringBuilder s = new StringBuilder("{\n");
     s.append("  \"architectures\": [\"").append(c.architecture()).append("\"],\n");
-    s.append("  \"model_type\": \"").append(c.architecture().replace("ForCausalLM", "").toLowerCase(Locale.ROOT)).append("\",\n");
+    s.append("  \"model_type\": \"")
+        .append(c.architecture().replace("ForCausalLM", "").toLowerCase(Locale.ROOT))
+        .append("\",\n");
     s.append("  \"hidden_act\": \"silu\",\n");
     s.append("  \"vocab_size\": ").append(c.vocabSize()).append(",\n");
     s.append("  \"hidden_size\": ").append(c.hiddenSize()).append(",\n");
@@ -146,21 +189,31 @@ public final class TinyModels {
     s.append("  \"rope_theta\": ").append(c.ropeTheta()).append(",\n");
     if (c.ropeScaling() != null) {
       ModelConfig.RopeScaling r = c.ropeScaling();
-      s.append(String.format(Locale.ROOT,
-          "  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": %s, \"low_freq_factor\": %s, "
-              + "\"high_freq_factor\": %s, \"original_max_position_embeddings\": %d},\n",
-          r.factor(), r.lowFreqFactor(), r.highFreqFactor(), r.originalMaxPositionEmbeddings()));
+      s.append(
+          String.format(
+              Locale.ROOT,
+              "  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": %s, \"low_freq_factor\": %s, "
+                  + "\"high_freq_factor\": %s, \"original_max_position_embeddings\": %d},\n",
+              r.factor(),
+              r.lowFreqFactor(),
+              r.highFreqFactor(),
+              r.originalMaxPositionEmbeddings()));
     }
     s.append("  \"tie_word_embeddings\": ").append(c.tieWordEmbeddings()).append(",\n");
-    if (c.slidingWindow() > 0) s.append("  \"sliding_window\": ").append(c.slidingWindow()).append(",\n");
-    if (c.bosTokenId() != null) s.append("  \"bos_token_id\": ").append(c.bosTokenId()).append(",\n");
-    s.append("  \"eos_token_id\": ").append(c.eosTokenIds().isEmpty() ? "null" : c.eosTokenIds().get(0)).append(",\n");
+    if (c.slidingWindow() > 0)
+      s.append("  \"sliding_window\": ").append(c.slidingWindow()).append(",\n");
+    if (c.bosTokenId() != null)
+      s.append("  \"bos_token_id\": ").append(c.bosTokenId()).append(",\n");
+    s.append("  \"eos_token_id\": ")
+        .append(c.eosTokenIds().isEmpty() ? "null" : c.eosTokenIds().get(0))
+        .append(",\n");
     s.append("  \"torch_dtype\": \"float32\"\n}\n");
     return s.toString();
   }
 
   /** Writes one safetensors file (header padded to 8 bytes, as the reference writer does). */
-  public static void writeSafetensors(Path file, Map<String, float[]> tensors, Map<String, long[]> shapes, DType dtype)
+  public static void writeSafetensors(
+      Path file, Map<String, float[]> tensors, Map<String, long[]> shapes, DType dtype)
       throws IOException {
     String code = dtype.name();
     StringBuilder h = new StringBuilder("{\"__metadata__\":{\"format\":\"pt\"}");
@@ -169,7 +222,11 @@ public final class TinyModels {
       long[] shape = shapes.get(e.getKey());
       if (shape == null) shape = new long[] {e.getValue().length};
       long len = (long) e.getValue().length * dtype.bytes();
-      h.append(",\"").append(e.getKey()).append("\":{\"dtype\":\"").append(code).append("\",\"shape\":[");
+      h.append(",\"")
+          .append(e.getKey())
+          .append("\":{\"dtype\":\"")
+          .append(code)
+          .append("\",\"shape\":[");
       for (int i = 0; i < shape.length; i++) h.append(i == 0 ? "" : ",").append(shape[i]);
       h.append("],\"data_offsets\":[").append(off).append(',').append(off + len).append("]}");
       off += len;
@@ -178,7 +235,8 @@ public final class TinyModels {
     while ((h.length() + 8) % 8 != 0) h.append(' ');
     byte[] header = h.toString().getBytes(StandardCharsets.UTF_8);
     try (OutputStream out = Files.newOutputStream(file)) {
-      out.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(header.length).array());
+      out.write(
+          ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(header.length).array());
       out.write(header);
       for (float[] v : tensors.values()) {
         ByteBuffer b = ByteBuffer.allocate(v.length * dtype.bytes()).order(ByteOrder.LITTLE_ENDIAN);

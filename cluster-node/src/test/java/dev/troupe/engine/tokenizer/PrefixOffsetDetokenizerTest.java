@@ -64,7 +64,8 @@ class PrefixOffsetDetokenizerTest {
 
   @Test
   void idsInTheModelsPaddedVocabularyProduceNoText() {
-    // Qwen3's embedding has 151,936 rows for 151,669 tokenizer ids: a sampled padding id is no text.
+    // Qwen3's embedding has 151,936 rows for 151,669 tokenizer ids: a sampled padding id is no
+    // text.
     HfTokenizer tokenizer = (HfTokenizer) Fixtures.bundle("qwen3").tokenizer();
     int padding = tokenizer.vocabSize() + 10;
     int[] hello = tokenizer.encode("Hello world", false);

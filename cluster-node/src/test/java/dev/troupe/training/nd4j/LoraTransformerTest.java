@@ -17,8 +17,8 @@ import org.junit.jupiter.api.Test;
 import org.nd4j.linalg.api.buffer.DataType;
 
 /**
- * The training forward against an independent scalar decoder, and every parameter's gradient against
- * central finite differences, in double precision.
+ * The training forward against an independent scalar decoder, and every parameter's gradient
+ * against central finite differences, in double precision.
  */
 class LoraTransformerTest {
   // a row of two packed segments: positions restart, attention must not cross
@@ -72,7 +72,8 @@ class LoraTransformerTest {
     double[] first = ref.logprobs(slice(TOKENS, 0, 6));
     double[] second = ref.logprobs(slice(TOKENS, 6, 11));
     for (int t = 0; t < 5; t++) assertEquals(first[t], lp[t], 1e-5, c.architecture() + " t=" + t);
-    for (int t = 0; t < 4; t++) assertEquals(second[t], lp[6 + t], 1e-5, c.architecture() + " t=" + (6 + t));
+    for (int t = 0; t < 4; t++)
+      assertEquals(second[t], lp[6 + t], 1e-5, c.architecture() + " t=" + (6 + t));
     // logprobs were rounded through float weights only, so they are real distributions
     for (int t = 0; t < 5; t++) assertTrue(lp[t] < 0);
   }
@@ -159,7 +160,9 @@ class LoraTransformerTest {
       try (ModelRunner runner = Nd4jModelRunner.load(c, w, 4, 16)) {
         runner.registerAdapter(1, m.toAdapter(1));
         float[][] logits =
-            runner.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, new int[] {0}, true, 1))).get(0);
+            runner
+                .forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, new int[] {0}, true, 1)))
+                .get(0);
         for (int t = 0; t + 1 < tokens.length; t++) {
           double max = Double.NEGATIVE_INFINITY;
           for (float z : logits[t]) max = Math.max(max, z);
@@ -176,7 +179,9 @@ class LoraTransformerTest {
   void scoringOnlyNeededTargetsGivesTheSameLogprobsAndGradients() {
     ModelConfig c = TinyWeights.qwen3();
     TinyWeights base = new TinyWeights(c, 4);
-    LoraTransformer m = new LoraTransformer(c, base.source(c), new LoraSpec(2, 4, LoraSpec.ALL_TARGETS, false, 7), DataType.DOUBLE);
+    LoraTransformer m =
+        new LoraTransformer(
+            c, base.source(c), new LoraSpec(2, 4, LoraSpec.ALL_TARGETS, false, 7), DataType.DOUBLE);
     randomizeB(m, 8);
     boolean[] needed = new boolean[TOKENS.length];
     double[] coef = new double[TOKENS.length];
@@ -185,7 +190,8 @@ class LoraTransformerTest {
       coef[t] = 0.3 * t - 1;
     }
     LoraTransformer.Output all = m.forwardBackward(TOKENS, POSITIONS, SEGMENTS, lp -> coef);
-    LoraTransformer.Output some = m.forwardBackward(TOKENS, POSITIONS, SEGMENTS, needed, lp -> coef);
+    LoraTransformer.Output some =
+        m.forwardBackward(TOKENS, POSITIONS, SEGMENTS, needed, lp -> coef);
     for (int t = 0; t < TOKENS.length; t++)
       assertEquals(needed[t] ? all.logprobs()[t] : 0.0, some.logprobs()[t], 1e-12, "t=" + t);
     for (String name : all.gradients().keySet()) {
@@ -206,7 +212,8 @@ class LoraTransformerTest {
             DataType.FLOAT);
     assertEquals(2 * 2 * 2, m.parameters().size()); // 2 layers × 2 modules × (A, B)
     assertTrue(m.parameters().containsKey("model.layers.1.self_attn.v_proj.lora_B"));
-    for (double b : m.parameters().get("model.layers.0.self_attn.q_proj.lora_B")) assertEquals(0.0, b);
+    for (double b : m.parameters().get("model.layers.0.self_attn.q_proj.lora_B"))
+      assertEquals(0.0, b);
     var adapter = m.toAdapter(3);
     assertEquals(3, adapter.version());
     assertEquals(2.0, adapter.scale());

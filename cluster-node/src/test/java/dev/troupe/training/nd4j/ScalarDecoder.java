@@ -33,8 +33,10 @@ final class ScalarDecoder {
       double[][] k = mat(a, p + "self_attn.k_proj", c.numKvHeads() * d, h);
       double[][] v = mat(a, p + "self_attn.v_proj", c.numKvHeads() * d, h);
       for (int t = 0; t < n; t++) {
-        for (int hh = 0; hh < c.numHeads(); hh++) headPrep(q[t], hh, d, t, inv, p + "self_attn.q_norm.weight");
-        for (int hh = 0; hh < c.numKvHeads(); hh++) headPrep(k[t], hh, d, t, inv, p + "self_attn.k_norm.weight");
+        for (int hh = 0; hh < c.numHeads(); hh++)
+          headPrep(q[t], hh, d, t, inv, p + "self_attn.q_norm.weight");
+        for (int hh = 0; hh < c.numKvHeads(); hh++)
+          headPrep(k[t], hh, d, t, inv, p + "self_attn.k_norm.weight");
       }
       double[][] att = new double[n][c.numHeads() * d];
       int group = c.numHeads() / c.numKvHeads();

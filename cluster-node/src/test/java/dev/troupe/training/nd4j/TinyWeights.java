@@ -38,7 +38,12 @@ final class TinyWeights {
       }
       put(p + "mlp.gate_proj.weight", c.intermediateSize() * h, s, r, false);
       put(p + "mlp.up_proj.weight", c.intermediateSize() * h, s, r, false);
-      put(p + "mlp.down_proj.weight", h * c.intermediateSize(), 1 / Math.sqrt(c.intermediateSize()), r, false);
+      put(
+          p + "mlp.down_proj.weight",
+          h * c.intermediateSize(),
+          1 / Math.sqrt(c.intermediateSize()),
+          r,
+          false);
       put(p + "input_layernorm.weight", h, 0.2, r, true);
       put(p + "post_attention_layernorm.weight", h, 0.2, r, true);
     }
@@ -57,19 +62,67 @@ final class TinyWeights {
 
   static ModelConfig llama(boolean tied) {
     return new ModelConfig(
-        "LlamaForCausalLM", 23, 16, 24, 2, 4, 2, 4, 128, 1e-5, 10000.0,
-        new ModelConfig.RopeScaling("llama3", 8.0, 1.0, 4.0, 16), tied, false, false, 1, null, 0);
+        "LlamaForCausalLM",
+        23,
+        16,
+        24,
+        2,
+        4,
+        2,
+        4,
+        128,
+        1e-5,
+        10000.0,
+        new ModelConfig.RopeScaling("llama3", 8.0, 1.0, 4.0, 16),
+        tied,
+        false,
+        false,
+        1,
+        null,
+        0);
   }
 
   static ModelConfig qwen2() {
     return new ModelConfig(
-        "Qwen2ForCausalLM", 19, 12, 20, 2, 3, 1, 4, 128, 1e-6, 1000000.0, null, false, true, false,
-        null, null, 0);
+        "Qwen2ForCausalLM",
+        19,
+        12,
+        20,
+        2,
+        3,
+        1,
+        4,
+        128,
+        1e-6,
+        1000000.0,
+        null,
+        false,
+        true,
+        false,
+        null,
+        null,
+        0);
   }
 
   static ModelConfig qwen3() {
     return new ModelConfig(
-        "Qwen3ForCausalLM", 21, 16, 20, 2, 4, 2, 6, 128, 1e-6, 1000000.0, null, true, false, true,
-        null, null, 0);
+        "Qwen3ForCausalLM",
+        21,
+        16,
+        20,
+        2,
+        4,
+        2,
+        6,
+        128,
+        1e-6,
+        1000000.0,
+        null,
+        true,
+        false,
+        true,
+        null,
+        null,
+        0);
   }
 }

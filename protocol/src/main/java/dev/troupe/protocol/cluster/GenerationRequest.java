@@ -18,7 +18,8 @@ import java.util.Map;
  * @param model the served model name the client asked for
  * @param messages conversation messages ({@code role}, {@code content}, ...); null when {@code
  *     prompt} is given instead
- * @param prompt a raw prompt string used instead of {@code messages} (no chat template); null for chat
+ * @param prompt a raw prompt string used instead of {@code messages} (no chat template); null for
+ *     chat
  * @param tools tool definitions handed to the template, or null
  * @param documents RAG documents handed to the template, or null
  * @param addGenerationPrompt append the assistant header (vLLM default true)
@@ -26,7 +27,8 @@ import java.util.Map;
  * @param addSpecialTokens let the tokenizer add its special tokens (BOS...) on top of the template
  * @param chatTemplate a request-supplied Jinja template, or null for the model's own
  * @param chatTemplateKwargs extra template variables (e.g. {@code enable_thinking}); never null
- * @param reasoningEffort low/medium/high handed to the template as {@code reasoning_effort}, or null
+ * @param reasoningEffort low/medium/high handed to the template as {@code reasoning_effort}, or
+ *     null
  * @param truncatePromptTokens null = off; -1 = keep the last max_model_len tokens; N = keep last N
  * @param echo the client asked for echo (implies prompt logprobs when logprobs are requested)
  * @param priority lower runs earlier (only with the priority scheduling policy; else must be 0)
@@ -68,11 +70,13 @@ public record GenerationRequest(
    *
    * @param modelId the trainable model's UUID
    * @param step the checkpoint step (step 0 is the base model: no directory)
-   * @param directory the checkpoint directory on storage every worker node can read; null for step 0
+   * @param directory the checkpoint directory on storage every worker node can read; null for step
+   *     0
    */
   public record Adapter(String modelId, long step, String directory) implements CborSerializable {
     public Adapter {
-      if (modelId == null || modelId.isBlank()) throw new IllegalArgumentException("modelId is required");
+      if (modelId == null || modelId.isBlank())
+        throw new IllegalArgumentException("modelId is required");
       if (step < 0) throw new IllegalArgumentException("step must be >= 0");
       if (step > 0 && (directory == null || directory.isBlank()))
         throw new IllegalArgumentException("a step after 0 needs its checkpoint directory");
@@ -117,9 +121,7 @@ public record GenerationRequest(
 
   /** JSON objects may hold null values, which {@code Map.copyOf} refuses; keep insertion order. */
   private static Map<String, Object> jsonObject(Map<String, Object> map) {
-    return map == null
-        ? Map.of()
-        : Collections.unmodifiableMap(new LinkedHashMap<>(map));
+    return map == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(map));
   }
 
   /** A chat request with vLLM's defaults for every prompt control: the common case in tests. */
@@ -133,18 +135,52 @@ public record GenerationRequest(
   /** A copy with another priority (tests and the bench drive the scheduler through this). */
   public GenerationRequest withPriority(int newPriority) {
     return new GenerationRequest(
-        requestId, model, messages, prompt, tools, documents, addGenerationPrompt,
-        continueFinalMessage, addSpecialTokens, chatTemplate, chatTemplateKwargs, reasoningEffort,
-        truncatePromptTokens, echo, newPriority, cacheSalt, kvTransferParams, sampling,
-        returnTokenIds, returnTokensAsTokenIds, adapter);
+        requestId,
+        model,
+        messages,
+        prompt,
+        tools,
+        documents,
+        addGenerationPrompt,
+        continueFinalMessage,
+        addSpecialTokens,
+        chatTemplate,
+        chatTemplateKwargs,
+        reasoningEffort,
+        truncatePromptTokens,
+        echo,
+        newPriority,
+        cacheSalt,
+        kvTransferParams,
+        sampling,
+        returnTokenIds,
+        returnTokensAsTokenIds,
+        adapter);
   }
 
   /** A copy generating with {@code newAdapter} (null: the base model). */
   public GenerationRequest withAdapter(Adapter newAdapter) {
     return new GenerationRequest(
-        requestId, model, messages, prompt, tools, documents, addGenerationPrompt,
-        continueFinalMessage, addSpecialTokens, chatTemplate, chatTemplateKwargs, reasoningEffort,
-        truncatePromptTokens, echo, priority, cacheSalt, kvTransferParams, sampling,
-        returnTokenIds, returnTokensAsTokenIds, newAdapter);
+        requestId,
+        model,
+        messages,
+        prompt,
+        tools,
+        documents,
+        addGenerationPrompt,
+        continueFinalMessage,
+        addSpecialTokens,
+        chatTemplate,
+        chatTemplateKwargs,
+        reasoningEffort,
+        truncatePromptTokens,
+        echo,
+        priority,
+        cacheSalt,
+        kvTransferParams,
+        sampling,
+        returnTokenIds,
+        returnTokensAsTokenIds,
+        newAdapter);
   }
 }

@@ -16,8 +16,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
  *
  * <p>A {@link Generate} is answered by a stream of {@link GenerationEvent}s to {@code replyTo}:
  * {@link Started} once, then {@link TokenDelta}s and one {@link ChoiceFinished} per choice, then
- * {@link Completed}; or a single {@link Failed} (possibly after Started). The worker watches
- * {@code replyTo}: when it stops, the request is cancelled and its KV blocks freed within one step.
+ * {@link Completed}; or a single {@link Failed} (possibly after Started). The worker watches {@code
+ * replyTo}: when it stops, the request is cancelled and its KV blocks freed within one step.
  */
 public final class ModelWorkerProtocol {
 
@@ -43,7 +43,8 @@ public final class ModelWorkerProtocol {
     if (hash <= 0 || hash == entityId.length() - 1)
       throw new IllegalArgumentException("not a model worker id: " + entityId);
     try {
-      return new ReplicaId(entityId.substring(0, hash), Integer.parseInt(entityId.substring(hash + 1)));
+      return new ReplicaId(
+          entityId.substring(0, hash), Integer.parseInt(entityId.substring(hash + 1)));
     } catch (NumberFormatException e) {
       throw new IllegalArgumentException("not a model worker id: " + entityId, e);
     }
@@ -76,8 +77,8 @@ public final class ModelWorkerProtocol {
   }
 
   /**
-   * Aborts a request: its choices finish with {@code abort} (if the requester still listens) and its
-   * blocks are freed before the next step. Unknown ids are ignored (it may have just finished).
+   * Aborts a request: its choices finish with {@code abort} (if the requester still listens) and
+   * its blocks are freed before the next step. Unknown ids are ignored (it may have just finished).
    */
   public record Cancel(String requestId) implements Command {
     public Cancel {
@@ -190,7 +191,8 @@ public final class ModelWorkerProtocol {
    * @param kvBlocksUsed KV blocks in use
    * @param kvBlocksTotal KV blocks in the cache
    * @param weightVersion version of the weights/adapter being served (0 = base)
-   * @param promptTokens prompt tokens of the requests admitted since start (once per request, whatever n is)
+   * @param promptTokens prompt tokens of the requests admitted since start (once per request,
+   *     whatever n is)
    * @param generationTokens tokens generated since start, every choice counted
    * @param samplingDefaults the model's generation-config sampling defaults (never null; {@link
    *     SamplingDefaults#NONE} when it has none)
@@ -257,7 +259,8 @@ public final class ModelWorkerProtocol {
    * @param tokenIds the generated ids of this increment
    * @param logprobs one entry per id when logprobs were asked for, else null
    */
-  public record ChoiceDelta(int index, String text, List<Integer> tokenIds, List<LogprobEntry> logprobs)
+  public record ChoiceDelta(
+      int index, String text, List<Integer> tokenIds, List<LogprobEntry> logprobs)
       implements CborSerializable {
     public ChoiceDelta {
       if (index < 0) throw new IllegalArgumentException("index must be >= 0");

@@ -5,9 +5,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Everything the engine needs to turn logits into tokens and decide when to stop, with every default
- * already applied (by the gateway's request mapper, vLLM's {@code to_sampling_params}). Engine-side
- * vocabulary: no OpenAI field names, no nullable "use default" values except where noted.
+ * Everything the engine needs to turn logits into tokens and decide when to stop, with every
+ * default already applied (by the gateway's request mapper, vLLM's {@code to_sampling_params}).
+ * Engine-side vocabulary: no OpenAI field names, no nullable "use default" values except where
+ * noted.
  *
  * @param n number of choices (beam width when {@code useBeamSearch})
  * @param temperature 0 (or below 1e-5) means greedy
@@ -30,7 +31,8 @@ import java.util.Map;
  * @param spacesBetweenSpecialTokens put spaces between special tokens in the text
  * @param logitBias token id to bias, already clamped to [-100, 100]
  * @param allowedTokenIds null = all tokens allowed
- * @param badWords words never to generate (tokenized by the worker, with and without a leading space)
+ * @param badWords words never to generate (tokenized by the worker, with and without a leading
+ *     space)
  * @param useBeamSearch beam search of width {@code n}
  * @param lengthPenalty beam score = cumulative logprob / length^lengthPenalty
  * @param logitsProcessors custom processors, by qualified class name and constructor arguments
@@ -85,7 +87,9 @@ public record SamplingParams(
     return temperature < GREEDY_EPSILON;
   }
 
-  /** Plain defaults (OpenAI's): temperature 1, everything else off, for {@code maxTokens} tokens. */
+  /**
+   * Plain defaults (OpenAI's): temperature 1, everything else off, for {@code maxTokens} tokens.
+   */
   public static SamplingParams defaults(int maxTokens) {
     return new SamplingParams(
         1, 1.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, maxTokens, 0, List.of(), List.of(), false, false,

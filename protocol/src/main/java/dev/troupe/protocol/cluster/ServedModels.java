@@ -9,8 +9,8 @@ import java.util.Optional;
 
 /**
  * The models this cluster serves ({@code troupe.models}), read once at start by every node: workers
- * load and start their replicas, gateways route to {@code <name>#<replica>} and list them in
- * {@code /v1/models}.
+ * load and start their replicas, gateways route to {@code <name>#<replica>} and list them in {@code
+ * /v1/models}.
  *
  * @param models in configuration order; the first is the default model
  */
@@ -61,8 +61,10 @@ public record ServedModels(List<ServedModel> models) {
     public static final String DEMO_PATH = "demo";
 
     public ServedModel {
-      if (name == null || name.isBlank()) throw new IllegalArgumentException("model name is required");
-      if (path == null || path.isBlank()) throw new IllegalArgumentException("model path is required");
+      if (name == null || name.isBlank())
+        throw new IllegalArgumentException("model name is required");
+      if (path == null || path.isBlank())
+        throw new IllegalArgumentException("model path is required");
       if (replicas < 1) throw new IllegalArgumentException("replicas must be >= 1 for " + name);
       if (!schedulingPolicy.equals("fcfs") && !schedulingPolicy.equals("priority"))
         throw new IllegalArgumentException(

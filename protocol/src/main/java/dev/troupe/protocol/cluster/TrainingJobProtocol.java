@@ -9,8 +9,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 
 /**
  * Training jobs: the {@code TrainingJob} entity (one per job, id = job UUID) holds a job's request,
- * status and event stream; the {@code ModelTrainer} entity (one per model, id = model UUID) runs the
- * model's jobs one at a time in the order they reach it. Both live on role {@code trainer}.
+ * status and event stream; the {@code ModelTrainer} entity (one per model, id = model UUID) runs
+ * the model's jobs one at a time in the order they reach it. Both live on role {@code trainer}.
  */
 public final class TrainingJobProtocol {
   public static final EntityTypeKey<Command> TYPE_KEY =
@@ -70,7 +70,8 @@ public final class TrainingJobProtocol {
   /** The trainer reports progress; each is answered with {@link Recorded} once durable. */
   public record MarkStarted(int numSequences, ActorRef<Recorded> replyTo) implements Command {}
 
-  public record RecordStep(Map<String, Double> metrics, ActorRef<Recorded> replyTo) implements Command {
+  public record RecordStep(Map<String, Double> metrics, ActorRef<Recorded> replyTo)
+      implements Command {
     public RecordStep {
       metrics = Map.copyOf(metrics);
     }
@@ -135,7 +136,8 @@ public final class TrainingJobProtocol {
   /** Reply to {@link GetPayload}. */
   public sealed interface PayloadReply extends CborSerializable {}
 
-  public record Payload(String jobId, String modelId, List<byte[]> groups, TrainingConfig config, Status status)
+  public record Payload(
+      String jobId, String modelId, List<byte[]> groups, TrainingConfig config, Status status)
       implements PayloadReply {
     public Payload {
       groups = List.copyOf(groups);

@@ -55,13 +55,53 @@ class ModelWorkerProtocolSerializationTest {
     kwargs.put("tags", List.of("a", "b"));
     SamplingParams sampling =
         new SamplingParams(
-            2, 0.7, 0.9, 40, 0.05, 0.1, -0.2, 1.1, 42L, 64, 2, List.of("\n\n"), List.of(7, 9),
-            true, false, 5, 1, true, false, Map.of(3, -100.0, 11, 2.5), List.of(1, 2, 3),
-            List.of("bad"), false, 1.0, List.of(), Map.of("k", "v"));
+            2,
+            0.7,
+            0.9,
+            40,
+            0.05,
+            0.1,
+            -0.2,
+            1.1,
+            42L,
+            64,
+            2,
+            List.of("\n\n"),
+            List.of(7, 9),
+            true,
+            false,
+            5,
+            1,
+            true,
+            false,
+            Map.of(3, -100.0, 11, 2.5),
+            List.of(1, 2, 3),
+            List.of("bad"),
+            false,
+            1.0,
+            List.of(),
+            Map.of("k", "v"));
     return new GenerationRequest(
-        "req-1", "demo", List.of(message), null, null, List.of(Map.of("title", "t", "text", "x")),
-        true, false, true, "{{ messages }}", kwargs, "low", -1, true, 3, "salt",
-        Map.of("do_remote_prefill", true), sampling, true, true,
+        "req-1",
+        "demo",
+        List.of(message),
+        null,
+        null,
+        List.of(Map.of("title", "t", "text", "x")),
+        true,
+        false,
+        true,
+        "{{ messages }}",
+        kwargs,
+        "low",
+        -1,
+        true,
+        3,
+        "salt",
+        Map.of("do_remote_prefill", true),
+        sampling,
+        true,
+        true,
         new GenerationRequest.Adapter("m-1", 3, "/data/checkpoints/m-1/0003"));
   }
 
@@ -76,8 +116,16 @@ class ModelWorkerProtocolSerializationTest {
             new Generate(request(), events.ref()),
             new Cancel("req-1"),
             new Tokenize(
-                List.of(Map.of("role", "user", "content", "hi")), null, null, true, false, false,
-                null, Map.of(), true, tokenized.ref()),
+                List.of(Map.of("role", "user", "content", "hi")),
+                null,
+                null,
+                true,
+                false,
+                false,
+                null,
+                Map.of(),
+                true,
+                tokenized.ref()),
             new Tokenize(null, "hi", null, false, false, true, null, null, false, tokenized.ref()),
             new Detokenize(List.of(1, 2, 3), detokenized.ref()),
             new GetStatus(status.ref()));
@@ -88,7 +136,8 @@ class ModelWorkerProtocolSerializationTest {
   void eventsAndRepliesRoundTrip() {
     TokenLogprob a = new TokenLogprob(5, "Hi", -0.25, 1);
     TokenLogprob b = new TokenLogprob(6, "token_id:6", -9999.0, 2);
-    List<LogprobEntry> promptLogprobs = new ArrayList<>(Arrays.asList(null, new LogprobEntry(a, List.of(a, b))));
+    List<LogprobEntry> promptLogprobs =
+        new ArrayList<>(Arrays.asList(null, new LogprobEntry(a, List.of(a, b))));
     List<Object> messages =
         List.of(
             new Started("r", List.of(1, 2), promptLogprobs, 3),
@@ -96,7 +145,8 @@ class ModelWorkerProtocolSerializationTest {
             new TokenDelta(
                 "r",
                 List.of(
-                    new ChoiceDelta(0, "Hi", List.of(5), List.of(new LogprobEntry(a, List.of(a, b)))),
+                    new ChoiceDelta(
+                        0, "Hi", List.of(5), List.of(new LogprobEntry(a, List.of(a, b)))),
                     new ChoiceDelta(1, "", List.of(), null))),
             new ChoiceFinished("r", 0, FinishReason.STOP, "\n\n"),
             new ChoiceFinished("r", 1, FinishReason.STOP, 7),
@@ -107,8 +157,21 @@ class ModelWorkerProtocolSerializationTest {
             new Tokenized(List.of(1, 2), null, 2048),
             new Detokenized("hello"),
             new Rejected(ErrorKind.BAD_REQUEST, "bad", "messages"),
-            new WorkerStatus("demo#0", "demo", 2048, "fcfs", 1, 2, 0, 10, 100, 0, 7, 9, SamplingDefaults.NONE),
-            new WorkerStatus("qwen#0", "qwen", 4096, "fcfs", 0, 0, 0, 0, 100, 0, 0, 0,
+            new WorkerStatus(
+                "demo#0", "demo", 2048, "fcfs", 1, 2, 0, 10, 100, 0, 7, 9, SamplingDefaults.NONE),
+            new WorkerStatus(
+                "qwen#0",
+                "qwen",
+                4096,
+                "fcfs",
+                0,
+                0,
+                0,
+                0,
+                100,
+                0,
+                0,
+                0,
                 new SamplingDefaults(0.6, 0.95, 20, 0.0, null, null, 1.5)));
     for (Object message : messages) assertEquals(message, roundTrip(message));
     Started started = (Started) roundTrip(new Started("r", List.of(1), promptLogprobs, 0));
@@ -128,8 +191,7 @@ class ModelWorkerProtocolSerializationTest {
   void requestValidation() {
     SamplingParams sampling = SamplingParams.defaults(16);
     assertThrows(
-        IllegalArgumentException.class,
-        () -> GenerationRequest.chat("r", "m", null, sampling));
+        IllegalArgumentException.class, () -> GenerationRequest.chat("r", "m", null, sampling));
     assertThrows(
         IllegalArgumentException.class,
         () ->

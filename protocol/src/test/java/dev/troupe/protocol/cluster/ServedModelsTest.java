@@ -36,6 +36,7 @@ class ServedModelsTest {
         IllegalArgumentException.class,
         () ->
             ServedModels.fromConfig(
-                ConfigFactory.parseString("troupe.models = [{name = a, scheduling-policy = lifo}]")));
+                ConfigFactory.parseString(
+                    "troupe.models = [{name = a, scheduling-policy = lifo}]")));
   }
 }

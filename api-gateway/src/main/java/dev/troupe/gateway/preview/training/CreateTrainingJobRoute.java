@@ -38,22 +38,29 @@ public final class CreateTrainingJobRoute implements ApiRoute {
                 () ->
                     JsonBodies.entityOrDetail(
                         JsonNode.class,
-                        body -> onSuccess(create(TrainingJobRequestParser.parse(body)), JsonBodies::completeJson))));
+                        body ->
+                            onSuccess(
+                                create(TrainingJobRequestParser.parse(body)),
+                                JsonBodies::completeJson))));
   }
 
   private CompletionStage<TrainingJobResponse> create(TrainingJobRequestParser.Parsed p) {
     if (p.modelId() == null) return CompletableFuture.failedFuture(notFound(p.rawModelId()));
     String jobId = UUID.randomUUID().toString();
-    return ctx.<TrainableModelProtocol.ModelReply>askModel(p.modelId(), TrainableModelProtocol.Get::new)
+    return ctx.<TrainableModelProtocol.ModelReply>askModel(
+            p.modelId(), TrainableModelProtocol.Get::new)
         .thenCompose(
             model -> {
-              if (!(model instanceof TrainableModelProtocol.ModelFound)) throw notFound(p.modelId());
+              if (!(model instanceof TrainableModelProtocol.ModelFound))
+                throw notFound(p.modelId());
               return ctx.<TrainingJobProtocol.SubmitReply>askJob(
-                  jobId, r -> new TrainingJobProtocol.Submit(p.modelId(), p.groups(), p.config(), r));
+                  jobId,
+                  r -> new TrainingJobProtocol.Submit(p.modelId(), p.groups(), p.config(), r));
             })
         .thenApply(
             reply -> {
-              if (reply instanceof TrainingJobProtocol.Submitted s) return new TrainingJobResponse(s.jobId());
+              if (reply instanceof TrainingJobProtocol.Submitted s)
+                return new TrainingJobResponse(s.jobId());
               throw ApiException.internal(((TrainingJobProtocol.SubmitRejected) reply).message());
             });
   }

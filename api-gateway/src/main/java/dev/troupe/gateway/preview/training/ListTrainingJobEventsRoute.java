@@ -39,7 +39,10 @@ public final class ListTrainingJobEventsRoute implements ApiRoute {
                           int limit = query.limit();
                           return onSuccess(
                               ctx.<TrainingJobProtocol.JobReply>askJob(
-                                      id, r -> new TrainingJobProtocol.ListEvents(query.afterOrNull(), limit, r))
+                                      id,
+                                      r ->
+                                          new TrainingJobProtocol.ListEvents(
+                                              query.afterOrNull(), limit, r))
                                   .thenApply(reply -> page(reply, id)),
                               JsonBodies::completeJson);
                         })));
@@ -55,7 +58,8 @@ public final class ListTrainingJobEventsRoute implements ApiRoute {
 
   static TrainingJobEventResponse toResponse(TrainingJobProtocol.JobEvent e) {
     Map<String, Object> data = new LinkedHashMap<>();
-    if (e.type().equals(TrainingJobProtocol.TRAINING_STARTED) || e.type().equals(TrainingJobProtocol.TRAINING_ENDED)) {
+    if (e.type().equals(TrainingJobProtocol.TRAINING_STARTED)
+        || e.type().equals(TrainingJobProtocol.TRAINING_ENDED)) {
       // counts are integers on the wire
       e.data().forEach((k, v) -> data.put(k, v.longValue()));
     } else {

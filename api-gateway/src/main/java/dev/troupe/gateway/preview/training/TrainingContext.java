@@ -48,10 +48,14 @@ public final class TrainingContext {
     ClusterSharding sharding = ClusterSharding.get(system);
     if (!Cluster.get(system).selfMember().hasRole(TrainingJobProtocol.ROLE)) {
       sharding.init(
-          Entity.of(TrainingJobProtocol.TYPE_KEY, ctx -> Behaviors.<TrainingJobProtocol.Command>empty())
+          Entity.of(
+                  TrainingJobProtocol.TYPE_KEY,
+                  ctx -> Behaviors.<TrainingJobProtocol.Command>empty())
               .withRole(TrainingJobProtocol.ROLE));
       sharding.init(
-          Entity.of(TrainableModelProtocol.TYPE_KEY, ctx -> Behaviors.<TrainableModelProtocol.Command>empty())
+          Entity.of(
+                  TrainableModelProtocol.TYPE_KEY,
+                  ctx -> Behaviors.<TrainableModelProtocol.Command>empty())
               .withRole(TrainableModelProtocol.ROLE));
     }
     return new TrainingContext(
@@ -62,12 +66,15 @@ public final class TrainingContext {
   }
 
   <R> CompletionStage<R> askJob(
-      String id, org.apache.pekko.japi.function.Function<ActorRef<R>, TrainingJobProtocol.Command> message) {
+      String id,
+      org.apache.pekko.japi.function.Function<ActorRef<R>, TrainingJobProtocol.Command> message) {
     return ask(jobs.apply(id), message);
   }
 
   <R> CompletionStage<R> askModel(
-      String id, org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.Command> message) {
+      String id,
+      org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.Command>
+          message) {
     return ask(models.apply(id), message);
   }
 
@@ -77,9 +84,12 @@ public final class TrainingContext {
         .exceptionally(
             e -> {
               Throwable cause =
-                  e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+                  e instanceof java.util.concurrent.CompletionException && e.getCause() != null
+                      ? e.getCause()
+                      : e;
               if (cause instanceof TimeoutException)
-                throw ApiException.overloaded("The training service did not answer in time; retry later.");
+                throw ApiException.overloaded(
+                    "The training service did not answer in time; retry later.");
               if (cause instanceof RuntimeException re) throw re;
               throw new IllegalStateException(cause);
             });

@@ -42,30 +42,41 @@ final class TrainingJobRequestParser {
   private Parsed run(JsonNode body) {
     List<Object> root = List.of("body");
     if (body == null || !body.isObject()) {
-      add(root, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+      add(
+          root,
+          "Input should be a valid dictionary or object to extract fields from",
+          "model_attributes_type");
       throw new ValidationException(problems);
     }
     JsonNode id = body.get("model_id");
     String raw = null;
     if (id == null || id.isNull()) add(loc(root, "model_id"), "Field required", "missing");
-    else if (!id.isTextual()) add(loc(root, "model_id"), "Input should be a valid string", "string_type");
+    else if (!id.isTextual())
+      add(loc(root, "model_id"), "Input should be a valid string", "string_type");
     else raw = id.asText();
 
     List<byte[]> groups = new ArrayList<>();
     JsonNode gs = body.get("trajectory_groups");
     if (gs == null || gs.isNull()) add(loc(root, "trajectory_groups"), "Field required", "missing");
-    else if (!gs.isArray()) add(loc(root, "trajectory_groups"), "Input should be a valid list", "list_type");
+    else if (!gs.isArray())
+      add(loc(root, "trajectory_groups"), "Input should be a valid list", "list_type");
     else
       for (int i = 0; i < gs.size(); i++) {
         List<Object> gl = loc(root, "trajectory_groups", i);
         JsonNode g = gs.get(i);
         if (!g.isObject()) {
-          add(gl, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+          add(
+              gl,
+              "Input should be a valid dictionary or object to extract fields from",
+              "model_attributes_type");
           continue;
         }
         JsonNode ts = g.get("trajectories");
         if (ts == null || !ts.isArray()) {
-          add(loc(gl, "trajectories"), ts == null ? "Field required" : "Input should be a valid list", ts == null ? "missing" : "list_type");
+          add(
+              loc(gl, "trajectories"),
+              ts == null ? "Field required" : "Input should be a valid list",
+              ts == null ? "missing" : "list_type");
           continue;
         }
         for (int j = 0; j < ts.size(); j++) trajectory(ts.get(j), loc(gl, "trajectories", j));
@@ -78,7 +89,8 @@ final class TrainingJobRequestParser {
         }
       }
 
-    TrainingConfig config = config(body.get("experimental_config"), loc(root, "experimental_config"));
+    TrainingConfig config =
+        config(body.get("experimental_config"), loc(root, "experimental_config"));
     if (!problems.isEmpty()) throw new ValidationException(problems);
     String modelId;
     try {
@@ -91,27 +103,39 @@ final class TrainingJobRequestParser {
 
   private void trajectory(JsonNode t, List<Object> l) {
     if (!t.isObject()) {
-      add(l, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+      add(
+          l,
+          "Input should be a valid dictionary or object to extract fields from",
+          "model_attributes_type");
       return;
     }
     JsonNode r = t.get("reward");
     if (r == null || r.isNull()) add(loc(l, "reward"), "Field required", "missing");
     else if (!r.isNumber()) add(loc(l, "reward"), "Input should be a valid number", "float_type");
-    else if (!Double.isFinite(r.asDouble())) add(loc(l, "reward"), "Input should be a finite number", "finite_number");
+    else if (!Double.isFinite(r.asDouble()))
+      add(loc(l, "reward"), "Input should be a finite number", "finite_number");
     messages(t.get("messages_and_choices"), loc(l, "messages_and_choices"));
     JsonNode hs = t.get("additional_histories");
     if (hs != null && !hs.isNull()) {
-      if (!hs.isArray()) add(loc(l, "additional_histories"), "Input should be a valid list", "list_type");
+      if (!hs.isArray())
+        add(loc(l, "additional_histories"), "Input should be a valid list", "list_type");
       else
         for (int k = 0; k < hs.size(); k++) {
           JsonNode h = hs.get(k);
           if (!h.isObject())
-            add(loc(l, "additional_histories", k), "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
-          else messages(h.get("messages_and_choices"), loc(l, "additional_histories", k, "messages_and_choices"));
+            add(
+                loc(l, "additional_histories", k),
+                "Input should be a valid dictionary or object to extract fields from",
+                "model_attributes_type");
+          else
+            messages(
+                h.get("messages_and_choices"),
+                loc(l, "additional_histories", k, "messages_and_choices"));
         }
     }
     JsonNode tools = t.get("tools");
-    if (tools != null && !tools.isNull() && !tools.isArray()) add(loc(l, "tools"), "Input should be a valid list", "list_type");
+    if (tools != null && !tools.isNull() && !tools.isArray())
+      add(loc(l, "tools"), "Input should be a valid list", "list_type");
   }
 
   private void messages(JsonNode ms, List<Object> l) {
@@ -125,16 +149,26 @@ final class TrainingJobRequestParser {
     }
     for (int i = 0; i < ms.size(); i++) {
       JsonNode m = ms.get(i);
-      if (!m.isObject()) add(loc(l, i), "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+      if (!m.isObject())
+        add(
+            loc(l, i),
+            "Input should be a valid dictionary or object to extract fields from",
+            "model_attributes_type");
       else if (!m.has("role") && !m.has("message") && !m.has("finish_reason"))
-        add(loc(l, i), "Value error, neither a message (role) nor a choice (message, finish_reason)", "value_error");
+        add(
+            loc(l, i),
+            "Value error, neither a message (role) nor a choice (message, finish_reason)",
+            "value_error");
     }
   }
 
   private TrainingConfig config(JsonNode c, List<Object> l) {
     if (c == null || c.isNull()) return TrainingConfig.defaults();
     if (!c.isObject()) {
-      add(l, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type");
+      add(
+          l,
+          "Input should be a valid dictionary or object to extract fields from",
+          "model_attributes_type");
       return null;
     }
     int before = problems.size();
@@ -144,9 +178,13 @@ final class TrainingJobRequestParser {
     String level = null;
     JsonNode lv = c.get("importance_sampling_level");
     if (lv != null && !lv.isNull()) {
-      if (!lv.isTextual()) add(loc(l, "importance_sampling_level"), "Input should be a valid string", "string_type");
+      if (!lv.isTextual())
+        add(loc(l, "importance_sampling_level"), "Input should be a valid string", "string_type");
       else if (!List.of("token", "sequence", "average", "geometric_average").contains(lv.asText()))
-        add(loc(l, "importance_sampling_level"), "Input should be 'token', 'sequence', 'average' or 'geometric_average'", "literal_error");
+        add(
+            loc(l, "importance_sampling_level"),
+            "Input should be 'token', 'sequence', 'average' or 'geometric_average'",
+            "literal_error");
       else level = lv.asText();
     }
     // ART's field is kimi_k2_tau; ext_k2_tau is accepted as an alias
@@ -159,7 +197,8 @@ final class TrainingJobRequestParser {
     Boolean scale = bool(c, "scale_rewards", l);
     if (problems.size() > before) return null;
     try {
-      return TrainingConfig.resolve(balance, eps, epsHigh, level, tau, lr, mask, maxNeg, ppo, pre, scale);
+      return TrainingConfig.resolve(
+          balance, eps, epsHigh, level, tau, lr, mask, maxNeg, ppo, pre, scale);
     } catch (IllegalArgumentException e) {
       add(l, "Value error, " + e.getMessage(), "value_error");
       return null;

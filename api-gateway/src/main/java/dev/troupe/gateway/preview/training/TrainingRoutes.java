@@ -12,6 +12,8 @@ public final class TrainingRoutes {
 
   public static List<ApiRoute> all(TrainingContext ctx) {
     return List.of(
-        new CreateTrainingJobRoute(ctx), new GetTrainingJobRoute(ctx), new ListTrainingJobEventsRoute(ctx));
+        new CreateTrainingJobRoute(ctx),
+        new GetTrainingJobRoute(ctx),
+        new ListTrainingJobEventsRoute(ctx));
   }
 }

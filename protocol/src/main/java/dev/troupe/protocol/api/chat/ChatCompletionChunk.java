@@ -13,7 +13,16 @@ import java.util.List;
  * chunks with {@code return_token_ids}.
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-@JsonPropertyOrder({"id", "object", "created", "model", "system_fingerprint", "choices", "usage", "prompt_token_ids"})
+@JsonPropertyOrder({
+  "id",
+  "object",
+  "created",
+  "model",
+  "system_fingerprint",
+  "choices",
+  "usage",
+  "prompt_token_ids"
+})
 public record ChatCompletionChunk(
     String id,
     String object,

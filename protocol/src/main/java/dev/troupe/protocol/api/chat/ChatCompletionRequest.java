@@ -8,15 +8,15 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The body of {@code POST /v1/chat/completions}, every field of the spec, exactly as the client sent
- * it: null means absent (or JSON null). Types are checked by Jackson (a wrong type is a 400 naming
- * the field); values, defaults and cross-field rules are the gateway's {@code ChatRequestMapper}'s.
- * Unknown fields are ignored, as in vLLM.
+ * The body of {@code POST /v1/chat/completions}, every field of the spec, exactly as the client
+ * sent it: null means absent (or JSON null). Types are checked by Jackson (a wrong type is a 400
+ * naming the field); values, defaults and cross-field rules are the gateway's {@code
+ * ChatRequestMapper}'s. Unknown fields are ignored, as in vLLM.
  *
  * <p>Fields typed {@link JsonNode} accept more than one JSON shape ({@code stop}: string or list;
- * {@code tool_choice}: string or object; {@code logits_processors}: strings or constructor objects).
- * {@code seed} is a {@link BigInteger} so that out-of-range values reach validation and get a clear
- * message instead of a parser overflow.
+ * {@code tool_choice}: string or object; {@code logits_processors}: strings or constructor
+ * objects). {@code seed} is a {@link BigInteger} so that out-of-range values reach validation and
+ * get a clear message instead of a parser overflow.
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 public record ChatCompletionRequest(
@@ -95,7 +95,8 @@ public record ChatCompletionRequest(
 
   /** {@code response_format.json_schema}. */
   @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-  public record JsonSchema(String name, String description, Map<String, Object> schema, Boolean strict) {}
+  public record JsonSchema(
+      String name, String description, Map<String, Object> schema, Boolean strict) {}
 
   /** One entry of {@code tools}. */
   @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
@@ -103,5 +104,6 @@ public record ChatCompletionRequest(
 
   /** {@code tools[].function}. */
   @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-  public record ToolFunction(String name, String description, Map<String, Object> parameters, Boolean strict) {}
+  public record ToolFunction(
+      String name, String description, Map<String, Object> parameters, Boolean strict) {}
 }

@@ -20,8 +20,19 @@ import java.util.Map;
  * @param kvTransferParams the KV connector's reply (always null without one)
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-@JsonPropertyOrder({"id", "object", "created", "model", "choices", "service_tier", "system_fingerprint",
-    "usage", "prompt_logprobs", "prompt_token_ids", "kv_transfer_params"})
+@JsonPropertyOrder({
+  "id",
+  "object",
+  "created",
+  "model",
+  "choices",
+  "service_tier",
+  "system_fingerprint",
+  "usage",
+  "prompt_logprobs",
+  "prompt_token_ids",
+  "kv_transfer_params"
+})
 public record ChatCompletionResponse(
     String id,
     String object,

@@ -12,8 +12,17 @@ import java.util.Map;
  * {@code reasoning_content} mirrors {@code reasoning}.
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-@JsonPropertyOrder({"role", "content", "refusal", "annotations", "audio", "function_call", "tool_calls",
-    "reasoning", "reasoning_content"})
+@JsonPropertyOrder({
+  "role",
+  "content",
+  "refusal",
+  "annotations",
+  "audio",
+  "function_call",
+  "tool_calls",
+  "reasoning",
+  "reasoning_content"
+})
 public record ChatMessage(
     String role,
     String content,

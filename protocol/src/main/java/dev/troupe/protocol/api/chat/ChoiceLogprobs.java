@@ -5,7 +5,9 @@ import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.annotation.JsonNaming;
 import java.util.List;
 
-/** {@code choices[].logprobs}: one entry per generated token (the final EOS/stop token included). */
+/**
+ * {@code choices[].logprobs}: one entry per generated token (the final EOS/stop token included).
+ */
 public record ChoiceLogprobs(List<TokenLogprob> content) {
 
   public ChoiceLogprobs {
@@ -20,7 +22,8 @@ public record ChoiceLogprobs(List<TokenLogprob> content) {
    */
   @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
   @JsonPropertyOrder({"token", "logprob", "bytes", "top_logprobs"})
-  public record TokenLogprob(String token, double logprob, List<Integer> bytes, List<TopLogprob> topLogprobs) {}
+  public record TokenLogprob(
+      String token, double logprob, List<Integer> bytes, List<TopLogprob> topLogprobs) {}
 
   /** One alternative in {@code top_logprobs}. */
   @JsonPropertyOrder({"token", "logprob", "bytes"})

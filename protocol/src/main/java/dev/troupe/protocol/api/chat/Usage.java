@@ -10,7 +10,11 @@ import com.fasterxml.jackson.databind.annotation.JsonNaming;
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 @JsonPropertyOrder({"prompt_tokens", "total_tokens", "completion_tokens", "prompt_tokens_details"})
-public record Usage(int promptTokens, int totalTokens, int completionTokens, PromptTokensDetails promptTokensDetails) {
+public record Usage(
+    int promptTokens,
+    int totalTokens,
+    int completionTokens,
+    PromptTokensDetails promptTokensDetails) {
 
   public static Usage of(int promptTokens, int completionTokens, int cachedTokens) {
     return new Usage(

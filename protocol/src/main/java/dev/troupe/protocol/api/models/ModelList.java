@@ -26,7 +26,16 @@ public record ModelList(String object, List<ModelCard> data) {
    * @param maxModelLen context length, null when unknown
    */
   @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-  @JsonPropertyOrder({"id", "object", "created", "owned_by", "root", "parent", "max_model_len", "permission"})
+  @JsonPropertyOrder({
+    "id",
+    "object",
+    "created",
+    "owned_by",
+    "root",
+    "parent",
+    "max_model_len",
+    "permission"
+  })
   public record ModelCard(
       String id,
       String object,
@@ -39,8 +48,20 @@ public record ModelList(String object, List<ModelCard> data) {
 
   /** vLLM's fixed permission entry. */
   @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-  @JsonPropertyOrder({"id", "object", "created", "allow_create_engine", "allow_sampling", "allow_logprobs",
-      "allow_search_indices", "allow_view", "allow_fine_tuning", "organization", "group", "is_blocking"})
+  @JsonPropertyOrder({
+    "id",
+    "object",
+    "created",
+    "allow_create_engine",
+    "allow_sampling",
+    "allow_logprobs",
+    "allow_search_indices",
+    "allow_view",
+    "allow_fine_tuning",
+    "organization",
+    "group",
+    "is_blocking"
+  })
   public record ModelPermission(
       String id,
       String object,

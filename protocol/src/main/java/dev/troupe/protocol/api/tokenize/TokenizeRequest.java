@@ -6,10 +6,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * vLLM's {@code POST /tokenize} body, both forms in one record: a plain {@code prompt}
- * ({@code add_special_tokens} defaults to true) or chat {@code messages} rendered with the template
- * ({@code add_generation_prompt} defaults to true, {@code add_special_tokens} to false). Exactly one
- * of {@code prompt} and {@code messages} must be set.
+ * vLLM's {@code POST /tokenize} body, both forms in one record: a plain {@code prompt} ({@code
+ * add_special_tokens} defaults to true) or chat {@code messages} rendered with the template ({@code
+ * add_generation_prompt} defaults to true, {@code add_special_tokens} to false). Exactly one of
+ * {@code prompt} and {@code messages} must be set.
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 public record TokenizeRequest(

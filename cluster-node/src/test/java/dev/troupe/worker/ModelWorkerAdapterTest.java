@@ -110,31 +110,13 @@ class ModelWorkerAdapterTest {
 
   private static GenerationRequest request(String id, int maxTokens, Adapter adapter) {
     SamplingParams p =
-        new SamplingParams(
-            1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, maxTokens, 0, List.of(), List.of(), false,
-            true, 1, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
-    return new GenerationRequest(
-        id,
-        "demo",
-        null,
-        "Once upon a time",
-        null,
-        null,
-        true,
-        false,
-        false,
-        null,
-        null,
-        null,
-        null,
-        false,
-        0,
-        null,
-        null,
-        p,
-        false,
-        false,
-        adapter);
+        SamplingParams.builder()
+            .temperature(0.0)
+            .maxTokens(maxTokens)
+            .ignoreEos(true)
+            .logprobs(1)
+            .build();
+    return GenerationRequest.prompt(id, "Once upon a time", p).withAdapter(adapter);
   }
 
   /** One finished (or aborted) request: its version, tokens, chosen logprobs and finish reason. */

@@ -17,7 +17,6 @@ import dev.troupe.scheduler.SchedulingPolicy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -53,32 +52,10 @@ class ModelWorkerTest {
 
   static GenerationRequest request(String id, int maxTokens) {
     SamplingParams p =
-        new SamplingParams(
-            1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, maxTokens, 0, List.of(), List.of(), false,
-            true, null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(),
-            Map.of());
-    return new GenerationRequest(
-        id,
-        "demo",
-        null,
-        "Once upon a time",
-        null,
-        null,
-        true,
-        false,
-        false,
-        null,
-        null,
-        null,
-        null,
-        false,
-        0,
-        null,
-        null,
-        p,
-        true,
-        false,
-        null);
+        SamplingParams.builder().temperature(0.0).maxTokens(maxTokens).ignoreEos(true).build();
+    return GenerationRequest.prompt(id, "Once upon a time", p).toBuilder()
+        .returnTokenIds(true)
+        .build();
   }
 
   /** Receives events until the request's Completed or Failed; returns them all. */

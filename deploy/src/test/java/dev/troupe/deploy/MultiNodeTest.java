@@ -21,7 +21,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
@@ -94,31 +93,8 @@ class MultiNodeTest {
 
   private static GenerationRequest request(String id) {
     SamplingParams p =
-        new SamplingParams(
-            1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, 4, 0, List.of(), List.of(), false, true, null,
-            null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
-    return new GenerationRequest(
-        id,
-        "demo",
-        null,
-        "Hello from the gateway",
-        null,
-        null,
-        true,
-        false,
-        false,
-        null,
-        null,
-        null,
-        null,
-        false,
-        0,
-        null,
-        null,
-        p,
-        false,
-        false,
-        null);
+        SamplingParams.builder().temperature(0.0).maxTokens(4).ignoreEos(true).build();
+    return GenerationRequest.prompt(id, "Hello from the gateway", p);
   }
 
   /** Entity ids hosted by this node's ModelWorker region. */

@@ -166,33 +166,27 @@ public final class ChatRequestMapper {
         r.tools() == null
             ? null
             : r.tools().stream().map(t -> Json.mapper().convertValue(t, JSON_OBJECT)).toList();
-    Map<String, Object> kvTransfer = r.kvTransferParams();
     if (r.documents() != null && r.documents().contains(null))
       throw bad("Each document must be an object.", "documents");
 
     GenerationRequest generation =
-        new GenerationRequest(
-            engineId,
-            model.name(),
-            messages,
-            null,
-            tools,
-            r.documents(),
-            addGenerationPrompt,
-            continueFinal,
-            isTrue(r.addSpecialTokens()),
-            r.chatTemplate(),
-            templateKwargs,
-            r.reasoningEffort(),
-            truncate,
-            isTrue(r.echo()),
-            priority,
-            cacheSalt,
-            kvTransfer,
-            sampling,
-            isTrue(r.returnTokenIds()),
-            isTrue(r.returnTokensAsTokenIds()),
-            null);
+        GenerationRequest.builder(engineId)
+            .messages(messages)
+            .tools(tools)
+            .documents(r.documents())
+            .addGenerationPrompt(addGenerationPrompt)
+            .continueFinalMessage(continueFinal)
+            .addSpecialTokens(isTrue(r.addSpecialTokens()))
+            .chatTemplate(r.chatTemplate())
+            .chatTemplateKwargs(templateKwargs)
+            .reasoningEffort(r.reasoningEffort())
+            .truncatePromptTokens(truncate)
+            .priority(priority)
+            .cacheSalt(cacheSalt)
+            .sampling(sampling)
+            .returnTokenIds(isTrue(r.returnTokenIds()))
+            .returnTokensAsTokenIds(isTrue(r.returnTokensAsTokenIds()))
+            .build();
 
     Map<String, Object> last = messages.get(messages.size() - 1);
     String responseRole = addGenerationPrompt ? "assistant" : String.valueOf(last.get("role"));
@@ -289,7 +283,7 @@ public final class ChatRequestMapper {
               + " tokens.",
           maxParam);
     // Absent: as many as the context leaves; the worker caps it at max_model_len - prompt length.
-    int maxTokens = requestedMax != null ? requestedMax : GenerationRequest.MAX_TOKENS_UNSET;
+    int maxTokens = requestedMax != null ? requestedMax : SamplingParams.MAX_TOKENS_UNSET;
     int minTokens = r.minTokens() == null ? 0 : r.minTokens();
     if (minTokens < 0)
       throw bad(
@@ -340,33 +334,35 @@ public final class ChatRequestMapper {
       if (badWords.get(i) == null || badWords.get(i).isEmpty())
         throw bad("bad_words must not contain empty strings.", "bad_words[" + i + "]");
 
-    return new SamplingParams(
-        n,
-        temperature,
-        topP,
-        topK,
-        minP,
-        presence,
-        frequency,
-        repetition,
-        seed,
-        maxTokens,
-        minTokens,
-        stop,
-        stopTokenIds,
-        isTrue(r.includeStopStrInOutput()),
-        isTrue(r.ignoreEos()),
-        sampleLogprobs,
-        prompt,
-        r.skipSpecialTokens() == null || r.skipSpecialTokens(),
-        r.spacesBetweenSpecialTokens() == null || r.spacesBetweenSpecialTokens(),
-        logitBias(r.logitBias()),
-        allowed,
-        badWords,
-        beam,
-        lengthPenalty,
-        logitsProcessors(r.logitsProcessors()),
-        engineXargs(r.engineXargs()));
+    return SamplingParams.builder()
+        .n(n)
+        .temperature(temperature)
+        .topP(topP)
+        .topK(topK)
+        .minP(minP)
+        .presencePenalty(presence)
+        .frequencyPenalty(frequency)
+        .repetitionPenalty(repetition)
+        .seed(seed)
+        .maxTokens(maxTokens)
+        .minTokens(minTokens)
+        .stop(stop)
+        .stopTokenIds(stopTokenIds)
+        .includeStopStrInOutput(isTrue(r.includeStopStrInOutput()))
+        .ignoreEos(isTrue(r.ignoreEos()))
+        .logprobs(sampleLogprobs)
+        .promptLogprobs(prompt)
+        .skipSpecialTokens(r.skipSpecialTokens() == null || r.skipSpecialTokens())
+        .spacesBetweenSpecialTokens(
+            r.spacesBetweenSpecialTokens() == null || r.spacesBetweenSpecialTokens())
+        .logitBias(logitBias(r.logitBias()))
+        .allowedTokenIds(allowed)
+        .badWords(badWords)
+        .useBeamSearch(beam)
+        .lengthPenalty(lengthPenalty)
+        .logitsProcessors(logitsProcessors(r.logitsProcessors()))
+        .engineXargs(engineXargs(r.engineXargs()))
+        .build();
   }
 
   // ------------------------------------------------------------------ messages

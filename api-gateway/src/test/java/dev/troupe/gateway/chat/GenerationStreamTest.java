@@ -39,7 +39,9 @@ class GenerationStreamTest {
 
   private static GenerationRequest request(String id) {
     return GenerationRequest.chat(
-        id, "m", List.of(Map.of("role", "user", "content", "x")), SamplingParams.defaults(4));
+        id,
+        List.of(Map.of("role", "user", "content", "x")),
+        SamplingParams.builder().maxTokens(4).build());
   }
 
   @Test

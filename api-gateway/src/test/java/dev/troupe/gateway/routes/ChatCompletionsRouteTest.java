@@ -146,13 +146,12 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
     chat(body("")).assertStatusCode(200);
     GenerationRequest g = lastGenerate();
     SamplingParams s = g.sampling();
-    assertEquals("fake", g.model());
     assertEquals(1, s.n());
     assertEquals(1.0, s.temperature());
     assertEquals(1.0, s.topP());
     assertEquals(0, s.topK());
     assertEquals(
-        GenerationRequest.MAX_TOKENS_UNSET,
+        SamplingParams.MAX_TOKENS_UNSET,
         s.maxTokens(),
         "no max_tokens: as many as the context allows");
     assertNull(s.seed());
@@ -212,7 +211,6 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
     assertEquals("z", s.engineXargs().get("y"));
     assertEquals(64, g.truncatePromptTokens());
     assertEquals("s4lt", g.cacheSalt());
-    assertEquals(true, g.kvTransferParams().get("do_remote_decode"));
     assertEquals("t", g.documents().get(0).get("title"));
     assertEquals(false, g.chatTemplateKwargs().get("enable_thinking"));
     assertEquals("low", g.reasoningEffort());
@@ -279,7 +277,6 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
             + "\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":\"The answer:\"}]}";
     JsonNode j = json(chat(json));
     GenerationRequest g = lastGenerate();
-    assertTrue(g.echo());
     assertTrue(g.continueFinalMessage());
     assertFalse(g.addGenerationPrompt());
     assertEquals(
@@ -460,7 +457,7 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
   void absentModelMeansTheFirstServedModel() {
     JsonNode j = json(chat("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"));
     assertEquals("fake", j.path("model").asText());
-    assertEquals("fake", lastGenerate().model());
+    lastGenerate(); // the first served model's worker (fake) received it
   }
 
   @Test
@@ -471,7 +468,9 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
         chat(
             "{\"model\":\"prio\",\"priority\":-2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}");
     ok.assertStatusCode(200);
-    assertEquals(-2, lastGenerate().priority());
+    Object m = fixture.seenPrio.receiveMessage();
+    while (!(m instanceof Generate)) m = fixture.seenPrio.receiveMessage();
+    assertEquals(-2, ((Generate) m).request().priority());
     chat(body("\"priority\":0")).assertStatusCode(200);
     lastGenerate();
   }

@@ -16,14 +16,20 @@ import org.apache.pekko.http.javadsl.server.Route;
 final class ChatRouteFixture {
   static final String KEY = "sk-route-test";
 
+  /** Commands the {@code fake} worker received. */
   final TestProbe<Object> seen;
+
+  /** Commands the {@code prio} worker received. */
+  final TestProbe<Object> seenPrio;
+
   final ModelDirectory models;
   final Route route;
 
   ChatRouteFixture(ActorTestKit testKit) {
     seen = testKit.createTestProbe();
+    seenPrio = testKit.createTestProbe();
     ActorRef<Command> fcfs = testKit.spawn(FakeWorker.create("fcfs", seen.ref()));
-    ActorRef<Command> prio = testKit.spawn(FakeWorker.create("priority", seen.ref()));
+    ActorRef<Command> prio = testKit.spawn(FakeWorker.create("priority", seenPrio.ref()));
     models =
         new ModelDirectory(
             testKit.system(),

@@ -286,37 +286,15 @@ public final class LoadBench {
       while (inFlight < c && submitted < total) {
         String id = "e" + System.nanoTime() + "-" + submitted;
         SamplingParams p =
-            new SamplingParams(
-                1,
-                0.0,
-                1.0,
-                0,
-                0.0,
-                0.0,
-                0.0,
-                1.0,
-                null,
-                o.maxTokens(),
-                0,
-                List.of(),
-                List.of(),
-                false,
-                true,
-                null,
-                null,
-                true,
-                true,
-                Map.of(),
-                null,
-                List.of(),
-                false,
-                1.0,
-                List.of(),
-                Map.of());
+            SamplingParams.builder()
+                .temperature(0.0)
+                .maxTokens(o.maxTokens())
+                .ignoreEos(true)
+                .build();
         List<Map<String, Object>> messages =
             List.of(
                 Map.of("role", "user", "content", "Request " + submitted + ": tell me a story."));
-        List<GenerationEvent> refused = e.add(GenerationRequest.chat(id, "bench", messages, p));
+        List<GenerationEvent> refused = e.add(GenerationRequest.chat(id, messages, p));
         if (!refused.isEmpty()) throw new IllegalStateException(refused.toString());
         startedAt.put(id, System.nanoTime());
         submitted++;

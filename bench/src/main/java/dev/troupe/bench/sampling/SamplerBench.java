@@ -5,8 +5,6 @@ import dev.troupe.engine.sampling.LogitsProcessorRegistry;
 import dev.troupe.engine.sampling.Sampler;
 import dev.troupe.engine.sampling.SamplerFactory;
 import dev.troupe.protocol.cluster.SamplingParams;
-import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 
@@ -57,10 +55,18 @@ public final class SamplerBench {
 
   private static SamplingParams params(
       double t, double topP, int topK, double minP, Integer logprobs, double rep, double freq) {
-    return new SamplingParams(
-        1, t, topP, topK, minP, freq, freq, rep, 7L, 1_000_000, 0, List.of(), List.of(), false,
-        false, logprobs, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(),
-        Map.of());
+    return SamplingParams.builder()
+        .temperature(t)
+        .topP(topP)
+        .topK(topK)
+        .minP(minP)
+        .presencePenalty(freq)
+        .frequencyPenalty(freq)
+        .repetitionPenalty(rep)
+        .seed(7L)
+        .maxTokens(1_000_000)
+        .logprobs(logprobs)
+        .build();
   }
 
   private static float[][] rows(Random r, int n, double scale) {

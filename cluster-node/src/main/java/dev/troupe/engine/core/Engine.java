@@ -281,12 +281,12 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
-   * {@link GenerationRequest#MAX_TOKENS_UNSET} means "up to the context", as vLLM's default; an
+   * {@link SamplingParams#MAX_TOKENS_UNSET} means "up to the context", as vLLM's default; an
    * explicit value must fit beside the prompt.
    */
   private SamplingParams capMaxTokens(SamplingParams p, int promptLength) {
     int room = maxModelLen - promptLength;
-    if (p.maxTokens() == GenerationRequest.MAX_TOKENS_UNSET) return withMaxTokens(p, room);
+    if (p.maxTokens() == SamplingParams.MAX_TOKENS_UNSET) return p.withMaxTokens(room);
     if (p.maxTokens() > room)
       throw RequestRejected.badRequest(
           "'max_tokens' or 'max_completion_tokens' is too large: "
@@ -304,36 +304,6 @@ public final class Engine implements AutoCloseable {
               + ").",
           "max_tokens");
     return p;
-  }
-
-  private static SamplingParams withMaxTokens(SamplingParams p, int maxTokens) {
-    return new SamplingParams(
-        p.n(),
-        p.temperature(),
-        p.topP(),
-        p.topK(),
-        p.minP(),
-        p.presencePenalty(),
-        p.frequencyPenalty(),
-        p.repetitionPenalty(),
-        p.seed(),
-        maxTokens,
-        p.minTokens(),
-        p.stop(),
-        p.stopTokenIds(),
-        p.includeStopStrInOutput(),
-        p.ignoreEos(),
-        p.logprobs(),
-        p.promptLogprobs(),
-        p.skipSpecialTokens(),
-        p.spacesBetweenSpecialTokens(),
-        p.logitBias(),
-        p.allowedTokenIds(),
-        p.badWords(),
-        p.useBeamSearch(),
-        p.lengthPenalty(),
-        p.logitsProcessors(),
-        p.engineXargs());
   }
 
   // ------------------------------------------------------------------ stepping

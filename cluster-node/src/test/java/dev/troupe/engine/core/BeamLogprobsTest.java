@@ -21,7 +21,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -46,10 +45,14 @@ class BeamLogprobsTest {
   }
 
   private static SamplingParams beam(int width, int maxTokens, Integer logprobs) {
-    return new SamplingParams(
-        width, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, maxTokens, 0, List.of(), List.of(), false,
-        true, logprobs, null, true, true, Map.of(), null, List.of(), true, 1.0, List.of(),
-        Map.of());
+    return SamplingParams.builder()
+        .n(width)
+        .temperature(0.0)
+        .maxTokens(maxTokens)
+        .ignoreEos(true)
+        .logprobs(logprobs)
+        .useBeamSearch(true)
+        .build();
   }
 
   private static List<LogprobEntry> logprobs(List<GenerationEvent> events, int choice) {
@@ -143,28 +146,9 @@ class BeamLogprobsTest {
     try (Engine e = EngineTest.engine(settings, SchedulingPolicy.FCFS)) {
       // return_tokens_as_token_ids: true
       e.add(
-          new GenerationRequest(
-              "ids",
-              "demo",
-              null,
-              text,
-              null,
-              null,
-              true,
-              false,
-              false,
-              null,
-              null,
-              null,
-              null,
-              false,
-              0,
-              null,
-              null,
-              beam(2, 3, 0),
-              false,
-              true,
-              null));
+          GenerationRequest.prompt("ids", text, beam(2, 3, 0)).toBuilder()
+              .returnTokensAsTokenIds(true)
+              .build());
       List<GenerationEvent> events = EngineTest.drain(e, new LinkedHashMap<>()).get("ids");
       for (int i = 0; i < 2; i++) {
         List<Integer> tokens = EngineTest.tokens(events, i);

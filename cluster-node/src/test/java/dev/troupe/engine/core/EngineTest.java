@@ -46,21 +46,23 @@ class EngineTest {
   }
 
   static SamplingParams greedy(int maxTokens) {
-    return new SamplingParams(
-        1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, maxTokens, 0, List.of(), List.of(), false, true,
-        null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
+    return SamplingParams.builder().temperature(0.0).maxTokens(maxTokens).ignoreEos(true).build();
   }
 
   static SamplingParams seeded(int n, long seed, int maxTokens) {
-    return new SamplingParams(
-        n, 0.9, 0.95, 50, 0.0, 0.0, 0.0, 1.0, seed, maxTokens, 0, List.of(), List.of(), false, true,
-        null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
+    return SamplingParams.builder()
+        .n(n)
+        .temperature(0.9)
+        .topP(0.95)
+        .topK(50)
+        .seed(seed)
+        .maxTokens(maxTokens)
+        .ignoreEos(true)
+        .build();
   }
 
   static GenerationRequest prompt(String id, String text, SamplingParams p) {
-    return new GenerationRequest(
-        id, "demo", null, text, null, null, true, false, false, null, null, null, null, false, 0,
-        null, null, p, false, false, null);
+    return GenerationRequest.prompt(id, text, p);
   }
 
   static void collect(List<GenerationEvent> step, Map<String, List<GenerationEvent>> into) {
@@ -247,7 +249,7 @@ class EngineTest {
       Failed priority = (Failed) e.add(prompt("c", "hello", greedy(2)).withPriority(3)).get(0);
       assertEquals("priority", priority.param());
       // Unset max_tokens runs to the context: 32 - prompt.
-      e.add(prompt("e", "hello", greedy(GenerationRequest.MAX_TOKENS_UNSET)));
+      e.add(prompt("e", "hello", greedy(SamplingParams.MAX_TOKENS_UNSET)));
       List<GenerationEvent> events = drain(e, new LinkedHashMap<>()).get("e");
       Completed done = (Completed) events.get(events.size() - 1);
       assertEquals(32 - encode("hello").length, done.usage().completionTokens());
@@ -256,10 +258,7 @@ class EngineTest {
 
   @Test
   void promptLogprobsStartWithNullAndMatchTheReference() {
-    SamplingParams p =
-        new SamplingParams(
-            1, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, 1, 0, List.of(), List.of(), false, true, 2, 3,
-            true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
+    SamplingParams p = greedy(1).toBuilder().logprobs(2).promptLogprobs(3).build();
     try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {
       e.add(prompt("p", "Logprobs of a prompt", p));
       List<GenerationEvent> events = drain(e, new LinkedHashMap<>()).get("p");
@@ -294,7 +293,7 @@ class EngineTest {
           List.of(
               Map.of("role", "system", "content", "Be brief."),
               Map.of("role", "user", "content", "Hi"));
-      e.add(GenerationRequest.chat("chat", "demo", messages, greedy(3)));
+      e.add(GenerationRequest.chat("chat", messages, greedy(3)));
       List<GenerationEvent> events = drain(e, new LinkedHashMap<>()).get("chat");
       Started s = (Started) events.get(0);
       int[] ids = s.promptTokenIds().stream().mapToInt(Integer::intValue).toArray();
@@ -338,10 +337,7 @@ class EngineTest {
 
   @Test
   void beamSearchForksSequencesAndMatchesASearchOnRecomputedLogits() {
-    SamplingParams p =
-        new SamplingParams(
-            3, 0.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, 5, 0, List.of(), List.of(), false, true, null,
-            null, true, true, Map.of(), null, List.of(), true, 1.0, List.of(), Map.of());
+    SamplingParams p = greedy(5).toBuilder().n(3).useBeamSearch(true).build();
     String text = "Beam search over a prompt";
     // Blocks of 4: beams share and copy partial blocks as they branch.
     EngineSettings settings = new EngineSettings(4, 64, 0, 8, 256, 16, true, 0, true, List.of());

@@ -32,32 +32,30 @@ final class Params {
   Map<String, Object> xargs = Map.of();
 
   SamplingParams build() {
-    return new SamplingParams(
-        n,
-        temperature,
-        topP,
-        topK,
-        minP,
-        presence,
-        frequency,
-        repetition,
-        seed,
-        maxTokens,
-        minTokens,
-        stop,
-        stopTokenIds,
-        includeStop,
-        ignoreEos,
-        logprobs,
-        null,
-        true,
-        true,
-        logitBias,
-        allowed,
-        badWords,
-        beam,
-        lengthPenalty,
-        processors,
-        xargs);
+    return SamplingParams.builder()
+        .n(n)
+        .temperature(temperature)
+        .topP(topP)
+        .topK(topK)
+        .minP(minP)
+        .presencePenalty(presence)
+        .frequencyPenalty(frequency)
+        .repetitionPenalty(repetition)
+        .seed(seed)
+        .maxTokens(maxTokens)
+        .minTokens(minTokens)
+        .stop(stop)
+        .stopTokenIds(stopTokenIds)
+        .includeStopStrInOutput(includeStop)
+        .ignoreEos(ignoreEos)
+        .logprobs(logprobs)
+        .logitBias(logitBias)
+        .allowedTokenIds(allowed)
+        .badWords(badWords)
+        .useBeamSearch(beam)
+        .lengthPenalty(lengthPenalty)
+        .logitsProcessors(processors)
+        .engineXargs(xargs)
+        .build();
   }
 }

@@ -8,14 +8,15 @@ import java.util.Map;
 
 /**
  * One chat generation as the worker sees it: the conversation (JSON-like values, exactly as the
- * chat template wants them), the prompt controls, and the fully-defaulted {@link SamplingParams}.
- * Built by the gateway's request mapper; never holds HTTP records.
+ * chat template wants them), the prompt controls, and the {@link SamplingParams}. Built by the
+ * gateway's request mapper through {@link #builder}; never holds HTTP records. Everything that
+ * needs the model (rendering, tokenizing, context length, the model's sampling defaults) is the
+ * worker's.
  *
  * <p>JSON-like values are String, Number, Boolean, null, List and Map, so the record round-trips
  * through Jackson CBOR unchanged (numbers may come back as a different boxed type).
  *
  * @param requestId unique per in-flight request on a worker (the gateway adds a suffix if needed)
- * @param model the served model name the client asked for
  * @param messages conversation messages ({@code role}, {@code content}, ...); null when {@code
  *     prompt} is given instead
  * @param prompt a raw prompt string used instead of {@code messages} (no chat template); null for
@@ -30,18 +31,15 @@ import java.util.Map;
  * @param reasoningEffort low/medium/high handed to the template as {@code reasoning_effort}, or
  *     null
  * @param truncatePromptTokens null = off; -1 = keep the last max_model_len tokens; N = keep last N
- * @param echo the client asked for echo (implies prompt logprobs when logprobs are requested)
  * @param priority lower runs earlier (only with the priority scheduling policy; else must be 0)
  * @param cacheSalt salts the prefix cache, or null
- * @param kvTransferParams disaggregated-serving parameters, carried through; never null
- * @param sampling sampling and stopping, every default applied
- * @param returnTokenIds the client wants prompt and generated token ids
+ * @param sampling sampling and stopping
+ * @param returnTokenIds the client wants the prompt's token ids (generated ids always travel)
  * @param returnTokensAsTokenIds logprob token strings are written as {@code token_id:N}
  * @param adapter the trained checkpoint (LoRA adapter) to generate with, or null for the base model
  */
 public record GenerationRequest(
     String requestId,
-    String model,
     List<Map<String, Object>> messages,
     String prompt,
     List<Map<String, Object>> tools,
@@ -53,10 +51,8 @@ public record GenerationRequest(
     Map<String, Object> chatTemplateKwargs,
     String reasoningEffort,
     Integer truncatePromptTokens,
-    boolean echo,
     int priority,
     String cacheSalt,
-    Map<String, Object> kvTransferParams,
     SamplingParams sampling,
     boolean returnTokenIds,
     boolean returnTokensAsTokenIds,
@@ -93,17 +89,9 @@ public record GenerationRequest(
     }
   }
 
-  /**
-   * {@code sampling.maxTokens} when the client set no {@code max_tokens}: the worker, which knows
-   * the prompt length, generates up to the context length (vLLM's default). An explicit value that
-   * does not fit beside the prompt is a 400 naming {@code max_tokens}.
-   */
-  public static final int MAX_TOKENS_UNSET = Integer.MAX_VALUE;
-
   public GenerationRequest {
     if (requestId == null || requestId.isBlank())
       throw new IllegalArgumentException("requestId is required");
-    if (model == null || model.isBlank()) throw new IllegalArgumentException("model is required");
     if ((messages == null) == (prompt == null))
       throw new IllegalArgumentException("exactly one of messages and prompt is required");
     if (sampling == null) throw new IllegalArgumentException("sampling is required");
@@ -116,7 +104,6 @@ public record GenerationRequest(
     tools = tools == null ? null : List.copyOf(tools);
     documents = documents == null ? null : List.copyOf(documents);
     chatTemplateKwargs = jsonObject(chatTemplateKwargs);
-    kvTransferParams = jsonObject(kvTransferParams);
   }
 
   /** JSON objects may hold null values, which {@code Map.copyOf} refuses; keep insertion order. */
@@ -124,63 +111,202 @@ public record GenerationRequest(
     return map == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(map));
   }
 
+  /** A builder with vLLM's defaults for every prompt control and OpenAI's sampling defaults. */
+  public static Builder builder(String requestId) {
+    return new Builder(requestId);
+  }
+
+  /** A builder holding this record's values. */
+  public Builder toBuilder() {
+    return new Builder(this);
+  }
+
   /** A chat request with vLLM's defaults for every prompt control: the common case in tests. */
   public static GenerationRequest chat(
-      String requestId, String model, List<Map<String, Object>> messages, SamplingParams sampling) {
-    return new GenerationRequest(
-        requestId, model, messages, null, null, null, true, false, false, null, Map.of(), null,
-        null, false, 0, null, Map.of(), sampling, false, false, null);
+      String requestId, List<Map<String, Object>> messages, SamplingParams sampling) {
+    return builder(requestId).messages(messages).sampling(sampling).build();
+  }
+
+  /** A raw-prompt request (no chat template). */
+  public static GenerationRequest prompt(String requestId, String prompt, SamplingParams sampling) {
+    return builder(requestId).prompt(prompt).sampling(sampling).build();
   }
 
   /** A copy with another priority (tests and the bench drive the scheduler through this). */
   public GenerationRequest withPriority(int newPriority) {
-    return new GenerationRequest(
-        requestId,
-        model,
-        messages,
-        prompt,
-        tools,
-        documents,
-        addGenerationPrompt,
-        continueFinalMessage,
-        addSpecialTokens,
-        chatTemplate,
-        chatTemplateKwargs,
-        reasoningEffort,
-        truncatePromptTokens,
-        echo,
-        newPriority,
-        cacheSalt,
-        kvTransferParams,
-        sampling,
-        returnTokenIds,
-        returnTokensAsTokenIds,
-        adapter);
+    return toBuilder().priority(newPriority).build();
   }
 
   /** A copy generating with {@code newAdapter} (null: the base model). */
   public GenerationRequest withAdapter(Adapter newAdapter) {
-    return new GenerationRequest(
-        requestId,
-        model,
-        messages,
-        prompt,
-        tools,
-        documents,
-        addGenerationPrompt,
-        continueFinalMessage,
-        addSpecialTokens,
-        chatTemplate,
-        chatTemplateKwargs,
-        reasoningEffort,
-        truncatePromptTokens,
-        echo,
-        priority,
-        cacheSalt,
-        kvTransferParams,
-        sampling,
-        returnTokenIds,
-        returnTokensAsTokenIds,
-        newAdapter);
+    return toBuilder().adapter(newAdapter).build();
+  }
+
+  /** A copy with other sampling parameters. */
+  public GenerationRequest withSampling(SamplingParams newSampling) {
+    return toBuilder().sampling(newSampling).build();
+  }
+
+  /** Builds a {@link GenerationRequest} by name; unset fields take vLLM's defaults. */
+  public static final class Builder {
+    private String requestId;
+    private List<Map<String, Object>> messages;
+    private String prompt;
+    private List<Map<String, Object>> tools;
+    private List<Map<String, Object>> documents;
+    private boolean addGenerationPrompt = true;
+    private boolean continueFinalMessage;
+    private boolean addSpecialTokens;
+    private String chatTemplate;
+    private Map<String, Object> chatTemplateKwargs = Map.of();
+    private String reasoningEffort;
+    private Integer truncatePromptTokens;
+    private int priority;
+    private String cacheSalt;
+    private SamplingParams sampling = SamplingParams.builder().build();
+    private boolean returnTokenIds;
+    private boolean returnTokensAsTokenIds;
+    private Adapter adapter;
+
+    private Builder(String requestId) {
+      this.requestId = requestId;
+    }
+
+    private Builder(GenerationRequest r) {
+      requestId = r.requestId;
+      messages = r.messages;
+      prompt = r.prompt;
+      tools = r.tools;
+      documents = r.documents;
+      addGenerationPrompt = r.addGenerationPrompt;
+      continueFinalMessage = r.continueFinalMessage;
+      addSpecialTokens = r.addSpecialTokens;
+      chatTemplate = r.chatTemplate;
+      chatTemplateKwargs = r.chatTemplateKwargs;
+      reasoningEffort = r.reasoningEffort;
+      truncatePromptTokens = r.truncatePromptTokens;
+      priority = r.priority;
+      cacheSalt = r.cacheSalt;
+      sampling = r.sampling;
+      returnTokenIds = r.returnTokenIds;
+      returnTokensAsTokenIds = r.returnTokensAsTokenIds;
+      adapter = r.adapter;
+    }
+
+    public Builder requestId(String v) {
+      requestId = v;
+      return this;
+    }
+
+    /** The conversation; clears {@link #prompt}. */
+    public Builder messages(List<Map<String, Object>> v) {
+      messages = v;
+      if (v != null) prompt = null;
+      return this;
+    }
+
+    /** A raw prompt instead of a conversation; clears {@link #messages}. */
+    public Builder prompt(String v) {
+      prompt = v;
+      if (v != null) messages = null;
+      return this;
+    }
+
+    public Builder tools(List<Map<String, Object>> v) {
+      tools = v;
+      return this;
+    }
+
+    public Builder documents(List<Map<String, Object>> v) {
+      documents = v;
+      return this;
+    }
+
+    public Builder addGenerationPrompt(boolean v) {
+      addGenerationPrompt = v;
+      return this;
+    }
+
+    public Builder continueFinalMessage(boolean v) {
+      continueFinalMessage = v;
+      return this;
+    }
+
+    public Builder addSpecialTokens(boolean v) {
+      addSpecialTokens = v;
+      return this;
+    }
+
+    public Builder chatTemplate(String v) {
+      chatTemplate = v;
+      return this;
+    }
+
+    public Builder chatTemplateKwargs(Map<String, Object> v) {
+      chatTemplateKwargs = v;
+      return this;
+    }
+
+    public Builder reasoningEffort(String v) {
+      reasoningEffort = v;
+      return this;
+    }
+
+    public Builder truncatePromptTokens(Integer v) {
+      truncatePromptTokens = v;
+      return this;
+    }
+
+    public Builder priority(int v) {
+      priority = v;
+      return this;
+    }
+
+    public Builder cacheSalt(String v) {
+      cacheSalt = v;
+      return this;
+    }
+
+    public Builder sampling(SamplingParams v) {
+      sampling = v;
+      return this;
+    }
+
+    public Builder returnTokenIds(boolean v) {
+      returnTokenIds = v;
+      return this;
+    }
+
+    public Builder returnTokensAsTokenIds(boolean v) {
+      returnTokensAsTokenIds = v;
+      return this;
+    }
+
+    public Builder adapter(Adapter v) {
+      adapter = v;
+      return this;
+    }
+
+    public GenerationRequest build() {
+      return new GenerationRequest(
+          requestId,
+          messages,
+          prompt,
+          tools,
+          documents,
+          addGenerationPrompt,
+          continueFinalMessage,
+          addSpecialTokens,
+          chatTemplate,
+          chatTemplateKwargs,
+          reasoningEffort,
+          truncatePromptTokens,
+          priority,
+          cacheSalt,
+          sampling,
+          returnTokenIds,
+          returnTokensAsTokenIds,
+          adapter);
+    }
   }
 }

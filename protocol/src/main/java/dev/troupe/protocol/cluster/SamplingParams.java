@@ -19,7 +19,8 @@ import java.util.Map;
  * @param frequencyPenalty over output tokens, in [-2, 2]
  * @param repetitionPenalty over prompt and output tokens, > 0; 1 = off
  * @param seed per-request RNG seed, null = unseeded; choice i uses seed + i
- * @param maxTokens maximum generated tokens per choice (already capped by the context length)
+ * @param maxTokens maximum generated tokens per choice; {@link #MAX_TOKENS_UNSET} = up to the
+ *     context (the worker caps it)
  * @param minTokens EOS and stop tokens are suppressed until this many tokens exist
  * @param stop stop strings, matched across token boundaries
  * @param stopTokenIds extra token ids that end a choice ({@code stop_reason} = the id)
@@ -88,12 +89,249 @@ public record SamplingParams(
   }
 
   /**
-   * Plain defaults (OpenAI's): temperature 1, everything else off, for {@code maxTokens} tokens.
+   * {@code maxTokens} when the client set no {@code max_tokens}: the worker, which knows the prompt
+   * length, generates up to the context length (vLLM's default). An explicit value that does not
+   * fit beside the prompt is a 400 naming {@code max_tokens}.
    */
-  public static SamplingParams defaults(int maxTokens) {
-    return new SamplingParams(
-        1, 1.0, 1.0, 0, 0.0, 0.0, 0.0, 1.0, null, maxTokens, 0, List.of(), List.of(), false, false,
-        null, null, true, true, Map.of(), null, List.of(), false, 1.0, List.of(), Map.of());
+  public static final int MAX_TOKENS_UNSET = Integer.MAX_VALUE;
+
+  /** A builder starting from OpenAI's defaults: one choice, temperature 1, up to the context. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** A builder holding this record's values. */
+  public Builder toBuilder() {
+    return new Builder(this);
+  }
+
+  /** A copy with another {@code maxTokens}. */
+  public SamplingParams withMaxTokens(int newMaxTokens) {
+    return toBuilder().maxTokens(newMaxTokens).build();
+  }
+
+  /**
+   * Builds {@link SamplingParams} by name, so that a new field touches only this record, the
+   * gateway's mapper and the engine code that reads it. Starts from OpenAI's defaults.
+   */
+  public static final class Builder {
+    private int n = 1;
+    private double temperature = 1.0;
+    private double topP = 1.0;
+    private int topK = 0;
+    private double minP = 0.0;
+    private double presencePenalty = 0.0;
+    private double frequencyPenalty = 0.0;
+    private double repetitionPenalty = 1.0;
+    private Long seed;
+    private int maxTokens = MAX_TOKENS_UNSET;
+    private int minTokens = 0;
+    private List<String> stop = List.of();
+    private List<Integer> stopTokenIds = List.of();
+    private boolean includeStopStrInOutput;
+    private boolean ignoreEos;
+    private Integer logprobs;
+    private Integer promptLogprobs;
+    private boolean skipSpecialTokens = true;
+    private boolean spacesBetweenSpecialTokens = true;
+    private Map<Integer, Double> logitBias = Map.of();
+    private List<Integer> allowedTokenIds;
+    private List<String> badWords = List.of();
+    private boolean useBeamSearch;
+    private double lengthPenalty = 1.0;
+    private List<LogitsProcessorSpec> logitsProcessors = List.of();
+    private Map<String, Object> engineXargs = Map.of();
+
+    private Builder() {}
+
+    private Builder(SamplingParams p) {
+      n = p.n;
+      temperature = p.temperature;
+      topP = p.topP;
+      topK = p.topK;
+      minP = p.minP;
+      presencePenalty = p.presencePenalty;
+      frequencyPenalty = p.frequencyPenalty;
+      repetitionPenalty = p.repetitionPenalty;
+      seed = p.seed;
+      maxTokens = p.maxTokens;
+      minTokens = p.minTokens;
+      stop = p.stop;
+      stopTokenIds = p.stopTokenIds;
+      includeStopStrInOutput = p.includeStopStrInOutput;
+      ignoreEos = p.ignoreEos;
+      logprobs = p.logprobs;
+      promptLogprobs = p.promptLogprobs;
+      skipSpecialTokens = p.skipSpecialTokens;
+      spacesBetweenSpecialTokens = p.spacesBetweenSpecialTokens;
+      logitBias = p.logitBias;
+      allowedTokenIds = p.allowedTokenIds;
+      badWords = p.badWords;
+      useBeamSearch = p.useBeamSearch;
+      lengthPenalty = p.lengthPenalty;
+      logitsProcessors = p.logitsProcessors;
+      engineXargs = p.engineXargs;
+    }
+
+    public Builder n(int v) {
+      n = v;
+      return this;
+    }
+
+    public Builder temperature(double v) {
+      temperature = v;
+      return this;
+    }
+
+    public Builder topP(double v) {
+      topP = v;
+      return this;
+    }
+
+    public Builder topK(int v) {
+      topK = v;
+      return this;
+    }
+
+    public Builder minP(double v) {
+      minP = v;
+      return this;
+    }
+
+    public Builder presencePenalty(double v) {
+      presencePenalty = v;
+      return this;
+    }
+
+    public Builder frequencyPenalty(double v) {
+      frequencyPenalty = v;
+      return this;
+    }
+
+    public Builder repetitionPenalty(double v) {
+      repetitionPenalty = v;
+      return this;
+    }
+
+    public Builder seed(Long v) {
+      seed = v;
+      return this;
+    }
+
+    public Builder maxTokens(int v) {
+      maxTokens = v;
+      return this;
+    }
+
+    public Builder minTokens(int v) {
+      minTokens = v;
+      return this;
+    }
+
+    public Builder stop(List<String> v) {
+      stop = v;
+      return this;
+    }
+
+    public Builder stopTokenIds(List<Integer> v) {
+      stopTokenIds = v;
+      return this;
+    }
+
+    public Builder includeStopStrInOutput(boolean v) {
+      includeStopStrInOutput = v;
+      return this;
+    }
+
+    public Builder ignoreEos(boolean v) {
+      ignoreEos = v;
+      return this;
+    }
+
+    public Builder logprobs(Integer v) {
+      logprobs = v;
+      return this;
+    }
+
+    public Builder promptLogprobs(Integer v) {
+      promptLogprobs = v;
+      return this;
+    }
+
+    public Builder skipSpecialTokens(boolean v) {
+      skipSpecialTokens = v;
+      return this;
+    }
+
+    public Builder spacesBetweenSpecialTokens(boolean v) {
+      spacesBetweenSpecialTokens = v;
+      return this;
+    }
+
+    public Builder logitBias(Map<Integer, Double> v) {
+      logitBias = v;
+      return this;
+    }
+
+    public Builder allowedTokenIds(List<Integer> v) {
+      allowedTokenIds = v;
+      return this;
+    }
+
+    public Builder badWords(List<String> v) {
+      badWords = v;
+      return this;
+    }
+
+    public Builder useBeamSearch(boolean v) {
+      useBeamSearch = v;
+      return this;
+    }
+
+    public Builder lengthPenalty(double v) {
+      lengthPenalty = v;
+      return this;
+    }
+
+    public Builder logitsProcessors(List<LogitsProcessorSpec> v) {
+      logitsProcessors = v;
+      return this;
+    }
+
+    public Builder engineXargs(Map<String, Object> v) {
+      engineXargs = v;
+      return this;
+    }
+
+    public SamplingParams build() {
+      return new SamplingParams(
+          n,
+          temperature,
+          topP,
+          topK,
+          minP,
+          presencePenalty,
+          frequencyPenalty,
+          repetitionPenalty,
+          seed,
+          maxTokens,
+          minTokens,
+          stop,
+          stopTokenIds,
+          includeStopStrInOutput,
+          ignoreEos,
+          logprobs,
+          promptLogprobs,
+          skipSpecialTokens,
+          spacesBetweenSpecialTokens,
+          logitBias,
+          allowedTokenIds,
+          badWords,
+          useBeamSearch,
+          lengthPenalty,
+          logitsProcessors,
+          engineXargs);
+    }
   }
 
   /** A custom logits processor: a qualified class name plus constructor arguments. */

@@ -54,55 +54,44 @@ class ModelWorkerProtocolSerializationTest {
     kwargs.put("depth", 3);
     kwargs.put("tags", List.of("a", "b"));
     SamplingParams sampling =
-        new SamplingParams(
-            2,
-            0.7,
-            0.9,
-            40,
-            0.05,
-            0.1,
-            -0.2,
-            1.1,
-            42L,
-            64,
-            2,
-            List.of("\n\n"),
-            List.of(7, 9),
-            true,
-            false,
-            5,
-            1,
-            true,
-            false,
-            Map.of(3, -100.0, 11, 2.5),
-            List.of(1, 2, 3),
-            List.of("bad"),
-            false,
-            1.0,
-            List.of(),
-            Map.of("k", "v"));
-    return new GenerationRequest(
-        "req-1",
-        "demo",
-        List.of(message),
-        null,
-        null,
-        List.of(Map.of("title", "t", "text", "x")),
-        true,
-        false,
-        true,
-        "{{ messages }}",
-        kwargs,
-        "low",
-        -1,
-        true,
-        3,
-        "salt",
-        Map.of("do_remote_prefill", true),
-        sampling,
-        true,
-        true,
-        new GenerationRequest.Adapter("m-1", 3, "/data/checkpoints/m-1/0003"));
+        SamplingParams.builder()
+            .n(2)
+            .temperature(0.7)
+            .topP(0.9)
+            .topK(40)
+            .minP(0.05)
+            .presencePenalty(0.1)
+            .frequencyPenalty(-0.2)
+            .repetitionPenalty(1.1)
+            .seed(42L)
+            .maxTokens(64)
+            .minTokens(2)
+            .stop(List.of("\n\n"))
+            .stopTokenIds(List.of(7, 9))
+            .includeStopStrInOutput(true)
+            .logprobs(5)
+            .promptLogprobs(1)
+            .spacesBetweenSpecialTokens(false)
+            .logitBias(Map.of(3, -100.0, 11, 2.5))
+            .allowedTokenIds(List.of(1, 2, 3))
+            .badWords(List.of("bad"))
+            .engineXargs(Map.of("k", "v"))
+            .build();
+    return GenerationRequest.builder("req-1")
+        .messages(List.of(message))
+        .documents(List.of(Map.of("title", "t", "text", "x")))
+        .addSpecialTokens(true)
+        .chatTemplate("{{ messages }}")
+        .chatTemplateKwargs(kwargs)
+        .reasoningEffort("low")
+        .truncatePromptTokens(-1)
+        .priority(3)
+        .cacheSalt("salt")
+        .sampling(sampling)
+        .returnTokenIds(true)
+        .returnTokensAsTokenIds(true)
+        .adapter(new GenerationRequest.Adapter("m-1", 3, "/data/checkpoints/m-1/0003"))
+        .build();
   }
 
   @Test
@@ -189,15 +178,21 @@ class ModelWorkerProtocolSerializationTest {
 
   @Test
   void requestValidation() {
-    SamplingParams sampling = SamplingParams.defaults(16);
-    assertThrows(
-        IllegalArgumentException.class, () -> GenerationRequest.chat("r", "m", null, sampling));
+    SamplingParams sampling = SamplingParams.builder().maxTokens(16).build();
+    assertThrows(IllegalArgumentException.class, () -> GenerationRequest.chat("r", null, sampling));
     assertThrows(
         IllegalArgumentException.class,
         () ->
-            new GenerationRequest(
-                "r", "m", List.of(), null, null, null, true, true, false, null, null, null, null,
-                false, 0, null, null, sampling, false, false, null));
+            GenerationRequest.chat("r", List.of(), sampling).toBuilder()
+                .addGenerationPrompt(true)
+                .continueFinalMessage(true)
+                .build());
+    assertEquals(
+        request(), request().toBuilder().build(), "a builder copy equals its original record");
+    assertEquals(
+        request().sampling(),
+        request().sampling().toBuilder().build(),
+        "a builder copy equals its original record");
     assertEquals(5, request().withPriority(5).priority());
   }
 }

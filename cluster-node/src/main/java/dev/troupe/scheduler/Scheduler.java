@@ -3,7 +3,6 @@ package dev.troupe.scheduler;
 import dev.troupe.scheduler.ScheduleResult.BlockCopy;
 import dev.troupe.scheduler.ScheduleResult.ScheduledChunk;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -21,11 +20,17 @@ import java.util.Map;
  * which share the prompt's blocks; a sequence about to write into a shared block gets a private
  * copy first ({@link ScheduleResult#copies()}).
  *
+ * <p>With prefix caching ({@link PrefixCache}) a sequence that starts from nothing (a new request,
+ * or one resumed after preemption) first takes the cached blocks of its longest known prefix and is
+ * scheduled from there. The engine reports each step's forward pass with {@link
+ * #computed(ScheduleResult)}; only then do the blocks it filled become cache entries.
+ *
  * <p>Plain Java, not thread-safe: owned by one worker, called from its thread only.
  */
 public final class Scheduler {
   private final SchedulerConfig config;
   private final BlockAllocator blocks;
+  private final PrefixCache prefixCache;
   private final List<SequenceGroup> waiting = new ArrayList<>();
   private final List<SequenceGroup> running = new ArrayList<>();
   private final Map<String, SequenceGroup> byId = new HashMap<>();
@@ -36,6 +41,7 @@ public final class Scheduler {
   public Scheduler(SchedulerConfig config, int numBlocks, int blockSize) {
     this.config = config;
     this.blocks = new BlockAllocator(numBlocks, blockSize);
+    this.prefixCache = new PrefixCache(blocks, config.prefixCaching());
   }
 
   public SchedulerConfig config() {
@@ -46,18 +52,29 @@ public final class Scheduler {
     return blocks;
   }
 
+  public PrefixCache prefixCache() {
+    return prefixCache;
+  }
+
   /** Whether the waiting queue can take one more request. */
   public boolean hasRoom() {
     return waiting.size() < config.maxWaiting();
+  }
+
+  /** Queues a request on the base model without salt ({@link CacheScope#BASE}). */
+  public SequenceGroup add(String requestId, int[] prompt, int width, int priority) {
+    return add(requestId, prompt, width, priority, CacheScope.BASE);
   }
 
   /**
    * Queues a request.
    *
    * @param width sequences it forks into after its prefill (n, or the beam width)
+   * @param scope the prefix-cache extra keys (adapter, salt) and whether it reads the cache
    * @throws IllegalStateException when the queue is full ({@link #hasRoom()}) or the id is in use
    */
-  public SequenceGroup add(String requestId, int[] prompt, int width, int priority) {
+  public SequenceGroup add(
+      String requestId, int[] prompt, int width, int priority, CacheScope scope) {
     if (!hasRoom()) throw new IllegalStateException("waiting queue is full");
     if (byId.containsKey(requestId))
       throw new IllegalStateException("request " + requestId + " is already scheduled");
@@ -66,7 +83,9 @@ public final class Scheduler {
     if (width > config.maxNumSeqs())
       throw new IllegalArgumentException(
           "width " + width + " exceeds max running sequences " + config.maxNumSeqs());
-    SequenceGroup group = new SequenceGroup(requestId, priority, arrivals++, step, prompt, width);
+    if (scope == null) throw new IllegalArgumentException("scope is required");
+    SequenceGroup group =
+        new SequenceGroup(requestId, priority, arrivals++, step, prompt, width, scope);
     waiting.add(group);
     byId.put(requestId, group);
     return group;
@@ -120,7 +139,7 @@ public final class Scheduler {
     for (int i = 0; i < running.size() && budget > 0; i++) {
       SequenceGroup group = running.get(i);
       while (true) {
-        Attempt attempt = tryPlace(group, budget);
+        Placement attempt = tryPlace(group, budget);
         if (attempt.placed()) {
           budget -= attempt.commit(chunks, copies);
           break;
@@ -150,7 +169,7 @@ public final class Scheduler {
       while (budget > 0 && !waiting.isEmpty()) {
         SequenceGroup group = bestWaiting();
         if (seatsTaken() + group.seats() > config.maxNumSeqs()) break;
-        Attempt attempt = tryPlace(group, budget);
+        Placement attempt = tryPlace(group, budget);
         if (!attempt.placed()) {
           attempt.undo();
           boolean alone = running.isEmpty() && budget == config.maxNumBatchedTokens();
@@ -198,12 +217,19 @@ public final class Scheduler {
     int budget = config.maxNumBatchedTokens();
     for (Sequence s : group.live()) {
       if (budget <= 0) break;
-      int n = Math.min(s.numTokens() - s.numComputed(), budget);
+      int[] table = s.blockTableRef();
+      int computed = s.numComputed();
+      if (table.length == 0 && computed == 0) {
+        // It would start from its cached prefix; hit blocks no one holds leave the free pool.
+        table = prefixCache.findHit(s);
+        computed = table.length * blocks.blockSize();
+        for (int b : table) if (blocks.refCount(b) == 0) need++;
+      }
+      int n = Math.min(s.numTokens() - computed, budget);
       if (n == 0) continue;
       budget -= n;
-      int[] table = s.blockTableRef();
-      int first = s.numComputed() / blocks.blockSize();
-      int last = (s.numComputed() + n - 1) / blocks.blockSize();
+      int first = computed / blocks.blockSize();
+      int last = (computed + n - 1) / blocks.blockSize();
       need += Math.max(0, last + 1 - table.length);
       for (int b = first; b <= last && b < table.length; b++)
         if (blocks.refCount(table[b]) > 1) need++;
@@ -237,109 +263,25 @@ public final class Scheduler {
 
   /**
    * Reserves blocks for the group's next tokens within the budget. Block tables change right away;
-   * {@link Attempt#undo()} gives the new blocks back.
+   * {@link Placement#undo()} gives the new blocks back.
    */
-  private Attempt tryPlace(SequenceGroup group, int budget) {
-    Attempt attempt = new Attempt();
+  private Placement tryPlace(SequenceGroup group, int budget) {
+    Placement attempt = new Placement(group, blocks, prefixCache);
     for (Sequence seq : group.live()) {
       if (budget == 0) break;
+      if (seq.blockTableRef().length == 0 && seq.numComputed() == 0) attempt.takeCachedPrefix(seq);
       int need = seq.numTokens() - seq.numComputed();
       if (need == 0) continue;
       // Without chunked prefill a prompt runs whole or waits for a step with enough budget.
       if (need > budget && !config.chunkedPrefill()) break;
       int n = Math.min(need, budget);
-      if (!reserve(seq, n, attempt)) {
-        attempt.outOfBlocks = true;
+      if (!attempt.reserve(seq, n)) {
+        attempt.markOutOfBlocks();
         return attempt;
       }
-      attempt.chunks.add(new Pending(seq, n));
       budget -= n;
     }
-    attempt.placed = !attempt.chunks.isEmpty();
     return attempt;
-  }
-
-  /** Gives {@code seq} private blocks for positions numComputed .. numComputed + n. */
-  private boolean reserve(Sequence seq, int n, Attempt attempt) {
-    int start = seq.numComputed();
-    int end = start + n;
-    int[] table = seq.blockTableRef();
-    int first = start / blocks.blockSize();
-    int last = (end - 1) / blocks.blockSize();
-    int fresh = Math.max(0, last + 1 - table.length);
-    int shared = 0;
-    for (int b = first; b <= last && b < table.length; b++)
-      if (blocks.refCount(table[b]) > 1) shared++;
-    if (blocks.numFree() < fresh + shared) return false;
-    int[] updated = Arrays.copyOf(table, Math.max(table.length, last + 1));
-    for (int b = first; b <= last && b < table.length; b++) {
-      if (blocks.refCount(table[b]) > 1) {
-        int copy = blocks.allocate();
-        attempt.copies.add(new BlockCopy(table[b], copy));
-        attempt.undoCopies.add(new int[] {table[b], copy});
-        blocks.release(table[b]);
-        updated[b] = copy;
-      }
-    }
-    for (int b = table.length; b <= last; b++) {
-      updated[b] = blocks.allocate();
-      attempt.fresh.add(updated[b]);
-    }
-    attempt.tables.add(new Object[] {seq, table});
-    seq.setBlockTable(updated);
-    return true;
-  }
-
-  private record Pending(Sequence seq, int n) {}
-
-  /** One group's tentative placement: committed whole or undone whole. */
-  private final class Attempt {
-    final List<Pending> chunks = new ArrayList<>();
-    final List<BlockCopy> copies = new ArrayList<>();
-    final List<int[]> undoCopies = new ArrayList<>();
-    final List<Integer> fresh = new ArrayList<>();
-    final List<Object[]> tables = new ArrayList<>();
-    boolean placed;
-    boolean outOfBlocks;
-
-    boolean placed() {
-      return placed;
-    }
-
-    boolean outOfBlocks() {
-      return outOfBlocks;
-    }
-
-    int commit(List<ScheduledChunk> out, List<BlockCopy> outCopies) {
-      int used = 0;
-      for (Pending p : chunks) {
-        Sequence seq = p.seq();
-        int start = seq.numComputed();
-        int end = start + p.n();
-        seq.setNumComputed(end);
-        out.add(
-            new ScheduledChunk(
-                seq, start, seq.tokens(start, end), seq.blockTable(), end == seq.numTokens()));
-        used += p.n();
-      }
-      outCopies.addAll(copies);
-      return used;
-    }
-
-    /** Restores the block tables and the blocks' holders as they were before the attempt. */
-    void undo() {
-      for (int[] c : undoCopies) {
-        blocks.share(c[0]);
-        blocks.release(c[1]);
-      }
-      for (int b : fresh) blocks.release(b);
-      for (int k = tables.size() - 1; k >= 0; k--) {
-        Object[] t = tables.get(k);
-        ((Sequence) t[0]).setBlockTable((int[]) t[1]);
-      }
-      chunks.clear();
-      copies.clear();
-    }
   }
 
   // ------------------------------------------------------------------ lifecycle
@@ -363,10 +305,20 @@ public final class Scheduler {
 
   private void freeBlocks(SequenceGroup group) {
     for (Sequence s : group.sequences()) {
-      for (int b : s.blockTableRef()) blocks.release(b);
-      s.setBlockTable(new int[0]);
+      releaseAll(s);
       s.setNumComputed(0);
     }
+  }
+
+  /**
+   * Lets go of all of {@code seq}'s blocks, last block first: cached ones become eviction
+   * candidates in that order, so a request's tail is evicted before its head (as vLLM).
+   */
+  private void releaseAll(Sequence seq) {
+    int[] table = seq.blockTableRef();
+    for (int i = table.length - 1; i >= 0; i--) blocks.release(table[i]);
+    seq.setBlockTable(new int[0]);
+    seq.setNumPublished(0);
   }
 
   /**
@@ -390,14 +342,31 @@ public final class Scheduler {
   /** A sequence is done: its blocks are released now; the request leaves with its last one. */
   public void finish(Sequence seq) {
     if (seq.finished()) return;
-    for (int b : seq.blockTableRef()) blocks.release(b);
-    seq.setBlockTable(new int[0]);
+    releaseAll(seq);
     seq.markFinished();
     SequenceGroup group = seq.group();
     if (group.finished()) {
       running.remove(group);
       waiting.remove(group);
       byId.remove(group.requestId());
+    }
+  }
+
+  /**
+   * The engine ran {@code plan}'s forward pass: the blocks its chunks filled hold computed keys and
+   * values now and become prefix-cache entries. Call it after the forward pass and before finishing
+   * or forking any sequence of that step; a plan that was not computed (the pass failed) must not
+   * be reported, so nothing stale is ever published.
+   *
+   * @throws IllegalArgumentException when {@code plan} is not the latest {@link #schedule()} result
+   */
+  public void computed(ScheduleResult plan) {
+    if (plan.step() != step)
+      throw new IllegalArgumentException(
+          "step " + plan.step() + " is not the latest scheduled step (" + step + ")");
+    for (ScheduledChunk c : plan.chunks()) {
+      Sequence seq = c.sequence();
+      if (!seq.finished()) prefixCache.publish(seq);
     }
   }
 

@@ -11,6 +11,8 @@ package dev.troupe.scheduler;
  *     must fit the budget
  * @param agingSteps with the priority policy, a request's effective priority drops by one every
  *     this many steps since it arrived, so low-priority work cannot starve; 0 = no aging
+ * @param prefixCaching reuse the KV blocks of cached prompt prefixes ({@link PrefixCache}); vLLM's
+ *     {@code --enable-prefix-caching}, on by default
  */
 public record SchedulerConfig(
     int maxNumSeqs,
@@ -18,7 +20,8 @@ public record SchedulerConfig(
     int maxWaiting,
     SchedulingPolicy policy,
     boolean chunkedPrefill,
-    int agingSteps) {
+    int agingSteps,
+    boolean prefixCaching) {
 
   public SchedulerConfig {
     if (maxNumSeqs < 1) throw new IllegalArgumentException("maxNumSeqs must be >= 1");
@@ -29,9 +32,26 @@ public record SchedulerConfig(
     if (agingSteps < 0) throw new IllegalArgumentException("agingSteps must be >= 0");
   }
 
-  /** FCFS with chunked prefill, as vLLM v1 runs by default. */
+  /** With prefix caching on. */
+  public SchedulerConfig(
+      int maxNumSeqs,
+      int maxNumBatchedTokens,
+      int maxWaiting,
+      SchedulingPolicy policy,
+      boolean chunkedPrefill,
+      int agingSteps) {
+    this(maxNumSeqs, maxNumBatchedTokens, maxWaiting, policy, chunkedPrefill, agingSteps, true);
+  }
+
+  /** FCFS with chunked prefill and prefix caching, as vLLM v1 runs by default. */
   public static SchedulerConfig fcfs(int maxNumSeqs, int maxNumBatchedTokens, int maxWaiting) {
     return new SchedulerConfig(
-        maxNumSeqs, maxNumBatchedTokens, maxWaiting, SchedulingPolicy.FCFS, true, 0);
+        maxNumSeqs, maxNumBatchedTokens, maxWaiting, SchedulingPolicy.FCFS, true, 0, true);
+  }
+
+  /** This configuration with prefix caching on or off. */
+  public SchedulerConfig withPrefixCaching(boolean on) {
+    return new SchedulerConfig(
+        maxNumSeqs, maxNumBatchedTokens, maxWaiting, policy, chunkedPrefill, agingSteps, on);
   }
 }

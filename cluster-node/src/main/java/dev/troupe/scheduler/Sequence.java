@@ -1,6 +1,8 @@
 package dev.troupe.scheduler;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * One choice (or beam) of a request: its tokens (prompt then output), how many of them have keys
@@ -18,6 +20,10 @@ public final class Sequence {
   private int numComputed;
   private int[] blockTable = new int[0];
   private boolean finished;
+  // Prefix cache: hashes of the full blocks so far (computed lazily, kept across preemption since
+  // the tokens do not change) and how many leading blocks of the table are published.
+  private List<BlockHash> blockHashes = new ArrayList<>();
+  private int numPublished;
 
   Sequence(SequenceGroup group, int index, int[] tokens, int length, int promptLength) {
     this.group = group;
@@ -109,10 +115,25 @@ public final class Sequence {
     this.finished = true;
   }
 
+  List<BlockHash> blockHashes() {
+    return blockHashes;
+  }
+
+  /** Leading blocks of the table that are in the prefix cache (published or hit). */
+  int numPublished() {
+    return numPublished;
+  }
+
+  void setNumPublished(int n) {
+    this.numPublished = n;
+  }
+
   Sequence copyAs(int newIndex) {
     Sequence copy = new Sequence(group, newIndex, tokens, length, promptLength);
     copy.numComputed = numComputed;
     copy.blockTable = blockTable.clone();
+    copy.blockHashes = new ArrayList<>(blockHashes);
+    copy.numPublished = numPublished;
     return copy;
   }
 

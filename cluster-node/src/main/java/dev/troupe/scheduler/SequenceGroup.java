@@ -14,17 +14,26 @@ public final class SequenceGroup {
   private final long arrival;
   private final long arrivalStep;
   private final int width;
+  private final CacheScope scope;
   private final List<Sequence> sequences = new ArrayList<>();
   private boolean forked;
   private int preemptions;
+  private int numCachedTokens = -1;
 
   SequenceGroup(
-      String requestId, int priority, long arrival, long arrivalStep, int[] prompt, int width) {
+      String requestId,
+      int priority,
+      long arrival,
+      long arrivalStep,
+      int[] prompt,
+      int width,
+      CacheScope scope) {
     this.requestId = requestId;
     this.priority = priority;
     this.arrival = arrival;
     this.arrivalStep = arrivalStep;
     this.width = width;
+    this.scope = scope;
     sequences.add(new Sequence(this, 0, prompt, prompt.length, prompt.length));
   }
 
@@ -48,6 +57,30 @@ public final class SequenceGroup {
   /** Sequences the request runs once forked (n, or the beam width). */
   public int width() {
     return width;
+  }
+
+  /** Extra keys of its blocks in the prefix cache, and whether it reads the cache. */
+  public CacheScope cacheScope() {
+    return scope;
+  }
+
+  /**
+   * Prompt tokens found in the prefix cache when the request was first admitted (vLLM's {@code
+   * num_cached_tokens}, reported as {@code usage.prompt_tokens_details.cached_tokens}); 0 before
+   * admission and for requests that do not read the cache. Hits on resumption after a preemption do
+   * not change it.
+   */
+  public int numCachedTokens() {
+    return Math.max(numCachedTokens, 0);
+  }
+
+  /** Whether it has been admitted once (its cached-token count is settled). */
+  boolean admittedOnce() {
+    return numCachedTokens >= 0;
+  }
+
+  void setNumCachedTokens(int n) {
+    numCachedTokens = n;
   }
 
   /** True once the prompt has been prefilled and split into its choices. */

@@ -247,17 +247,4 @@ class SchedulerTest {
     assertFalse(s.hasWork());
     assertEquals(0, s.blocks().numUsed());
   }
-
-  @Test
-  void blockReferenceCounts() {
-    BlockAllocator a = new BlockAllocator(2, 16);
-    int b = a.allocate();
-    a.share(b);
-    a.release(b);
-    assertEquals(1, a.numFree());
-    a.release(b);
-    assertEquals(2, a.numFree());
-    assertThrows(IllegalStateException.class, () -> a.release(b));
-    assertEquals(2, a.blocksFor(17));
-  }
 }

@@ -3,8 +3,9 @@ package dev.troupe.engine;
 import java.util.List;
 
 /**
- * One model's forward pass over a batch of sequence chunks with a paged KV cache. The only door to
- * the tensor library: implementations live in {@code engine.nd4j}; callers see plain Java arrays.
+ * One model's forward pass over a batch of sequence chunks with a paged KV cache: the seam between
+ * the engine and a compute backend (the CPU runner in {@code engine.cpu}, opened by {@code
+ * engine.runner.ModelRunners}); callers see plain Java arrays.
  *
  * <p>Thread: a runner is confined to the thread of its owner (the ModelWorker's dispatcher); it is
  * not thread-safe. The KV cache has {@link #numBlocks()} blocks of {@link #blockSize()} positions;

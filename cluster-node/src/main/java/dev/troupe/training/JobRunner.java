@@ -1,6 +1,7 @@
 package dev.troupe.training;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.engine.ChatTemplate;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;

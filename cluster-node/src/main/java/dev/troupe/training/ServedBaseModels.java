@@ -1,7 +1,8 @@
 package dev.troupe.training;
 
+import dev.troupe.engine.model.DemoModel;
 import dev.troupe.engine.model.ModelConfigs;
-import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.model.SafetensorsWeights;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
 import dev.troupe.protocol.cluster.ServedModels;
 import java.nio.file.Path;
@@ -29,12 +30,11 @@ public final class ServedBaseModels implements JobRunner.BaseModels {
                         "base model " + baseModel + " is not served here"));
     if (m.isDemo()) {
       TokenizerBundle t = TokenizerBundle.demo();
-      return new Loaded(
-          ModelRunners.demoConfig(), ModelRunners.demoWeights(), t.tokenizer(), t.chatTemplate());
+      return new Loaded(DemoModel.config(), DemoModel.weights(), t.tokenizer(), t.chatTemplate());
     }
     Path dir = Path.of(m.path());
     TokenizerBundle t = TokenizerBundle.load(dir);
     return new Loaded(
-        ModelConfigs.read(dir), ModelRunners.weights(dir), t.tokenizer(), t.chatTemplate());
+        ModelConfigs.read(dir), SafetensorsWeights.open(dir), t.tokenizer(), t.chatTemplate());
   }
 }

@@ -1,10 +1,12 @@
 package dev.troupe.training;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.model.WeightSource;
 import dev.troupe.protocol.cluster.TrainingConfig;
+import dev.troupe.training.nd4j.LoraSpec;
 import dev.troupe.training.nd4j.LoraTransformer;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -85,7 +87,8 @@ public final class Trainer {
             checkpointDir + " does not match the adapter shape at " + e.getKey());
       System.arraycopy(v, 0, e.getValue(), 0, v.length);
     }
-    if (saved.optimizer() != null) optimizer.restore(saved.optimizer());
+    CheckpointStore.OptimizerState o = saved.optimizer();
+    if (o != null) optimizer.restore(new AdamW.State(o.step(), o.m(), o.v()));
   }
 
   /** The currently trained adapter (what a checkpoint of this step holds). */
@@ -187,11 +190,14 @@ public final class Trainer {
         store.save(
             modelId,
             step,
-            baseModel,
-            settings.lora(),
+            new CheckpointStore.AdapterConfig(
+                baseModel,
+                settings.lora().rank(),
+                settings.lora().alpha(),
+                settings.lora().targets()),
             model.parameters(),
             shapes(),
-            optimizer.state());
+            optimizerState());
     LoraAdapter adapter = settings.lora().fullFineTune() ? null : model.toAdapter((int) step);
     return new Result(step, dir, adapter, metrics);
   }
@@ -206,6 +212,11 @@ public final class Trainer {
         n++;
       }
     return n == 0 ? 0 : s / n;
+  }
+
+  private CheckpointStore.OptimizerState optimizerState() {
+    AdamW.State s = optimizer.state();
+    return new CheckpointStore.OptimizerState(s.step(), s.m(), s.v());
   }
 
   private Map<String, long[]> shapes() {

@@ -1,5 +1,6 @@
 package dev.troupe.training;
 
+import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;

@@ -1,6 +1,7 @@
 package dev.troupe.training;
 
 import com.typesafe.config.Config;
+import dev.troupe.training.nd4j.LoraSpec;
 import java.nio.file.Path;
 import java.time.Duration;
 

@@ -1,5 +1,6 @@
 package dev.troupe.worker;
 
+import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.core.Engine;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;
@@ -20,7 +21,6 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 import dev.troupe.protocol.cluster.TrainingJobProtocol.AdapterCheckpoint;
-import dev.troupe.training.CheckpointStore;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;

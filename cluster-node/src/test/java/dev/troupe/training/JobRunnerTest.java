@@ -3,6 +3,7 @@ package dev.troupe.training;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrainingConfig;
 import dev.troupe.protocol.cluster.TrainingJobProtocol;

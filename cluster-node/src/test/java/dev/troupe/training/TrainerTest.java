@@ -1,15 +1,17 @@
 package dev.troupe.training;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.model.SafetensorsWeights;
 import dev.troupe.engine.testing.MapWeights;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.cluster.TrainingConfig;
+import dev.troupe.training.nd4j.LoraSpec;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -104,10 +106,12 @@ class TrainerTest {
     JsonNode cfgJson = Json.mapper().readTree(ckpt.resolve("adapter_config.json").toFile());
     assertEquals(4, cfgJson.get("r").asInt());
     assertEquals("LORA", cfgJson.get("peft_type").asText());
-    SafetensorsFile.Contents st = SafetensorsFile.read(ckpt.resolve("adapter_model.safetensors"));
-    long[] shape =
-        st.tensors().get("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight").shape();
-    assertArrayEquals(new long[] {4, CONFIG.hiddenSize()}, shape);
+    try (SafetensorsWeights st =
+        SafetensorsWeights.openFile(ckpt.resolve("adapter_model.safetensors"))) {
+      assertTrue(
+          st.info("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight")
+              .hasShape(4, CONFIG.hiddenSize()));
+    }
     assertEquals(4, r.adapter().version());
     assertEquals(0.5, r.metrics().get("train/reward"));
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
+import dev.troupe.training.nd4j.LoraSpec;
 import org.junit.jupiter.api.Test;
 
 class TrainingSettingsTest {

@@ -6,10 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
+import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.core.TestEngines;
-import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.model.DemoModel;
 import dev.troupe.node.NodeSettings;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;
@@ -19,8 +20,7 @@ import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 import dev.troupe.protocol.cluster.TrainingJobProtocol.AdapterCheckpoint;
 import dev.troupe.scheduler.SchedulingPolicy;
-import dev.troupe.training.CheckpointStore;
-import dev.troupe.training.LoraSpec;
+import dev.troupe.training.nd4j.LoraSpec;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -73,7 +73,7 @@ class ModelWorkerAdapterTest {
    * A PEFT checkpoint with random A and B on q_proj and o_proj of every layer of the demo model.
    */
   private static Path writeRandom(CheckpointStore store, long step, long seed) {
-    ModelConfig c = ModelRunners.demoConfig();
+    ModelConfig c = DemoModel.config();
     int rank = 4;
     int attn = c.numHeads() * c.headDim();
     Random r = new Random(seed);
@@ -91,7 +91,13 @@ class ModelWorkerAdapterTest {
       }
     }
     LoraSpec spec = new LoraSpec(rank, 8, List.of("q_proj", "o_proj"), false, seed);
-    return store.save(MODEL_ID, step, "demo", spec, params, shapes, null);
+    return store.save(
+        MODEL_ID,
+        step,
+        new CheckpointStore.AdapterConfig("demo", spec.rank(), spec.alpha(), spec.targets()),
+        params,
+        shapes,
+        null);
   }
 
   private static double[] gaussian(Random r, int n, double scale) {

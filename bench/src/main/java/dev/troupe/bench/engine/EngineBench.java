@@ -3,10 +3,10 @@ package dev.troupe.bench.engine;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.cpu.CpuDiagnostics;
+import dev.troupe.engine.cpu.CpuModelRunner;
 import dev.troupe.engine.model.RandomWeights;
-import dev.troupe.engine.model.WeightLayout;
-import dev.troupe.engine.nd4j.Nd4jDiagnostics;
-import dev.troupe.engine.nd4j.Nd4jModelRunner;
+import dev.troupe.engine.model.TransformerLayout;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -66,7 +66,7 @@ public final class EngineBench {
         System.getenv("OMP_WAIT_POLICY"),
         System.getProperty("java.version"));
     double javaBw = Bandwidth.measureGBs();
-    double bw = Nd4jDiagnostics.gemvGBs(512, 8);
+    double bw = CpuDiagnostics.gemvGBs(512, 8);
     System.out.printf(
         Locale.ROOT,
         "memory read bandwidth: %.1f GB/s as OpenBLAS GEMV streams a 512 MiB matrix; %.1f GB/s Java 2-thread sum over 256 MiB%n",
@@ -85,8 +85,8 @@ public final class EngineBench {
   static void run(Size size, double bw, boolean quick) {
     ModelConfig c = size.config();
     long weightBytes = 0;
-    for (Map.Entry<String, long[]> e : WeightLayout.expected(c).entrySet())
-      if (!e.getKey().equals(WeightLayout.EMBED)) {
+    for (Map.Entry<String, long[]> e : TransformerLayout.of(c).tensors().entrySet())
+      if (!e.getKey().equals(TransformerLayout.EMBED)) {
         long n = 1;
         for (long d : e.getValue()) n *= d;
         weightBytes += n * 4;
@@ -95,7 +95,7 @@ public final class EngineBench {
     int blocksPerSeq = (256 + BLOCK - 1) / BLOCK + 2;
     long t0 = System.nanoTime();
     try (ModelRunner m =
-        Nd4jModelRunner.load(
+        CpuModelRunner.load(
             c,
             new RandomWeights(c, 7L, 0.02, "bench model"),
             maxBatch * blocksPerSeq + blocksPerSeq,

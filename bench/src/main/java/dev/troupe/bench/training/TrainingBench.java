@@ -2,10 +2,10 @@ package dev.troupe.bench.training;
 
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.cpu.CpuModelRunner;
 import dev.troupe.engine.model.RandomWeights;
-import dev.troupe.engine.nd4j.Nd4jModelRunner;
 import dev.troupe.training.AdamW;
-import dev.troupe.training.LoraSpec;
+import dev.troupe.training.nd4j.LoraSpec;
 import dev.troupe.training.nd4j.LoraTransformer;
 import java.util.List;
 import java.util.Locale;
@@ -64,7 +64,7 @@ public final class TrainingBench {
     int[] segments = new int[n];
 
     double prefill;
-    try (ModelRunner runner = Nd4jModelRunner.load(c, w, (n + 15) / 16 + 1, 16)) {
+    try (ModelRunner runner = CpuModelRunner.load(c, w, (n + 15) / 16 + 1, 16)) {
       int[] blocks = new int[(n + 15) / 16];
       for (int i = 0; i < blocks.length; i++) blocks[i] = i;
       runner.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, blocks, false)));

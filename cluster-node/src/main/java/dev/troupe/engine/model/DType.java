@@ -1,6 +1,9 @@
 package dev.troupe.engine.model;
 
-/** Element types a weight tensor may be stored in; compute is always FP32. */
+/**
+ * Element types a weight tensor may be stored in (and kept in by a runner); arithmetic is always
+ * FP32. Conversions round to nearest even, as torch's {@code .to(dtype)}.
+ */
 public enum DType {
   F32(4),
   BF16(2),
@@ -45,5 +48,52 @@ public enum DType {
       return sign == 0 ? v : -v;
     }
     return Float.intBitsToFloat(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+  }
+
+  /** The 16-bit pattern of {@code v} in this dtype (BF16 or F16), rounded to nearest even. */
+  public short fromFloat(float v) {
+    return switch (this) {
+      case BF16 -> floatToBf16(v);
+      case F16 -> floatToF16(v);
+      case F32 -> throw new IllegalArgumentException("F32 is not a 16-bit dtype");
+    };
+  }
+
+  /** The value of the 16-bit pattern {@code bits} of this dtype (BF16 or F16). */
+  public float toFloat(short bits) {
+    return switch (this) {
+      case BF16 -> bf16ToFloat(bits);
+      case F16 -> f16ToFloat(bits);
+      case F32 -> throw new IllegalArgumentException("F32 is not a 16-bit dtype");
+    };
+  }
+
+  /** float to bfloat16, round to nearest even; NaN stays NaN. */
+  public static short floatToBf16(float f) {
+    int b = Float.floatToRawIntBits(f);
+    if (Float.isNaN(f)) return (short) ((b >>> 16) | 0x40);
+    b += 0x7fff + ((b >>> 16) & 1);
+    return (short) (b >>> 16);
+  }
+
+  /** float to IEEE half, round to nearest even; overflow gives infinity, NaN stays NaN. */
+  public static short floatToF16(float f) {
+    int b = Float.floatToRawIntBits(f);
+    int sign = (b >>> 16) & 0x8000;
+    if (Float.isNaN(f)) return (short) (sign | 0x7e00);
+    int exp = ((b >>> 23) & 0xff) - 127 + 15;
+    int mant = b & 0x7fffff;
+    if (exp >= 31) return (short) (sign | 0x7c00);
+    if (exp <= 0) {
+      if (exp < -10) return (short) sign;
+      mant |= 0x800000;
+      int shift = 14 - exp;
+      int half = mant >> shift, rem = mant & ((1 << shift) - 1), mid = 1 << (shift - 1);
+      if (rem > mid || (rem == mid && (half & 1) == 1)) half++;
+      return (short) (sign | half);
+    }
+    int half = (exp << 10) | (mant >> 13), rem = mant & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1) == 1)) half++; // may carry into infinity
+    return (short) (sign | half);
   }
 }

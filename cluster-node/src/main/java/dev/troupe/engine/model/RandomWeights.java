@@ -26,7 +26,7 @@ public final class RandomWeights implements WeightSource {
   private final String origin;
 
   public RandomWeights(ModelConfig config, long seed, double std, String origin) {
-    this.shapes = WeightLayout.expected(config);
+    this.shapes = TransformerLayout.of(config).tensors();
     this.seed = seed;
     this.std = std;
     this.origin = origin;

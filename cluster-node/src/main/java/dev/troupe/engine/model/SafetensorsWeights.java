@@ -24,8 +24,10 @@ import java.util.TreeMap;
  * Reads Hugging Face safetensors weights (one {@code model.safetensors}, or shards listed in {@code
  * model.safetensors.index.json}). All headers are parsed and checked against the file sizes when
  * opened, so a truncated or malformed file fails here, naming file and tensor. Tensor data is
- * memory-mapped piecewise and converted to FP32 as it is copied out: the loader never holds the
- * file and the converted model at once beyond one mapped window.
+ * memory-mapped piecewise and copied out as stored, as 16-bit values or converted to FP32 ({@link
+ * WeightSource}): the loader never holds the file and the loaded model at once beyond one mapped
+ * window. The project's only safetensors reader (models, adapters, optimizer state); {@link
+ * SafetensorsWriter} writes the format.
  */
 public final class SafetensorsWeights implements WeightSource {
   public static final String SINGLE_FILE = "model.safetensors";
@@ -41,12 +43,22 @@ public final class SafetensorsWeights implements WeightSource {
   private final Map<String, Entry> entries;
   private final List<FileChannel> channels;
   private final String origin;
+  private final Map<String, String> metadata;
 
   private SafetensorsWeights(
-      Map<String, Entry> entries, List<FileChannel> channels, String origin) {
+      Map<String, Entry> entries,
+      List<FileChannel> channels,
+      String origin,
+      Map<String, String> metadata) {
     this.entries = entries;
     this.channels = channels;
     this.origin = origin;
+    this.metadata = Collections.unmodifiableMap(metadata);
+  }
+
+  /** The string entries of the headers' {@code __metadata__} (all files merged). */
+  public Map<String, String> metadata() {
+    return metadata;
   }
 
   @Override
@@ -64,6 +76,12 @@ public final class SafetensorsWeights implements WeightSource {
     if (Files.isRegularFile(single)) return openFiles(List.of(single), null);
     throw new ModelLoadException(
         "no " + SINGLE_FILE + " or " + INDEX_FILE + " in " + dir.toAbsolutePath());
+  }
+
+  /** Opens one safetensors file, whatever its tensors (e.g. a PEFT adapter). */
+  public static SafetensorsWeights openFile(Path file) {
+    if (!Files.isRegularFile(file)) throw new ModelLoadException("no such file " + file);
+    return openFiles(List.of(file), null);
   }
 
   private static SafetensorsWeights openSharded(Path index) {
@@ -84,6 +102,7 @@ public final class SafetensorsWeights implements WeightSource {
 
   private static SafetensorsWeights openFiles(List<Path> files, Map<String, String> mapping) {
     Map<String, Entry> entries = new TreeMap<>();
+    Map<String, String> metadata = new LinkedHashMap<>();
     List<FileChannel> channels = new ArrayList<>();
     try {
       for (Path file : files) {
@@ -94,7 +113,7 @@ public final class SafetensorsWeights implements WeightSource {
           throw new ModelLoadException(file + ": cannot open weight file: " + e, e);
         }
         channels.add(ch);
-        for (Map.Entry<String, Entry> ne : readHeader(file, ch).entrySet()) {
+        for (Map.Entry<String, Entry> ne : readHeader(file, ch, metadata).entrySet()) {
           String name = ne.getKey();
           Entry e = ne.getValue();
           if (mapping != null
@@ -116,10 +135,14 @@ public final class SafetensorsWeights implements WeightSource {
       throw e;
     }
     return new SafetensorsWeights(
-        entries, channels, files.size() == 1 ? files.get(0).toString() : files.toString());
+        entries,
+        channels,
+        files.size() == 1 ? files.get(0).toString() : files.toString(),
+        metadata);
   }
 
-  private static Map<String, Entry> readHeader(Path file, FileChannel ch) {
+  private static Map<String, Entry> readHeader(
+      Path file, FileChannel ch, Map<String, String> metadata) {
     try {
       long size = ch.size();
       if (size < 8)
@@ -145,7 +168,11 @@ public final class SafetensorsWeights implements WeightSource {
       long dataLen = size - dataStart;
       Map<String, Entry> out = new LinkedHashMap<>();
       for (Map.Entry<String, JsonNode> f : root.properties()) {
-        if (f.getKey().equals("__metadata__")) continue;
+        if (f.getKey().equals("__metadata__")) {
+          if (f.getValue().isObject())
+            f.getValue().properties().forEach(m -> metadata.put(m.getKey(), m.getValue().asText()));
+          continue;
+        }
         out.put(f.getKey(), parseEntry(file, ch, f.getKey(), f.getValue(), dataStart, dataLen));
       }
       return out;
@@ -227,6 +254,55 @@ public final class SafetensorsWeights implements WeightSource {
 
   @Override
   public void copyTo(String name, long offset, int count, FloatBuffer dst) {
+    DType t = entry(name).info().dtype();
+    forEachWindow(
+        name,
+        offset,
+        count,
+        m -> {
+          switch (t) {
+            case F32 -> dst.put(m.asFloatBuffer());
+            case BF16, F16 -> {
+              ShortBuffer s = m.asShortBuffer();
+              for (int i = 0, n = s.remaining(); i < n; i++) dst.put(t.toFloat(s.get(i)));
+            }
+          }
+        });
+  }
+
+  @Override
+  public void copyTo(String name, long offset, int count, ShortBuffer dst, DType as) {
+    if (as == DType.F32) throw new IllegalArgumentException("F32 is not a 16-bit dtype");
+    DType t = entry(name).info().dtype();
+    forEachWindow(
+        name,
+        offset,
+        count,
+        m -> {
+          if (t == as) {
+            dst.put(m.asShortBuffer()); // verbatim: a BF16 checkpoint stays BF16
+          } else if (t == DType.F32) {
+            FloatBuffer f = m.asFloatBuffer();
+            for (int i = 0, n = f.remaining(); i < n; i++) dst.put(as.fromFloat(f.get(i)));
+          } else {
+            ShortBuffer s = m.asShortBuffer();
+            for (int i = 0, n = s.remaining(); i < n; i++)
+              dst.put(as.fromFloat(t.toFloat(s.get(i))));
+          }
+        });
+  }
+
+  @Override
+  public void copyStored(String name, long offset, int count, ByteBuffer dst) {
+    forEachWindow(name, offset, count, dst::put);
+  }
+
+  /**
+   * Maps elements {@code [offset, offset + count)} of tensor {@code name} window by window (at most
+   * {@link #WINDOW} bytes, little-endian, positioned at 0) and hands each to {@code sink} in order.
+   */
+  private void forEachWindow(
+      String name, long offset, int count, java.util.function.Consumer<ByteBuffer> sink) {
     Entry e = entry(name);
     int eb = e.info().dtype().bytes();
     if (offset < 0 || count < 0 || offset + count > e.info().numel())
@@ -237,19 +313,7 @@ public final class SafetensorsWeights implements WeightSource {
       for (long done = 0; done < bytes; ) {
         long len = Math.min(WINDOW, bytes - done);
         MappedByteBuffer m = e.channel().map(FileChannel.MapMode.READ_ONLY, start + done, len);
-        m.order(ByteOrder.LITTLE_ENDIAN);
-        int n = (int) (len / eb);
-        switch (e.info().dtype()) {
-          case F32 -> dst.put(m.asFloatBuffer());
-          case BF16 -> {
-            ShortBuffer s = m.asShortBuffer();
-            for (int i = 0; i < n; i++) dst.put(DType.bf16ToFloat(s.get(i)));
-          }
-          case F16 -> {
-            ShortBuffer s = m.asShortBuffer();
-            for (int i = 0; i < n; i++) dst.put(DType.f16ToFloat(s.get(i)));
-          }
-        }
+        sink.accept(m.order(ByteOrder.LITTLE_ENDIAN));
         done += len;
       }
     } catch (IOException ex) {

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.engine.ModelRunner;
-import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.*;

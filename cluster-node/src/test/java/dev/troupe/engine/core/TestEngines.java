@@ -2,7 +2,7 @@ package dev.troupe.engine.core;
 
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
-import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
 import dev.troupe.scheduler.SchedulingPolicy;
 import java.util.List;

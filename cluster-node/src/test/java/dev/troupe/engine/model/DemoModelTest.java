@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.runner.ModelRunners;
 import java.nio.FloatBuffer;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -15,7 +16,7 @@ class DemoModelTest {
 
   @Test
   void demoIsATinyQwen3WithQwenVocabulary() {
-    ModelConfig c = ModelRunners.demoConfig();
+    ModelConfig c = DemoModel.config();
     assertEquals("Qwen3ForCausalLM", c.architecture());
     assertEquals(151936, c.vocabSize());
     assertEquals(List.of(151645, 151643), c.eosTokenIds());
@@ -24,9 +25,9 @@ class DemoModelTest {
 
   @Test
   void weightsAreDeterministicNormalAndRangeReadable() {
-    WeightSource w = ModelRunners.demoWeights();
+    WeightSource w = DemoModel.weights();
     String q = "model.layers.1.self_attn.q_proj.weight";
-    float[] a = w.floats(q), b = ModelRunners.demoWeights().floats(q);
+    float[] a = w.floats(q), b = DemoModel.weights().floats(q);
     assertArrayEquals(a, b);
     double sum = 0, sq = 0;
     for (float v : a) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
 import dev.troupe.protocol.cluster.SamplingDefaults;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
 import java.io.IOException;
@@ -149,7 +150,7 @@ class SafetensorsWeightsTest {
     Map<String, float[]> w = TinyModels.randomWeights(c, 1);
     Path dir = TinyModels.write(tmp.resolve("m"), c, w, DType.F32, true);
     // rewrite the shard holding k_norm with a transposed-looking shape for q_proj
-    Map<String, long[]> shapes = new LinkedHashMap<>(WeightLayout.expected(c));
+    Map<String, long[]> shapes = new LinkedHashMap<>(TransformerLayout.of(c).tensors());
     shapes.put("model.layers.0.self_attn.q_proj.weight", new long[] {32, 64});
     Path shard = dir.resolve("model-00001-of-00002.safetensors");
     Map<String, float[]> first = new LinkedHashMap<>();

@@ -3,7 +3,7 @@ package dev.troupe.engine.testing;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.ModelLoadException;
-import dev.troupe.engine.model.WeightLayout;
+import dev.troupe.engine.model.TransformerLayout;
 import dev.troupe.engine.model.WeightSource;
 import java.nio.FloatBuffer;
 import java.util.Arrays;
@@ -13,14 +13,16 @@ import java.util.Map;
 import java.util.SortedSet;
 import java.util.TreeSet;
 
-/** Weights held in memory as float arrays, shaped by {@link WeightLayout} (tests, merged LoRA). */
+/**
+ * Weights held in memory as float arrays, shaped by {@link TransformerLayout} (tests, merged LoRA).
+ */
 public final class MapWeights implements WeightSource {
   private final Map<String, float[]> data;
   private final Map<String, long[]> shapes;
 
   public MapWeights(ModelConfig c, Map<String, float[]> data) {
     this.data = new LinkedHashMap<>(data);
-    this.shapes = WeightLayout.expected(c);
+    this.shapes = TransformerLayout.of(c).tensors();
   }
 
   /** Copies every tensor of {@code w} into memory. */

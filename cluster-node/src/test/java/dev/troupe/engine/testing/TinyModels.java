@@ -2,7 +2,7 @@ package dev.troupe.engine.testing;
 
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.model.DType;
-import dev.troupe.engine.model.WeightLayout;
+import dev.troupe.engine.model.TransformerLayout;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
@@ -118,7 +118,7 @@ public final class TinyModels {
   public static Map<String, float[]> randomWeights(ModelConfig c, long seed) {
     Random r = new Random(seed);
     Map<String, float[]> m = new LinkedHashMap<>();
-    for (Map.Entry<String, long[]> e : WeightLayout.expected(c).entrySet()) {
+    for (Map.Entry<String, long[]> e : TransformerLayout.of(c).tensors().entrySet()) {
       long n = 1;
       for (long d : e.getValue()) n *= d;
       float[] v = new float[(int) n];
@@ -142,7 +142,7 @@ public final class TinyModels {
       throws IOException {
     Files.createDirectories(dir);
     Files.writeString(dir.resolve("config.json"), configJson(c));
-    Map<String, long[]> shapes = WeightLayout.expected(c);
+    Map<String, long[]> shapes = TransformerLayout.of(c).tensors();
     if (!sharded) {
       writeSafetensors(dir.resolve("model.safetensors"), weights, shapes, dtype);
       return dir;

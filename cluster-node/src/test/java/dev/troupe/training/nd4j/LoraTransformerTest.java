@@ -5,10 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
-import dev.troupe.engine.nd4j.Nd4jModelRunner;
+import dev.troupe.engine.cpu.CpuModelRunner;
 import dev.troupe.engine.testing.MapWeights;
 import dev.troupe.engine.testing.TinyModels;
-import dev.troupe.training.LoraSpec;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -157,7 +156,7 @@ class LoraTransformerTest {
       randomizeB(m, 23);
       int[] tokens = {1, 40, 7, 93, 12, 5, 66, 31};
       double[] lp = m.forward(tokens, new int[] {0, 1, 2, 3, 4, 5, 6, 7}, new int[8]).logprobs();
-      try (ModelRunner runner = Nd4jModelRunner.load(c, w, 4, 16)) {
+      try (ModelRunner runner = CpuModelRunner.load(c, w, 4, 16)) {
         runner.registerAdapter(1, m.toAdapter(1));
         float[][] logits =
             runner

@@ -1,6 +1,7 @@
 package dev.troupe.training.nd4j;
 
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.model.RopeTables;
 import java.util.Map;
 
 /**
@@ -25,7 +26,7 @@ final class ScalarDecoder {
     double[][] x = new double[n][h];
     float[] emb = w.get("model.embed_tokens.weight");
     for (int t = 0; t < n; t++) for (int i = 0; i < h; i++) x[t][i] = emb[tokens[t] * h + i];
-    double[] inv = RotaryFrequencies.inverseFrequencies(c);
+    double[] inv = RopeTables.of(c).inverseFrequencies();
     for (int l = 0; l < c.numLayers(); l++) {
       String p = "model.layers." + l + ".";
       double[][] a = norm(x, w.get(p + "input_layernorm.weight"));

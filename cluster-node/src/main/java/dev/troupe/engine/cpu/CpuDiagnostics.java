@@ -1,4 +1,4 @@
-package dev.troupe.engine.nd4j;
+package dev.troupe.engine.cpu;
 
 import static org.bytedeco.openblas.global.openblas.CblasNoTrans;
 import static org.bytedeco.openblas.global.openblas.CblasRowMajor;
@@ -7,8 +7,8 @@ import static org.bytedeco.openblas.global.openblas.cblas_sgemv;
 import org.bytedeco.javacpp.FloatPointer;
 
 /** Machine measurements for benchmarks, through the same BLAS the runner uses. */
-public final class Nd4jDiagnostics {
-  private Nd4jDiagnostics() {}
+public final class CpuDiagnostics {
+  private CpuDiagnostics() {}
 
   /**
    * Weight streaming rate of the decode path: best GB/s of a GEMV over a {@code mib} MiB FP32

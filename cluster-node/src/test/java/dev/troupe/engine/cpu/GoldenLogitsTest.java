@@ -1,4 +1,4 @@
-package dev.troupe.engine.nd4j;
+package dev.troupe.engine.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,8 +8,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.model.ModelConfigs;
-import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.model.SafetensorsWeights;
 import dev.troupe.engine.model.WeightSource;
+import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.testing.ScalarReferenceModel;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -53,7 +54,7 @@ class GoldenLogitsTest {
       }
     }
     // the scalar reference used by the other tests agrees with PyTorch too
-    try (WeightSource w = ModelRunners.weights(dir)) {
+    try (WeightSource w = SafetensorsWeights.open(dir)) {
       float[][] ref = new ScalarReferenceModel(ModelConfigs.read(dir), w).logits(tokens);
       for (int t = 0; t < tokens.length; t++)
         assertClose(golden[t], ref[t], name + " reference position " + t);
@@ -62,7 +63,7 @@ class GoldenLogitsTest {
 
   private static void assertClose(float[] expected, float[] actual, String what) {
     assertEquals(expected.length, actual.length, what);
-    float d = Nd4jModelRunnerTest.maxDiff(expected, actual);
+    float d = CpuModelRunnerTest.maxDiff(expected, actual);
     assertTrue(d <= 1e-4, what + ": max |Δlogit| " + d);
   }
 }

@@ -1,5 +1,7 @@
-package dev.troupe.training;
+package dev.troupe.training.nd4j;
 
+import dev.troupe.engine.model.Projection;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 
@@ -8,14 +10,15 @@ import java.util.Set;
  * (served weight {@code W + (alpha / rank)·B·A}, B initialised to zero so step 0 equals the base),
  * or — for small models — every projection and norm of the transformer blocks in full.
  *
- * @param targets PEFT short names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj
+ * @param targets PEFT short names ({@link Projection#shortName()}): q_proj, k_proj, v_proj, o_proj,
+ *     gate_proj, up_proj, down_proj
  * @param fullFineTune train the blocks' projection weights and norm gains themselves (no adapters)
  * @param seed seeds the Kaiming-uniform initialisation of A
  */
 public record LoraSpec(
     int rank, double alpha, List<String> targets, boolean fullFineTune, long seed) {
   public static final List<String> ALL_TARGETS =
-      List.of("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj");
+      Arrays.stream(Projection.values()).map(Projection::shortName).toList();
 
   /** ART's adapter: r 8, α 16, all seven projections, seed 3407. */
   public static final LoraSpec DEFAULT = new LoraSpec(8, 16, ALL_TARGETS, false, 3407);

@@ -1,4 +1,4 @@
-package dev.troupe.engine.nd4j;
+package dev.troupe.engine.cpu;
 
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ForkJoinTask;

@@ -1,4 +1,4 @@
-package dev.troupe.engine.nd4j;
+package dev.troupe.engine.cpu;
 
 /** Element-wise and per-row kernels on row-major float arrays. */
 final class Kernels {

@@ -1,5 +1,7 @@
-package dev.troupe.persistence;
+package dev.troupe.node;
 
+import dev.troupe.persistence.PersistenceInit;
+import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol;
 import dev.troupe.registry.ModelRegistry;

@@ -1,4 +1,4 @@
-package dev.troupe.engine.nd4j;
+package dev.troupe.engine.cpu;
 
 import static org.bytedeco.openblas.global.openblas.CblasNoTrans;
 import static org.bytedeco.openblas.global.openblas.CblasRowMajor;
@@ -24,7 +24,7 @@ final class Attention {
    * @return [T, nH·d]
    */
   static float[] run(
-      Nd4jModelRunner.Step s,
+      CpuModelRunner.Step s,
       float[] qkv,
       int stride,
       float[] k,
@@ -92,7 +92,7 @@ final class Attention {
 
   /** One token's attention, plain Java: decode tokens and short chunks. */
   private static void token(
-      Nd4jModelRunner.Step s,
+      CpuModelRunner.Step s,
       int t,
       float[] qkv,
       int stride,
@@ -140,7 +140,7 @@ final class Attention {
    * blocks.
    */
   private static void chunkBlas(
-      Nd4jModelRunner.Step s,
+      CpuModelRunner.Step s,
       int ci,
       int t0,
       int nq,

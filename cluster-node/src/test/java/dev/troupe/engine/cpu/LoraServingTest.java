@@ -1,6 +1,6 @@
-package dev.troupe.engine.nd4j;
+package dev.troupe.engine.cpu;
 
-import static dev.troupe.engine.nd4j.Nd4jModelRunnerTest.maxDiff;
+import static dev.troupe.engine.cpu.CpuModelRunnerTest.maxDiff;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,10 +8,12 @@ import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.model.Projection;
 import dev.troupe.engine.testing.MapWeights;
 import dev.troupe.engine.testing.ScalarReferenceModel;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,9 +29,12 @@ class LoraServingTest {
     Map<String, float[]> a = new HashMap<>(), b = new HashMap<>();
     for (String m : modules) {
       for (int l = 0; l < c.numLayers(); l++) {
-        int mi = List.of(Lora.MODULES).indexOf(m);
-        int[] io = Lora.inOut(mi, c);
-        float[] am = new float[rank * io[0]], bm = new float[io[1] * rank];
+        Projection p =
+            Arrays.stream(Projection.values())
+                .filter(x -> x.module().equals(m))
+                .findFirst()
+                .orElseThrow();
+        float[] am = new float[rank * p.in(c)], bm = new float[p.out(c) * rank];
         for (int i = 0; i < am.length; i++) am[i] = (float) (0.2 * r.nextGaussian());
         for (int i = 0; i < bm.length; i++) bm[i] = (float) (0.2 * r.nextGaussian());
         String key = "model.layers." + l + "." + m;
@@ -77,7 +82,7 @@ class LoraServingTest {
     float[][] refAd = new ScalarReferenceModel(c, merged(c, base, ad)).logits(prompt);
     float[][] refAd2 = new ScalarReferenceModel(c, merged(c, base, ad2)).logits(prompt);
     assertTrue(maxDiff(refBase[9], refAd[9]) > 1e-2, "the adapter must change the logits");
-    try (ModelRunner m = Nd4jModelRunner.load(c, new MapWeights(c, base), 16, 4)) {
+    try (ModelRunner m = CpuModelRunner.load(c, new MapWeights(c, base), 16, 4)) {
       m.registerAdapter(1, ad);
       m.registerAdapter(2, ad2);
       List<float[][]> out =

@@ -1,4 +1,4 @@
-package dev.troupe.engine.nd4j;
+package dev.troupe.engine.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -9,8 +9,9 @@ import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.ModelConfigs;
-import dev.troupe.engine.model.ModelRunners;
+import dev.troupe.engine.model.SafetensorsWeights;
 import dev.troupe.engine.model.WeightSource;
+import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.testing.ScalarReferenceModel;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
@@ -24,7 +25,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** The ND4J forward against the scalar reference, for every architecture and batch shape. */
-class Nd4jModelRunnerTest {
+class CpuModelRunnerTest {
   static final double TOL = 1e-4;
   static final int BS = 4;
 
@@ -68,7 +69,7 @@ class Nd4jModelRunnerTest {
     Random r = new Random(7);
     int[] a = randomTokens(r, 23, 97), b = randomTokens(r, 9, 97), c = randomTokens(r, 14, 97);
     float[][] refA, refB, refC;
-    try (WeightSource w = ModelRunners.weights(dir)) {
+    try (WeightSource w = SafetensorsWeights.open(dir)) {
       ScalarReferenceModel ref = new ScalarReferenceModel(ModelConfigs.read(dir), w);
       refA = ref.logits(a);
       refB = ref.logits(b);
@@ -131,7 +132,7 @@ class Nd4jModelRunnerTest {
     assertEquals(6, ModelConfigs.read(dir).slidingWindow());
     int[] a = randomTokens(new Random(4), 20, 97);
     float[][] ref, full;
-    try (WeightSource w = ModelRunners.weights(dir)) {
+    try (WeightSource w = SafetensorsWeights.open(dir)) {
       ref = new ScalarReferenceModel(c, w).logits(a);
       full = new ScalarReferenceModel(TinyModels.config(Arch.MISTRAL), w).logits(a);
     }
@@ -190,7 +191,7 @@ class Nd4jModelRunnerTest {
     for (int i = 0; i < n; i++) seqs[i] = randomTokens(r, 6 + i, 97);
     long saved = Attention.parallelMinWork;
     Attention.parallelMinWork = 0;
-    try (WeightSource w = ModelRunners.weights(dir);
+    try (WeightSource w = SafetensorsWeights.open(dir);
         ModelRunner m = ModelRunners.open(dir, 16, BS)) {
       ScalarReferenceModel ref = new ScalarReferenceModel(ModelConfigs.read(dir), w);
       List<SequenceChunk> prefill = new ArrayList<>(), decode = new ArrayList<>();

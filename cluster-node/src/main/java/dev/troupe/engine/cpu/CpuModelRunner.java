@@ -1,15 +1,20 @@
-package dev.troupe.engine.nd4j;
+package dev.troupe.engine.cpu;
 
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.model.LayerStep;
 import dev.troupe.engine.model.ModelLoadException;
-import dev.troupe.engine.model.WeightLayout;
+import dev.troupe.engine.model.Projection;
+import dev.troupe.engine.model.RopeTables;
+import dev.troupe.engine.model.TransformerLayout;
 import dev.troupe.engine.model.WeightSource;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,7 +26,10 @@ import org.slf4j.LoggerFactory;
  * over the whole batch ({@link Linear}: BLAS GEMV for a single row, {@link DecodeKernels} for 2–31
  * rows when the Vector API is on, BLAS GEMM otherwise; weights {@code [out, in]} row-major).
  * Per-token work (norms, RoPE, attention over the sequence's cache blocks, SwiGLU) is plain Java on
- * float arrays; ND4J holds the weights and does the products. No ND4J type leaves this package.
+ * float arrays. Names, shapes, layer steps and rotary tables come from the shared model definition
+ * ({@link TransformerLayout}, {@link RopeTables}). Products run on OpenBLAS (called directly
+ * through JavaCPP) and on this package's Java Vector API kernels; ND4J only allocates the off-heap
+ * weight buffers BLAS reads. No native type leaves this package.
  *
  * <p>KV cache: per layer, {@code numBlocks · blockSize} slots of {@code [numKvHeads, headDim]} for
  * keys and for values; position {@code p} of a sequence lives in slot {@code blockTable[p / bs] ·
@@ -29,8 +37,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread: confined to its owner's thread, like every {@link ModelRunner}.
  */
-public final class Nd4jModelRunner implements ModelRunner {
-  private static final Logger log = LoggerFactory.getLogger(Nd4jModelRunner.class);
+public final class CpuModelRunner implements ModelRunner {
+  private static final Logger log = LoggerFactory.getLogger(CpuModelRunner.class);
+
+  /** Every {@link LayerStep} {@link #forward} implements. */
+  private static final Set<LayerStep> SUPPORTED_STEPS = EnumSet.allOf(LayerStep.class);
 
   /** One decoder layer's weights; fused projections keep one product per step. */
   private record Layer(
@@ -55,12 +66,12 @@ public final class Nd4jModelRunner implements ModelRunner {
   private final Linear lmHead; // [V, H]
   private final float[] finalNorm;
   private final Layer[] layers;
-  private final double[] invFreq; // [d/2]
+  private final RopeTables rope;
   private final Map<Integer, Lora> adapters = new HashMap<>();
   private final Linear.Scratch scratch = new Linear.Scratch();
   private boolean closed;
 
-  private Nd4jModelRunner(ModelConfig cfg, WeightSource w, int numBlocks, int blockSize) {
+  private CpuModelRunner(ModelConfig cfg, WeightSource w, int numBlocks, int blockSize) {
     if (numBlocks < 1 || blockSize < 1)
       throw new IllegalArgumentException("numBlocks and blockSize must be >= 1");
     this.cfg = cfg;
@@ -79,63 +90,56 @@ public final class Nd4jModelRunner implements ModelRunner {
     if (cacheFloats > Integer.MAX_VALUE - 8)
       throw new IllegalArgumentException(
           "KV cache of " + numBlocks + " blocks × " + blockSize + " too large for one layer array");
-    WeightLayout.check(cfg, w);
-    String[] qkvNames = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
-    // heap copies for the decode kernels, all or none; an untied embedding is only looked up, so it
-    // gets none
-    long kernelFloats =
-        0; // every matrix a product reads: LM head (the embedding when tied) and layers
-    kernelFloats +=
-        w.info(cfg.tieWordEmbeddings() ? WeightLayout.EMBED : WeightLayout.LM_HEAD).numel();
-    for (int i = 0; i < cfg.numLayers(); i++)
-      for (String n :
-          List.of(
-              qkvNames[0],
-              qkvNames[1],
-              qkvNames[2],
-              "self_attn.o_proj",
-              "mlp.gate_proj",
-              "mlp.up_proj",
-              "mlp.down_proj"))
-        kernelFloats += w.info(WeightLayout.layer(i) + n + ".weight").numel();
+    TransformerLayout layout = TransformerLayout.of(cfg);
+    if (!SUPPORTED_STEPS.containsAll(layout.steps()))
+      throw new ModelLoadException(
+          cfg.architecture()
+              + ": layer steps "
+              + layout.steps()
+              + " not all supported by the CPU runner");
+    layout.check(w);
+    // heap copies for the decode kernels, all or none: every matrix a product reads (an untied
+    // embedding is only looked up, so it gets none)
+    long kernelFloats = 0;
+    for (String n : layout.productWeights()) kernelFloats += w.info(n).numel();
     Linear.HeapBudget budget =
         Linear.HeapBudget.ofHeap(kernelFloats, 2L * cfg.numLayers() * cacheFloats * Float.BYTES);
-    this.embed = Linear.load(w, cfg.tieWordEmbeddings() ? budget : null, WeightLayout.EMBED);
-    this.lmHead = cfg.tieWordEmbeddings() ? embed : Linear.load(w, budget, WeightLayout.LM_HEAD);
-    this.finalNorm = w.floats(WeightLayout.FINAL_NORM);
+    this.embed = Linear.load(w, cfg.tieWordEmbeddings() ? budget : null, TransformerLayout.EMBED);
+    this.lmHead = cfg.tieWordEmbeddings() ? embed : Linear.load(w, budget, layout.lmHead());
+    this.finalNorm = w.floats(TransformerLayout.FINAL_NORM);
     this.layers = new Layer[cfg.numLayers()];
     for (int i = 0; i < layers.length; i++) {
-      String p = WeightLayout.layer(i);
+      TransformerLayout.LayerTensors t = layout.layer(i);
       float[] bias = null;
       if (cfg.attentionBias()) {
         bias = new float[qDim + 2 * kvDim];
         int off = 0;
-        for (String n : qkvNames) {
-          float[] b = w.floats(p + n + ".bias");
+        for (Projection p : List.of(Projection.Q, Projection.K, Projection.V)) {
+          float[] b = w.floats(t.bias(p));
           System.arraycopy(b, 0, bias, off, b.length);
           off += b.length;
         }
       }
       layers[i] =
           new Layer(
-              w.floats(p + "input_layernorm.weight"),
+              w.floats(t.inputNorm()),
               Linear.stack(
                   w,
                   budget,
-                  p + qkvNames[0] + ".weight",
-                  p + qkvNames[1] + ".weight",
-                  p + qkvNames[2] + ".weight"),
+                  t.weight(Projection.Q),
+                  t.weight(Projection.K),
+                  t.weight(Projection.V)),
               bias,
-              cfg.qkNorm() ? w.floats(p + "self_attn.q_norm.weight") : null,
-              cfg.qkNorm() ? w.floats(p + "self_attn.k_norm.weight") : null,
-              Linear.load(w, budget, p + "self_attn.o_proj.weight"),
-              w.floats(p + "post_attention_layernorm.weight"),
-              Linear.stack(w, budget, p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"),
-              Linear.load(w, budget, p + "mlp.down_proj.weight"),
+              cfg.qkNorm() ? w.floats(t.qNorm()) : null,
+              cfg.qkNorm() ? w.floats(t.kNorm()) : null,
+              Linear.load(w, budget, t.weight(Projection.O)),
+              w.floats(t.postNorm()),
+              Linear.stack(w, budget, t.weight(Projection.GATE), t.weight(Projection.UP)),
+              Linear.load(w, budget, t.weight(Projection.DOWN)),
               new float[(int) cacheFloats],
               new float[(int) cacheFloats]);
     }
-    this.invFreq = Rope.inverseFrequencies(cfg);
+    this.rope = RopeTables.of(cfg);
     if (DecodeKernels.AVAILABLE)
       log.info(
           "decode kernels: {} MB of weights copied to the heap, {} MB left on BLAS only (over troupe.engine.kernelHeapMB or the heap)",
@@ -147,10 +151,10 @@ public final class Nd4jModelRunner implements ModelRunner {
    * Loads the weights (checked against the config first) and allocates the KV cache. The weight
    * source may be closed afterwards: everything is copied into ND4J buffers.
    */
-  public static Nd4jModelRunner load(
+  public static CpuModelRunner load(
       ModelConfig cfg, WeightSource weights, int numBlocks, int blockSize) {
     try {
-      return new Nd4jModelRunner(cfg, weights, numBlocks, blockSize);
+      return new CpuModelRunner(cfg, weights, numBlocks, blockSize);
     } catch (OutOfMemoryError e) {
       throw new ModelLoadException(
           "not enough memory to load the model from " + weights.origin(), e);
@@ -215,7 +219,7 @@ public final class Nd4jModelRunner implements ModelRunner {
     for (int t = 0; t < T; t++) {
       cos[t] = new float[headDim / 2];
       sin[t] = new float[headDim / 2];
-      Rope.angles(invFreq, s.positions[t], cos[t], sin[t]);
+      rope.angles(s.positions[t], cos[t], sin[t]);
     }
 
     for (int li = 0; li < layers.length; li++) {
@@ -235,9 +239,9 @@ public final class Nd4jModelRunner implements ModelRunner {
             Kernels.rmsNormInPlace(qkv, base + qDim + g * headDim, headDim, l.kNorm(), eps);
         }
         for (int hh = 0; hh < nHeads; hh++)
-          Rope.rotate(qkv, base + hh * headDim, headDim, cos[t], sin[t]);
+          RopeTables.rotate(qkv, base + hh * headDim, headDim, cos[t], sin[t]);
         for (int g = 0; g < nKv; g++)
-          Rope.rotate(qkv, base + qDim + g * headDim, headDim, cos[t], sin[t]);
+          RopeTables.rotate(qkv, base + qDim + g * headDim, headDim, cos[t], sin[t]);
         // cache k, v of this token
         int slot = s.slots[t] * kvDim;
         System.arraycopy(qkv, base + qDim, l.kCache(), slot, kvDim);
@@ -257,17 +261,17 @@ public final class Nd4jModelRunner implements ModelRunner {
               cfg.slidingWindow(),
               scratch); // [T, qDim]
       float[] o = l.o().apply(scratch, attn, T); // [T, H]
-      lora(s, li, Lora.O, attn, qDim, o, hidden, 0, T);
+      lora(s, li, Projection.O, attn, qDim, o, hidden, 0, T);
       Kernels.addInPlace(x, o);
 
       // MLP block: x += down(silu(gate(h)) * up(h)) of h = rmsnorm(x)
       h = Kernels.rmsNorm(x, T, hidden, l.mlpNorm(), eps);
       float[] gu = l.gateUp().apply(scratch, h, T); // [T, 2I]
-      lora(s, li, Lora.GATE, h, hidden, gu, 2 * inter, 0, T);
-      lora(s, li, Lora.UP, h, hidden, gu, 2 * inter, inter, T);
+      lora(s, li, Projection.GATE, h, hidden, gu, 2 * inter, 0, T);
+      lora(s, li, Projection.UP, h, hidden, gu, 2 * inter, inter, T);
       float[] a = Kernels.swiglu(gu, T, inter); // [T, I]
       float[] dn = l.down().apply(scratch, a, T); // [T, H]
-      lora(s, li, Lora.DOWN, a, inter, dn, hidden, 0, T);
+      lora(s, li, Projection.DOWN, a, inter, dn, hidden, 0, T);
       Kernels.addInPlace(x, dn);
     }
 
@@ -290,16 +294,24 @@ public final class Nd4jModelRunner implements ModelRunner {
   private void loraQkv(Step s, int li, float[] h, float[] qkv, int T) {
     if (!s.anyAdapter) return;
     int stride = qDim + 2 * kvDim;
-    lora(s, li, Lora.Q, h, hidden, qkv, stride, 0, T);
-    lora(s, li, Lora.K, h, hidden, qkv, stride, qDim, T);
-    lora(s, li, Lora.V, h, hidden, qkv, stride, qDim + kvDim, T);
+    lora(s, li, Projection.Q, h, hidden, qkv, stride, 0, T);
+    lora(s, li, Projection.K, h, hidden, qkv, stride, qDim, T);
+    lora(s, li, Projection.V, h, hidden, qkv, stride, qDim + kvDim, T);
   }
 
   /**
    * y[t, off ..] += scale · B (A x[t]) for rows whose chunk runs an adapter covering the module.
    */
   private void lora(
-      Step s, int li, int module, float[] x, int in, float[] y, int yStride, int off, int T) {
+      Step s,
+      int li,
+      Projection module,
+      float[] x,
+      int in,
+      float[] y,
+      int yStride,
+      int off,
+      int T) {
     if (!s.anyAdapter) return;
     for (int t = 0; t < T; t++) {
       Lora a = s.adapters[t];
@@ -349,7 +361,7 @@ public final class Nd4jModelRunner implements ModelRunner {
     boolean anyAdapter;
     int[] logitRows;
 
-    static Step of(List<SequenceChunk> batch, Nd4jModelRunner m) {
+    static Step of(List<SequenceChunk> batch, CpuModelRunner m) {
       int T = 0, R = 0;
       for (SequenceChunk c : batch) {
         T += c.tokens().length;

@@ -1,4 +1,4 @@
-package dev.troupe.engine.nd4j;
+package dev.troupe.engine.cpu;
 
 import java.util.Random;
 import org.nd4j.linalg.api.buffer.DataType;

@@ -1,4 +1,4 @@
-package dev.troupe.engine.nd4j;
+package dev.troupe.engine.cpu;
 
 import static org.bytedeco.openblas.global.openblas.CblasNoTrans;
 import static org.bytedeco.openblas.global.openblas.CblasRowMajor;

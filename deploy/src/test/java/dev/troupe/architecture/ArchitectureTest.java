@@ -1,0 +1,51 @@
+package dev.troupe.architecture;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The house rules on package structure (STYLE.md), checked on the compiled main classes of every
+ * module with ArchUnit: no package cycles, and serving code never imports training.
+ */
+class ArchitectureTest {
+  private static JavaClasses classes;
+
+  @BeforeAll
+  static void importMainClasses() {
+    // main classes only: test classes and test jars (the cluster-node test-jar) are excluded
+    ImportOption mainOnly =
+        location ->
+            !location.contains("/test-classes/")
+                && !location.contains("-tests.jar")
+                && ImportOption.Predefined.DO_NOT_INCLUDE_TESTS.includes(location);
+    classes = new ClassFileImporter().withImportOption(mainOnly).importPackages("dev.troupe");
+  }
+
+  @Test
+  void noPackageCycles() {
+    // every package is its own slice: a cycle between a package and its subpackage counts too
+    slices().matching("dev.troupe.(**)").should().beFreeOfCycles().check(classes);
+  }
+
+  @Test
+  void servingDoesNotImportTraining() {
+    noClasses()
+        .that()
+        .resideInAnyPackage(
+            "dev.troupe.engine..",
+            "dev.troupe.worker..",
+            "dev.troupe.scheduler..",
+            "dev.troupe.gateway..",
+            "dev.troupe.adapters..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAPackage("dev.troupe.training..")
+        .check(classes);
+  }
+}

@@ -416,8 +416,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         scheduler.blocks().numBlocks(),
         engine.weightVersion(),
         engine.promptTokens(),
-        engine.generatedTokens(),
-        engine.samplingDefaults());
+        engine.generatedTokens());
   }
 
   private Behavior<Command> onStop(String why) {
@@ -485,9 +484,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
               s -> {
                 ReplicaId r = ModelWorkerProtocol.parseEntityId(entityId);
                 s.replyTo()
-                    .tell(
-                        new WorkerStatus(
-                            entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0, null));
+                    .tell(new WorkerStatus(entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0));
                 return Behaviors.same();
               })
           .build();

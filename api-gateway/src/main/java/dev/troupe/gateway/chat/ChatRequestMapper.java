@@ -11,7 +11,6 @@ import dev.troupe.protocol.api.chat.ChatCompletionRequest.StreamOptions;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest.Tool;
 import dev.troupe.protocol.api.chat.StructuredOutputs;
 import dev.troupe.protocol.cluster.GenerationRequest;
-import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.SamplingParams.LogitsProcessorSpec;
 import java.math.BigInteger;
@@ -24,11 +23,12 @@ import java.util.Set;
 
 /**
  * The one converter from the OpenAI vocabulary to the engine's: {@link ChatCompletionRequest} →
- * {@link GenerationRequest} + {@link SamplingParams}, applying every default and cross-field rule
- * of vLLM's request model and {@code to_sampling_params} (v0.11-era, with later fixes that turn
- * 500s into 400s). Every refusal is a 400 {@link ApiException} naming the parameter. Checks that
- * need the tokenized prompt (prompt longer than the context, out-of-vocabulary ids) are the
- * worker's.
+ * {@link GenerationRequest} + {@link SamplingParams}, applying the shape and range rules and the
+ * cross-field rules of vLLM's request model and {@code to_sampling_params} (v0.11-era, with later
+ * fixes that turn 500s into 400s). Every refusal is a 400 {@link ApiException} naming the
+ * parameter. Rules that need the model are the worker's input processor's (its context length,
+ * vocabulary, scheduling policy, generation-config defaults; docs/architecture.md lists every rule
+ * with its owner): sampling fields the client left out stay null here.
  *
  * <p>Pure and thread-safe: no I/O, no state.
  */
@@ -113,14 +113,6 @@ public final class ChatRequestMapper {
                 + truncate
                 + ".",
             "truncate_prompt_tokens");
-      if (truncate > model.maxModelLen())
-        throw bad(
-            "truncate_prompt_tokens value ("
-                + truncate
-                + ") is greater than max_model_len ("
-                + model.maxModelLen()
-                + "). Please, select a smaller truncation size.",
-            "truncate_prompt_tokens");
     }
     checkResponseFormat(r.responseFormat());
     if (r.reasoningEffort() != null && !REASONING_EFFORTS.contains(r.reasoningEffort()))
@@ -135,18 +127,8 @@ public final class ChatRequestMapper {
               + "` is text-only: `mm_processor_kwargs` asks for multimodal "
               + "processing, which it cannot do.",
           "mm_processor_kwargs");
+    // Whether the model schedules by priority is the worker's rule (it knows its policy).
     int priority = r.priority() == null ? 0 : r.priority();
-    if (priority != 0 && !model.priorityScheduling())
-      throw bad(
-          "Got priority "
-              + priority
-              + " but model `"
-              + model.name()
-              + "` does not use priority "
-              + "scheduling (its policy is "
-              + model.schedulingPolicy()
-              + "); priority must be 0.",
-          "priority");
 
     // --- sampling parameters (vLLM's to_sampling_params + SamplingParams verification)
     SamplingParams sampling = sampling(r, model, seed, logprobs, topLogprobs, promptLogprobs);
@@ -223,40 +205,9 @@ public final class ChatRequestMapper {
       boolean logprobs,
       Integer topLogprobs,
       Integer promptLogprobs) {
-    // Absent (or null) fields take the model's generation-config default, else OpenAI's (vLLM's
-    // default_sampling_params); a model default is validated as if the request had sent it.
-    SamplingDefaults d = model.samplingDefaults();
-    double temperature = finite(or(r.temperature(), d.temperature(), 1.0), "temperature");
-    if (temperature < 0)
-      throw bad("temperature must be non-negative, got " + temperature + ".", "temperature");
-    boolean greedy = temperature < SamplingParams.GREEDY_EPSILON;
-    // vLLM raises tiny non-zero temperatures to 0.01 to avoid overflow in the softmax.
-    if (!greedy && temperature < 0.01) temperature = 0.01;
-
-    double topP = finite(or(r.topP(), d.topP(), 1.0), "top_p");
-    if (!(topP > 0 && topP <= 1)) throw bad("top_p must be in (0, 1], got " + topP + ".", "top_p");
-    int topK = or(r.topK(), d.topK(), 0);
-    if (topK < -1)
-      throw bad("top_k must be 0 (disable), or at least 1, got " + topK + ".", "top_k");
-    if (topK == -1) topK = 0;
-    double minP = finite(or(r.minP(), d.minP(), 0.0), "min_p");
-    if (minP < 0 || minP > 1) throw bad("min_p must be in [0, 1], got " + minP + ".", "min_p");
-    if (greedy) {
-      // Greedy picks the argmax, which these filters never remove: vLLM turns them off.
-      topP = 1.0;
-      topK = 0;
-      minP = 0.0;
-    }
-    double presence =
-        penalty(or(r.presencePenalty(), d.presencePenalty(), 0.0), "presence_penalty");
-    double frequency =
-        penalty(or(r.frequencyPenalty(), d.frequencyPenalty(), 0.0), "frequency_penalty");
-    double repetition =
-        finite(or(r.repetitionPenalty(), d.repetitionPenalty(), 1.0), "repetition_penalty");
-    if (repetition <= 0)
-      throw bad(
-          "repetition_penalty must be greater than zero, got " + repetition + ".",
-          "repetition_penalty");
+    // Absent (or null) fields stay null: the worker applies the model's generation-config
+    // default, else OpenAI's. SamplingParams itself checks the values present (and normalizes
+    // them as vLLM does); its refusal names the field.
     double lengthPenalty =
         r.lengthPenalty() == null ? 1.0 : finite(r.lengthPenalty(), "length_penalty");
 
@@ -264,8 +215,6 @@ public final class ChatRequestMapper {
     int n = r.n() == null ? 1 : r.n();
     if (n < 1) throw bad("n must be at least 1, got " + n + ".", "n");
     if (n > MAX_N) throw bad("n must be at most " + MAX_N + ", got " + n + ".", "n");
-    if (n > 1 && greedy && !beam)
-      throw bad("n must be 1 when using greedy sampling, got " + n + ".", "n");
 
     // max_completion_tokens wins over the deprecated max_tokens.
     String maxParam = r.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
@@ -273,16 +222,8 @@ public final class ChatRequestMapper {
         r.maxCompletionTokens() != null ? r.maxCompletionTokens() : r.maxTokens();
     if (requestedMax != null && requestedMax < 1)
       throw bad("max_tokens must be at least 1, got " + requestedMax + ".", maxParam);
-    if (requestedMax != null && requestedMax > model.maxModelLen())
-      throw bad(
-          "'max_tokens' or 'max_completion_tokens' is too large: "
-              + requestedMax
-              + ". This model's "
-              + "maximum context length is "
-              + model.maxModelLen()
-              + " tokens.",
-          maxParam);
-    // Absent: as many as the context leaves; the worker caps it at max_model_len - prompt length.
+    // Absent: as many as the context leaves. Whether it fits beside the prompt is the worker's
+    // rule.
     int maxTokens = requestedMax != null ? requestedMax : SamplingParams.MAX_TOKENS_UNSET;
     int minTokens = r.minTokens() == null ? 0 : r.minTokens();
     if (minTokens < 0)
@@ -324,45 +265,47 @@ public final class ChatRequestMapper {
     List<String> stop = stopStrings(r.stop());
     List<Integer> stopTokenIds = nonNegativeIds(r.stopTokenIds(), "stop_token_ids");
     List<Integer> allowed = r.allowedTokenIds();
-    if (allowed != null) {
-      if (allowed.isEmpty())
-        throw bad("allowed_token_ids is not None and empty!", "allowed_token_ids");
-      allowed = nonNegativeIds(allowed, "allowed_token_ids");
-    }
+    if (allowed != null && !allowed.isEmpty())
+      allowed = nonNegativeIds(allowed, "allowed_token_ids"); // empty: SamplingParams refuses it
     List<String> badWords = r.badWords() == null ? List.of() : r.badWords();
     for (int i = 0; i < badWords.size(); i++)
       if (badWords.get(i) == null || badWords.get(i).isEmpty())
         throw bad("bad_words must not contain empty strings.", "bad_words[" + i + "]");
 
-    return SamplingParams.builder()
-        .n(n)
-        .temperature(temperature)
-        .topP(topP)
-        .topK(topK)
-        .minP(minP)
-        .presencePenalty(presence)
-        .frequencyPenalty(frequency)
-        .repetitionPenalty(repetition)
-        .seed(seed)
-        .maxTokens(maxTokens)
-        .minTokens(minTokens)
-        .stop(stop)
-        .stopTokenIds(stopTokenIds)
-        .includeStopStrInOutput(isTrue(r.includeStopStrInOutput()))
-        .ignoreEos(isTrue(r.ignoreEos()))
-        .logprobs(sampleLogprobs)
-        .promptLogprobs(prompt)
-        .skipSpecialTokens(r.skipSpecialTokens() == null || r.skipSpecialTokens())
-        .spacesBetweenSpecialTokens(
-            r.spacesBetweenSpecialTokens() == null || r.spacesBetweenSpecialTokens())
-        .logitBias(logitBias(r.logitBias()))
-        .allowedTokenIds(allowed)
-        .badWords(badWords)
-        .useBeamSearch(beam)
-        .lengthPenalty(lengthPenalty)
-        .logitsProcessors(logitsProcessors(r.logitsProcessors()))
-        .engineXargs(engineXargs(r.engineXargs()))
-        .build();
+    SamplingParams.Builder b =
+        SamplingParams.builder()
+            .n(n)
+            .temperature(r.temperature())
+            .topP(r.topP())
+            .topK(r.topK())
+            .minP(r.minP())
+            .presencePenalty(r.presencePenalty())
+            .frequencyPenalty(r.frequencyPenalty())
+            .repetitionPenalty(r.repetitionPenalty())
+            .seed(seed)
+            .maxTokens(maxTokens)
+            .minTokens(minTokens)
+            .stop(stop)
+            .stopTokenIds(stopTokenIds)
+            .includeStopStrInOutput(isTrue(r.includeStopStrInOutput()))
+            .ignoreEos(isTrue(r.ignoreEos()))
+            .logprobs(sampleLogprobs)
+            .promptLogprobs(prompt)
+            .skipSpecialTokens(r.skipSpecialTokens() == null || r.skipSpecialTokens())
+            .spacesBetweenSpecialTokens(
+                r.spacesBetweenSpecialTokens() == null || r.spacesBetweenSpecialTokens())
+            .logitBias(logitBias(r.logitBias()))
+            .allowedTokenIds(allowed)
+            .badWords(badWords)
+            .useBeamSearch(beam)
+            .lengthPenalty(lengthPenalty)
+            .logitsProcessors(logitsProcessors(r.logitsProcessors()))
+            .engineXargs(engineXargs(r.engineXargs()));
+    try {
+      return b.build();
+    } catch (SamplingParams.InvalidValue e) {
+      throw bad(e.getMessage(), e.param());
+    }
   }
 
   // ------------------------------------------------------------------ messages
@@ -504,7 +447,11 @@ public final class ChatRequestMapper {
     }
   }
 
-  private static Map<String, Object> checkTemplateKwargs(Map<String, Object> kwargs) {
+  /**
+   * {@code chat_template_kwargs} may not hold {@code tokenize} or {@code chat_template} (vLLM's
+   * reserved names); also used by {@code /tokenize}.
+   */
+  public static Map<String, Object> checkTemplateKwargs(Map<String, Object> kwargs) {
     if (kwargs == null) return Map.of();
     List<String> reserved =
         kwargs.keySet().stream()
@@ -626,18 +573,6 @@ public final class ChatRequestMapper {
 
   private static boolean isScalar(Object v) {
     return v instanceof String || v instanceof Number || v instanceof Boolean;
-  }
-
-  private static double penalty(Double value, String param) {
-    if (value == null) return 0.0;
-    double v = finite(value, param);
-    if (v < -2 || v > 2) throw bad(param + " must be in [-2, 2], got " + v + ".", param);
-    return v;
-  }
-
-  /** The request's value, else the model's default, else OpenAI's. */
-  private static <T> T or(T requested, T modelDefault, T openAiDefault) {
-    return requested != null ? requested : modelDefault != null ? modelDefault : openAiDefault;
   }
 
   private static double finite(double v, String param) {

@@ -4,6 +4,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture
 import static org.apache.pekko.http.javadsl.server.Directives.path;
 import static org.apache.pekko.http.javadsl.server.Directives.post;
 
+import dev.troupe.gateway.chat.ChatRequestMapper;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
@@ -82,6 +83,9 @@ public final class TokenizeRoute implements ApiRoute {
           "Cannot set both `continue_final_message` and `add_generation_prompt` to True.",
           "continue_final_message");
     if (chat) {
+      if (r.messages().isEmpty())
+        throw ApiException.badRequest("`messages` must contain at least one message.", "messages");
+      ChatRequestMapper.checkTemplateKwargs(r.chatTemplateKwargs());
       for (int i = 0; i < r.messages().size(); i++)
         if (r.messages().get(i) == null || !(r.messages().get(i).get("role") instanceof String))
           throw ApiException.badRequest(

@@ -21,9 +21,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 
 /**
  * The gateway's view of the served models and how to reach their workers: resolves a request's
- * {@code model} (404 if unknown), picks a replica, and knows each model's facts (context length,
- * scheduling policy, generation-config sampling defaults), asked once from a worker with {@link
- * ModelWorkerProtocol.GetStatus} and cached.
+ * {@code model} (404 if unknown), picks a replica, and knows each model's facts (name, context
+ * length), asked once from a worker with {@link ModelWorkerProtocol.GetStatus} and cached.
  *
  * <p>Replica choice is round-robin per model: with continuous batching every replica absorbs
  * concurrent requests, and round-robin spreads them without a load query on the request path.
@@ -184,12 +183,7 @@ public final class ModelDirectory {
                         "Model `"
                             + model.name()
                             + "` cannot serve right now (its worker failed to load it).");
-                  return new ModelFacts(
-                      model.name(),
-                      s.maxModelLen(),
-                      s.schedulingPolicy(),
-                      false,
-                      s.samplingDefaults());
+                  return new ModelFacts(model.name(), s.maxModelLen(), false);
                 })
             .toCompletableFuture();
     facts.put(model.name(), asked);

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
-import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.protocol.cluster.SamplingParams;
 import java.util.Optional;
 import java.util.stream.Stream;
@@ -23,7 +22,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * 5, item 8), through the same parse → map path the route takes.
  */
 class ChatRequestMapperTest {
-  private static final ModelFacts FCFS = new ModelFacts("m", 128, "fcfs", false);
+  private static final ModelFacts FCFS = new ModelFacts("m", 128, false);
   private static final String MESSAGES = "\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]";
 
   static ChatPlan map(String fields) {
@@ -75,7 +74,6 @@ class ChatRequestMapperTest {
         Arguments.of("\"max_tokens\":-1", "max_tokens", "at least 1"),
         Arguments.of("\"max_tokens\":0", "max_tokens", "at least 1"),
         Arguments.of("\"max_completion_tokens\":-5", "max_completion_tokens", "at least 1"),
-        Arguments.of("\"max_tokens\":500", "max_tokens", "maximum context length is 128"),
         Arguments.of("\"min_tokens\":-1", "min_tokens", "greater than or equal to 0"),
         Arguments.of(
             "\"max_tokens\":5,\"min_tokens\":10",
@@ -83,10 +81,6 @@ class ChatRequestMapperTest {
             "less than or equal to max_tokens=5"),
         Arguments.of(
             "\"truncate_prompt_tokens\":-2", "truncate_prompt_tokens", "greater_than_equal"),
-        Arguments.of(
-            "\"truncate_prompt_tokens\":129",
-            "truncate_prompt_tokens",
-            "greater than max_model_len (128)"),
         // sampling bounds
         Arguments.of("\"temperature\":-0.5", "temperature", "non-negative"),
         Arguments.of("\"top_p\":0", "top_p", "(0, 1]"),
@@ -121,7 +115,6 @@ class ChatRequestMapperTest {
             "\"chat_template_kwargs\":{\"tokenize\":true}",
             "chat_template_kwargs",
             "unexpected chat template kwargs"),
-        Arguments.of("\"priority\":1", "priority", "does not use priority scheduling"),
         // response format and structured outputs
         Arguments.of(
             "\"response_format\":{\"type\":\"xml\"}",
@@ -261,98 +254,27 @@ class ChatRequestMapperTest {
   }
 
   @Test
-  void priorityIsAcceptedByPriorityModels() {
-    ChatCompletionRequest r =
-        JsonBodies.parse(
-            ByteString.fromString("{" + MESSAGES + ",\"priority\":-5}"),
-            ChatCompletionRequest.class);
-    ChatPlan plan =
-        ChatRequestMapper.map(r, new ModelFacts("p", 128, "priority", false), Optional.empty());
+  void ruleThatNeedTheModelAreLeftToTheWorker() {
+    // priority vs policy, max_tokens vs the context, truncation vs the context: the worker's rules
+    ChatPlan plan = map("\"priority\":-5,\"max_tokens\":500,\"truncate_prompt_tokens\":129");
     assertEquals(-5, plan.generation().priority());
-  }
-
-  private static SamplingParams sampling(String fields, SamplingDefaults defaults) {
-    String json = "{" + MESSAGES + (fields.isEmpty() ? "" : "," + fields) + "}";
-    ChatCompletionRequest r =
-        JsonBodies.parse(ByteString.fromString(json), ChatCompletionRequest.class);
-    return ChatRequestMapper.map(
-            r, new ModelFacts("g", 128, "fcfs", false, defaults), Optional.empty())
-        .generation()
-        .sampling();
-  }
-
-  @Test
-  void absentSamplingFieldsTakeTheModelsGenerationConfig() {
-    SamplingDefaults qwen = new SamplingDefaults(0.6, 0.95, 20, 0.05, 1.05, 0.5, -0.25);
-    SamplingParams s = sampling("", qwen);
-    assertEquals(0.6, s.temperature());
-    assertEquals(0.95, s.topP());
-    assertEquals(20, s.topK());
-    assertEquals(0.05, s.minP());
-    assertEquals(1.05, s.repetitionPenalty());
-    assertEquals(0.5, s.presencePenalty());
-    assertEquals(-0.25, s.frequencyPenalty());
-    // explicit null is absent, as in vLLM
-    SamplingParams nulls =
-        sampling(
-            "\"temperature\":null,\"top_p\":null,\"top_k\":null,\"min_p\":null,"
-                + "\"repetition_penalty\":null,\"presence_penalty\":null,\"frequency_penalty\":null",
-            qwen);
-    assertEquals(s, nulls);
-  }
-
-  @Test
-  void requestValuesWinOverTheModelsGenerationConfig() {
-    SamplingDefaults qwen = new SamplingDefaults(0.6, 0.95, 20, 0.05, 1.05, 0.5, -0.25);
-    SamplingParams s =
-        sampling(
-            "\"temperature\":1.0,\"top_p\":1.0,\"top_k\":-1,\"min_p\":0,"
-                + "\"repetition_penalty\":1.0,\"presence_penalty\":0,\"frequency_penalty\":0",
-            qwen);
-    assertEquals(1.0, s.temperature());
-    assertEquals(1.0, s.topP());
-    assertEquals(0, s.topK());
-    assertEquals(0.0, s.minP());
-    assertEquals(1.0, s.repetitionPenalty());
-    assertEquals(0.0, s.presencePenalty());
-    assertEquals(0.0, s.frequencyPenalty());
-    // a request's greedy temperature still switches the model's filters off
-    SamplingParams greedy = sampling("\"temperature\":0", qwen);
-    assertEquals(1.0, greedy.topP());
-    assertEquals(0, greedy.topK());
-    assertEquals(0.0, greedy.minP());
-    assertEquals(1.05, greedy.repetitionPenalty(), "penalties are not sampling filters");
-  }
-
-  @Test
-  void partialGenerationConfigFallsBackToOpenAiDefaults() {
-    SamplingParams s =
-        sampling("\"top_p\":0.5", new SamplingDefaults(0.7, null, null, null, null, null, null));
-    assertEquals(0.7, s.temperature());
-    assertEquals(0.5, s.topP());
-    assertEquals(0, s.topK());
-    assertEquals(0.0, s.minP());
-    assertEquals(1.0, s.repetitionPenalty());
-    assertEquals(0.0, s.presencePenalty());
-    assertEquals(0.0, s.frequencyPenalty());
+    assertEquals(500, plan.generation().sampling().maxTokens());
+    assertEquals(129, plan.generation().truncatePromptTokens());
+    // absent sampling fields wait for the model's generation-config defaults
+    SamplingParams s = map("").generation().sampling();
+    assertNull(s.temperature());
+    assertNull(s.topP());
+    assertNull(s.topK());
+    assertNull(s.minP());
+    assertNull(s.repetitionPenalty());
+    assertNull(s.presencePenalty());
+    assertNull(s.frequencyPenalty());
     assertEquals(
-        sampling("", SamplingDefaults.NONE),
-        map("").generation().sampling(),
-        "no generation config: OpenAI's");
-    assertEquals(1.0, map("").generation().sampling().temperature());
-  }
-
-  @Test
-  void anInvalidModelDefaultIsA400NamingTheField() {
-    ApiException e =
-        assertThrows(
-            ApiException.class,
-            () -> sampling("", new SamplingDefaults(null, 1.5, null, null, null, null, null)));
-    assertEquals(400, e.status());
-    assertEquals("top_p", e.param());
-    assertEquals(
-        0.9,
-        sampling("\"top_p\":0.9", new SamplingDefaults(null, 1.5, null, null, null, null, null))
-            .topP());
+        s,
+        map("\"temperature\":null,\"top_p\":null,\"top_k\":null,\"min_p\":null,"
+                + "\"repetition_penalty\":null,\"presence_penalty\":null,\"frequency_penalty\":null")
+            .generation()
+            .sampling(),
+        "explicit null is absent, as in vLLM");
   }
 }

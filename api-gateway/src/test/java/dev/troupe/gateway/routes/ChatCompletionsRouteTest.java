@@ -146,10 +146,10 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
     chat(body("")).assertStatusCode(200);
     GenerationRequest g = lastGenerate();
     SamplingParams s = g.sampling();
+    assertNull(s.temperature(), "the worker applies the model's defaults");
     assertEquals(1, s.n());
-    assertEquals(1.0, s.temperature());
-    assertEquals(1.0, s.topP());
-    assertEquals(0, s.topK());
+    assertNull(s.topP());
+    assertNull(s.topK());
     assertEquals(
         SamplingParams.MAX_TOKENS_UNSET,
         s.maxTokens(),
@@ -464,6 +464,7 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
   void priorityNeedsAPriorityScheduledModel() {
     String msg = assertError(chat(body("\"priority\":3")), 400, "BadRequestError", "priority");
     assertTrue(msg.contains("does not use priority scheduling"), msg);
+    assertEquals(3, lastGenerate().priority(), "the worker owns the rule and refused it");
     TestRouteResult ok =
         chat(
             "{\"model\":\"prio\",\"priority\":-2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}");

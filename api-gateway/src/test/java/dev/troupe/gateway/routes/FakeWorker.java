@@ -21,7 +21,6 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenized;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
-import dev.troupe.protocol.cluster.SamplingDefaults;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -35,6 +34,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * receives to {@code seen} so tests can check what the gateway asked for.
  *
  * <ul>
+ *   <li>a non-zero priority on the {@code fcfs} worker: {@link Failed} BAD_REQUEST naming {@code
+ *       priority}, as the real worker's input processor answers
  *   <li>{@code "bad prompt"}: {@link Failed} BAD_REQUEST naming {@code messages}, before Started
  *   <li>{@code "busy"}: {@link Failed} OVERLOADED
  *   <li>{@code "crash midway"}: Started, one delta, then {@link Failed} INTERNAL
@@ -67,7 +68,18 @@ final class FakeWorker {
             Generate.class,
             g -> {
               seen.tell(g);
-              generate(g.request(), g.replyTo(), counts);
+              if (policy.equals("fcfs") && g.request().priority() != 0)
+                // the real worker's rule, so routes can be seen passing its refusal on
+                g.replyTo()
+                    .tell(
+                        new Failed(
+                            g.request().requestId(),
+                            ErrorKind.BAD_REQUEST,
+                            "Got priority "
+                                + g.request().priority()
+                                + " but model `fake` does not use priority scheduling",
+                            "priority"));
+              else generate(g.request(), g.replyTo(), counts);
               return Behaviors.same();
             })
         .onMessage(
@@ -87,8 +99,7 @@ final class FakeWorker {
                           16,
                           0,
                           counts.promptTokens,
-                          counts.generationTokens,
-                          SamplingDefaults.NONE));
+                          counts.generationTokens));
               return Behaviors.same();
             })
         .onMessage(

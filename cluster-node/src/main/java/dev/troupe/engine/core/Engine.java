@@ -91,8 +91,8 @@ public final class Engine implements AutoCloseable {
 
   /**
    * @param templateCompiler compiles request-supplied chat templates (null: none accepted)
-   * @param samplingDefaults the model's generation-config sampling defaults, reported to the
-   *     gateway (which applies them; requests reach the engine with every default resolved)
+   * @param samplingDefaults the model's generation-config sampling defaults, applied to the fields
+   *     a request leaves unset
    */
   public Engine(
       String modelName,
@@ -210,11 +210,18 @@ public final class Engine implements AutoCloseable {
                 + modelName
                 + ". Retry later.",
             null);
-      SamplingParams params = request.sampling();
       if (policy == SchedulingPolicy.FCFS && request.priority() != 0)
         throw RequestRejected.badRequest(
-            "Got priority " + request.priority() + " but Priority scheduling is not enabled.",
+            "Got priority "
+                + request.priority()
+                + " but model `"
+                + modelName
+                + "` does not use priority scheduling (its policy is "
+                + policy.configName()
+                + "); priority must be 0.",
             "priority");
+      // The model's generation-config defaults, applied here and nowhere else.
+      SamplingParams params = request.sampling().withDefaults(samplingDefaults);
       if (params.n() > scheduler.config().maxNumSeqs())
         throw RequestRejected.badRequest(
             "n ("
@@ -260,6 +267,8 @@ public final class Engine implements AutoCloseable {
     } catch (RequestRejected e) {
       return List.of(new Failed(id, e.kind, e.getMessage(), e.param));
     } catch (InvalidSamplingParamsException e) {
+      return List.of(new Failed(id, ErrorKind.BAD_REQUEST, e.getMessage(), e.param()));
+    } catch (SamplingParams.InvalidValue e) {
       return List.of(new Failed(id, ErrorKind.BAD_REQUEST, e.getMessage(), e.param()));
     }
   }

@@ -53,12 +53,6 @@ final class Prompts {
       String requestTemplate,
       Map<String, Object> templateKwargs,
       String reasoningEffort) {
-    if (messages.isEmpty())
-      throw RequestRejected.badRequest("messages must not be empty", "messages");
-    if (templateKwargs.containsKey("tokenize") || templateKwargs.containsKey("chat_template"))
-      throw RequestRejected.badRequest(
-          "Found unexpected chat template kwargs from request: " + templateKwargs.keySet(),
-          "chat_template_kwargs");
     ChatTemplate template = template(requestTemplate);
     Map<String, Object> kwargs = new LinkedHashMap<>(text.specialTokens());
     if (reasoningEffort != null) kwargs.put("reasoning_effort", reasoningEffort);

@@ -44,7 +44,7 @@ import java.util.TreeSet;
 public final class Sampler {
 
   /** vLLM raises temperatures in (0, 0.01) to this, to avoid overflow. */
-  static final double MIN_RANDOM_TEMPERATURE = 0.01;
+  static final double MIN_RANDOM_TEMPERATURE = SamplingParams.MIN_RANDOM_TEMPERATURE;
 
   private static final float LOGIT_BIAS_LIMIT = 100f;
 
@@ -86,6 +86,8 @@ public final class Sampler {
   private int outputLength;
 
   Sampler(SamplerFactory factory, SamplingParams p, int[] promptTokenIds, int choiceIndex) {
+    if (!p.resolved())
+      throw new IllegalArgumentException("unresolved sampling parameters (see withDefaults)");
     validate(p, factory.vocabSize());
     if (choiceIndex < 0) throw new IllegalArgumentException("negative choice index");
     this.ws = factory.workspace;
@@ -138,9 +140,9 @@ public final class Sampler {
     this.invariantProcessors = List.copyOf(invariant);
     this.engineXargs = p.engineXargs();
 
-    this.repetition = (float) p.repetitionPenalty();
-    this.frequency = (float) p.frequencyPenalty();
-    this.presence = (float) p.presencePenalty();
+    this.repetition = p.repetitionPenalty().floatValue();
+    this.frequency = p.frequencyPenalty().floatValue();
+    this.presence = p.presencePenalty().floatValue();
     if (repetition != 1f) {
       seen = new BitSet(vocab);
       for (int t : prompt) if (t >= 0 && t < vocab) seen.set(t);
@@ -164,9 +166,6 @@ public final class Sampler {
               + vocab);
     }
     if (p.allowedTokenIds() != null) {
-      if (p.allowedTokenIds().isEmpty())
-        throw new InvalidSamplingParamsException(
-            "allowed_token_ids", "allowed_token_ids is not None and empty!");
       for (int id : p.allowedTokenIds())
         if (id < 0 || id >= vocab)
           throw new InvalidSamplingParamsException(

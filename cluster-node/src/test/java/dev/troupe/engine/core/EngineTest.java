@@ -257,6 +257,55 @@ class EngineTest {
   }
 
   @Test
+  void theModelsGenerationConfigIsAppliedToUnsetFields() {
+    // A model whose generation config is greedy: an unset temperature takes it, so n = 2 is
+    // refused as vLLM refuses it; the same request with its own temperature runs.
+    var greedyModel =
+        new dev.troupe.protocol.cluster.SamplingDefaults(0.0, null, null, null, null, null, null);
+    SamplingParams unset =
+        SamplingParams.builder()
+            .n(2)
+            .temperature(null)
+            .topP(null)
+            .topK(null)
+            .minP(null)
+            .presencePenalty(null)
+            .frequencyPenalty(null)
+            .repetitionPenalty(null)
+            .maxTokens(3)
+            .build();
+    try (Engine e = TestEngines.demo(EngineSettings.small(), SchedulingPolicy.FCFS, greedyModel)) {
+      Failed f = (Failed) e.add(prompt("a", "hello", unset)).get(0);
+      assertEquals("n", f.param());
+      assertEquals(
+          List.of(),
+          e.add(prompt("b", "hello", unset.toBuilder().temperature(0.8).build())),
+          "the request's own temperature wins");
+      Map<String, List<GenerationEvent>> events = drain(e, new LinkedHashMap<>());
+      assertEquals(
+          6,
+          ((Completed) events.get("b").get(events.get("b").size() - 1)).usage().completionTokens());
+    }
+  }
+
+  @Test
+  void rulesThatNeedTheModelAreTheEnginesAlone() {
+    EngineSettings settings = new EngineSettings(16, 64, 32, 8, 256, 16, true, 0, true, List.of());
+    try (Engine e = engine(settings, SchedulingPolicy.FCFS)) {
+      Failed truncate =
+          (Failed)
+              e.add(prompt("t", "hello", greedy(2)).toBuilder().truncatePromptTokens(33).build())
+                  .get(0);
+      assertEquals("truncate_prompt_tokens", truncate.param());
+      assertTrue(
+          truncate.message().contains("greater than max_model_len (32)"), truncate.message());
+      Failed priority = (Failed) e.add(prompt("p", "hello", greedy(2)).withPriority(1)).get(0);
+      assertTrue(
+          priority.message().contains("does not use priority scheduling"), priority.message());
+    }
+  }
+
+  @Test
   void promptLogprobsStartWithNullAndMatchTheReference() {
     SamplingParams p = greedy(1).toBuilder().logprobs(2).promptLogprobs(3).build();
     try (Engine e = engine(EngineSettings.small(), SchedulingPolicy.FCFS)) {

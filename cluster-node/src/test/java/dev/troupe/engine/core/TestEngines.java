@@ -32,6 +32,21 @@ public final class TestEngines {
         TEXT::compileTemplate);
   }
 
+  /** A demo engine whose model has these generation-config sampling defaults. */
+  public static Engine demo(
+      EngineSettings settings,
+      SchedulingPolicy policy,
+      dev.troupe.protocol.cluster.SamplingDefaults defaults) {
+    return new Engine(
+        "demo",
+        runner(settings.numBlocks(), settings.blockSize()),
+        TEXT,
+        settings,
+        policy,
+        TEXT::compileTemplate,
+        defaults);
+  }
+
   /** A shared demo runner of this shape; closing it does nothing. */
   public static ModelRunner runner(int numBlocks, int blockSize) {
     ModelRunner shared =

@@ -48,7 +48,7 @@ final class ReferenceSampling {
     Set<Integer> seen = new HashSet<>();
     for (int t : prompt) seen.add(t);
     for (int t : output) seen.add(t);
-    float rep = (float) p.repetitionPenalty();
+    float rep = p.repetitionPenalty().floatValue();
     for (int t : seen) {
       if (x[t] > 0) x[t] = x[t] / rep;
       else x[t] = x[t] * rep;
@@ -56,8 +56,8 @@ final class ReferenceSampling {
     Map<Integer, Integer> counts = new HashMap<>();
     for (int t : output) counts.merge(t, 1, Integer::sum);
     for (Map.Entry<Integer, Integer> e : counts.entrySet()) {
-      x[e.getKey()] -= (float) p.frequencyPenalty() * e.getValue();
-      x[e.getKey()] -= (float) p.presencePenalty();
+      x[e.getKey()] -= p.frequencyPenalty().floatValue() * e.getValue();
+      x[e.getKey()] -= p.presencePenalty().floatValue();
     }
     double[] out = new double[v];
     if (p.temperature() < 1e-5) {

@@ -467,11 +467,10 @@ class SamplerTest {
     assertEquals("logit_bias", e.param());
     assertTrue(e.getMessage().contains("[-1, " + V + "]") && e.getMessage().contains("" + V));
     Params q = new Params();
-    q.allowed = List.of();
+    q.allowed = List.of(); // refused by SamplingParams itself, which owns that rule
     assertEquals(
         "allowed_token_ids",
-        assertThrows(InvalidSamplingParamsException.class, () -> factory().validate(q.build()))
-            .param());
+        assertThrows(SamplingParams.InvalidValue.class, () -> q.build()).param());
     q.allowed = List.of(V + 3);
     assertThrows(InvalidSamplingParamsException.class, () -> factory().validate(q.build()));
     Params s = new Params();

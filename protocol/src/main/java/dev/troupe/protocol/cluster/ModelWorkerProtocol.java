@@ -194,8 +194,6 @@ public final class ModelWorkerProtocol {
    * @param promptTokens prompt tokens of the requests admitted since start (once per request,
    *     whatever n is)
    * @param generationTokens tokens generated since start, every choice counted
-   * @param samplingDefaults the model's generation-config sampling defaults (never null; {@link
-   *     SamplingDefaults#NONE} when it has none)
    */
   public record WorkerStatus(
       String entityId,
@@ -209,13 +207,8 @@ public final class ModelWorkerProtocol {
       int kvBlocksTotal,
       long weightVersion,
       long promptTokens,
-      long generationTokens,
-      SamplingDefaults samplingDefaults)
-      implements CborSerializable {
-    public WorkerStatus {
-      if (samplingDefaults == null) samplingDefaults = SamplingDefaults.NONE;
-    }
-  }
+      long generationTokens)
+      implements CborSerializable {}
 
   // ---------------------------------------------------------------- generation events
 

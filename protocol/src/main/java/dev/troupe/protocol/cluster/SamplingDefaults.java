@@ -1,16 +1,14 @@
 package dev.troupe.protocol.cluster;
 
-import dev.troupe.protocol.CborSerializable;
-
 /**
- * A served model's own sampling defaults, from its {@code generation_config.json}: the gateway uses
- * them for the sampling fields a chat request leaves out (or sends as null), before falling back to
- * OpenAI's defaults, as vLLM does by default ({@code --generation-config auto}). Reported by the
- * worker in {@link ModelWorkerProtocol.WorkerStatus}.
+ * A served model's own sampling defaults, from its {@code generation_config.json}: the worker's
+ * input processor uses them for the sampling fields a chat request leaves out (or sends as null),
+ * before falling back to OpenAI's defaults, as vLLM does by default ({@code --generation-config
+ * auto}); see {@link SamplingParams#withDefaults}. They never leave the worker.
  *
  * <p>Every field is nullable: null means the model has no default for it. Values are the model
- * author's and are not range-checked here; the gateway validates them as if the request had sent
- * them.
+ * author's and are not range-checked here; {@link SamplingParams} checks them when it applies them,
+ * as if the request had sent them.
  */
 public record SamplingDefaults(
     Double temperature,
@@ -19,8 +17,7 @@ public record SamplingDefaults(
     Double minP,
     Double repetitionPenalty,
     Double presencePenalty,
-    Double frequencyPenalty)
-    implements CborSerializable {
+    Double frequencyPenalty) {
 
   /** A model without sampling defaults: OpenAI's apply. */
   public static final SamplingDefaults NONE =

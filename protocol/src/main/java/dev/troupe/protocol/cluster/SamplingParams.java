@@ -5,19 +5,29 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Everything the engine needs to turn logits into tokens and decide when to stop, with every
- * default already applied (by the gateway's request mapper, vLLM's {@code to_sampling_params}).
- * Engine-side vocabulary: no OpenAI field names, no nullable "use default" values except where
- * noted.
+ * Everything the engine needs to turn logits into tokens and decide when to stop. Engine-side
+ * vocabulary: no OpenAI field names.
+ *
+ * <p>The seven fields a model's {@code generation_config.json} may default (temperature, top_p,
+ * top_k, min_p and the three penalties) are null when the client left them out: the worker's input
+ * processor fills them once with {@link #withDefaults} (the model's value, else OpenAI's), so the
+ * engine only ever sees {@link #resolved()} parameters.
+ *
+ * <p>This record owns the value rules of those fields, as vLLM's {@code SamplingParams} does
+ * ({@code _verify_args}): every value present is checked when the record is built (at the gateway
+ * for what the client sent, at the worker for the model's defaults), and a violation is an {@link
+ * InvalidValue} naming the OpenAI field. It also normalizes as vLLM does: {@code top_k} -1 is 0
+ * (off), a temperature in (0, 0.01) is raised to 0.01, and a greedy temperature turns top_p, top_k
+ * and min_p off.
  *
  * @param n number of choices (beam width when {@code useBeamSearch})
- * @param temperature 0 (or below 1e-5) means greedy
- * @param topP in (0, 1]; 1 = off
- * @param topK 0 or -1 = off
- * @param minP in [0, 1]; 0 = off
- * @param presencePenalty over output tokens, in [-2, 2]
- * @param frequencyPenalty over output tokens, in [-2, 2]
- * @param repetitionPenalty over prompt and output tokens, > 0; 1 = off
+ * @param temperature 0 (or below 1e-5) means greedy; null = the model's default
+ * @param topP in (0, 1]; 1 = off; null = the model's default
+ * @param topK 0 = off; null = the model's default
+ * @param minP in [0, 1]; 0 = off; null = the model's default
+ * @param presencePenalty over output tokens, in [-2, 2]; null = the model's default
+ * @param frequencyPenalty over output tokens, in [-2, 2]; null = the model's default
+ * @param repetitionPenalty over prompt and output tokens, > 0; 1 = off; null = the model's default
  * @param seed per-request RNG seed, null = unseeded; choice i uses seed + i
  * @param maxTokens maximum generated tokens per choice; {@link #MAX_TOKENS_UNSET} = up to the
  *     context (the worker caps it)
@@ -31,7 +41,7 @@ import java.util.Map;
  * @param skipSpecialTokens drop special tokens from the detokenized text
  * @param spacesBetweenSpecialTokens put spaces between special tokens in the text
  * @param logitBias token id to bias, already clamped to [-100, 100]
- * @param allowedTokenIds null = all tokens allowed
+ * @param allowedTokenIds null = all tokens allowed; never empty
  * @param badWords words never to generate (tokenized by the worker, with and without a leading
  *     space)
  * @param useBeamSearch beam search of width {@code n}
@@ -41,13 +51,13 @@ import java.util.Map;
  */
 public record SamplingParams(
     int n,
-    double temperature,
-    double topP,
-    int topK,
-    double minP,
-    double presencePenalty,
-    double frequencyPenalty,
-    double repetitionPenalty,
+    Double temperature,
+    Double topP,
+    Integer topK,
+    Double minP,
+    Double presencePenalty,
+    Double frequencyPenalty,
+    Double repetitionPenalty,
     Long seed,
     int maxTokens,
     int minTokens,
@@ -71,9 +81,55 @@ public record SamplingParams(
   /** Below this temperature sampling is greedy, as in vLLM. */
   public static final double GREEDY_EPSILON = 1e-5;
 
+  /** vLLM raises temperatures in (0, 0.01) to this, to avoid overflow in the softmax. */
+  public static final double MIN_RANDOM_TEMPERATURE = 0.01;
+
   public SamplingParams {
     if (n < 1) throw new IllegalArgumentException("n must be at least 1, got " + n);
     if (maxTokens < 0) throw new IllegalArgumentException("maxTokens must be >= 0");
+    if (temperature != null) {
+      finite(temperature, "temperature");
+      if (temperature < 0)
+        throw new InvalidValue(
+            "temperature", "temperature must be non-negative, got " + temperature + ".");
+      if (temperature >= GREEDY_EPSILON && temperature < MIN_RANDOM_TEMPERATURE)
+        temperature = MIN_RANDOM_TEMPERATURE;
+    }
+    if (topP != null) {
+      finite(topP, "top_p");
+      if (!(topP > 0 && topP <= 1))
+        throw new InvalidValue("top_p", "top_p must be in (0, 1], got " + topP + ".");
+    }
+    if (topK != null) {
+      if (topK < -1)
+        throw new InvalidValue(
+            "top_k", "top_k must be 0 (disable), or at least 1, got " + topK + ".");
+      if (topK == -1) topK = 0;
+    }
+    if (minP != null) {
+      finite(minP, "min_p");
+      if (minP < 0 || minP > 1)
+        throw new InvalidValue("min_p", "min_p must be in [0, 1], got " + minP + ".");
+    }
+    penalty(presencePenalty, "presence_penalty");
+    penalty(frequencyPenalty, "frequency_penalty");
+    if (repetitionPenalty != null) {
+      finite(repetitionPenalty, "repetition_penalty");
+      if (repetitionPenalty <= 0)
+        throw new InvalidValue(
+            "repetition_penalty",
+            "repetition_penalty must be greater than zero, got " + repetitionPenalty + ".");
+    }
+    if (temperature != null && temperature < GREEDY_EPSILON) {
+      if (n > 1 && !useBeamSearch)
+        throw new InvalidValue("n", "n must be 1 when using greedy sampling, got " + n + ".");
+      // Greedy picks the argmax, which these filters never remove: vLLM turns them off.
+      topP = 1.0;
+      topK = 0;
+      minP = 0.0;
+    }
+    if (allowedTokenIds != null && allowedTokenIds.isEmpty())
+      throw new InvalidValue("allowed_token_ids", "allowed_token_ids is not None and empty!");
     stop = stop == null ? List.of() : List.copyOf(stop);
     stopTokenIds = stopTokenIds == null ? List.of() : List.copyOf(stopTokenIds);
     logitBias = logitBias == null ? Map.of() : Map.copyOf(logitBias);
@@ -83,9 +139,70 @@ public record SamplingParams(
     engineXargs = engineXargs == null ? Map.of() : Map.copyOf(engineXargs);
   }
 
-  /** Greedy decoding: argmax of the processed logits. */
+  /** Greedy decoding: argmax of the processed logits (false while the temperature is unset). */
   public boolean greedy() {
-    return temperature < GREEDY_EPSILON;
+    return temperature != null && temperature < GREEDY_EPSILON;
+  }
+
+  /** True when no field waits for the model's default: what the engine requires. */
+  public boolean resolved() {
+    return temperature != null
+        && topP != null
+        && topK != null
+        && minP != null
+        && presencePenalty != null
+        && frequencyPenalty != null
+        && repetitionPenalty != null;
+  }
+
+  /**
+   * These parameters with every unset field filled: the model's generation-config default when it
+   * has one, else OpenAI's (vLLM's {@code default_sampling_params}). A model default is checked
+   * like a request value, so a bad one is an {@link InvalidValue} naming the field.
+   */
+  public SamplingParams withDefaults(SamplingDefaults model) {
+    SamplingDefaults d = model == null ? SamplingDefaults.NONE : model;
+    return toBuilder()
+        .temperature(or(temperature, d.temperature(), 1.0))
+        .topP(or(topP, d.topP(), 1.0))
+        .topK(or(topK, d.topK(), 0))
+        .minP(or(minP, d.minP(), 0.0))
+        .presencePenalty(or(presencePenalty, d.presencePenalty(), 0.0))
+        .frequencyPenalty(or(frequencyPenalty, d.frequencyPenalty(), 0.0))
+        .repetitionPenalty(or(repetitionPenalty, d.repetitionPenalty(), 1.0))
+        .build();
+  }
+
+  private static <T> T or(T requested, T modelDefault, T openAiDefault) {
+    return requested != null ? requested : modelDefault != null ? modelDefault : openAiDefault;
+  }
+
+  private static void finite(double v, String param) {
+    if (!Double.isFinite(v))
+      throw new InvalidValue(param, param + " must be a finite number, got " + v + ".");
+  }
+
+  private static void penalty(Double v, String param) {
+    if (v == null) return;
+    finite(v, param);
+    if (v < -2 || v > 2)
+      throw new InvalidValue(param, param + " must be in [-2, 2], got " + v + ".");
+  }
+
+  /** A value this record refuses; {@link #param()} names the OpenAI request field. */
+  public static final class InvalidValue extends IllegalArgumentException {
+    private static final long serialVersionUID = 1L;
+
+    private final String param;
+
+    public InvalidValue(String param, String message) {
+      super(message);
+      this.param = param;
+    }
+
+    public String param() {
+      return param;
+    }
   }
 
   /**
@@ -116,13 +233,13 @@ public record SamplingParams(
    */
   public static final class Builder {
     private int n = 1;
-    private double temperature = 1.0;
-    private double topP = 1.0;
-    private int topK = 0;
-    private double minP = 0.0;
-    private double presencePenalty = 0.0;
-    private double frequencyPenalty = 0.0;
-    private double repetitionPenalty = 1.0;
+    private Double temperature = 1.0;
+    private Double topP = 1.0;
+    private Integer topK = 0;
+    private Double minP = 0.0;
+    private Double presencePenalty = 0.0;
+    private Double frequencyPenalty = 0.0;
+    private Double repetitionPenalty = 1.0;
     private Long seed;
     private int maxTokens = MAX_TOKENS_UNSET;
     private int minTokens = 0;
@@ -178,37 +295,37 @@ public record SamplingParams(
       return this;
     }
 
-    public Builder temperature(double v) {
+    public Builder temperature(Double v) {
       temperature = v;
       return this;
     }
 
-    public Builder topP(double v) {
+    public Builder topP(Double v) {
       topP = v;
       return this;
     }
 
-    public Builder topK(int v) {
+    public Builder topK(Integer v) {
       topK = v;
       return this;
     }
 
-    public Builder minP(double v) {
+    public Builder minP(Double v) {
       minP = v;
       return this;
     }
 
-    public Builder presencePenalty(double v) {
+    public Builder presencePenalty(Double v) {
       presencePenalty = v;
       return this;
     }
 
-    public Builder frequencyPenalty(double v) {
+    public Builder frequencyPenalty(Double v) {
       frequencyPenalty = v;
       return this;
     }
 
-    public Builder repetitionPenalty(double v) {
+    public Builder repetitionPenalty(Double v) {
       repetitionPenalty = v;
       return this;
     }

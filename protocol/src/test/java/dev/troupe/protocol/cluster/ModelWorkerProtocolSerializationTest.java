@@ -146,22 +146,7 @@ class ModelWorkerProtocolSerializationTest {
             new Tokenized(List.of(1, 2), null, 2048),
             new Detokenized("hello"),
             new Rejected(ErrorKind.BAD_REQUEST, "bad", "messages"),
-            new WorkerStatus(
-                "demo#0", "demo", 2048, "fcfs", 1, 2, 0, 10, 100, 0, 7, 9, SamplingDefaults.NONE),
-            new WorkerStatus(
-                "qwen#0",
-                "qwen",
-                4096,
-                "fcfs",
-                0,
-                0,
-                0,
-                0,
-                100,
-                0,
-                0,
-                0,
-                new SamplingDefaults(0.6, 0.95, 20, 0.0, null, null, 1.5)));
+            new WorkerStatus("demo#0", "demo", 2048, "fcfs", 1, 2, 0, 10, 100, 0, 7, 9));
     for (Object message : messages) assertEquals(message, roundTrip(message));
     Started started = (Started) roundTrip(new Started("r", List.of(1), promptLogprobs, 0));
     assertNull(started.promptLogprobs().get(0), "vLLM's prompt logprobs start with null");

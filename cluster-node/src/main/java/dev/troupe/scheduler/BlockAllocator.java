@@ -1,5 +1,6 @@
 package dev.troupe.scheduler;
 
+import dev.troupe.protocol.kv.BlockHash;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -41,6 +42,7 @@ public final class BlockAllocator {
   private int lruTail = NIL;
   private int numEvictable;
   private long evictions;
+  private final CacheEventLog events;
 
   public BlockAllocator(int numBlocks, int blockSize) {
     if (numBlocks < 1) throw new IllegalArgumentException("numBlocks must be >= 1");
@@ -52,6 +54,7 @@ public final class BlockAllocator {
     this.prev = new int[numBlocks];
     this.next = new int[numBlocks];
     for (int b = 0; b < numBlocks; b++) empty.addLast(b);
+    this.events = new CacheEventLog(numBlocks);
   }
 
   public int numBlocks() {
@@ -103,6 +106,7 @@ public final class BlockAllocator {
       block = lruHead;
       unlink(block);
       cached.remove(hashes[block]);
+      events.removed(hashes[block]);
       hashes[block] = null;
       evictions++;
     }
@@ -166,6 +170,7 @@ public final class BlockAllocator {
     if (hashes[block] != null || cached.containsKey(hash)) return false;
     hashes[block] = hash;
     cached.put(hash, block);
+    events.stored(hash);
     return true;
   }
 
@@ -183,7 +188,18 @@ public final class BlockAllocator {
     }
     Arrays.fill(hashes, null);
     cached.clear();
+    events.cleared();
     return n;
+  }
+
+  /** How the cache index changed since the last call (for routers; see {@link CacheDelta}). */
+  public CacheDelta drainChanges() {
+    return events.drain(() -> new ArrayList<>(cached.keySet()));
+  }
+
+  /** The whole cache index, as a delta that replaces whatever a receiver knew. */
+  public CacheDelta snapshot() {
+    return new CacheDelta(true, new ArrayList<>(cached.keySet()), List.of());
   }
 
   private void append(int block) {

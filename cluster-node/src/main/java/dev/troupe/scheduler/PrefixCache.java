@@ -1,5 +1,7 @@
 package dev.troupe.scheduler;
 
+import dev.troupe.protocol.kv.BlockHash;
+import dev.troupe.protocol.kv.BlockHasher;
 import java.util.Arrays;
 import java.util.List;
 
@@ -52,6 +54,19 @@ public final class PrefixCache {
   /** Blocks in the cache index, held by a request or not. */
   public int numCachedBlocks() {
     return blocks.numCached();
+  }
+
+  /**
+   * How the cache index changed since the last call: blocks stored and evicted, coalesced and
+   * bounded ({@link CacheDelta}); what a replica publishes so routers know which prefixes it holds.
+   */
+  public CacheDelta drainChanges() {
+    return blocks.drainChanges();
+  }
+
+  /** The whole index, for a router that (re)starts tracking this replica. */
+  public CacheDelta snapshot() {
+    return blocks.snapshot();
   }
 
   /**
@@ -113,7 +128,8 @@ public final class PrefixCache {
       int k = chain.size();
       BlockHash parent = k == 0 ? BlockHash.NONE : chain.get(k - 1);
       int[] tokens = seq.tokens(k * size, (k + 1) * size);
-      chain.add(hasher.hash(parent, tokens, 0, size, scope, k == 0));
+      chain.add(
+          hasher.hash(parent, tokens, 0, size, scope.adapter(), k == 0 ? scope.salt() : null));
     }
     return chain.get(i);
   }

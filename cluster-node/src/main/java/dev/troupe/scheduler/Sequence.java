@@ -1,5 +1,6 @@
 package dev.troupe.scheduler;
 
+import dev.troupe.protocol.kv.BlockHash;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

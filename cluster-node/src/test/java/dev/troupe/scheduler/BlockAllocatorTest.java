@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.troupe.protocol.kv.BlockHash;
 import org.junit.jupiter.api.Test;
 
 /** The block pool on its own: reference counts, the cache index and the eviction order. */
@@ -98,5 +99,50 @@ class BlockAllocatorTest {
     a.release(held);
     assertEquals(3, a.numFree());
     assertEquals(0, a.numCached());
+  }
+
+  @Test
+  void changesAreReportedOncePerHashWithTheirLastState() {
+    BlockAllocator a = new BlockAllocator(2, 4);
+    int b0 = a.allocate();
+    a.cache(b0, h(0));
+    a.release(b0);
+    assertEquals(
+        new CacheDelta(false, java.util.List.of(h(0)), java.util.List.of()), a.drainChanges());
+    assertTrue(a.drainChanges().isEmpty());
+    // h(0) is evicted, stored again elsewhere, and h(1) is stored then evicted: one window.
+    int x = a.allocate(); // the empty block
+    int y = a.allocate(); // evicts h(0)
+    a.cache(x, h(1));
+    a.release(x);
+    a.cache(y, h(0));
+    a.allocate(); // evicts h(1)
+    CacheDelta d = a.drainChanges();
+    assertFalse(d.replace());
+    assertEquals(java.util.List.of(h(0)), d.stored());
+    assertEquals(java.util.List.of(h(1)), d.removed());
+  }
+
+  @Test
+  void aClearOrAnOverflowReplacesWhatTheReceiverKnew() {
+    BlockAllocator a = new BlockAllocator(4, 4);
+    int b0 = a.allocate();
+    a.cache(b0, h(0));
+    a.clearCache();
+    int b1 = a.allocate();
+    a.cache(b1, h(1));
+    assertEquals(
+        new CacheDelta(true, java.util.List.of(h(1)), java.util.List.of()), a.drainChanges());
+    // More changes than the pool has blocks: the whole index instead of the diff.
+    for (int i = 2; i < 12; i++) {
+      int b = a.allocate();
+      a.cache(b, h(i));
+      a.release(b);
+    }
+    CacheDelta d = a.drainChanges();
+    assertTrue(d.replace());
+    assertEquals(a.numCached(), d.stored().size());
+    assertTrue(d.removed().isEmpty());
+    assertEquals(a.snapshot().stored().size(), d.stored().size());
   }
 }

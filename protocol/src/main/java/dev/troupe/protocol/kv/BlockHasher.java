@@ -1,4 +1,4 @@
-package dev.troupe.scheduler;
+package dev.troupe.protocol.kv;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -9,9 +9,9 @@ import java.util.List;
 
 /**
  * Hash chain of KV blocks, after vLLM v1's {@code hash_block_tokens}: block i's hash covers block
- * i-1's hash, block i's token ids and the extra keys ({@link CacheScope}: the adapter in every
- * block, the salt in the first only). Equal hashes mean equal prefixes, so a block can be found by
- * its hash alone.
+ * i-1's hash, block i's token ids and the extra keys (the LoRA adapter's identity in every block,
+ * the request's {@code cache_salt} in the first only, so it reaches every later block through the
+ * chain). Equal hashes mean equal prefixes, so a block can be found by its hash alone.
  *
  * <p>The encoding is fixed (not Java's {@code hashCode}, not a per-process seed) so every node
  * computes the same hashes: workers publish them and a router can match them. Per block: the tag
@@ -39,20 +39,22 @@ public final class BlockHasher {
    * Hash of the block holding {@code tokens[from, to)}.
    *
    * @param parent the previous block's hash, {@link BlockHash#NONE} for the first block
-   * @param first whether this is the sequence's first block (only it carries the salt)
+   * @param adapterKey identity of the adapter's weights, or null for the base model
+   * @param salt the request's cache salt for its first block; null for later blocks and unsalted
+   *     requests
    */
   public BlockHash hash(
-      BlockHash parent, int[] tokens, int from, int to, CacheScope scope, boolean first) {
-    byte[] adapter = utf8(scope.adapter());
-    byte[] salt = first ? utf8(scope.salt()) : null;
-    int size = TAG.length + 16 + 4 + 4 * (to - from) + 10 + len(adapter) + len(salt);
+      BlockHash parent, int[] tokens, int from, int to, String adapterKey, String salt) {
+    byte[] adapter = utf8(adapterKey);
+    byte[] saltBytes = utf8(salt);
+    int size = TAG.length + 16 + 4 + 4 * (to - from) + 10 + len(adapter) + len(saltBytes);
     if (buffer.capacity() < size)
       buffer = ByteBuffer.allocate(Math.max(size, 2 * buffer.capacity()));
     ByteBuffer b = buffer.clear();
     b.put(TAG).putLong(parent.hi()).putLong(parent.lo()).putInt(to - from);
     for (int i = from; i < to; i++) b.putInt(tokens[i]);
     putString(b, adapter);
-    putString(b, salt);
+    putString(b, saltBytes);
     sha256.reset();
     sha256.update(b.array(), 0, b.position());
     ByteBuffer digest = ByteBuffer.wrap(sha256.digest());
@@ -60,11 +62,11 @@ public final class BlockHasher {
   }
 
   /** Hashes of every full block of {@code tokens}, in order. */
-  public List<BlockHash> chain(int[] tokens, int blockSize, CacheScope scope) {
+  public List<BlockHash> chain(int[] tokens, int blockSize, String adapterKey, String salt) {
     List<BlockHash> chain = new ArrayList<>(tokens.length / blockSize);
     BlockHash parent = BlockHash.NONE;
     for (int start = 0; start + blockSize <= tokens.length; start += blockSize) {
-      parent = hash(parent, tokens, start, start + blockSize, scope, start == 0);
+      parent = hash(parent, tokens, start, start + blockSize, adapterKey, start == 0 ? salt : null);
       chain.add(parent);
     }
     return chain;

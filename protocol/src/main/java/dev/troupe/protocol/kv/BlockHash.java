@@ -1,9 +1,10 @@
-package dev.troupe.scheduler;
+package dev.troupe.protocol.kv;
 
 /**
- * Identity of one full KV block in the prefix cache: 128 bits of a SHA-256 over the parent block's
+ * Identity of one full KV block in a prefix cache: 128 bits of a SHA-256 over the parent block's
  * hash, the block's token ids and its extra keys ({@link BlockHasher}). Two blocks with the same
- * hash hold the same keys and values, so a request may reuse the other's block.
+ * hash hold the same keys and values, so a request may reuse the other's block. Workers index their
+ * cached blocks by it and publish it; the gateway routes by it.
  *
  * <p>128 bits because hashes are also compared across requests of different tenants: a 64-bit hash
  * would let someone search for a colliding prompt (birthday bound 2^32), 128 bits puts that at

@@ -59,6 +59,21 @@ public final class ServingMetrics {
           .withoutExemplars()
           .register(registry);
 
+  private final Counter routed =
+      Counter.builder()
+          .name("troupe:routing_decisions_total")
+          .help("Requests routed to a model replica, by the reason the replica was chosen.")
+          .labelNames("model_name", "engine", "reason")
+          .withoutExemplars()
+          .register(registry);
+
+  /**
+   * Counts a routing decision: {@code model}'s replica {@code replica}, chosen for {@code reason}.
+   */
+  public void routed(String model, int replica, String reason) {
+    routed.labelValues(model, Integer.toString(replica), reason).inc();
+  }
+
   /**
    * {@code events} of one generation of {@code model}, recorded as they pass: the first generated
    * token (TTFT), each finished choice ({@code request_success_total}; with {@code n > 1} every

@@ -5,6 +5,7 @@ import dev.troupe.engine.template.Values.Callable;
 import dev.troupe.engine.template.Values.Namespace;
 import dev.troupe.engine.template.Values.Tuple;
 import dev.troupe.engine.template.Values.Undefined;
+import java.math.BigInteger;
 import java.time.Clock;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
@@ -38,23 +39,31 @@ final class Builtins {
   private static final Set<String> DICT_METHODS = Set.of("items", "keys", "values", "get", "copy");
   private static final Set<String> LIST_METHODS = Set.of("index", "count", "copy");
 
+  /** Jinja2's sandbox refuses larger ranges ({@code jinja2.sandbox.MAX_RANGE}). */
+  static final int MAX_RANGE = 100_000;
+
   private final Clock clock;
+  final Budget budget;
   private final Map<String, Object> globals = new LinkedHashMap<>();
 
-  Builtins(Clock clock) {
+  Builtins(Clock clock, Budget budget) {
     this.clock = clock;
+    this.budget = budget;
     globals.put(
         "raise_exception",
         (Callable)
             (args, kwargs) -> {
               throw new TemplateException(
-                  args.isEmpty() ? "raise_exception" : Values.str(args.get(0)));
+                  args.isEmpty() ? "raise_exception" : Values.str(args.get(0), budget));
             });
     globals.put(
         "strftime_now",
         (Callable)
-            (args, kwargs) ->
-                Strftime.format(Values.str(arg(args, 0, "format")), ZonedDateTime.now(this.clock)));
+            (args, kwargs) -> {
+              String format = Values.str(arg(args, 0, "format"), budget);
+              budget.chars(5L * format.length()); // %B (2 chars) is at most 9: "September"
+              return Strftime.format(format, ZonedDateTime.now(this.clock));
+            });
     globals.put(
         "namespace",
         (Callable)
@@ -63,7 +72,8 @@ final class Builtins {
               for (Object a : args) {
                 if (!(a instanceof Map<?, ?> m))
                   throw new TemplateException("namespace() takes a dict or keywords");
-                m.forEach((k, v) -> ns.attrs.put(Values.str(k), v));
+                budget.items(m.size());
+                m.forEach((k, v) -> ns.attrs.put(Values.str(k, budget), v));
               }
               ns.attrs.putAll(kwargs);
               return ns;
@@ -74,7 +84,11 @@ final class Builtins {
         (Callable)
             (args, kwargs) -> {
               Map<Object, Object> out = new LinkedHashMap<>();
-              for (Object a : args) if (a instanceof Map<?, ?> m) out.putAll(m);
+              for (Object a : args)
+                if (a instanceof Map<?, ?> m) {
+                  budget.items(m.size());
+                  out.putAll(m);
+                } else throw new TemplateException("dict() takes a dict or keywords");
               out.putAll(kwargs);
               return out;
             });
@@ -89,7 +103,8 @@ final class Builtins {
     return args.get(i);
   }
 
-  private static List<Object> range(List<Object> args) {
+  /** Python's {@code range}, as a list, at most {@link #MAX_RANGE} long as in Jinja2's sandbox. */
+  private List<Object> range(List<Object> args) {
     long start = 0;
     long stop;
     long step = 1;
@@ -100,11 +115,23 @@ final class Builtins {
       if (args.size() > 2) step = Values.asLong(args.get(2));
     }
     if (step == 0) throw new TemplateException("range() arg 3 must not be zero");
-    List<Object> out = new ArrayList<>();
-    for (long i = start; step > 0 ? i < stop : i > stop; i += step) {
-      out.add(i);
-      if (out.size() > 1_000_000) throw new TemplateException("range too large");
-    }
+    BigInteger span = BigInteger.valueOf(stop).subtract(BigInteger.valueOf(start));
+    BigInteger stride = BigInteger.valueOf(step).abs();
+    long length =
+        span.signum() != Long.signum(step)
+            ? 0
+            : span.abs()
+                .add(stride)
+                .subtract(BigInteger.ONE)
+                .divide(stride)
+                .min(BigInteger.valueOf(Long.MAX_VALUE))
+                .longValue();
+    if (length > MAX_RANGE)
+      throw new TemplateException(
+          "Range too big. The sandbox blocks ranges larger than MAX_RANGE (" + MAX_RANGE + ").");
+    budget.items(length);
+    List<Object> out = new ArrayList<>((int) length);
+    for (long i = 0, v = start; i < length; i++, v += step) out.add(v);
     return out;
   }
 
@@ -116,11 +143,13 @@ final class Builtins {
       throw new TemplateException(
           "access to attribute '" + name + "' of '" + Values.typeName(obj) + "' object is unsafe.");
     if (obj instanceof String s && StringMethods.has(name))
-      return (Callable) (args, kwargs) -> StringMethods.call(s, name, args, kwargs);
+      return (Callable) (args, kwargs) -> StringMethods.call(s, name, args, kwargs, budget);
     if (obj instanceof Map<?, ?> m) {
       if (DICT_METHODS.contains(name))
         return (Callable) (args, kwargs) -> dictMethod(m, name, args);
-      return Values.containsKey(m, name) ? Values.get(m, name) : new Undefined(name);
+      return Values.containsKey(m, name, budget)
+          ? Values.get(m, name, budget)
+          : new Undefined(name);
     }
     if (obj instanceof Values.Loop loop) return loop.attr(name);
     if (obj instanceof Namespace ns)
@@ -135,69 +164,90 @@ final class Builtins {
   Object getItem(Object obj, Object key) {
     if (obj instanceof Undefined u) throw u.error();
     if (obj instanceof Map<?, ?> m) {
-      if (Values.containsKey(m, key)) return Values.get(m, key);
-      return key instanceof String s ? getAttr(obj, s) : new Undefined(Values.str(key));
+      // An unhashable key is Python's TypeError, which Jinja2's getitem turns into undefined.
+      if (Values.containsKey(m, key, budget)) return Values.get(m, key, budget);
+      return key instanceof String s ? getAttr(obj, s) : new Undefined(describe(key));
     }
     List<Object> list = Values.asList(obj);
     if (list != null && Values.isIntegral(key)) {
-      long i = Values.asLong(key);
+      long i = PyInt.clampToLong(key);
       if (i < 0) i += list.size();
-      return i >= 0 && i < list.size() ? list.get((int) i) : new Undefined("[" + key + "]");
+      return i >= 0 && i < list.size() ? list.get((int) i) : new Undefined(describe(key));
     }
     if (obj instanceof String s && Values.isIntegral(key)) {
-      int[] cps = s.codePoints().toArray();
-      long i = Values.asLong(key);
-      if (i < 0) i += cps.length;
-      return i >= 0 && i < cps.length
-          ? new String(cps, (int) i, 1)
-          : new Undefined("[" + key + "]");
+      long i = PyInt.clampToLong(key);
+      long n = s.codePointCount(0, s.length());
+      budget.work(s.length());
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return new Undefined(describe(key));
+      int at = s.offsetByCodePoints(0, (int) i);
+      return new String(Character.toChars(s.codePointAt(at)));
     }
     if (key instanceof String s) return getAttr(obj, s);
     if (obj == null) throw new TemplateException("'NoneType' object is not subscriptable");
-    return new Undefined("[" + Values.str(key) + "]");
+    return new Undefined(describe(key));
+  }
+
+  /** The name of an undefined item, short whatever the key. */
+  private static String describe(Object key) {
+    if (key instanceof String s) return s.length() > 100 ? s.substring(0, 100) + "..." : s;
+    if (key instanceof Long || key instanceof BigInteger || key instanceof Boolean)
+      return "[" + key + "]";
+    return "[" + Values.typeName(key) + "]";
   }
 
   Object slice(Object obj, Object start, Object stop, Object step) {
     if (obj instanceof Undefined u) throw u.error();
-    long st = step == null ? 1 : Values.asLong(step);
+    long st = step == null ? 1 : PyInt.clampToLong(step);
     if (st == 0) throw new TemplateException("slice step cannot be zero");
     if (obj instanceof String s) {
+      budget.items(s.length());
       int[] cps = s.codePoints().toArray();
-      List<Integer> idx = sliceIndices(cps.length, start, stop, st);
+      long[] range = sliceIndices(cps.length, start, stop, st);
+      budget.chars(2 * sliceLength(range, st));
       StringBuilder sb = new StringBuilder();
-      for (int i : idx) sb.appendCodePoint(cps[i]);
+      for (long i = range[0]; st > 0 ? i < range[1] : i > range[1]; i += st)
+        sb.appendCodePoint(cps[(int) i]);
       return sb.toString();
     }
     List<Object> list = Values.asList(obj);
     if (list == null)
       throw new TemplateException("'" + Values.typeName(obj) + "' object is not subscriptable");
+    long[] range = sliceIndices(list.size(), start, stop, st);
+    budget.items(sliceLength(range, st));
     List<Object> out = new ArrayList<>();
-    for (int i : sliceIndices(list.size(), start, stop, st)) out.add(list.get(i));
+    for (long i = range[0]; st > 0 ? i < range[1] : i > range[1]; i += st)
+      out.add(list.get((int) i));
     return obj instanceof Tuple ? new Tuple(out) : out;
   }
 
-  /** Python's {@code slice.indices}. */
-  private static List<Integer> sliceIndices(int n, Object startV, Object stopV, long step) {
-    long start;
-    long stop;
-    if (step > 0) {
-      start = startV == null ? 0 : clampIndex(Values.asLong(startV), n, 0, n);
-      stop = stopV == null ? n : clampIndex(Values.asLong(stopV), n, 0, n);
-    } else {
-      start = startV == null ? n - 1 : clampIndex(Values.asLong(startV), n, -1, n - 1);
-      stop = stopV == null ? -1 : clampIndex(Values.asLong(stopV), n, -1, n - 1);
-    }
-    List<Integer> out = new ArrayList<>();
-    for (long i = start; step > 0 ? i < stop : i > stop; i += step) out.add((int) i);
-    return out;
+  private static long sliceLength(long[] range, long step) {
+    long span = step > 0 ? range[1] - range[0] : range[0] - range[1];
+    if (span <= 0) return 0;
+    long abs = step > 0 ? step : -step;
+    return (span + abs - 1) / abs;
+  }
+
+  /** Python's {@code slice.indices}: {start, stop}, clamped to the sequence. */
+  private static long[] sliceIndices(int n, Object startV, Object stopV, long step) {
+    if (step > 0)
+      return new long[] {
+        startV == null ? 0 : clampIndex(PyInt.clampToLong(startV), n, 0, n),
+        stopV == null ? n : clampIndex(PyInt.clampToLong(stopV), n, 0, n)
+      };
+    return new long[] {
+      startV == null ? n - 1 : clampIndex(PyInt.clampToLong(startV), n, -1, n - 1),
+      stopV == null ? -1 : clampIndex(PyInt.clampToLong(stopV), n, -1, n - 1)
+    };
   }
 
   private static long clampIndex(long i, int n, long lo, long hi) {
-    if (i < 0) i += n;
+    if (i < 0) i = i < -(1L << 62) ? -(1L << 62) : i + n;
     return Math.max(lo, Math.min(hi, i));
   }
 
-  private static Object dictMethod(Map<?, ?> m, String name, List<Object> args) {
+  private Object dictMethod(Map<?, ?> m, String name, List<Object> args) {
+    if (!name.equals("get")) budget.items((name.equals("items") ? 3L : 1L) * m.size());
     return switch (name) {
       case "items" -> {
         List<Object> out = new ArrayList<>();
@@ -209,24 +259,29 @@ final class Builtins {
       case "copy" -> new LinkedHashMap<Object, Object>(m);
       default -> { // get
         Object key = arg(args, 0, "key");
-        yield Values.containsKey(m, key)
-            ? Values.get(m, key)
+        if (!Values.hashable(key, budget))
+          throw new TemplateException("unhashable type: '" + Values.typeName(key) + "'");
+        yield Values.containsKey(m, key, budget)
+            ? Values.get(m, key, budget)
             : (args.size() > 1 ? args.get(1) : null);
       }
     };
   }
 
-  private static Object listMethod(List<Object> list, String name, List<Object> args) {
+  private Object listMethod(List<Object> list, String name, List<Object> args) {
     return switch (name) {
-      case "copy" -> new ArrayList<>(list);
+      case "copy" -> {
+        budget.items(list.size());
+        yield new ArrayList<>(list);
+      }
       case "count" -> {
         long n = 0;
-        for (Object o : list) if (Values.equal(o, arg(args, 0, "value"))) n++;
+        for (Object o : list) if (Values.equal(o, arg(args, 0, "value"), budget)) n++;
         yield n;
       }
       default -> {
         for (int i = 0; i < list.size(); i++)
-          if (Values.equal(list.get(i), arg(args, 0, "value"))) yield (long) i;
+          if (Values.equal(list.get(i), arg(args, 0, "value"), budget)) yield (long) i;
         throw new TemplateException("value is not in list");
       }
     };
@@ -250,7 +305,7 @@ final class Builtins {
       case "false" -> Boolean.FALSE.equals(v);
       case "string" -> v instanceof String;
       case "number" -> Values.isNumber(v);
-      case "integer" -> v instanceof Long;
+      case "integer" -> v instanceof Long || v instanceof BigInteger;
       case "float" -> v instanceof Double;
       case "mapping" -> v instanceof Map;
       case "sequence" -> v instanceof String || v instanceof Map || Values.asList(v) != null;
@@ -260,25 +315,38 @@ final class Builtins {
               || Values.asList(v) != null
               || v instanceof Undefined;
       case "callable" -> v instanceof Callable;
-      case "odd" -> Values.asLong(v) % 2 != 0;
-      case "even" -> Values.asLong(v) % 2 == 0;
-      case "divisibleby" -> Values.asLong(v) % Values.asLong(arg(args, 0, "num")) == 0;
-      case "lower" ->
-          v instanceof String s && s.equals(s.toLowerCase()) && !s.equals(s.toUpperCase());
-      case "upper" ->
-          v instanceof String s && s.equals(s.toUpperCase()) && !s.equals(s.toLowerCase());
-      case "eq", "equalto", "==" -> Values.equal(v, arg(args, 0, "other"));
-      case "ne", "!=" -> !Values.equal(v, arg(args, 0, "other"));
-      case "lt", "lessthan", "<" -> Values.compare(v, arg(args, 0, "other")) < 0;
-      case "le", "<=" -> Values.compare(v, arg(args, 0, "other")) <= 0;
-      case "gt", "greaterthan", ">" -> Values.compare(v, arg(args, 0, "other")) > 0;
-      case "ge", ">=" -> Values.compare(v, arg(args, 0, "other")) >= 0;
-      case "in" -> Values.contains(arg(args, 0, "seq"), v);
+      case "odd" -> PyInt.signum(PyInt.modulo(integer(v), 2L)) != 0;
+      case "even" -> PyInt.signum(PyInt.modulo(integer(v), 2L)) == 0;
+      case "divisibleby" ->
+          PyInt.signum(PyInt.modulo(integer(v), integer(arg(args, 0, "num")))) == 0;
+      case "lower" -> v instanceof String s && caseTest(s, false);
+      case "upper" -> v instanceof String s && caseTest(s, true);
+      case "eq", "equalto", "==" -> Values.equal(v, arg(args, 0, "other"), budget);
+      case "ne", "!=" -> !Values.equal(v, arg(args, 0, "other"), budget);
+      case "lt", "lessthan", "<" -> Values.compare(v, arg(args, 0, "other"), budget) < 0;
+      case "le", "<=" -> Values.compare(v, arg(args, 0, "other"), budget) <= 0;
+      case "gt", "greaterthan", ">" -> Values.compare(v, arg(args, 0, "other"), budget) > 0;
+      case "ge", ">=" -> Values.compare(v, arg(args, 0, "other"), budget) >= 0;
+      case "in" -> Values.contains(arg(args, 0, "seq"), v, budget);
       case "sameas" -> {
         Object o = arg(args, 0, "other");
         yield v == o || (v instanceof Boolean && v.equals(o));
       }
       default -> throw new TemplateException("no test named '" + name + "'");
     };
+  }
+
+  private static Object integer(Object v) {
+    if (!Values.isIntegral(v))
+      throw new TemplateException("expected an integer but got " + Values.typeName(v));
+    return v;
+  }
+
+  /** Jinja2's {@code lower}/{@code upper} tests: {@code str.islower()}/{@code isupper()}. */
+  private boolean caseTest(String s, boolean upper) {
+    budget.chars(2L * s.length());
+    String lower = s.toLowerCase(java.util.Locale.ROOT);
+    String up = s.toUpperCase(java.util.Locale.ROOT);
+    return upper ? s.equals(up) && !s.equals(lower) : s.equals(lower) && !s.equals(up);
   }
 }

@@ -15,8 +15,12 @@ import java.util.Map;
 /**
  * Evaluates a parsed template over one render's variables. Scoping follows Jinja2: {@code if}
  * shares its scope, every {@code for} iteration and macro call gets a fresh child scope (so a
- * {@code set} inside a loop does not leak out; templates use {@code namespace()} for that). A step
- * and an output budget stop runaway templates. One instance per render, not thread-safe.
+ * {@code set} inside a loop does not leak out; templates use {@code namespace()} for that).
+ *
+ * <p>Every resource is bounded by the render's {@link Budget}: steps, nesting (each statement and
+ * expression enters one level, so the Java stack a render needs is bounded), output, and the size
+ * of every value built. Whatever goes wrong is a {@link TemplateException}: no exception or stack
+ * overflow caused by a template escapes a render. One instance per render, not thread-safe.
  */
 final class Interpreter {
 
@@ -52,29 +56,33 @@ final class Interpreter {
   }
 
   private final Builtins builtins;
-  private final long maxSteps;
-  private final int maxOutputChars;
-  private long steps;
+  private final Budget budget;
   private Scope root;
 
-  Interpreter(Builtins builtins, long maxSteps, int maxOutputChars) {
+  Interpreter(Builtins builtins) {
     this.builtins = builtins;
-    this.maxSteps = maxSteps;
-    this.maxOutputChars = maxOutputChars;
+    this.budget = builtins.budget;
   }
 
   String render(List<Stmt> body, Map<String, Object> variables) {
     Scope globals = new Scope(null);
     globals.vars.putAll(builtins.globals());
     root = new Scope(globals);
-    variables.forEach((k, v) -> root.vars.put(k, Values.fromJava(v)));
     StringBuilder out = new StringBuilder();
     try {
+      variables.forEach((k, v) -> root.vars.put(k, Values.fromJava(v, budget)));
       exec(body, root, out);
+    } catch (TemplateException e) {
+      throw e;
     } catch (LoopControl e) {
       throw new TemplateException("'break' or 'continue' outside a loop");
     } catch (StackOverflowError e) {
-      throw new TemplateException("template recursion too deep");
+      // Not expected (the nesting limit keeps the stack far smaller): a last line of defence.
+      throw new TemplateException("template recursion too deep for this thread's stack");
+    } catch (RuntimeException e) {
+      // A case the interpreter does not handle itself is still the template's error, not the
+      // node's: report it as one instead of letting it reach the caller's supervisor.
+      throw new TemplateException("template failed: " + e, e);
     }
     return out.toString();
   }
@@ -86,52 +94,66 @@ final class Interpreter {
   }
 
   private void exec(Stmt stmt, Scope scope, StringBuilder out) {
-    step();
-    if (stmt instanceof Text t) {
-      write(out, t.text());
-    } else if (stmt instanceof Print p) {
-      write(out, Values.str(eval(p.expr(), scope)));
-    } else if (stmt instanceof If i) {
-      for (int k = 0; k < i.conditions().size(); k++) {
-        if (Values.truthy(eval(i.conditions().get(k), scope))) {
-          exec(i.bodies().get(k), scope, out);
-          return;
-        }
-      }
-      exec(i.orElse(), scope, out);
-    } else if (stmt instanceof For f) {
-      execFor(f, scope, out);
-    } else if (stmt instanceof Ast.Set s) {
-      execSet(s, scope);
-    } else if (stmt instanceof SetBlock s) {
-      StringBuilder captured = new StringBuilder();
-      exec(s.body(), scope, captured);
-      scope.vars.put(s.target(), captured.toString());
-    } else if (stmt instanceof Macro m) {
-      scope.vars.put(m.name(), macro(m, scope));
-    } else if (stmt instanceof FilterBlock f) {
-      StringBuilder captured = new StringBuilder();
-      exec(f.body(), scope, captured);
-      List<Object> args = new ArrayList<>();
-      for (Expr a : f.args()) args.add(eval(a, scope));
-      write(out, Values.str(builtins.filter(f.filter(), captured.toString(), args, Map.of())));
-    } else if (stmt instanceof Generation g) {
-      exec(g.body(), scope, out);
-    } else if (stmt instanceof Break) {
-      throw new LoopControl(true);
-    } else if (stmt instanceof Continue) {
-      throw new LoopControl(false);
+    budget.step();
+    budget.enter();
+    try {
+      execStatement(stmt, scope, out);
+    } finally {
+      budget.exit();
     }
+  }
+
+  /** Dispatches as {@link #evalExpression} does, keeping this recursion's frames small. */
+  private void execStatement(Stmt stmt, Scope scope, StringBuilder out) {
+    if (stmt instanceof Text) write(out, ((Text) stmt).text());
+    else if (stmt instanceof Print)
+      write(out, Values.str(eval(((Print) stmt).expr(), scope), budget));
+    else if (stmt instanceof If) execIf((If) stmt, scope, out);
+    else if (stmt instanceof For) execFor((For) stmt, scope, out);
+    else if (stmt instanceof Ast.Set) execSet((Ast.Set) stmt, scope);
+    else if (stmt instanceof SetBlock) execSetBlock((SetBlock) stmt, scope);
+    else if (stmt instanceof Macro)
+      scope.vars.put(((Macro) stmt).name(), macro((Macro) stmt, scope));
+    else if (stmt instanceof FilterBlock) execFilterBlock((FilterBlock) stmt, scope, out);
+    else if (stmt instanceof Generation) exec(((Generation) stmt).body(), scope, out);
+    else if (stmt instanceof Break) throw new LoopControl(true);
+    else if (stmt instanceof Continue) throw new LoopControl(false);
+  }
+
+  private void execIf(If i, Scope scope, StringBuilder out) {
+    for (int k = 0; k < i.conditions().size(); k++) {
+      if (Values.truthy(eval(i.conditions().get(k), scope))) {
+        exec(i.bodies().get(k), scope, out);
+        return;
+      }
+    }
+    exec(i.orElse(), scope, out);
+  }
+
+  private void execSetBlock(SetBlock s, Scope scope) {
+    StringBuilder captured = new StringBuilder();
+    exec(s.body(), scope, captured);
+    scope.vars.put(s.target(), captured.toString());
+  }
+
+  private void execFilterBlock(FilterBlock f, Scope scope, StringBuilder out) {
+    StringBuilder captured = new StringBuilder();
+    exec(f.body(), scope, captured);
+    List<Object> args = evalArgs(f.args(), scope);
+    write(
+        out, Values.str(builtins.filter(f.filter(), captured.toString(), args, Map.of()), budget));
   }
 
   private void execFor(For f, Scope scope, StringBuilder out) {
     Object iterable = eval(f.iterable(), scope);
     if (iterable == null) throw new TemplateException("'NoneType' object is not iterable");
-    List<Object> items = new ArrayList<>(Values.iterate(iterable));
+    List<Object> items = Values.iterate(iterable, budget);
+    budget.items(items.size());
+    items = new ArrayList<>(items);
     if (f.filter() != null) {
       List<Object> kept = new ArrayList<>();
       for (Object item : items) {
-        step();
+        budget.step();
         Scope s = new Scope(scope);
         bindTargets(f.targets(), item, s);
         if (Values.truthy(eval(f.filter(), s))) kept.add(item);
@@ -143,7 +165,7 @@ final class Interpreter {
       return;
     }
     for (int i = 0; i < items.size(); i++) {
-      step(); // an empty body still costs: nested loops must hit the budget
+      budget.step(); // an empty body still costs: nested loops must hit the budget
       Scope s = new Scope(scope);
       bindTargets(f.targets(), items.get(i), s);
       s.vars.put("loop", new Values.Loop(items, i));
@@ -160,7 +182,7 @@ final class Interpreter {
       scope.vars.put(targets.get(0), value);
       return;
     }
-    List<Object> parts = Values.iterate(value);
+    List<Object> parts = Values.iterate(value, budget);
     if (parts.size() != targets.size())
       throw new TemplateException(
           "cannot unpack " + parts.size() + " values into " + targets.size() + " names");
@@ -205,88 +227,135 @@ final class Interpreter {
   // ---- expressions
 
   Object eval(Expr expr, Scope scope) {
-    step();
-    if (expr instanceof Literal l) return l.value();
-    if (expr instanceof Name n) return scope.get(n.name());
-    if (expr instanceof ListExpr l) {
-      List<Object> out = new ArrayList<>();
-      for (Expr e : l.items()) out.add(eval(e, scope));
-      return out;
+    budget.step();
+    budget.enter();
+    try {
+      return evalExpression(expr, scope);
+    } finally {
+      budget.exit();
     }
-    if (expr instanceof TupleExpr t) {
-      List<Object> out = new ArrayList<>();
-      for (Expr e : t.items()) out.add(eval(e, scope));
-      return new Tuple(out);
+  }
+
+  /**
+   * Dispatches on the node type without pattern bindings and delegates to one small method per
+   * node: the frames of this recursion stay small, which is what lets the nesting limit keep a
+   * render within a fraction of a default thread stack.
+   */
+  private Object evalExpression(Expr expr, Scope scope) {
+    if (expr instanceof Literal) return ((Literal) expr).value();
+    if (expr instanceof Name) return scope.get(((Name) expr).name());
+    if (expr instanceof Binary) return evalBinary((Binary) expr, scope);
+    if (expr instanceof Filter) return evalFilter((Filter) expr, scope);
+    if (expr instanceof GetAttr) return evalGetAttr((GetAttr) expr, scope);
+    if (expr instanceof GetItem) return evalGetItem((GetItem) expr, scope);
+    if (expr instanceof Call) return evalCall((Call) expr, scope);
+    if (expr instanceof Compare) return evalCompare((Compare) expr, scope);
+    if (expr instanceof Unary) return evalUnary((Unary) expr, scope);
+    if (expr instanceof Test) return evalTest((Test) expr, scope);
+    if (expr instanceof Cond) return evalCond((Cond) expr, scope);
+    if (expr instanceof Slice) return evalSlice((Slice) expr, scope);
+    if (expr instanceof ListExpr) return evalItems(((ListExpr) expr).items(), scope);
+    if (expr instanceof TupleExpr) return new Tuple(evalItems(((TupleExpr) expr).items(), scope));
+    return evalDict((DictExpr) expr, scope);
+  }
+
+  private List<Object> evalItems(List<Expr> items, Scope scope) {
+    budget.items(items.size());
+    List<Object> out = new ArrayList<>(items.size());
+    for (Expr e : items) out.add(eval(e, scope));
+    return out;
+  }
+
+  private Object evalDict(DictExpr d, Scope scope) {
+    budget.items(d.keys().size());
+    Map<Object, Object> out = new LinkedHashMap<>();
+    for (int i = 0; i < d.keys().size(); i++) {
+      Object key = eval(d.keys().get(i), scope);
+      if (!Values.hashable(key, budget))
+        throw new TemplateException("unhashable type: '" + Values.typeName(key) + "'");
+      out.put(key, eval(d.values().get(i), scope));
     }
-    if (expr instanceof DictExpr d) {
-      Map<Object, Object> out = new LinkedHashMap<>();
-      for (int i = 0; i < d.keys().size(); i++)
-        out.put(eval(d.keys().get(i), scope), eval(d.values().get(i), scope));
-      return out;
+    return out;
+  }
+
+  private Object evalGetAttr(GetAttr g, Scope scope) {
+    return builtins.getAttr(eval(g.object(), scope), g.name());
+  }
+
+  private Object evalGetItem(GetItem g, Scope scope) {
+    return builtins.getItem(eval(g.object(), scope), eval(g.key(), scope));
+  }
+
+  private Object evalSlice(Slice s, Scope scope) {
+    return builtins.slice(
+        eval(s.object(), scope),
+        optional(s.start(), scope),
+        optional(s.stop(), scope),
+        optional(s.step(), scope));
+  }
+
+  private Object evalCall(Call c, Scope scope) {
+    Object callee = eval(c.callee(), scope);
+    List<Object> args = evalArgs(c.args(), scope);
+    Map<String, Object> kwargs = evalKwargs(c.kwargs(), scope);
+    if (callee instanceof Undefined u) throw u.error();
+    if (!(callee instanceof Callable fn))
+      throw new TemplateException("'" + Values.typeName(callee) + "' object is not callable");
+    return fn.call(args, kwargs);
+  }
+
+  private Object evalFilter(Filter f, Scope scope) {
+    Object value = eval(f.value(), scope);
+    return builtins.filter(
+        f.name(), value, evalArgs(f.args(), scope), evalKwargs(f.kwargs(), scope));
+  }
+
+  private Object evalTest(Test t, Scope scope) {
+    Object value = eval(t.value(), scope);
+    return t.negated() != builtins.test(t.name(), value, evalArgs(t.args(), scope));
+  }
+
+  private List<Object> evalArgs(List<Expr> args, Scope scope) {
+    List<Object> out = new ArrayList<>(args.size());
+    for (Expr a : args) out.add(eval(a, scope));
+    return out;
+  }
+
+  private Map<String, Object> evalKwargs(Map<String, Expr> kwargs, Scope scope) {
+    Map<String, Object> out = new LinkedHashMap<>();
+    kwargs.forEach((k, v) -> out.put(k, eval(v, scope)));
+    return out;
+  }
+
+  private Object evalUnary(Unary u, Scope scope) {
+    Object v = eval(u.operand(), scope);
+    return switch (u.op()) {
+      case "not" -> !Values.truthy(v);
+      case "-" -> Operators.negate(v);
+      default -> Operators.positive(v);
+    };
+  }
+
+  private Object evalBinary(Binary b, Scope scope) {
+    Object left = eval(b.left(), scope);
+    return switch (b.op()) {
+      case "and" -> Values.truthy(left) ? eval(b.right(), scope) : left;
+      case "or" -> Values.truthy(left) ? left : eval(b.right(), scope);
+      default -> Operators.binary(b.op(), left, eval(b.right(), scope), budget);
+    };
+  }
+
+  private Object evalCompare(Compare c, Scope scope) {
+    Object left = eval(c.first(), scope);
+    for (int i = 0; i < c.ops().size(); i++) {
+      Object right = eval(c.rest().get(i), scope);
+      if (!Operators.compare(c.ops().get(i), left, right, budget)) return false;
+      left = right;
     }
-    if (expr instanceof GetAttr g) return builtins.getAttr(eval(g.object(), scope), g.name());
-    if (expr instanceof GetItem g)
-      return builtins.getItem(eval(g.object(), scope), eval(g.key(), scope));
-    if (expr instanceof Slice s)
-      return builtins.slice(
-          eval(s.object(), scope),
-          optional(s.start(), scope),
-          optional(s.stop(), scope),
-          optional(s.step(), scope));
-    if (expr instanceof Call c) {
-      Object callee = eval(c.callee(), scope);
-      List<Object> args = new ArrayList<>();
-      for (Expr a : c.args()) args.add(eval(a, scope));
-      Map<String, Object> kwargs = new LinkedHashMap<>();
-      c.kwargs().forEach((k, v) -> kwargs.put(k, eval(v, scope)));
-      if (callee instanceof Undefined u) throw u.error();
-      if (!(callee instanceof Callable fn))
-        throw new TemplateException("'" + Values.typeName(callee) + "' object is not callable");
-      return fn.call(args, kwargs);
-    }
-    if (expr instanceof Filter f) {
-      Object value = eval(f.value(), scope);
-      List<Object> args = new ArrayList<>();
-      for (Expr a : f.args()) args.add(eval(a, scope));
-      Map<String, Object> kwargs = new LinkedHashMap<>();
-      f.kwargs().forEach((k, v) -> kwargs.put(k, eval(v, scope)));
-      return builtins.filter(f.name(), value, args, kwargs);
-    }
-    if (expr instanceof Test t) {
-      Object value = eval(t.value(), scope);
-      List<Object> args = new ArrayList<>();
-      for (Expr a : t.args()) args.add(eval(a, scope));
-      return t.negated() != builtins.test(t.name(), value, args);
-    }
-    if (expr instanceof Unary u) {
-      Object v = eval(u.operand(), scope);
-      return switch (u.op()) {
-        case "not" -> !Values.truthy(v);
-        case "-" -> Operators.negate(v);
-        default -> Operators.positive(v);
-      };
-    }
-    if (expr instanceof Binary b) {
-      if (b.op().equals("and")) {
-        Object left = eval(b.left(), scope);
-        return Values.truthy(left) ? eval(b.right(), scope) : left;
-      }
-      if (b.op().equals("or")) {
-        Object left = eval(b.left(), scope);
-        return Values.truthy(left) ? left : eval(b.right(), scope);
-      }
-      return Operators.binary(b.op(), eval(b.left(), scope), eval(b.right(), scope));
-    }
-    if (expr instanceof Compare c) {
-      Object left = eval(c.first(), scope);
-      for (int i = 0; i < c.ops().size(); i++) {
-        Object right = eval(c.rest().get(i), scope);
-        if (!Operators.compare(c.ops().get(i), left, right)) return false;
-        left = right;
-      }
-      return true;
-    }
-    Cond c = (Cond) expr;
+    return true;
+  }
+
+  private Object evalCond(Cond c, Scope scope) {
     if (Values.truthy(eval(c.condition(), scope))) return eval(c.then(), scope);
     return c.orElse() == null ? new Undefined("inline if") : eval(c.orElse(), scope);
   }
@@ -295,14 +364,9 @@ final class Interpreter {
     return e == null ? null : eval(e, scope);
   }
 
-  private void step() {
-    if (++steps > maxSteps)
-      throw new TemplateException("template exceeded its budget of " + maxSteps + " steps");
-  }
-
+  /** Appends to the output (or a captured block), asking for the room first. */
   private void write(StringBuilder out, String s) {
+    budget.output(out.length(), s.length());
     out.append(s);
-    if (out.length() > maxOutputChars)
-      throw new TemplateException("template output exceeded " + maxOutputChars + " characters");
   }
 }

@@ -127,14 +127,15 @@ public final class JinjaChatTemplate implements ChatTemplate {
       throw new TemplateException(
           "continue_final_message is set but the final message has no text content");
     }
-    String stripped = StringMethods.strip(finalMessage, null, true, true);
+    Budget budget = new Budget(TemplateLimits.DEFAULT);
+    String stripped = StringMethods.strip(finalMessage, null, true, true, budget);
     int loc = rendered.lastIndexOf(stripped);
     if (loc < 0)
       throw new TemplateException(
           "continue_final_message is set but the final message does not appear in the chat after"
               + " applying the chat template! This can happen if the chat template deletes portions"
               + " of the final message.");
-    String lstripped = StringMethods.strip(finalMessage, null, true, false);
+    String lstripped = StringMethods.strip(finalMessage, null, true, false, budget);
     int end = loc + lstripped.length();
     if (end <= rendered.length() && rendered.substring(loc, end).equals(finalMessage))
       return rendered.substring(0, end);

@@ -240,6 +240,7 @@ final class Lexer {
     if (pos + digits > src.length()) throw error("truncated escape");
     try {
       int cp = Integer.parseInt(src.substring(pos, pos + digits), 16);
+      if (cp > Character.MAX_CODE_POINT) throw error("bad escape");
       pos += digits;
       return cp;
     } catch (NumberFormatException e) {

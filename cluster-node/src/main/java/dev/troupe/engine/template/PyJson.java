@@ -10,9 +10,12 @@ import java.util.Map;
 /**
  * Python's {@code json.dumps} as transformers' {@code tojson} filter calls it: {@code
  * ensure_ascii=False} by default, separators {@code (', ', ': ')} or, with {@code indent}, {@code
- * (',', ': ')}, floats as Python's repr, keys in insertion order unless {@code sort_keys}.
+ * (',', ': ')}, floats as Python's repr, keys in insertion order unless {@code sort_keys}. The text
+ * is refused as soon as it outgrows the longest string a template may build (an indent repeated at
+ * every level of a nested value grows fast), and the nesting counts on the render's budget.
  */
 final class PyJson {
+  private final Budget budget;
   private final boolean ensureAscii;
   private final String indent;
   private final String itemSeparator;
@@ -20,11 +23,13 @@ final class PyJson {
   private final boolean sortKeys;
 
   PyJson(
+      Budget budget,
       boolean ensureAscii,
       String indent,
       String itemSeparator,
       String keySeparator,
       boolean sortKeys) {
+    this.budget = budget;
     this.ensureAscii = ensureAscii;
     this.indent = indent;
     this.itemSeparator = itemSeparator != null ? itemSeparator : indent != null ? "," : ", ";
@@ -35,17 +40,28 @@ final class PyJson {
   String dumps(Object v) {
     StringBuilder sb = new StringBuilder();
     write(sb, v, 0);
+    budget.chars(sb.length());
     return sb.toString();
   }
 
   private void write(StringBuilder sb, Object v, int level) {
+    budget.enter();
+    try {
+      writeValue(sb, v, level);
+    } finally {
+      budget.exit();
+    }
+    if (sb.length() > budget.limits.maxValueLength()) budget.chars(sb.length());
+  }
+
+  private void writeValue(StringBuilder sb, Object v, int level) {
     if (v == null) sb.append("null");
     else if (v instanceof Boolean b) sb.append(b ? "true" : "false");
-    else if (v instanceof Long l) sb.append(l);
+    else if (v instanceof Long || v instanceof java.math.BigInteger) sb.append(v);
     else if (v instanceof Double d) {
       if (Double.isNaN(d)) sb.append("NaN");
       else if (Double.isInfinite(d)) sb.append(d > 0 ? "Infinity" : "-Infinity");
-      else sb.append(Values.floatRepr(d));
+      else sb.append(Repr.floatRepr(d));
     } else if (v instanceof String s) writeString(sb, s);
     else if (v instanceof List<?> || v instanceof Tuple) {
       List<Object> items = Values.asList(v);
@@ -66,10 +82,16 @@ final class PyJson {
         sb.append("{}");
         return;
       }
+      budget.items(m.size());
       List<Map.Entry<String, Object>> entries = new ArrayList<>();
       for (Map.Entry<?, ?> e : m.entrySet())
         entries.add(Map.entry(key(e.getKey()), nullSafe(e.getValue())));
-      if (sortKeys) entries.sort(Map.Entry.comparingByKey());
+      if (sortKeys)
+        entries.sort(
+            (x, y) -> {
+              budget.work(Math.min(x.getKey().length(), y.getKey().length()));
+              return x.getKey().compareTo(y.getKey());
+            });
       sb.append('{');
       boolean first = true;
       for (Map.Entry<String, Object> e : entries) {
@@ -102,17 +124,24 @@ final class PyJson {
     if (k instanceof String s) return s;
     if (k == null) return "null";
     if (k instanceof Boolean b) return b ? "true" : "false";
-    if (k instanceof Long || k instanceof Double) return Values.repr(k);
+    if (k instanceof Long || k instanceof java.math.BigInteger) return k.toString();
+    if (k instanceof Double d) return Repr.floatRepr(d);
     throw new TemplateException(
         "keys must be str, int, float, bool or None, not " + Values.typeName(k));
   }
 
   private void newline(StringBuilder sb, int level) {
     if (indent == null) return;
-    sb.append('\n').append(indent.repeat(level));
+    long length = sb.length() + 1 + (long) indent.length() * level;
+    if (length > budget.limits.maxValueLength()) budget.chars(length);
+    sb.append('\n');
+    for (int i = 0; i < level; i++) sb.append(indent);
   }
 
   private void writeString(StringBuilder sb, String s) {
+    if ((long) sb.length() + s.length() > budget.limits.maxValueLength())
+      budget.chars((long) sb.length() + s.length());
+    budget.work(s.length());
     sb.append('"');
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);

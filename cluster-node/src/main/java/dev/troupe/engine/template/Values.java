@@ -13,9 +13,14 @@ import java.util.Map;
 
 /**
  * Python value semantics for template values. The value universe is closed: {@code null} (None),
- * Boolean, Long (int), Double (float), String, {@link List} (list), {@link Tuple}, {@link Map}
- * (dict, insertion-ordered), {@link Undefined}, {@link Namespace}, {@link Callable}. Inputs are
- * converted into it ({@link #fromJava}); nothing else is ever reachable from a template.
+ * Boolean, Long or {@link BigInteger} (int, see {@link PyInt}), Double (float), String, {@link
+ * List} (list), {@link Tuple}, {@link Map} (dict, insertion-ordered), {@link Undefined}, {@link
+ * Namespace}, {@link Callable}. Inputs are converted into it ({@link #fromJava}); nothing else is
+ * ever reachable from a template.
+ *
+ * <p>Everything that recurses into a value (printing, serializing, comparing, hashing as a dict
+ * key) counts its nesting on the render's {@link Budget}, so a value nested a million levels deep
+ * is an error, not a {@code StackOverflowError}.
  */
 final class Values {
   private Values() {}
@@ -71,49 +76,60 @@ final class Values {
     Object call(List<Object> args, Map<String, Object> kwargs);
   }
 
-  /** Converts caller-supplied JSON-like Java values into template values (deep copy). */
-  static Object fromJava(Object v) {
+  /**
+   * Converts caller-supplied JSON-like Java values into template values (deep copy); the nesting
+   * counts on {@code budget} (a cyclic or absurdly deep input is an error, not a stack overflow).
+   */
+  static Object fromJava(Object v, Budget budget) {
     if (v == null || v instanceof String || v instanceof Boolean || v instanceof Long) return v;
     if (v instanceof Integer || v instanceof Short || v instanceof Byte)
       return ((Number) v).longValue();
-    if (v instanceof BigInteger b) {
-      if (b.bitLength() < 64) return b.longValue();
-      return b.doubleValue(); // Python would keep an exact int; beyond 2^63 we only print it
-    }
+    if (v instanceof BigInteger b) return PyInt.of(b);
     if (v instanceof BigDecimal d) return d.doubleValue();
     if (v instanceof Double || v instanceof Float) return ((Number) v).doubleValue();
     if (v instanceof Character c) return c.toString();
-    if (v instanceof Map<?, ?> m) {
-      Map<Object, Object> out = new LinkedHashMap<>();
-      m.forEach((k, val) -> out.put(fromJava(k), fromJava(val)));
-      return out;
+    if (v instanceof JsonNode node) return fromJson(node, budget);
+    budget.enter();
+    try {
+      if (v instanceof Map<?, ?> m) {
+        Map<Object, Object> out = new LinkedHashMap<>();
+        m.forEach((k, val) -> out.put(fromJava(k, budget), fromJava(val, budget)));
+        return out;
+      }
+      if (v instanceof Collection<?> c) {
+        List<Object> out = new ArrayList<>(c.size());
+        for (Object o : c) out.add(fromJava(o, budget));
+        return out;
+      }
+      if (v instanceof Object[] a) return fromJava(java.util.Arrays.asList(a), budget);
+    } finally {
+      budget.exit();
     }
-    if (v instanceof Collection<?> c) {
-      List<Object> out = new ArrayList<>(c.size());
-      for (Object o : c) out.add(fromJava(o));
-      return out;
-    }
-    if (v instanceof Object[] a) return fromJava(java.util.Arrays.asList(a));
-    if (v instanceof JsonNode node) return fromJson(node);
     throw new TemplateException("unsupported template input type " + v.getClass().getSimpleName());
   }
 
   /** Jackson trees, as the HTTP layer may hand them over (tool schemas, arguments). */
-  private static Object fromJson(JsonNode node) {
+  private static Object fromJson(JsonNode node, Budget budget) {
     if (node == null || node.isNull() || node.isMissingNode()) return null;
     if (node.isTextual()) return node.textValue();
     if (node.isBoolean()) return node.booleanValue();
-    if (node.isIntegralNumber()) return fromJava(node.bigIntegerValue());
+    if (node.isIntegralNumber()) return PyInt.of(node.bigIntegerValue());
     if (node.isNumber()) return node.doubleValue();
-    if (node.isArray()) {
-      List<Object> out = new ArrayList<>(node.size());
-      for (JsonNode item : node) out.add(fromJson(item));
-      return out;
-    }
-    if (node.isObject()) {
-      Map<Object, Object> out = new LinkedHashMap<>();
-      node.fields().forEachRemaining(e -> out.put(e.getKey(), fromJson(e.getValue())));
-      return out;
+    budget.enter();
+    try {
+      if (node.isArray()) {
+        List<Object> out = new ArrayList<>(node.size());
+        for (JsonNode item : node) out.add(fromJson(item, budget));
+        return out;
+      }
+      if (node.isObject()) {
+        Map<Object, Object> out = new LinkedHashMap<>();
+        for (Map.Entry<String, JsonNode> e : node.properties())
+          out.put(e.getKey(), fromJson(e.getValue(), budget));
+        return out;
+      }
+    } finally {
+      budget.exit();
     }
     throw new TemplateException("unsupported JSON node " + node.getNodeType());
   }
@@ -122,6 +138,7 @@ final class Values {
     if (v == null || v instanceof Undefined) return false;
     if (v instanceof Boolean b) return b;
     if (v instanceof Long l) return l != 0;
+    if (v instanceof BigInteger b) return b.signum() != 0;
     if (v instanceof Double d) return d != 0.0;
     if (v instanceof String s) return !s.isEmpty();
     if (v instanceof List<?> l) return !l.isEmpty();
@@ -133,7 +150,7 @@ final class Values {
   static String typeName(Object v) {
     if (v == null) return "NoneType";
     if (v instanceof Boolean) return "bool";
-    if (v instanceof Long) return "int";
+    if (v instanceof Long || v instanceof BigInteger) return "int";
     if (v instanceof Double) return "float";
     if (v instanceof String) return "str";
     if (v instanceof List) return "list";
@@ -145,23 +162,26 @@ final class Values {
   }
 
   static boolean isNumber(Object v) {
-    return v instanceof Long || v instanceof Double || v instanceof Boolean;
+    return PyInt.is(v) || v instanceof Double;
   }
 
-  /** Python int or bool as a long; floats are not ints. */
+  /** Python int or bool; floats are not ints. */
   static boolean isIntegral(Object v) {
-    return v instanceof Long || v instanceof Boolean;
+    return PyInt.is(v);
   }
 
+  /** An int that must fit in 64 bits (a count, an index, a width), as Python's index-sized int. */
   static long asLong(Object v) {
     if (v instanceof Long l) return l;
     if (v instanceof Boolean b) return b ? 1 : 0;
+    if (v instanceof BigInteger)
+      throw new TemplateException("cannot fit 'int' into an index-sized integer");
     throw new TemplateException("expected an integer but got " + typeName(v));
   }
 
   static double asDouble(Object v) {
     if (v instanceof Double d) return d;
-    return asLong(v);
+    return PyInt.toDouble(v);
   }
 
   /** A sequence view (list, tuple) or null. */
@@ -175,12 +195,21 @@ final class Values {
     return null;
   }
 
-  /** Python iteration: lists, tuples, dict keys, string characters; Undefined is empty. */
-  static List<Object> iterate(Object v) {
+  /**
+   * Python iteration: lists, tuples, dict keys, string characters; Undefined is empty. Lists and
+   * tuples are returned as they are (callers never modify them); a new list is charged to {@code
+   * budget}.
+   */
+  static List<Object> iterate(Object v, Budget budget) {
     List<Object> list = asList(v);
     if (list != null) return list;
-    if (v instanceof Map<?, ?> m) return new ArrayList<>(m.keySet());
+    if (v instanceof Map<?, ?> m) {
+      budget.items(m.size());
+      return new ArrayList<>(m.keySet());
+    }
     if (v instanceof String s) {
+      budget.items(s.length());
+      budget.allocate((long) Budget.STRING_BYTES * s.length());
       List<Object> chars = new ArrayList<>();
       s.codePoints().forEach(cp -> chars.add(new String(Character.toChars(cp))));
       return chars;
@@ -189,8 +218,11 @@ final class Values {
     throw new TemplateException("'" + typeName(v) + "' object is not iterable");
   }
 
-  static long length(Object v) {
-    if (v instanceof String s) return s.codePointCount(0, s.length());
+  static long length(Object v, Budget budget) {
+    if (v instanceof String s) {
+      budget.work(s.length());
+      return s.codePointCount(0, s.length());
+    }
     List<Object> list = asList(v);
     if (list != null) return list.size();
     if (v instanceof Map<?, ?> m) return m.size();
@@ -200,46 +232,89 @@ final class Values {
 
   // ---- equality and ordering
 
-  static boolean equal(Object a, Object b) {
+  static boolean equal(Object a, Object b, Budget budget) {
+    budget.work(1);
     if (a instanceof Undefined || b instanceof Undefined)
       return a instanceof Undefined && b instanceof Undefined;
     if (a == null || b == null) return a == b;
     if (isNumber(a) && isNumber(b)) {
-      if (isIntegral(a) && isIntegral(b)) return asLong(a) == asLong(b);
-      return asDouble(a) == asDouble(b);
+      if (isIntegral(a) && isIntegral(b)) return PyInt.compare(a, b) == 0;
+      return !isNaN(a) && !isNaN(b) && compareNumbers(a, b) == 0;
     }
-    if (a instanceof String && b instanceof String) return a.equals(b);
+    if (a instanceof String sa && b instanceof String sb) {
+      if (sa.length() == sb.length()) budget.work(sa.length());
+      return sa.equals(sb);
+    }
     List<Object> la = a instanceof List ? asList(a) : null;
     List<Object> lb = b instanceof List ? asList(b) : null;
-    if (la != null && lb != null) return listEqual(la, lb);
-    if (a instanceof Tuple ta && b instanceof Tuple tb) return listEqual(ta.items(), tb.items());
+    if (la != null && lb != null) return listEqual(la, lb, budget);
+    if (a instanceof Tuple ta && b instanceof Tuple tb)
+      return listEqual(ta.items(), tb.items(), budget);
     if (a instanceof Map<?, ?> ma && b instanceof Map<?, ?> mb) {
       if (ma.size() != mb.size()) return false;
-      for (Map.Entry<?, ?> e : ma.entrySet()) {
-        if (!containsKey(mb, e.getKey()) || !equal(e.getValue(), get(mb, e.getKey()))) return false;
+      budget.enter();
+      try {
+        for (Map.Entry<?, ?> e : ma.entrySet()) {
+          budget.work(1);
+          if (!containsKey(mb, e.getKey(), budget)
+              || !equal(e.getValue(), get(mb, e.getKey(), budget), budget)) return false;
+        }
+      } finally {
+        budget.exit();
       }
       return true;
     }
     return a == b;
   }
 
-  private static boolean listEqual(List<Object> a, List<Object> b) {
+  private static boolean listEqual(List<Object> a, List<Object> b, Budget budget) {
     if (a.size() != b.size()) return false;
-    for (int i = 0; i < a.size(); i++) if (!equal(a.get(i), b.get(i))) return false;
+    budget.enter();
+    try {
+      for (int i = 0; i < a.size(); i++) {
+        budget.work(1);
+        if (!equal(a.get(i), b.get(i), budget)) return false;
+      }
+    } finally {
+      budget.exit();
+    }
     return true;
   }
 
-  static int compare(Object a, Object b) {
+  private static boolean isNaN(Object v) {
+    return v instanceof Double d && d.isNaN();
+  }
+
+  /** Two numbers, at least one a float: exact, as Python compares int with float. */
+  private static int compareNumbers(Object a, Object b) {
+    if (isNaN(a) || isNaN(b)) return isNaN(a) ? 1 : -1; // NaN is never equal
+    if (a instanceof Double x && b instanceof Double y) return x < y ? -1 : x > y ? 1 : 0;
+    if (a instanceof Double x) return -PyInt.compareWithDouble(b, x);
+    if (b instanceof Double y) return PyInt.compareWithDouble(a, y);
+    return PyInt.compare(a, b);
+  }
+
+  static int compare(Object a, Object b, Budget budget) {
+    budget.work(1);
     if (isNumber(a) && isNumber(b)) {
-      if (isIntegral(a) && isIntegral(b)) return Long.compare(asLong(a), asLong(b));
-      return Double.compare(asDouble(a), asDouble(b));
+      if (isIntegral(a) && isIntegral(b)) return PyInt.compare(a, b);
+      return compareNumbers(a, b);
     }
-    if (a instanceof String sa && b instanceof String sb) return compareCodePoints(sa, sb);
+    if (a instanceof String sa && b instanceof String sb) {
+      budget.work(Math.min(sa.length(), sb.length()));
+      return compareCodePoints(sa, sb);
+    }
     List<Object> la = asList(a);
     List<Object> lb = asList(b);
     if (la != null && lb != null && a.getClass() == b.getClass()) {
-      for (int i = 0; i < Math.min(la.size(), lb.size()); i++) {
-        if (!equal(la.get(i), lb.get(i))) return compare(la.get(i), lb.get(i));
+      budget.enter();
+      try {
+        for (int i = 0; i < Math.min(la.size(), lb.size()); i++) {
+          budget.work(1);
+          if (!equal(la.get(i), lb.get(i), budget)) return compare(la.get(i), lb.get(i), budget);
+        }
+      } finally {
+        budget.exit();
       }
       return Integer.compare(la.size(), lb.size());
     }
@@ -258,139 +333,76 @@ final class Values {
   }
 
   /** Python {@code in}. */
-  static boolean contains(Object container, Object item) {
+  static boolean contains(Object container, Object item, Budget budget) {
     if (container instanceof String s) {
       if (!(item instanceof String sub))
         throw new TemplateException(
             "'in <string>' requires string as left operand, not " + typeName(item));
+      budget.work(s.length());
       return s.contains(sub);
     }
-    if (container instanceof Map<?, ?> m) return containsKey(m, item);
-    for (Object o : iterate(container)) if (equal(o, item)) return true;
+    if (container instanceof Map<?, ?> m) {
+      if (!hashable(item, budget))
+        throw new TemplateException("unhashable type: '" + typeName(item) + "'");
+      return containsKey(m, item, budget);
+    }
+    for (Object o : iterate(container, budget)) {
+      budget.work(1);
+      if (equal(o, item, budget)) return true;
+    }
     return false;
   }
 
-  /** Dict lookup with Python key equality (1 == 1.0 == True). */
-  static boolean containsKey(Map<?, ?> m, Object key) {
+  /**
+   * Whether Python could use {@code key} as a dict key: not a list or dict, nor a tuple holding
+   * one. Java would hash such a key recursively (and a deeply nested one overflows the stack), so
+   * every dict lookup checks this first.
+   */
+  static boolean hashable(Object key, Budget budget) {
+    if (key instanceof List || key instanceof Map) return false;
+    if (!(key instanceof Tuple t)) return true;
+    budget.enter();
+    try {
+      for (Object o : t.items()) {
+        budget.work(1);
+        if (!hashable(o, budget)) return false;
+      }
+    } finally {
+      budget.exit();
+    }
+    return true;
+  }
+
+  /** Dict lookup with Python key equality (1 == 1.0 == True); {@code key} must be hashable. */
+  static boolean containsKey(Map<?, ?> m, Object key, Budget budget) {
+    if (!hashable(key, budget)) return false;
     if (m.containsKey(key)) return true;
-    if (isNumber(key)) for (Object k : m.keySet()) if (equal(k, key)) return true;
+    if (isNumber(key))
+      for (Object k : m.keySet()) {
+        budget.work(1);
+        if (isNumber(k) && equal(k, key, budget)) return true;
+      }
     return false;
   }
 
-  static Object get(Map<?, ?> m, Object key) {
+  static Object get(Map<?, ?> m, Object key, Budget budget) {
+    if (!hashable(key, budget)) return null;
     if (m.containsKey(key)) return m.get(key);
     if (isNumber(key))
-      for (Map.Entry<?, ?> e : m.entrySet()) if (equal(e.getKey(), key)) return e.getValue();
+      for (Map.Entry<?, ?> e : m.entrySet()) {
+        budget.work(1);
+        if (isNumber(e.getKey()) && equal(e.getKey(), key, budget)) return e.getValue();
+      }
     return null;
   }
 
-  // ---- str() and repr()
+  // ---- str()
 
   /** Python {@code str(v)} as Jinja prints it ({@code {{ v }}}). */
-  static String str(Object v) {
+  static String str(Object v, Budget budget) {
     if (v instanceof String s) return s;
     if (v instanceof Undefined) return "";
-    return repr(v);
-  }
-
-  static String repr(Object v) {
-    if (v == null) return "None";
-    if (v instanceof Boolean b) return b ? "True" : "False";
-    if (v instanceof Long l) return l.toString();
-    if (v instanceof Double d) return floatRepr(d);
-    if (v instanceof String s) return stringRepr(s);
-    if (v instanceof Undefined) return "";
-    if (v instanceof Tuple t) {
-      StringBuilder sb = new StringBuilder("(");
-      joinRepr(sb, t.items());
-      if (t.items().size() == 1) sb.append(',');
-      return sb.append(')').toString();
-    }
-    if (v instanceof List<?> l) {
-      StringBuilder sb = new StringBuilder("[");
-      joinRepr(sb, asList(l));
-      return sb.append(']').toString();
-    }
-    if (v instanceof Map<?, ?> m) {
-      StringBuilder sb = new StringBuilder("{");
-      boolean first = true;
-      for (Map.Entry<?, ?> e : m.entrySet()) {
-        if (!first) sb.append(", ");
-        first = false;
-        sb.append(repr(e.getKey())).append(": ").append(repr(e.getValue()));
-      }
-      return sb.append('}').toString();
-    }
-    if (v instanceof Namespace) return "<Namespace>";
-    if (v instanceof Loop) return "<LoopContext>";
-    return "<function>";
-  }
-
-  private static void joinRepr(StringBuilder sb, List<Object> items) {
-    for (int i = 0; i < items.size(); i++) {
-      if (i > 0) sb.append(", ");
-      sb.append(repr(items.get(i)));
-    }
-  }
-
-  /** Python's {@code repr(str)}: single quotes unless the text has ' and no ". */
-  static String stringRepr(String s) {
-    char quote = s.indexOf('\'') >= 0 && s.indexOf('"') < 0 ? '"' : '\'';
-    StringBuilder sb = new StringBuilder().append(quote);
-    s.codePoints()
-        .forEach(
-            cp -> {
-              if (cp == quote || cp == '\\') sb.append('\\').appendCodePoint(cp);
-              else if (cp == '\n') sb.append("\\n");
-              else if (cp == '\r') sb.append("\\r");
-              else if (cp == '\t') sb.append("\\t");
-              else if (isPrintable(cp)) sb.appendCodePoint(cp);
-              else if (cp < 0x100) sb.append(String.format("\\x%02x", cp));
-              else if (cp < 0x10000) sb.append(String.format("\\u%04x", cp));
-              else sb.append(String.format("\\U%08x", cp));
-            });
-    return sb.append(quote).toString();
-  }
-
-  /** Python's {@code str.isprintable} for one code point. */
-  private static boolean isPrintable(int cp) {
-    if (cp == ' ') return true;
-    return switch (Character.getType(cp)) {
-      case Character.CONTROL,
-          Character.FORMAT,
-          Character.SURROGATE,
-          Character.PRIVATE_USE,
-          Character.UNASSIGNED,
-          Character.LINE_SEPARATOR,
-          Character.PARAGRAPH_SEPARATOR,
-          Character.SPACE_SEPARATOR ->
-          false;
-      default -> true;
-    };
-  }
-
-  /** Python's {@code repr(float)}: shortest round-trip digits, exponent outside [1e-4, 1e16). */
-  static String floatRepr(double d) {
-    if (Double.isNaN(d)) return "nan";
-    if (Double.isInfinite(d)) return d > 0 ? "inf" : "-inf";
-    if (d == 0) return (1 / d < 0) ? "-0.0" : "0.0";
-    BigDecimal bd = new BigDecimal(Double.toString(d)).stripTrailingZeros();
-    String digits = bd.unscaledValue().abs().toString();
-    int exponent = digits.length() - 1 - bd.scale(); // d = 0.digits * 10^(exponent+1)
-    String sign = d < 0 ? "-" : "";
-    if (exponent < -4 || exponent >= 16) {
-      String mantissa =
-          digits.length() == 1 ? digits : digits.charAt(0) + "." + digits.substring(1);
-      return sign
-          + mantissa
-          + "e"
-          + (exponent < 0 ? "-" : "+")
-          + String.format("%02d", Math.abs(exponent));
-    }
-    if (exponent < 0) return sign + "0." + "0".repeat(-exponent - 1) + digits;
-    if (digits.length() <= exponent + 1)
-      return sign + digits + "0".repeat(exponent + 1 - digits.length()) + ".0";
-    return sign + digits.substring(0, exponent + 1) + "." + digits.substring(exponent + 1);
+    return Repr.repr(v, budget);
   }
 
   /** Python's {@code str.isspace} for one code point. */

@@ -24,7 +24,8 @@ class JinjaSandboxTest {
             "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}");
     TemplateException e =
         assertThrows(
-            TemplateException.class, () -> nested.withLimits(200_000, 1_000_000).render(Map.of()));
+            TemplateException.class,
+            () -> nested.withLimits(TemplateLimits.DEFAULT.withMaxSteps(200_000)).render(Map.of()));
     assertTrue(e.getMessage().contains("budget"), e.getMessage());
     assertTrue(
         JinjaTemplate.DEFAULT_MAX_STEPS <= 10_000_000, "the default budget is finite and small");
@@ -42,7 +43,7 @@ class JinjaSandboxTest {
     assertThrows(TemplateException.class, () -> render("{{ 'x' * 1000000000 }}", Map.of()));
     JinjaTemplate small =
         JinjaTemplate.compile("{% for i in range(1000) %}0123456789{% endfor %}")
-            .withLimits(1_000_000, 5_000);
+            .withLimits(TemplateLimits.DEFAULT.withMaxOutputChars(5_000));
     TemplateException e = assertThrows(TemplateException.class, () -> small.render(Map.of()));
     assertTrue(e.getMessage().contains("output"), e.getMessage());
   }

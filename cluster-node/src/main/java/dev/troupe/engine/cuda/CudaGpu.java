@@ -1,0 +1,381 @@
+package dev.troupe.engine.cuda;
+
+import static org.bytedeco.cuda.global.cublas.CUBLAS_COMPUTE_32F;
+import static org.bytedeco.cuda.global.cublas.CUBLAS_GEMM_DEFAULT;
+import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_N;
+import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_T;
+import static org.bytedeco.cuda.global.cublas.cublasCreate_v2;
+import static org.bytedeco.cuda.global.cublas.cublasDestroy_v2;
+import static org.bytedeco.cuda.global.cublas.cublasGemmEx;
+import static org.bytedeco.cuda.global.cublas.cublasGetStatusString;
+import static org.bytedeco.cuda.global.cublas.cublasSetStream_v2;
+import static org.bytedeco.cuda.global.cudart.CUDA_R_16BF;
+import static org.bytedeco.cuda.global.cudart.CUDA_R_32F;
+import static org.bytedeco.cuda.global.cudart.CU_STREAM_NON_BLOCKING;
+import static org.bytedeco.cuda.global.cudart.cuCtxSetCurrent;
+import static org.bytedeco.cuda.global.cudart.cuDeviceGet;
+import static org.bytedeco.cuda.global.cudart.cuDevicePrimaryCtxRelease;
+import static org.bytedeco.cuda.global.cudart.cuDevicePrimaryCtxRetain;
+import static org.bytedeco.cuda.global.cudart.cuLaunchKernel;
+import static org.bytedeco.cuda.global.cudart.cuMemAlloc;
+import static org.bytedeco.cuda.global.cudart.cuMemFree;
+import static org.bytedeco.cuda.global.cudart.cuMemGetInfo;
+import static org.bytedeco.cuda.global.cudart.cuMemcpyDtoDAsync;
+import static org.bytedeco.cuda.global.cudart.cuMemcpyDtoHAsync;
+import static org.bytedeco.cuda.global.cudart.cuMemcpyHtoDAsync;
+import static org.bytedeco.cuda.global.cudart.cuModuleGetFunction;
+import static org.bytedeco.cuda.global.cudart.cuModuleLoadData;
+import static org.bytedeco.cuda.global.cudart.cuModuleUnload;
+import static org.bytedeco.cuda.global.cudart.cuStreamCreate;
+import static org.bytedeco.cuda.global.cudart.cuStreamDestroy;
+import static org.bytedeco.cuda.global.cudart.cuStreamSynchronize;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcCompileProgram;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcCreateProgram;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcDestroyProgram;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcGetCUBIN;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcGetCUBINSize;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcGetErrorString;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLog;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLogSize;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import org.bytedeco.cuda.cublas.cublasContext;
+import org.bytedeco.cuda.cudart.CUctx_st;
+import org.bytedeco.cuda.cudart.CUfunc_st;
+import org.bytedeco.cuda.cudart.CUmod_st;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.cuda.nvrtc._nvrtcProgram;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.FloatPointer;
+import org.bytedeco.javacpp.IntPointer;
+import org.bytedeco.javacpp.LongPointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
+import org.bytedeco.javacpp.SizeTPointer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One NVIDIA GPU through the JavaCPP CUDA presets: the driver API for the context, memory, copies,
+ * modules and launches (one non-blocking stream), NVRTC to compile the kernels for the device's own
+ * architecture ({@code sm_90} on Hopper) with the machine code cached on disk, and cuBLAS {@code
+ * cublasGemmEx} for the products (BF16 operands, FP32 compute). The only class besides {@link
+ * CudaProbe} that touches the bindings. Obtain it through {@link CudaProbe#open(int)}.
+ */
+public final class CudaGpu implements Gpu {
+  private static final Logger log = LoggerFactory.getLogger(CudaGpu.class);
+
+  private final int ordinal;
+  private final CudaProbe.Device device;
+  private final CUctx_st ctx = new CUctx_st();
+  private final CUstream_st stream = new CUstream_st();
+  private final cublasContext blas = new cublasContext();
+  private final Map<String, CUfunc_st> functions = new HashMap<>();
+  private CUmod_st module;
+  private final FloatPointer one = new FloatPointer(1f);
+  private final FloatPointer beta = new FloatPointer(1);
+  private boolean closed;
+
+  CudaGpu(int ordinal, CudaProbe.Device device) {
+    this.ordinal = ordinal;
+    this.device = device;
+    int[] dev = new int[1];
+    check(cuDeviceGet(dev, ordinal), "cuDeviceGet");
+    check(cuDevicePrimaryCtxRetain(ctx, dev[0]), "cuDevicePrimaryCtxRetain");
+    current();
+    check(cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    blasCheck(cublasCreate_v2(blas), "cublasCreate");
+    blasCheck(cublasSetStream_v2(blas, stream), "cublasSetStream");
+  }
+
+  /** A device address as a JavaCPP pointer (for the APIs that take {@code void*}). */
+  private static final class DevicePointer extends Pointer {
+    DevicePointer(long address) {
+      this.address = address;
+    }
+  }
+
+  /** Makes this GPU's context current on the calling thread (cheap; done before every call). */
+  private void current() {
+    check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  }
+
+  static void check(int rc, String what) {
+    if (rc != 0) throw new CudaException(what + " failed: " + CudaProbe.errorName(rc));
+  }
+
+  private static void blasCheck(int rc, String what) {
+    if (rc != 0)
+      throw new CudaException(what + " failed: " + cublasGetStatusString(rc).getString());
+  }
+
+  @Override
+  public String describe() {
+    return "cuda:" + ordinal + " " + device.describe();
+  }
+
+  @Override
+  public long totalMemory() {
+    return memInfo()[1];
+  }
+
+  @Override
+  public long freeMemory() {
+    return memInfo()[0];
+  }
+
+  private long[] memInfo() {
+    current();
+    try (SizeTPointer free = new SizeTPointer(1);
+        SizeTPointer total = new SizeTPointer(1)) {
+      check(cuMemGetInfo(free, total), "cuMemGetInfo");
+      return new long[] {free.get(), total.get()};
+    }
+  }
+
+  @Override
+  public long alloc(long bytes) {
+    current();
+    long[] p = new long[1];
+    int rc = cuMemAlloc(p, Math.max(bytes, 1));
+    if (rc != 0)
+      throw new CudaException(
+          "cannot allocate "
+              + (bytes >> 20)
+              + " MiB on "
+              + describe()
+              + ": "
+              + CudaProbe.errorName(rc));
+    return p[0];
+  }
+
+  @Override
+  public void free(long ptr) {
+    if (ptr == 0 || closed) return;
+    current();
+    check(cuMemFree(ptr), "cuMemFree");
+  }
+
+  @Override
+  public void upload(long dst, ByteBuffer src) {
+    current();
+    // pageable source: the copy is staged by the driver and the call returns once src was read
+    try (BytePointer p = new BytePointer(src)) {
+      check(
+          cuMemcpyHtoDAsync(dst, p.position(src.position()), src.remaining(), stream),
+          "cuMemcpyHtoD");
+      check(cuStreamSynchronize(stream), "upload");
+    }
+  }
+
+  @Override
+  public void download(long src, ByteBuffer dst) {
+    current();
+    try (BytePointer p = new BytePointer(dst)) {
+      check(
+          cuMemcpyDtoHAsync(p.position(dst.position()), src, dst.remaining(), stream),
+          "cuMemcpyDtoH");
+      check(cuStreamSynchronize(stream), "download (a kernel before it may have failed)");
+    }
+  }
+
+  @Override
+  public void copy(long dst, long src, long bytes) {
+    current();
+    check(cuMemcpyDtoDAsync(dst, src, bytes, stream), "cuMemcpyDtoD");
+  }
+
+  @Override
+  public void loadKernels(String source, List<String> kernels) {
+    current();
+    byte[] cubin = compileCached(source);
+    module = new CUmod_st();
+    try (BytePointer image = new BytePointer(cubin)) {
+      check(cuModuleLoadData(module, image), "cuModuleLoadData");
+    }
+    for (String k : kernels) {
+      CUfunc_st f = new CUfunc_st();
+      check(cuModuleGetFunction(f, module, k), "cuModuleGetFunction " + k);
+      functions.put(k, f);
+    }
+  }
+
+  private byte[] compileCached(String source) {
+    String arch = "sm_" + device.major() + device.minor();
+    String key;
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      md.update(
+          (arch + "\n" + CudaProbe.nvrtcVersion() + "\n" + source)
+              .getBytes(StandardCharsets.UTF_8));
+      key = HexFormat.of().formatHex(md.digest()).substring(0, 32);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+    Path dir = KernelSource.cacheDir();
+    Path file = dir.resolve(key + "-" + arch + ".cubin");
+    try {
+      if (Files.isRegularFile(file)) return Files.readAllBytes(file);
+    } catch (IOException e) {
+      log.warn("kernel cache {} unreadable, compiling again: {}", file, e.toString());
+    }
+    long t0 = System.nanoTime();
+    byte[] cubin = compile(source, arch);
+    log.info(
+        "compiled {} kernels for {} with NVRTC {} in {} ms",
+        KernelSource.KERNELS.size(),
+        arch,
+        CudaProbe.nvrtcVersion(),
+        (System.nanoTime() - t0) / 1_000_000);
+    try {
+      Files.createDirectories(dir);
+      Path tmp = Files.createTempFile(dir, key, ".tmp");
+      Files.write(tmp, cubin);
+      Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    } catch (IOException e) {
+      log.warn("cannot cache compiled kernels in {}: {}", dir, e.toString());
+    }
+    return cubin;
+  }
+
+  /** NVRTC: CUDA C source to machine code (cubin) for {@code arch}; the log is in the error. */
+  static byte[] compile(String source, String arch) {
+    _nvrtcProgram prog = new _nvrtcProgram();
+    nvrtcOk(
+        nvrtcCreateProgram(
+            prog,
+            new BytePointer(source),
+            new BytePointer("troupe_kernels.cu"),
+            0,
+            (PointerPointer<?>) null,
+            (PointerPointer<?>) null),
+        "nvrtcCreateProgram",
+        null);
+    try {
+      String[] opts = {"--gpu-architecture=" + arch, "--std=c++17", "-default-device"};
+      PointerPointer<BytePointer> o = new PointerPointer<>(opts);
+      int rc = nvrtcCompileProgram(prog, opts.length, o);
+      if (rc != 0) nvrtcOk(rc, "NVRTC compile for " + arch, programLog(prog));
+      try (SizeTPointer size = new SizeTPointer(1)) {
+        nvrtcOk(nvrtcGetCUBINSize(prog, size), "nvrtcGetCUBINSize", null);
+        byte[] out = new byte[(int) size.get()];
+        nvrtcOk(nvrtcGetCUBIN(prog, out), "nvrtcGetCUBIN", null);
+        return out;
+      }
+    } finally {
+      nvrtcDestroyProgram(prog);
+    }
+  }
+
+  private static String programLog(_nvrtcProgram prog) {
+    try (SizeTPointer size = new SizeTPointer(1)) {
+      if (nvrtcGetProgramLogSize(prog, size) != 0) return "";
+      byte[] b = new byte[(int) size.get()];
+      nvrtcGetProgramLog(prog, b);
+      return new String(b, 0, Math.max(0, b.length - 1), StandardCharsets.UTF_8);
+    }
+  }
+
+  private static void nvrtcOk(int rc, String what, String logText) {
+    if (rc != 0)
+      throw new CudaException(
+          what
+              + " failed: "
+              + nvrtcGetErrorString(rc).getString()
+              + (logText == null || logText.isEmpty() ? "" : "\n" + logText));
+  }
+
+  @Override
+  public void launch(String kernel, int gridX, int gridY, int threads, Object... args) {
+    CUfunc_st f = functions.get(kernel);
+    if (f == null) throw new IllegalArgumentException("kernel " + kernel + " not loaded");
+    current();
+    PointerPointer<Pointer> params = new PointerPointer<>(args.length);
+    Pointer[] keep = new Pointer[args.length];
+    for (int i = 0; i < args.length; i++) {
+      Object a = args[i];
+      keep[i] =
+          a instanceof Long l
+              ? new LongPointer(1).put(l)
+              : a instanceof Integer n
+                  ? new IntPointer(1).put(n)
+                  : a instanceof Float x ? new FloatPointer(1).put(x) : failArg(kernel, i, a);
+      params.put(i, keep[i]);
+    }
+    try {
+      check(
+          cuLaunchKernel(
+              f, gridX, gridY, 1, threads, 1, 1, 0, stream, params, (PointerPointer<?>) null),
+          "launch " + kernel);
+    } finally {
+      params.close();
+      for (Pointer p : keep) p.close();
+    }
+  }
+
+  private static Pointer failArg(String kernel, int i, Object a) {
+    throw new IllegalArgumentException(
+        kernel + " argument " + i + ": unsupported type " + (a == null ? "null" : a.getClass()));
+  }
+
+  @Override
+  public void gemm(long w, long x, long y, int out, int in, int rows, boolean yBf16, float b) {
+    current();
+    beta.put(b);
+    // cuBLAS is column-major: y viewed as column-major [out, rows] = W (col-major [in, out])ᵀ · x
+    // (col-major [in, rows])
+    blasCheck(
+        cublasGemmEx(
+            blas,
+            CUBLAS_OP_T,
+            CUBLAS_OP_N,
+            out,
+            rows,
+            in,
+            one,
+            new DevicePointer(w),
+            CUDA_R_16BF,
+            in,
+            new DevicePointer(x),
+            CUDA_R_16BF,
+            in,
+            beta,
+            new DevicePointer(y),
+            yBf16 ? CUDA_R_16BF : CUDA_R_32F,
+            out,
+            CUBLAS_COMPUTE_32F,
+            CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx");
+  }
+
+  @Override
+  public void synchronize() {
+    current();
+    check(cuStreamSynchronize(stream), "cuStreamSynchronize (a kernel failed)");
+  }
+
+  @Override
+  public void close() {
+    if (closed) return;
+    current();
+    cuStreamSynchronize(stream);
+    cublasDestroy_v2(blas);
+    if (module != null) cuModuleUnload(module);
+    cuStreamDestroy(stream);
+    cuDevicePrimaryCtxRelease(ordinal);
+    one.close();
+    beta.close();
+    closed = true;
+  }
+}

@@ -1,0 +1,59 @@
+package dev.troupe.engine.cuda;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+
+/**
+ * What the CUDA runner needs from a device: memory, copies, kernels compiled from source, and one
+ * kind of matrix product. {@link CudaGpu} is the real one (JavaCPP bindings to the machine's CUDA
+ * 13 libraries); the tests also drive the same runner through a CPU emulation of the same kernels,
+ * so everything but the hardware is exercised where there is no GPU.
+ *
+ * <p>All operations are ordered on one stream; {@link #download} returns once the data is on the
+ * host. Device addresses are plain {@code long}s. Not thread-safe: confined to the runner's thread.
+ */
+public interface Gpu extends AutoCloseable {
+
+  /** Device name and compute capability, for logs. */
+  String describe();
+
+  /** Bytes of device memory in total and free now. */
+  long totalMemory();
+
+  long freeMemory();
+
+  /** Allocates {@code bytes} of device memory (uninitialised). */
+  long alloc(long bytes);
+
+  void free(long ptr);
+
+  /** Copies {@code src}'s remaining bytes to {@code dst}; {@code src} may be reused on return. */
+  void upload(long dst, ByteBuffer src);
+
+  /** Copies {@code dst.remaining()} bytes from {@code src} into {@code dst}, waiting for them. */
+  void download(long src, ByteBuffer dst);
+
+  void copy(long dst, long src, long bytes);
+
+  /** Compiles {@code source} for this device and makes {@code kernels} (extern "C") launchable. */
+  void loadKernels(String source, List<String> kernels);
+
+  /**
+   * Launches a kernel of {@link #loadKernels} with a 1-D block of {@code threads}. Arguments:
+   * {@link Long} (device address or null pointer 0), {@link Integer}, {@link Float}, in the
+   * kernel's parameter order.
+   */
+  void launch(String kernel, int gridX, int gridY, int threads, Object... args);
+
+  /**
+   * {@code y[rows, out] = x[rows, in] · w[out, in]ᵀ + beta · y}: w and x bfloat16, row-major,
+   * accumulated in fp32; y fp32 ({@code yBf16} false) or bfloat16. cuBLAS on the device.
+   */
+  void gemm(long w, long x, long y, int out, int in, int rows, boolean yBf16, float beta);
+
+  /** Waits for all queued work; a failed kernel surfaces here at the latest. */
+  void synchronize();
+
+  @Override
+  void close();
+}

@@ -1,0 +1,94 @@
+package dev.troupe.engine.cuda;
+
+import dev.troupe.engine.ModelConfig;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The CUDA C source of the runner's kernels for one model: a prelude of {@code #define}s fixing the
+ * head geometry (so per-head loops unroll and per-lane arrays stay in registers) followed by {@code
+ * kernels.cu} (a resource beside this class). The same text compiles with NVRTC on the device and,
+ * in the tests, as C++ against a CPU emulation of the CUDA built-ins.
+ */
+public final class KernelSource {
+  /** Every kernel of kernels.cu, in the order the forward uses them. */
+  public static final List<String> KERNELS =
+      List.of(
+          "embed_rows",
+          "add_rmsnorm",
+          "qkv_rope_cache",
+          "attention",
+          "silu_mul",
+          "lora_shrink",
+          "lora_expand");
+
+  /** Threads of the blocks of each kernel (the kernels assume these). */
+  static final int NORM_THREADS = 256, QKV_THREADS = 128, ELEMENT_THREADS = 256, LORA_THREADS = 128;
+
+  /** Shared memory the attention kernel may use for merging its warps' partial results. */
+  static final int ATT_SHARED_BYTES = 32 * 1024;
+
+  private static final String BODY = readBody();
+
+  private KernelSource() {}
+
+  /** Warps per attention block: as many as the merge buffer allows, 1 to 4. */
+  static int attentionWarps(ModelConfig c) {
+    int group = c.numHeads() / c.numKvHeads();
+    int perWarp = group * c.headDim() * Float.BYTES + 2 * group * Float.BYTES;
+    return Math.max(1, Math.min(4, ATT_SHARED_BYTES / perWarp));
+  }
+
+  /** The full source for {@code c} with KV blocks of {@code blockSize} positions. */
+  public static String generate(ModelConfig c, int blockSize) {
+    if (c.headDim() % 2 != 0) throw new IllegalArgumentException("odd head_dim " + c.headDim());
+    if (c.headDim() > 1024) throw new IllegalArgumentException("head_dim over 1024");
+    int group = c.numHeads() / c.numKvHeads();
+    if (group * c.headDim() * Float.BYTES > ATT_SHARED_BYTES)
+      throw new IllegalArgumentException(
+          "attention group of " + group + " heads × " + c.headDim() + " too large for one block");
+    return prelude(c, blockSize) + BODY;
+  }
+
+  static String prelude(ModelConfig c, int blockSize) {
+    return "// generated for "
+        + c.architecture()
+        + "\n#define HEAD_DIM "
+        + c.headDim()
+        + "\n#define N_HEADS "
+        + c.numHeads()
+        + "\n#define N_KV_HEADS "
+        + c.numKvHeads()
+        + "\n#define GROUP "
+        + c.numHeads() / c.numKvHeads()
+        + "\n#define KV_BLOCK "
+        + blockSize
+        + "\n#define ATT_WARPS "
+        + attentionWarps(c)
+        + "\n#define HAS_QKV_BIAS "
+        + (c.attentionBias() ? 1 : 0)
+        + "\n#define HAS_QK_NORM "
+        + (c.qkNorm() ? 1 : 0)
+        + "\n#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n";
+  }
+
+  /** Where compiled kernels are cached: {@code troupe.cuda.cacheDir}, else ~/.cache/troupe/cuda. */
+  static Path cacheDir() {
+    String p = System.getProperty("troupe.cuda.cacheDir");
+    if (p != null && !p.isBlank()) return Path.of(p);
+    return Path.of(System.getProperty("user.home"), ".cache", "troupe", "cuda");
+  }
+
+  private static String readBody() {
+    try (InputStream in = KernelSource.class.getResourceAsStream("kernels.cu")) {
+      if (in == null) throw new IllegalStateException("kernels.cu missing from the classpath");
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}

@@ -1,0 +1,288 @@
+// Troupe's CUDA kernels for the decoder forward (engine.cuda). Compiled at model load by NVRTC for the
+// device's own architecture, after a prelude of #defines generated per model (KernelSource.java):
+// HEAD_DIM, N_HEADS, N_KV_HEADS, GROUP, KV_BLOCK, ATT_WARPS, HAS_QKV_BIAS, HAS_QK_NORM.
+//
+// Written to compile both as CUDA C (NVRTC, no headers needed) and as C++ against the CPU emulation
+// header used by the tests (cluster-node/src/test/resources/.../emu/cuda_emu.h), so every rule here is
+// plain CUDA: no CUDA headers, bfloat16 is handled as its 16 bits (unsigned short) with our own
+// round-to-nearest-even conversion, every shuffle is executed by full warps, and every __syncthreads
+// is reached by all threads of the block.
+//
+// Layouts (row-major): activations x [T, hidden] fp32 (the residual stream stays fp32), normed inputs
+// of the products bf16, KV cache per layer [numBlocks * KV_BLOCK, N_KV_HEADS, HEAD_DIM] bf16, block
+// tables int32 packed per chunk; T = tokens of the step (prefill chunks and decode tokens mixed).
+
+typedef unsigned short bf16_t;
+
+#define WARP 32
+#define HALF_DIM (HEAD_DIM / 2)
+#define EPL ((HEAD_DIM + WARP - 1) / WARP) // head elements per lane
+#define Q_DIM (N_HEADS * HEAD_DIM)
+#define KV_DIM (N_KV_HEADS * HEAD_DIM)
+#define QKV_DIM (Q_DIM + 2 * KV_DIM)
+
+__device__ __forceinline__ float bf2f(bf16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+
+__device__ __forceinline__ bf16_t f2bf(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16_t)((u >> 16) | 0x40u); // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                                           // round to nearest even
+  return (bf16_t)(u >> 16);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = WARP / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = WARP / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+__device__ float block_sum(float v, float* red) {
+  int lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP, nw = blockDim.x / WARP;
+  v = warp_sum(v);
+  if (lane == 0) red[w] = v;
+  __syncthreads();
+  float t = lane < nw ? red[lane] : 0.0f;
+  t = warp_sum(t);
+  __syncthreads(); // red is reused by the next call
+  return t;
+}
+
+// x[t] = embedding row of tokens[t] (fp32 residual stream). grid T, block 256.
+extern "C" __global__ void embed_rows(const int* tokens, const bf16_t* emb, float* x, int hidden) {
+  int t = blockIdx.x;
+  const bf16_t* e = emb + (size_t)tokens[t] * hidden;
+  float* o = x + (size_t)t * hidden;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) o[i] = bf2f(e[i]);
+}
+
+// Residual add fused with RMSNorm: for output row r (input row rows[r], or r when rows is null)
+// x[row] += add[row] (when add is not null, written back), then out[r] = bf16(x[row] * inv_rms * w).
+// grid R, block 256.
+extern "C" __global__ void add_rmsnorm(float* x, const float* add, const bf16_t* w, bf16_t* out,
+                                       const int* rows, int hidden, float eps) {
+  __shared__ float red[WARP];
+  int r = blockIdx.x;
+  int row = rows ? rows[r] : r;
+  float* xr = x + (size_t)row * hidden;
+  const float* ar = add ? add + (size_t)row * hidden : 0;
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+    float v = xr[i];
+    if (ar) {
+      v += ar[i];
+      xr[i] = v;
+    }
+    ss += v * v;
+  }
+  float inv = rsqrtf(block_sum(ss, red) / hidden + eps);
+  bf16_t* o = out + (size_t)r * hidden;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) o[i] = f2bf(xr[i] * inv * bf2f(w[i]));
+}
+
+// Per token: q/k/v bias (Qwen2), per-head q/k RMSNorm (Qwen3), RoPE on q and k (rotate_half pairs
+// i, i + HEAD_DIM/2, cos/sin from the host-made table [position, HEAD_DIM/2]), k and v written into
+// the paged cache at slots[t], q written to q_out [T, Q_DIM] fp32. One warp per head.
+// grid T, block 128.
+extern "C" __global__ void qkv_rope_cache(const float* qkv, const float* bias, const bf16_t* q_norm,
+                                          const bf16_t* k_norm, const int* pos, const int* slots,
+                                          const float* rope_cos, const float* rope_sin, float* q_out,
+                                          bf16_t* k_cache, bf16_t* v_cache, float eps) {
+  __shared__ float buf[4][HEAD_DIM];
+  int t = blockIdx.x, lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP;
+  int nw = blockDim.x / WARP;
+  const float* row = qkv + (size_t)t * QKV_DIM;
+  const float* cs = rope_cos + (size_t)pos[t] * HALF_DIM;
+  const float* sn = rope_sin + (size_t)pos[t] * HALF_DIM;
+  size_t slot = (size_t)slots[t];
+  for (int h = w; h < N_HEADS + 2 * N_KV_HEADS; h += nw) { // warp-uniform loop
+    int base = h * HEAD_DIM;                                 // q heads, then k heads, then v heads
+    bool is_q = h < N_HEADS, is_v = h >= N_HEADS + N_KV_HEADS;
+    float v[EPL];
+    float ss = 0.0f;
+    for (int j = 0; j < EPL; j++) {
+      int i = lane + j * WARP;
+      float a = 0.0f;
+      if (i < HEAD_DIM) {
+        a = row[base + i];
+#if HAS_QKV_BIAS
+        a += bias[base + i];
+#endif
+      }
+      v[j] = a;
+      ss += a * a;
+    }
+#if HAS_QK_NORM
+    if (!is_v) {
+      float inv = rsqrtf(warp_sum(ss) / HEAD_DIM + eps);
+      const bf16_t* nw8 = is_q ? q_norm : k_norm;
+      for (int j = 0; j < EPL; j++) {
+        int i = lane + j * WARP;
+        if (i < HEAD_DIM) v[j] = v[j] * inv * bf2f(nw8[i]);
+      }
+    }
+#endif
+    if (is_v) {
+      bf16_t* dst = v_cache + (slot * N_KV_HEADS + (h - N_HEADS - N_KV_HEADS)) * HEAD_DIM;
+      for (int j = 0; j < EPL; j++) {
+        int i = lane + j * WARP;
+        if (i < HEAD_DIM) dst[i] = f2bf(v[j]);
+      }
+      continue;
+    }
+    for (int j = 0; j < EPL; j++) {
+      int i = lane + j * WARP;
+      if (i < HEAD_DIM) buf[w][i] = v[j];
+    }
+    __syncwarp();
+    float rot[EPL];
+    for (int j = 0; j < EPL; j++) {
+      int i = lane + j * WARP;
+      rot[j] = 0.0f;
+      if (i < HALF_DIM) rot[j] = buf[w][i] * cs[i] - buf[w][i + HALF_DIM] * sn[i];
+      else if (i < HEAD_DIM)
+        rot[j] = buf[w][i] * cs[i - HALF_DIM] + buf[w][i - HALF_DIM] * sn[i - HALF_DIM];
+    }
+    __syncwarp(); // buf is rewritten by this warp's next head
+    if (is_q) {
+      float* dst = q_out + (size_t)t * Q_DIM + base;
+      for (int j = 0; j < EPL; j++) {
+        int i = lane + j * WARP;
+        if (i < HEAD_DIM) dst[i] = rot[j];
+      }
+    } else {
+      bf16_t* dst = k_cache + (slot * N_KV_HEADS + (h - N_HEADS)) * HEAD_DIM;
+      for (int j = 0; j < EPL; j++) {
+        int i = lane + j * WARP;
+        if (i < HEAD_DIM) dst[i] = f2bf(rot[j]);
+      }
+    }
+  }
+}
+
+// Paged attention for any mix of prefill chunks and decode tokens: query row t attends to positions
+// [lo, pos[t]] of its sequence (lo = pos - window + 1 with a sliding window, else 0), whose keys and
+// values are already in the cache (this step's chunk included, written by qkv_rope_cache). One block
+// per (row, KV head) serves the GROUP query heads sharing that KV head (GQA); its ATT_WARPS warps
+// take positions round-robin, each keeping an online softmax (running max, sum, weighted values in
+// fp32), merged at the end. Block tables: row t reads table + table_off[t] (block ids).
+// grid (T, N_KV_HEADS), block ATT_WARPS * 32.
+extern "C" __global__ void attention(const float* q, const bf16_t* k_cache, const bf16_t* v_cache,
+                                     const int* pos, const int* tables, const int* table_off,
+                                     int window, float scale, bf16_t* out) {
+  __shared__ float s_m[ATT_WARPS][GROUP];
+  __shared__ float s_l[ATT_WARPS][GROUP];
+  __shared__ float s_acc[ATT_WARPS][GROUP][HEAD_DIM];
+  int t = blockIdx.x, g = blockIdx.y;
+  int lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP;
+  int p_end = pos[t];
+  int lo = window > 0 && p_end - window + 1 > 0 ? p_end - window + 1 : 0;
+  const int* table = tables + table_off[t];
+  float qr[GROUP][EPL], acc[GROUP][EPL], m[GROUP], l[GROUP];
+  for (int h = 0; h < GROUP; h++) {
+    const float* qh = q + (size_t)t * Q_DIM + (g * GROUP + h) * HEAD_DIM;
+    for (int j = 0; j < EPL; j++) {
+      int i = lane + j * WARP;
+      qr[h][j] = i < HEAD_DIM ? qh[i] * scale : 0.0f;
+      acc[h][j] = 0.0f;
+    }
+    m[h] = -INFINITY;
+    l[h] = 0.0f;
+  }
+  for (int p = lo + w; p <= p_end; p += ATT_WARPS) { // warp-uniform loop
+    size_t slot = (size_t)table[p / KV_BLOCK] * KV_BLOCK + p % KV_BLOCK;
+    const bf16_t* kp = k_cache + (slot * N_KV_HEADS + g) * HEAD_DIM;
+    const bf16_t* vp = v_cache + (slot * N_KV_HEADS + g) * HEAD_DIM;
+    float kr[EPL], vr[EPL];
+    for (int j = 0; j < EPL; j++) {
+      int i = lane + j * WARP;
+      kr[j] = i < HEAD_DIM ? bf2f(kp[i]) : 0.0f;
+      vr[j] = i < HEAD_DIM ? bf2f(vp[i]) : 0.0f;
+    }
+    for (int h = 0; h < GROUP; h++) {
+      float d = 0.0f;
+      for (int j = 0; j < EPL; j++) d += qr[h][j] * kr[j];
+      float s = warp_sum(d);
+      float mn = fmaxf(m[h], s);
+      float corr = m[h] == -INFINITY ? 0.0f : expf(m[h] - mn);
+      float e = expf(s - mn);
+      l[h] = l[h] * corr + e;
+      for (int j = 0; j < EPL; j++) acc[h][j] = acc[h][j] * corr + e * vr[j];
+      m[h] = mn;
+    }
+  }
+  for (int h = 0; h < GROUP; h++) {
+    if (lane == 0) {
+      s_m[w][h] = m[h];
+      s_l[w][h] = l[h];
+    }
+    for (int j = 0; j < EPL; j++) {
+      int i = lane + j * WARP;
+      if (i < HEAD_DIM) s_acc[w][h][i] = acc[h][j];
+    }
+  }
+  __syncthreads();
+  for (int k = threadIdx.x; k < GROUP * HEAD_DIM; k += blockDim.x) {
+    int h = k / HEAD_DIM, i = k % HEAD_DIM;
+    float mx = -INFINITY;
+    for (int ww = 0; ww < ATT_WARPS; ww++) mx = fmaxf(mx, s_m[ww][h]);
+    float num = 0.0f, den = 0.0f;
+    for (int ww = 0; ww < ATT_WARPS; ww++) {
+      if (s_m[ww][h] == -INFINITY) continue; // this warp saw no position
+      float c = expf(s_m[ww][h] - mx);
+      num += s_acc[ww][h][i] * c;
+      den += s_l[ww][h] * c;
+    }
+    out[(size_t)t * Q_DIM + (g * GROUP + h) * HEAD_DIM + i] = f2bf(num / den);
+  }
+}
+
+// SwiGLU: a[t, i] = bf16(silu(gate) * up) from gu [T, 2 * inter] (gate_proj rows, then up_proj).
+// grid T, block 256.
+extern "C" __global__ void silu_mul(const float* gu, bf16_t* a, int inter) {
+  int t = blockIdx.x;
+  const float* g = gu + (size_t)t * 2 * inter;
+  for (int i = threadIdx.x; i < inter; i += blockDim.x) {
+    float x = g[i];
+    a[(size_t)t * inter + i] = f2bf(x / (1.0f + expf(-x)) * g[inter + i]);
+  }
+}
+
+// LoRA, first half: ax[t, r] = A_slot x[t] for rows whose adapter slot row_slot[t] >= 0 covers the
+// module (a_ptrs[slot] != 0). A [rank, in] fp32; x [T, in] bf16; ax [T, max_rank]. One warp per
+// output r. grid T, block 128.
+extern "C" __global__ void lora_shrink(const bf16_t* x, int in, const int* row_slot,
+                                       const unsigned long long* a_ptrs, const int* ranks, float* ax,
+                                       int max_rank) {
+  int t = blockIdx.x, lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP;
+  int slot = row_slot[t];
+  if (slot < 0 || a_ptrs[slot] == 0) return; // block-uniform
+  const float* a = (const float*)a_ptrs[slot];
+  const bf16_t* xr = x + (size_t)t * in;
+  for (int r = w; r < ranks[slot]; r += blockDim.x / WARP) {
+    float d = 0.0f;
+    for (int i = lane; i < in; i += WARP) d += a[(size_t)r * in + i] * bf2f(xr[i]);
+    d = warp_sum(d);
+    if (lane == 0) ax[(size_t)t * max_rank + r] = d;
+  }
+}
+
+// LoRA, second half: y[t, y_off + o] += scale_slot * (B_slot ax[t])[o]. B [out, rank] fp32.
+// grid (T, ceil(out / 256)), block 256.
+extern "C" __global__ void lora_expand(const float* ax, int max_rank, const int* row_slot,
+                                       const unsigned long long* b_ptrs, const int* ranks,
+                                       const float* scales, float* y, int y_stride, int y_off,
+                                       int out) {
+  int t = blockIdx.x, o = blockIdx.y * blockDim.x + threadIdx.x;
+  int slot = row_slot[t];
+  if (slot < 0 || b_ptrs[slot] == 0 || o >= out) return;
+  const float* b = (const float*)b_ptrs[slot];
+  int rank = ranks[slot];
+  float d = 0.0f;
+  for (int r = 0; r < rank; r++) d += b[(size_t)o * rank + r] * ax[(size_t)t * max_rank + r];
+  y[(size_t)t * y_stride + y_off + o] += scales[slot] * d;
+}

@@ -2,6 +2,7 @@ package dev.troupe.node;
 
 import com.typesafe.config.Config;
 import dev.troupe.engine.core.EngineSettings;
+import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.protocol.cluster.ServedModels;
 import java.time.Duration;
 
@@ -11,12 +12,14 @@ import java.time.Duration;
  *
  * @param metricsLogInterval how often each worker logs its engine metrics; zero = never
  * @param startReplicas worker nodes wake every configured replica at start
+ * @param device where replicas run ({@code troupe.worker.device})
  */
 public record NodeSettings(
     ServedModels models,
     EngineSettings engine,
     Duration metricsLogInterval,
-    boolean startReplicas) {
+    boolean startReplicas,
+    DeviceSettings device) {
 
   /** Config path of the dispatcher ModelWorker entities run on. */
   public static final String WORKER_DISPATCHER = "troupe.worker.dispatcher";
@@ -26,6 +29,7 @@ public record NodeSettings(
         ServedModels.fromConfig(config),
         EngineSettings.fromConfig(config.getConfig("troupe.worker.engine")),
         config.getDuration("troupe.worker.metrics-log-interval"),
-        config.getBoolean("troupe.node.start-replicas"));
+        config.getBoolean("troupe.node.start-replicas"),
+        DeviceSettings.fromConfig(config.getConfig("troupe.worker.device")));
   }
 }

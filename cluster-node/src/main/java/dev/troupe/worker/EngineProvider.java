@@ -3,6 +3,7 @@ package dev.troupe.worker;
 import dev.troupe.engine.core.Engine;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.core.Engines;
+import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 
 /** Opens the engine of one model replica; tests substitute small engines. */
@@ -12,6 +13,11 @@ public interface EngineProvider {
 
   /** Loads the model's weights and tokenizer with the given sizing. */
   static EngineProvider loading(EngineSettings settings) {
-    return (model, replica) -> Engines.open(model, settings);
+    return loading(settings, DeviceSettings.CPU);
+  }
+
+  /** Loads each replica on the device {@code device} picks (GPUs round-robin for several). */
+  static EngineProvider loading(EngineSettings settings, DeviceSettings device) {
+    return (model, replica) -> Engines.open(model, settings, device);
   }
 }

@@ -1,5 +1,6 @@
 package dev.troupe.deploy;
 
+import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.protocol.cluster.Roles;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -23,6 +24,8 @@ import java.util.Map;
  * @param clusterPort Artery port (0 = any free port)
  * @param managementPort Pekko Management HTTP port (cluster members, shards, health); -1 = off
  * @param dataDir where the H2 database and the generated API key live
+ * @param device where this node's replicas run: {@code --device}, {@code --gpu-memory-utilization},
+ *     {@code --dtype}
  */
 public record LaunchOptions(
     int port,
@@ -35,7 +38,8 @@ public record LaunchOptions(
     String host,
     int clusterPort,
     int managementPort,
-    Path dataDir) {
+    Path dataDir,
+    DeviceSettings device) {
 
   public static final String USAGE =
       """
@@ -53,6 +57,11 @@ public record LaunchOptions(
         --cluster-port N         cluster (Artery) port (default 25520)
         --management-port N      Pekko Management HTTP port, -1 = off (default 7626)
         --data-dir DIR           database and key directory (default ./data)
+        --device D               auto (default: CUDA if a usable GPU and the CUDA 13 libraries are
+                                 found, else CPU), cpu, cuda (replicas over all GPUs) or cuda:N
+        --gpu-memory-utilization F  share of a GPU's memory per replica; the KV cache gets the rest
+                                 of it (default 0.9)
+        --dtype T                auto (default), bfloat16 (GPU) or float32 (CPU)
       """;
 
   public LaunchOptions {
@@ -101,6 +110,8 @@ public record LaunchOptions(
     int clusterPort = 25520;
     int managementPort = 7626;
     Path dataDir = Path.of("data");
+    String device = "auto", dtype = "auto";
+    double gpuMem = 0.9;
     int i = 0;
     if (!args.isEmpty() && args.get(0).equals("serve")) i++;
     for (; i < args.size(); i++) {
@@ -138,6 +149,15 @@ public record LaunchOptions(
         case "--cluster-port" -> clusterPort = integer(flag, value);
         case "--management-port" -> managementPort = integer(flag, value);
         case "--data-dir" -> dataDir = Path.of(value);
+        case "--device" -> device = value;
+        case "--dtype" -> dtype = value;
+        case "--gpu-memory-utilization" -> {
+          try {
+            gpuMem = Double.parseDouble(value.trim());
+          } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(flag + " expects a number, got " + value);
+          }
+        }
         default -> throw new IllegalArgumentException("unknown flag " + flag + "\n" + USAGE);
       }
     }
@@ -157,7 +177,8 @@ public record LaunchOptions(
         host,
         clusterPort,
         managementPort,
-        dataDir);
+        dataDir,
+        new DeviceSettings(device, gpuMem, dtype));
   }
 
   public int replicasOf(String model) {

@@ -1,6 +1,8 @@
 package dev.troupe.deploy;
 
 import com.typesafe.config.ConfigFactory;
+import dev.troupe.engine.runner.Devices;
+import dev.troupe.protocol.cluster.Roles;
 import java.util.Arrays;
 
 /**
@@ -20,6 +22,16 @@ public final class Main {
       if (!e.getMessage().startsWith("Usage")) System.err.println("(see --help)");
       System.exit(e.getMessage().startsWith("Usage") ? 0 : 2);
       return;
+    }
+    if (options.roles().contains(Roles.WORKER)) {
+      try {
+        // --device cuda on a machine that cannot serve it: one line naming what is missing, exit 2
+        Devices.checkAvailable(options.device());
+      } catch (Devices.NoDeviceException e) {
+        System.err.println(e.getMessage());
+        System.exit(2);
+        return;
+      }
     }
     TroupeNode node =
         TroupeNode.start(

@@ -82,7 +82,9 @@ public final class TroupeNode implements AutoCloseable {
             Behaviors.setup(
                 ctx -> {
                   ctx.spawn(
-                      NodeGuardian.create(node, EngineProvider.loading(node.engine())), "models");
+                      NodeGuardian.create(
+                          node, EngineProvider.loading(node.engine(), node.device())),
+                      "models");
                   return Behaviors.empty();
                 }),
             SYSTEM_NAME,
@@ -153,6 +155,9 @@ public final class TroupeNode implements AutoCloseable {
     values.put("troupe.gateway.api-keys", keys);
     values.put("troupe.models", models);
     values.put("troupe.persistence.data-dir", o.dataDir().toAbsolutePath().toString());
+    values.put("troupe.worker.device.device", o.device().device());
+    values.put("troupe.worker.device.gpu-memory-utilization", o.device().gpuMemoryUtilization());
+    values.put("troupe.worker.device.dtype", o.device().dtype());
     // Remembered replicas are kept durably (LMDB) by sharding; under the node's data directory
     // rather than the working directory.
     values.put(

@@ -1,6 +1,7 @@
 package dev.troupe.engine.core;
 
 import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
@@ -20,12 +21,27 @@ public final class Engines {
    * @throws IllegalArgumentException when the directory is missing or cannot be run
    */
   public static Engine open(ServedModel model, EngineSettings settings) {
+    return open(model, settings, DeviceSettings.CPU);
+  }
+
+  /**
+   * Loads {@code model} on the device {@code device} asks for (CPU or a GPU).
+   *
+   * @throws IllegalArgumentException when the directory is missing or cannot be run
+   */
+  public static Engine open(ServedModel model, EngineSettings settings, DeviceSettings device) {
     ModelRunner runner;
     TokenizerBundle text;
     // The demo model has no generation_config.json: OpenAI's defaults apply to it.
     SamplingDefaults defaults = SamplingDefaults.NONE;
     if (model.isDemo()) {
-      runner = ModelRunners.openDemo(settings.numBlocks(), settings.blockSize());
+      runner =
+          ModelRunners.open(
+              null,
+              device,
+              settings.numBlocks(),
+              settings.blockSize(),
+              settings.maxNumBatchedTokens());
       text = TokenizerBundle.demo();
     } else {
       Path dir = Path.of(model.path());
@@ -33,7 +49,13 @@ public final class Engines {
         throw new IllegalArgumentException(
             "model " + model.name() + ": directory " + dir + " does not exist");
       text = TokenizerBundle.load(dir);
-      runner = ModelRunners.open(dir, settings.numBlocks(), settings.blockSize());
+      runner =
+          ModelRunners.open(
+              dir,
+              device,
+              settings.numBlocks(),
+              settings.blockSize(),
+              settings.maxNumBatchedTokens());
       defaults = ModelConfigs.samplingDefaults(dir);
     }
     return new Engine(

@@ -1,0 +1,76 @@
+package dev.troupe.engine.runner;
+
+import com.typesafe.config.Config;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Where a node's model replicas run ({@code troupe.worker.device}, flags {@code --device}, {@code
+ * --gpu-memory-utilization}, {@code --dtype}).
+ *
+ * @param device {@code auto} (CUDA when a usable GPU and the CUDA 13 libraries are found, else the
+ *     CPU), {@code cpu}, {@code cuda} (any GPU; replicas spread over the node's GPUs) or {@code
+ *     cuda:N}
+ * @param gpuMemoryUtilization share of each GPU's memory a replica may take (weights, work buffers
+ *     and the KV cache, which gets the rest), as vLLM's {@code --gpu-memory-utilization}; the CPU
+ *     runner's cache is {@code troupe.worker.engine.num-blocks}
+ * @param dtype as vLLM's {@code --dtype}: {@code auto}, {@code bfloat16} (the GPU runner's compute
+ *     type), {@code float32} (the CPU runner's); {@code float16}/{@code half} is refused
+ */
+public record DeviceSettings(String device, double gpuMemoryUtilization, String dtype) {
+  public static final List<String> DTYPES = List.of("auto", "bfloat16", "float32");
+
+  public DeviceSettings {
+    device = device.trim().toLowerCase(Locale.ROOT);
+    dtype = dtype.trim().toLowerCase(Locale.ROOT);
+    ordinal(device); // validates
+    if (!(gpuMemoryUtilization > 0 && gpuMemoryUtilization <= 1))
+      throw new IllegalArgumentException(
+          "--gpu-memory-utilization must be in (0, 1], got " + gpuMemoryUtilization);
+    if (!DTYPES.contains(dtype))
+      throw new IllegalArgumentException(
+          "--dtype must be one of "
+              + DTYPES
+              + ", got "
+              + dtype
+              + (dtype.equals("float16") || dtype.equals("half")
+                  ? " (float16 is not supported: the GPU runner computes in bfloat16)"
+                  : ""));
+  }
+
+  /** CPU only, FP32: what tests and the demo default to. */
+  public static final DeviceSettings CPU = new DeviceSettings("cpu", 0.9, "auto");
+
+  public static DeviceSettings fromConfig(Config c) {
+    return new DeviceSettings(
+        c.getString("device"), c.getDouble("gpu-memory-utilization"), c.getString("dtype"));
+  }
+
+  public boolean isAuto() {
+    return device.equals("auto");
+  }
+
+  public boolean isCpu() {
+    return device.equals("cpu");
+  }
+
+  /** -1 for {@code cuda} (any GPU), N for {@code cuda:N}, -2 for cpu/auto. */
+  public int cudaOrdinal() {
+    return ordinal(device);
+  }
+
+  private static int ordinal(String d) {
+    if (d.equals("cpu") || d.equals("auto")) return -2;
+    if (d.equals("cuda")) return -1;
+    if (d.startsWith("cuda:")) {
+      try {
+        int n = Integer.parseInt(d.substring(5));
+        if (n >= 0) return n;
+      } catch (NumberFormatException ignored) {
+        // falls through
+      }
+    }
+    throw new IllegalArgumentException(
+        "--device must be auto, cpu, cuda or cuda:N (N = 0, 1, ...), got " + d);
+  }
+}

@@ -1,0 +1,74 @@
+package dev.troupe.engine.runner;
+
+import dev.troupe.engine.cuda.CudaProbe;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Decides which device a replica's runner gets. {@code auto} probes once (CUDA when a usable GPU
+ * and the CUDA 13 libraries are found, else the CPU) and logs one line saying which and why; {@code
+ * cuda} spreads replicas round-robin over the node's usable GPUs; {@code cuda:N} pins GPU N. A CUDA
+ * choice that cannot be met is a {@link NoDeviceException} whose message names what is missing.
+ * Tensor parallelism (one replica over several GPUs) is not supported.
+ */
+public final class Devices {
+  private static final Logger log = LoggerFactory.getLogger(Devices.class);
+  private static final AtomicInteger next = new AtomicInteger();
+  private static volatile boolean autoLogged;
+
+  private Devices() {}
+
+  /** A device: {@code cuda} false = the CPU runner, else GPU {@code ordinal}. */
+  public record Choice(boolean cuda, int ordinal, String why) {}
+
+  /** The device {@code s} asks for, given what {@code probe} found (tests pass their own). */
+  public static Choice choose(DeviceSettings s, CudaProbe.Result probe) {
+    if (s.isCpu()) return new Choice(false, -1, "--device cpu");
+    List<CudaProbe.Device> usable = probe.usableDevices();
+    if (s.isAuto()) {
+      if (usable.isEmpty())
+        return new Choice(false, -1, "--device auto: CPU, because " + probe.summary());
+      int ord = usable.get(Math.floorMod(next.getAndIncrement(), usable.size())).ordinal();
+      return new Choice(true, ord, "--device auto: CUDA, " + probe.summary());
+    }
+    if (usable.isEmpty())
+      throw new NoDeviceException("--device " + s.device() + ": " + probe.summary());
+    int want = s.cudaOrdinal();
+    if (want < 0) {
+      int ord = usable.get(Math.floorMod(next.getAndIncrement(), usable.size())).ordinal();
+      return new Choice(true, ord, "--device cuda: " + probe.summary());
+    }
+    for (CudaProbe.Device d : usable)
+      if (d.ordinal() == want)
+        return new Choice(true, want, "--device cuda:" + want + ": " + d.describe());
+    throw new NoDeviceException(
+        "--device cuda:" + want + ": no such usable GPU; " + probe.summary());
+  }
+
+  /** {@link #choose} against this machine, logging the auto decision once per JVM. */
+  public static Choice choose(DeviceSettings s) {
+    Choice c =
+        s.isCpu()
+            ? choose(s, new CudaProbe.Result(List.of(), "not probed", 0))
+            : choose(s, CudaProbe.get());
+    if (s.isAuto() && !autoLogged) {
+      autoLogged = true;
+      log.info("{}", c.why());
+    }
+    return c;
+  }
+
+  /** Fails fast (at node start) when {@code s} names CUDA and this machine cannot serve it. */
+  public static void checkAvailable(DeviceSettings s) {
+    if (!s.isCpu() && !s.isAuto()) choose(s, CudaProbe.get());
+  }
+
+  /** The device a runner cannot get; its message is one line for the operator. */
+  public static final class NoDeviceException extends RuntimeException {
+    public NoDeviceException(String message) {
+      super(message);
+    }
+  }
+}

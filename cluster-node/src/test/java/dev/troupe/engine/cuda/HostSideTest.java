@@ -1,0 +1,211 @@
+package dev.troupe.engine.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.model.DType;
+import dev.troupe.engine.runner.DeviceSettings;
+import dev.troupe.engine.runner.Devices;
+import dev.troupe.engine.testing.TinyModels;
+import dev.troupe.engine.testing.TinyModels.Arch;
+import java.nio.ByteOrder;
+import java.nio.IntBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** What the CUDA path does on the host: batch packing, kernel source, BF16, device choice. */
+class HostSideTest {
+  @TempDir Path tmp;
+
+  @Test
+  void batchPlanPacksRowsSlotsTablesAndLogitRows() {
+    List<SequenceChunk> batch =
+        List.of(
+            new SequenceChunk(new int[] {5, 6, 7}, 2, new int[] {9, 4, 8}, false, 3),
+            new SequenceChunk(new int[] {1}, 7, new int[] {0, 2, 6}, false),
+            new SequenceChunk(new int[] {2, 3}, 0, new int[] {1, 11}, true));
+    BatchPlan p = BatchPlan.of(batch, 4, 12, 10, id -> id == 3 ? 0 : -9);
+    assertArrayEquals(new int[] {5, 6, 7, 1, 2, 3}, p.tokens());
+    assertArrayEquals(new int[] {2, 3, 4, 7, 0, 1}, p.positions());
+    // position 4 of chunk 0 is block table[1] = 4, slot 0 → 16; position 7 of chunk 1: table[1] = 2
+    assertArrayEquals(new int[] {38, 39, 16, 11, 4, 5}, p.slots());
+    assertArrayEquals(new int[] {9, 4, 0, 2, 1}, p.tables()); // only the blocks each chunk covers
+    assertArrayEquals(new int[] {0, 0, 0, 2, 4, 4}, p.tableOffsets());
+    assertArrayEquals(new int[] {0, 0, 0, -1, -1, -1}, p.adapterSlots());
+    assertArrayEquals(new int[] {2, 3, 4, 5}, p.logitRows());
+    assertArrayEquals(new int[] {1, 1, 2}, p.logitCounts());
+    assertTrue(p.anyAdapter());
+    IntBuffer packed = p.pack().order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
+    assertEquals(p.packedInts(), packed.remaining());
+    assertEquals(38, packed.get(p.offSlots()));
+    assertEquals(4, packed.get(p.offLogitRows() + 2));
+    assertEquals(9, packed.get(p.offTables()));
+    // errors: uncovered position, block out of range, token out of vocabulary
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            BatchPlan.of(
+                List.of(new SequenceChunk(new int[] {1}, 8, new int[] {0, 1}, false)),
+                4,
+                12,
+                10,
+                i -> 0));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            BatchPlan.of(
+                List.of(new SequenceChunk(new int[] {1}, 0, new int[] {12}, false)),
+                4,
+                12,
+                10,
+                i -> 0));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            BatchPlan.of(
+                List.of(new SequenceChunk(new int[] {10}, 0, new int[] {0}, false)),
+                4,
+                12,
+                10,
+                i -> 0));
+  }
+
+  @Test
+  void kernelSourceIsSpecialisedPerModelAndNamesEveryKernel() {
+    ModelConfig q3 = TinyModels.config(Arch.QWEN3), q2 = TinyModels.config(Arch.QWEN2);
+    String s = KernelSource.generate(q3, 16);
+    assertTrue(s.contains("#define HEAD_DIM 16\n"));
+    assertTrue(s.contains("#define GROUP 2\n"));
+    assertTrue(s.contains("#define KV_BLOCK 16\n"));
+    assertTrue(s.contains("#define HAS_QK_NORM 1\n"));
+    assertTrue(s.contains("#define HAS_QKV_BIAS 0\n"));
+    assertTrue(KernelSource.generate(q2, 16).contains("#define HAS_QKV_BIAS 1\n"));
+    for (String k : KernelSource.KERNELS)
+      assertTrue(s.contains("extern \"C\" __global__ void " + k + "("), k);
+    // attention's merge buffer fits: Llama-3-8B (32 heads / 8 KV, 128) gets 4 warps, a 16-group of
+    // 256-wide heads 1 warp
+    ModelConfig l8 = TinyModels.llama(128256, 4096, 1, 32, 8, 14336);
+    assertEquals(4, KernelSource.attentionWarps(l8));
+    ModelConfig wide =
+        new ModelConfig(
+            "LlamaForCausalLM",
+            10,
+            4096,
+            8,
+            1,
+            16,
+            1,
+            256,
+            64,
+            1e-6,
+            1e4,
+            null,
+            false,
+            false,
+            false,
+            null,
+            List.of(),
+            0);
+    assertEquals(1, KernelSource.attentionWarps(wide));
+    ModelConfig tooWide =
+        new ModelConfig(
+            "LlamaForCausalLM",
+            10,
+            16384,
+            8,
+            1,
+            64,
+            1,
+            256,
+            64,
+            1e-6,
+            1e4,
+            null,
+            false,
+            false,
+            false,
+            null,
+            List.of(),
+            0);
+    assertThrows(IllegalArgumentException.class, () -> KernelSource.generate(tooWide, 16));
+  }
+
+  @Test
+  void bf16RoundsToNearestEvenLikeTorch() {
+    assertEquals(1.0f, Bf16.round(1.0f));
+    // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1.0); 1 + 3·2^-8 rounds up
+    assertEquals(1.0f, Bf16.round(1.0f + 0x1p-8f));
+    assertEquals(1.0f + 0x1p-6f, Bf16.round(1.0f + 3 * 0x1p-8f));
+    assertTrue(Float.isNaN(Bf16.round(Float.NaN)));
+    assertEquals(Float.POSITIVE_INFINITY, Bf16.round(Float.POSITIVE_INFINITY));
+    Random r = new Random(3);
+    for (int i = 0; i < 100_000; i++) {
+      float f = (float) (r.nextGaussian() * Math.pow(10, r.nextInt(20) - 10));
+      float g = Bf16.round(f);
+      assertEquals(g, DType.bf16ToFloat(Bf16.fromFloat(f)));
+      assertTrue(Math.abs(g - f) <= Math.abs(f) * 0x1p-8f, f + " → " + g);
+    }
+  }
+
+  private static CudaProbe.Result probe(CudaProbe.Device... d) {
+    return new CudaProbe.Result(List.of(d), null, 13000);
+  }
+
+  @Test
+  void deviceChoiceFollowsTheFlagAndNamesWhatIsMissing() {
+    CudaProbe.Result none =
+        new CudaProbe.Result(
+            List.of(), "no usable GPU: libcuda.so.1 (the NVIDIA driver) not found", 0);
+    CudaProbe.Device h100 = new CudaProbe.Device(0, "NVIDIA H100", 9, 0, 80L << 30);
+    CudaProbe.Device h200 = new CudaProbe.Device(1, "NVIDIA H200", 9, 0, 141L << 30);
+    CudaProbe.Device t4 = new CudaProbe.Device(0, "Tesla T4", 7, 5, 16L << 30);
+    DeviceSettings auto = new DeviceSettings("auto", 0.9, "auto");
+    Devices.Choice c = Devices.choose(auto, none);
+    assertFalse(c.cuda());
+    assertTrue(c.why().contains("CPU, because no usable GPU: libcuda.so.1"), c.why());
+    assertTrue(Devices.choose(auto, probe(h100)).cuda());
+    assertFalse(Devices.choose(auto, probe(t4)).cuda()); // sm_75: no BF16 products
+    assertTrue(Devices.choose(auto, probe(t4)).why().contains("compute capability 8.0"));
+    DeviceSettings cuda = new DeviceSettings("cuda", 0.9, "auto");
+    Devices.NoDeviceException e =
+        assertThrows(Devices.NoDeviceException.class, () -> Devices.choose(cuda, none));
+    assertEquals(
+        "--device cuda: no usable GPU: libcuda.so.1 (the NVIDIA driver) not found", e.getMessage());
+    // replicas spread round-robin over the GPUs
+    int a = Devices.choose(cuda, probe(h100, h200)).ordinal();
+    int b = Devices.choose(cuda, probe(h100, h200)).ordinal();
+    assertEquals(1, a + b);
+    assertEquals(
+        1, Devices.choose(new DeviceSettings("cuda:1", 0.9, "auto"), probe(h100, h200)).ordinal());
+    assertThrows(
+        Devices.NoDeviceException.class,
+        () -> Devices.choose(new DeviceSettings("cuda:2", 0.9, "auto"), probe(h100, h200)));
+    assertFalse(Devices.choose(DeviceSettings.CPU, probe(h100)).cuda());
+  }
+
+  @Test
+  void libraryProbeNamesEachMissingLibrary() throws Exception {
+    Path d = Files.createDirectories(tmp.resolve("lib"));
+    Files.createFile(d.resolve("libcuda.so.1"));
+    Files.createFile(d.resolve("libcudart.so.13"));
+    Map<String, Path> found = CudaProbe.locate(List.of(tmp.resolve("nowhere"), d));
+    assertEquals(Map.of("libcuda.so.1", d, "libcudart.so.13", d), found);
+    String m = CudaProbe.missing(found);
+    assertTrue(
+        m.contains(
+            "libcublas.so.13 (cuBLAS 13), libcublasLt.so.13 (cuBLASLt 13), libnvrtc.so.13 (NVRTC 13)"),
+        m);
+    assertTrue(m.contains("install the CUDA 13 toolkit"), m);
+    assertTrue(CudaProbe.missing(Map.of()).contains("this machine has no NVIDIA driver"));
+  }
+}

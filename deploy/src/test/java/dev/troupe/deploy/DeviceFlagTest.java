@@ -1,0 +1,87 @@
+package dev.troupe.deploy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+
+import dev.troupe.engine.cuda.CudaProbe;
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code --device}, {@code --gpu-memory-utilization} and {@code --dtype}, and the no-GPU exit. */
+class DeviceFlagTest {
+  @TempDir Path tmp;
+
+  @Test
+  void flagsParseAndBadValuesNameTheFlag() {
+    LaunchOptions o =
+        LaunchOptions.parse(
+            List.of(
+                "serve",
+                "--device",
+                "cuda:1",
+                "--gpu-memory-utilization",
+                "0.5",
+                "--dtype",
+                "bfloat16"),
+            null);
+    assertEquals("cuda:1", o.device().device());
+    assertEquals(1, o.device().cudaOrdinal());
+    assertEquals(0.5, o.device().gpuMemoryUtilization());
+    assertEquals("auto", LaunchOptions.parse(List.of(), null).device().device());
+    for (List<String> bad :
+        List.of(
+            List.of("--device", "gpu"),
+            List.of("--device", "cuda:-1"),
+            List.of("--gpu-memory-utilization", "1.5"),
+            List.of("--gpu-memory-utilization", "x"),
+            List.of("--dtype", "float16"))) {
+      IllegalArgumentException e =
+          assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(bad, null));
+      assertTrue(e.getMessage().contains(bad.get(0)), e.getMessage());
+    }
+  }
+
+  /**
+   * On a machine without a usable GPU, {@code serve --device cuda} prints one line naming what is
+   * missing and exits 2, with no stack trace; run in a child JVM whose classpath has no nd4j-native
+   * (the GPU node's classpath).
+   */
+  @Test
+  void deviceCudaWithoutAGpuExitsTwoWithOneLineAndNeedsNoNd4jNative() throws Exception {
+    assumeFalse(CudaProbe.get().usable(), "this machine has a usable GPU");
+    String cp =
+        Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
+            .filter(e -> !e.contains("nd4j-native"))
+            .collect(Collectors.joining(File.pathSeparator));
+    Process p =
+        new ProcessBuilder(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp",
+                cp,
+                "dev.troupe.deploy.Main",
+                "serve",
+                "--device",
+                "cuda",
+                "--data-dir",
+                tmp.toString())
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+            .start();
+    String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+    assertTrue(p.waitFor(120, TimeUnit.SECONDS));
+    assertEquals(2, p.exitValue(), err);
+    assertFalse(err.contains("\n"), "one line expected, got:\n" + err);
+    assertFalse(err.contains("Exception"), err);
+    assertTrue(err.startsWith("--device cuda: no usable GPU: "), err);
+    assertTrue(err.contains("libcudart.so.13") || err.contains("driver"), err);
+  }
+}

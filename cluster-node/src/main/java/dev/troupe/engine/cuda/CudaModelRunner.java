@@ -47,6 +47,7 @@ public final class CudaModelRunner implements ModelRunner {
   private int capacity, metaInts, axRows, axRank;
   private long x, h, qkv, q, attn, y, gu, a, meta, ax, logits;
   private final ByteBuffer hostLogits;
+  private long hostNanos;
   private boolean closed;
 
   private CudaModelRunner(
@@ -188,6 +189,14 @@ public final class CudaModelRunner implements ModelRunner {
     return numBlocks;
   }
 
+  /**
+   * Host time of the last {@link #forward}: its wall time minus the time spent waiting for the
+   * device (benchmarks: the host's share of a step).
+   */
+  public long lastHostNanos() {
+    return hostNanos;
+  }
+
   /** The device, for logs. */
   public String device() {
     return gpu.describe();
@@ -222,6 +231,7 @@ public final class CudaModelRunner implements ModelRunner {
   public List<float[][]> forward(List<SequenceChunk> batch) {
     if (closed) throw new IllegalStateException("runner closed");
     if (batch.isEmpty()) return List.of();
+    long start = System.nanoTime();
     BatchPlan s = BatchPlan.of(batch, blockSize, numBlocks, vocab, lora::slot);
     for (int p : s.positions())
       if (p >= ropePositions)
@@ -294,12 +304,15 @@ public final class CudaModelRunner implements ModelRunner {
     int R = s.logitRows().length;
     norm(w.finalNorm, y, logitRows, R, eps);
     float[][] all = new float[R][];
+    long waited = 0; // in downloads: the step's GPU work, then the logits copy
     FloatBuffer fb = hostLogits.duplicate().clear().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
     for (int r0 = 0; r0 < R; r0 += LOGIT_PIECE) {
       int n = Math.min(LOGIT_PIECE, R - r0);
       gpu.gemm(w.lmHead, h + (long) r0 * hidden * 2, logits, vocab, hidden, n, false, 0f);
       hostLogits.clear().limit(n * vocab * 4);
-      gpu.download(logits, hostLogits);
+      long d0 = System.nanoTime();
+      gpu.download(logits, hostLogits); // waits for the step's GPU work, then copies
+      waited += System.nanoTime() - d0;
       for (int r = 0; r < n; r++) {
         float[] row = new float[vocab];
         fb.get(r * vocab, row);
@@ -312,6 +325,9 @@ public final class CudaModelRunner implements ModelRunner {
       out.add(java.util.Arrays.copyOfRange(all, r, r + n));
       r += n;
     }
+    // host time of the step: its wall time minus the waits for the device (packing, launches,
+    // unpacking logits into Java arrays)
+    hostNanos = System.nanoTime() - start - waited;
     return out;
   }
 

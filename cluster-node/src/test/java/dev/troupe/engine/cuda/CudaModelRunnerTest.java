@@ -31,12 +31,14 @@ import org.junit.jupiter.params.provider.MethodSource;
  * activations, attention output, SwiGLU output) and the cached keys/values to BF16 (relative error
  * ≤ 2⁻⁹ each) while the reference keeps double. With ~5 such roundings per layer feeding 2 layers
  * and the LM head, the expected relative error of a logits row is a few 1e-3; METHOD.md's band for
- * BF16 operands is 1e-3 … 1e-2. We require ‖gpu − ref‖ / ‖ref‖ ≤ 1e-2 per row (measured on the emulator: 5.1e-3 to 8.4e-3;
- * emulator: see {@link #LAST_MAX}), and exact agreement where the same device computes the same
- * rows two ways (≤ 1e-5 relative, to allow a library choosing another GEMM algorithm per shape).
+ * BF16 operands is 1e-3 … 1e-2. We require ‖gpu − ref‖ / ‖ref‖ ≤ 1e-2 per row (measured on the
+ * emulator: 5.1e-3 to 8.4e-3, printed per architecture). Where the same device computes the same
+ * rows two ways (batched or not, other blocks, a copied block): identical on the emulator (≤ 1e-6),
+ * ≤ 2e-3 on a GPU, where cuBLAS may pick another algorithm per row count and a last-bit change in
+ * FP32 can flip one BF16 rounding downstream.
  */
 class CudaModelRunnerTest {
-  static final double BF16_TOL = 1e-2, SAME_DEVICE_TOL = 1e-5;
+  static final double BF16_TOL = 1e-2;
   static final int BS = 4, BLOCKS = 40;
   static double LAST_MAX;
 
@@ -149,6 +151,7 @@ class CudaModelRunnerTest {
   @ParameterizedTest
   @EnumSource(GpuBackends.class)
   void batchedEqualsUnbatchedPagedEqualsContiguousAndCopyBlock(GpuBackends b) {
+    double SAME_DEVICE_TOL = b == GpuBackends.EMULATED ? 1e-6 : 2e-3;
     ModelConfig c = TinyModels.config(Arch.QWEN3);
     Map<String, float[]> w = bf16Weights(c, 3);
     Random r = new Random(9);

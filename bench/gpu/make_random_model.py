@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Writes a random-weight Hugging Face model directory shaped like Qwen3-1.7B or Llama-3.1-8B
+(BF16 safetensors, weights N(0, 0.02) from a seed, norms 1), generated on the machine: nothing to
+download. Both CudaBench (Java) and hf_generate.py (transformers) load the same directory.
+
+    python3 make_random_model.py qwen3-1.7b /tmp/qwen3-1.7b [seed]
+"""
+import sys, torch, transformers
+
+SHAPES = {
+    "qwen3-1.7b": dict(cls="Qwen3", vocab_size=151936, hidden_size=2048, intermediate_size=6144,
+                       num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8,
+                       head_dim=128, rope_theta=1e6, tie_word_embeddings=True, rms_norm_eps=1e-6,
+                       max_position_embeddings=40960),
+    "llama-3.1-8b": dict(cls="Llama", vocab_size=128256, hidden_size=4096, intermediate_size=14336,
+                         num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                         rope_theta=5e5, tie_word_embeddings=False, rms_norm_eps=1e-5,
+                         max_position_embeddings=131072,
+                         rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+}
+
+def main():
+    name, out = sys.argv[1], sys.argv[2]
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 20250611
+    s = dict(SHAPES[name]); cls = s.pop("cls")
+    cfg = getattr(transformers, cls + "Config")(**s, torch_dtype="bfloat16")
+    torch.manual_seed(seed)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        model = getattr(transformers, cls + "ForCausalLM")(cfg).to(torch.bfloat16)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n.endswith("norm.weight"): p.fill_(1.0)
+            else: p.normal_(0.0, 0.02)
+    model.save_pretrained(out, safe_serialization=True)
+    print("wrote", out)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Run ON the GPU machine (device tool), in the repository root with gpu-bundle/ carried along:
+#   1. a JDK: java 17+ from the machine, else the carried jlinked one;
+#   2. the CUDA runner tests on the real GPU (the same tests CI runs on the emulator);
+#   3. random-weight models shaped like Qwen3-1.7B and Llama-3.1-8B, generated here from a seed;
+#   4. CudaBench (Troupe) and hf_generate.py (PyTorch + transformers) on each, same GPU.
+# Everything is also written under $OUT (when set) for fetching.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/troupe-gpu-out}; mkdir -p "$OUT"
+exec > >(tee "$OUT/run.log") 2>&1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
+JAVA=java
+if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then
+  tar -C /tmp -xJf gpu-bundle/jdk.tar.xz && JAVA=/tmp/jdk/bin/java
+fi
+$JAVA -version 2>&1 | head -1
+CP="gpu-bundle/classes:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | paste -sd:)"
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+done
+echo "== GPU tests"
+$JAVA -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda -jar gpu-bundle/lib/junit-platform-console-standalone-*.jar \
+  -cp "$CP" --select-class dev.troupe.engine.cuda.CudaModelRunnerTest --details=tree 2>&1 | tail -60
+for m in qwen3-1.7b llama-3.1-8b; do
+  echo "== $m"
+  python3 bench/gpu/make_random_model.py "$m" "/tmp/$m" || continue
+  $JAVA -Xmx16g -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda -cp "$CP" dev.troupe.bench.cuda.CudaBench "/tmp/$m" 128 32
+  python3 bench/gpu/hf_generate.py "/tmp/$m" 128 32
+  rm -rf "/tmp/$m"
+done

@@ -1,0 +1,144 @@
+package dev.troupe.bench.cuda;
+
+import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.cuda.CudaModelRunner;
+import dev.troupe.engine.cuda.CudaProbe;
+import dev.troupe.engine.cuda.Gpu;
+import dev.troupe.engine.model.ModelConfigs;
+import dev.troupe.engine.model.SafetensorsWeights;
+import dev.troupe.engine.model.WeightLayout;
+import dev.troupe.engine.model.WeightSource;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+
+/**
+ * GPU benchmark of the CUDA runner (not a test; docs/benchmarks.md, "GPU"): on a model directory
+ * (bench/gpu/make_random_model.py writes random-weight Qwen3-1.7B / Llama-3.1-8B shapes from a
+ * seed), prefill tok/s and decode tok/s at batch 1, 8, 32, 128, 256, against the bandwidth limit
+ * (BF16 weight bytes per decode step ÷ the device-to-device copy bandwidth measured here), and the
+ * host's share of a decode step (time the JVM spends before the GPU work of the step is queued,
+ * i.e. packing and launching, and copying logits back, over the step's wall time).
+ *
+ * <p>Usage: {@code CudaBench MODEL_DIR [prompt-tokens] [decode-steps]}. Prints a table.
+ */
+public final class CudaBench {
+  private CudaBench() {}
+
+  public static void main(String[] args) {
+    Path dir = Path.of(args[0]);
+    int prompt = args.length > 1 ? Integer.parseInt(args[1]) : 128;
+    int steps = args.length > 2 ? Integer.parseInt(args[2]) : 32;
+    int[] batches = {1, 8, 32, 128, 256};
+    CudaProbe.Result probe = CudaProbe.get();
+    if (!probe.usable()) {
+      System.err.println("no usable GPU: " + probe.summary());
+      System.exit(2);
+    }
+    int ordinal = probe.usableDevices().get(0).ordinal();
+    double copyGBs;
+    try (Gpu g = CudaProbe.open(ordinal)) {
+      copyGBs = copyBandwidth(g);
+    }
+    ModelConfig cfg = ModelConfigs.read(dir);
+    long weightBytes = 0;
+    try (WeightSource w = SafetensorsWeights.open(dir)) {
+      for (var e : WeightLayout.expected(cfg).entrySet())
+        if (!e.getKey().equals(WeightLayout.EMBED) || cfg.tieWordEmbeddings())
+          weightBytes += w.info(e.getKey()).numel() * 2;
+    }
+    int bs = 16;
+    int blocksPerSeq = (prompt + steps + bs) / bs + 1;
+    int maxB = batches[batches.length - 1];
+    CudaModelRunner r;
+    try (WeightSource w = SafetensorsWeights.open(dir)) {
+      r = CudaModelRunner.load(CudaProbe.open(ordinal), cfg, w, bs, maxB * blocksPerSeq, 0, 8192);
+    }
+    System.out.printf(
+        Locale.ROOT,
+        "%s%nmodel %s: %d layers, hidden %d, vocab %d; %.2f GB of BF16 weights read per decode step%n"
+            + "device-to-device copy: %.0f GB/s (read + write) → batch-1 decode limit %.1f tok/s%n",
+        r.device(),
+        dir,
+        cfg.numLayers(),
+        cfg.hiddenSize(),
+        cfg.vocabSize(),
+        weightBytes / 1e9,
+        copyGBs,
+        copyGBs * 1e9 / weightBytes);
+    System.out.println(
+        "| batch | prefill tok/s | decode tok/s | decode step ms | host share of step |");
+    System.out.println("|---|---|---|---|---|");
+    Random rnd = new Random(1);
+    for (int b : batches) {
+      List<int[]> tables = new ArrayList<>();
+      List<int[]> prompts = new ArrayList<>();
+      for (int s = 0; s < b; s++) {
+        int[] t = new int[blocksPerSeq];
+        for (int i = 0; i < t.length; i++) t[i] = s * blocksPerSeq + i;
+        tables.add(t);
+        int[] p = new int[prompt];
+        for (int i = 0; i < prompt; i++) p[i] = rnd.nextInt(cfg.vocabSize());
+        prompts.add(p);
+      }
+      // prefill: all b prompts, in steps of at most 8192 tokens
+      long t0 = System.nanoTime();
+      int per = Math.max(1, 8192 / prompt);
+      for (int s0 = 0; s0 < b; s0 += per) {
+        List<SequenceChunk> chunk = new ArrayList<>();
+        for (int s = s0; s < Math.min(b, s0 + per); s++)
+          chunk.add(new SequenceChunk(prompts.get(s), 0, tables.get(s), false));
+        r.forward(chunk);
+      }
+      double prefill = (double) b * prompt / ((System.nanoTime() - t0) / 1e9);
+      // decode: warm up 2 steps, then time `steps` steps
+      long decodeNs = 0, hostNs = 0;
+      for (int step = 0; step < steps + 2; step++) {
+        List<SequenceChunk> d = new ArrayList<>(b);
+        for (int s = 0; s < b; s++)
+          d.add(
+              new SequenceChunk(
+                  new int[] {rnd.nextInt(cfg.vocabSize())}, prompt + step, tables.get(s), false));
+        long a = System.nanoTime();
+        r.forward(d);
+        long e = System.nanoTime();
+        if (step >= 2) {
+          decodeNs += e - a;
+          hostNs += r.lastHostNanos();
+        }
+      }
+      double stepMs = decodeNs / 1e6 / steps;
+      System.out.printf(
+          Locale.ROOT,
+          "| %d | %.0f | %.1f | %.2f | %.0f%% |%n",
+          b,
+          prefill,
+          b * 1000.0 / stepMs,
+          stepMs,
+          100.0 * hostNs / decodeNs);
+    }
+    r.close();
+  }
+
+  /** GB/s of a 1 GiB device-to-device copy, counting bytes read and written (median of 10). */
+  static double copyBandwidth(Gpu g) {
+    long n = 1L << 30;
+    long src = g.alloc(n), dst = g.alloc(n);
+    double[] t = new double[10];
+    g.copy(dst, src, n);
+    g.synchronize();
+    for (int i = 0; i < t.length; i++) {
+      long a = System.nanoTime();
+      g.copy(dst, src, n);
+      g.synchronize();
+      t[i] = (System.nanoTime() - a) / 1e9;
+    }
+    g.free(src);
+    g.free(dst);
+    java.util.Arrays.sort(t);
+    return 2.0 * n / t[t.length / 2] / 1e9;
+  }
+}

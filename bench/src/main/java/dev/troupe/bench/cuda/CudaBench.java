@@ -7,7 +7,7 @@ import dev.troupe.engine.cuda.CudaProbe;
 import dev.troupe.engine.cuda.Gpu;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.SafetensorsWeights;
-import dev.troupe.engine.model.WeightLayout;
+import dev.troupe.engine.model.TransformerLayout;
 import dev.troupe.engine.model.WeightSource;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -46,8 +46,8 @@ public final class CudaBench {
     ModelConfig cfg = ModelConfigs.read(dir);
     long weightBytes = 0;
     try (WeightSource w = SafetensorsWeights.open(dir)) {
-      for (var e : WeightLayout.expected(cfg).entrySet())
-        if (!e.getKey().equals(WeightLayout.EMBED) || cfg.tieWordEmbeddings())
+      for (var e : TransformerLayout.of(cfg).tensors().entrySet())
+        if (!e.getKey().equals(TransformerLayout.EMBED) || cfg.tieWordEmbeddings())
           weightBytes += w.info(e.getKey()).numel() * 2;
     }
     int bs = 16;

@@ -1,8 +1,8 @@
 package dev.troupe.engine.core;
 
 import dev.troupe.engine.ModelRunner;
-import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.engine.model.ModelConfigs;
+import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
 import dev.troupe.protocol.cluster.SamplingDefaults;

@@ -2,6 +2,7 @@ package dev.troupe.engine.cuda;
 
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.model.Projection;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -17,15 +18,8 @@ import java.util.Map;
  * adapter (rows of the base model are skipped). The base weights are never merged.
  */
 final class CudaLora implements AutoCloseable {
-  static final String[] MODULES = {
-    "self_attn.q_proj",
-    "self_attn.k_proj",
-    "self_attn.v_proj",
-    "self_attn.o_proj",
-    "mlp.gate_proj",
-    "mlp.up_proj",
-    "mlp.down_proj"
-  };
+  static final String[] MODULES =
+      java.util.Arrays.stream(Projection.values()).map(Projection::module).toArray(String[]::new);
   static final int Q = 0, K = 1, V = 2, O = 3, GATE = 4, UP = 5, DOWN = 6;
   private static final String PEFT_PREFIX = "base_model.model.";
 
@@ -199,15 +193,8 @@ final class CudaLora implements AutoCloseable {
 
   /** {in, out} of a module. */
   int[] inOut(int module) {
-    int h = cfg.hiddenSize(), q = cfg.numHeads() * cfg.headDim();
-    int kv = cfg.numKvHeads() * cfg.headDim(), i = cfg.intermediateSize();
-    return switch (module) {
-      case Q -> new int[] {h, q};
-      case K, V -> new int[] {h, kv};
-      case O -> new int[] {q, h};
-      case GATE, UP -> new int[] {h, i};
-      default -> new int[] {i, h};
-    };
+    Projection p = Projection.values()[module];
+    return new int[] {p.in(cfg), p.out(cfg)};
   }
 
   @Override

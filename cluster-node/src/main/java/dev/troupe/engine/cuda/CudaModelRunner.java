@@ -4,6 +4,7 @@ import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.model.ModelLoadException;
+import dev.troupe.engine.model.RopeTables;
 import dev.troupe.engine.model.WeightSource;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -99,7 +100,7 @@ public final class CudaModelRunner implements ModelRunner {
       kCache[i] = gpu.alloc((long) numBlocks * blockBytes);
       vCache[i] = gpu.alloc((long) numBlocks * blockBytes);
     }
-    float[][] rope = RopeTables.cosSin(cfg, ropePositions);
+    float[][] rope = RopeTables.of(cfg).table(ropePositions);
     ropeCos = uploadFloats(rope[0]);
     ropeSin = uploadFloats(rope[1]);
     log.info(

@@ -1,11 +1,14 @@
 package dev.troupe.engine.cuda;
 
 import dev.troupe.engine.ModelConfig;
-import dev.troupe.engine.model.WeightLayout;
+import dev.troupe.engine.model.DType;
+import dev.troupe.engine.model.Projection;
+import dev.troupe.engine.model.TransformerLayout;
 import dev.troupe.engine.model.WeightSource;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.nio.ShortBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -43,41 +46,42 @@ final class CudaWeights implements AutoCloseable {
 
   CudaWeights(Gpu gpu, ModelConfig c, WeightSource w) {
     this.gpu = gpu;
-    WeightLayout.check(c, w);
+    TransformerLayout layout = TransformerLayout.of(c);
+    layout.check(w);
     int h = c.hiddenSize(), q = c.numHeads() * c.headDim(), kv = c.numKvHeads() * c.headDim();
     int inter = c.intermediateSize();
     try {
-      embed = bf16(w, WeightLayout.EMBED);
-      lmHead = c.tieWordEmbeddings() ? embed : bf16(w, WeightLayout.LM_HEAD);
-      finalNorm = bf16(w, WeightLayout.FINAL_NORM);
+      embed = bf16(w, TransformerLayout.EMBED);
+      lmHead = c.tieWordEmbeddings() ? embed : bf16(w, TransformerLayout.LM_HEAD);
+      finalNorm = bf16(w, TransformerLayout.FINAL_NORM);
       layers = new Layer[c.numLayers()];
       for (int i = 0; i < layers.length; i++) {
-        String p = WeightLayout.layer(i);
+        TransformerLayout.LayerTensors t = layout.layer(i);
         long qkv = alloc((long) (q + 2 * kv) * h * 2);
-        upload(w, p + "self_attn.q_proj.weight", qkv, false);
-        upload(w, p + "self_attn.k_proj.weight", qkv + (long) q * h * 2, false);
-        upload(w, p + "self_attn.v_proj.weight", qkv + (long) (q + kv) * h * 2, false);
+        upload(w, t.weight(Projection.Q), qkv, false);
+        upload(w, t.weight(Projection.K), qkv + (long) q * h * 2, false);
+        upload(w, t.weight(Projection.V), qkv + (long) (q + kv) * h * 2, false);
         long bias = 0;
         if (c.attentionBias()) {
           bias = alloc((long) (q + 2 * kv) * 4);
-          upload(w, p + "self_attn.q_proj.bias", bias, true);
-          upload(w, p + "self_attn.k_proj.bias", bias + (long) q * 4, true);
-          upload(w, p + "self_attn.v_proj.bias", bias + (long) (q + kv) * 4, true);
+          upload(w, t.bias(Projection.Q), bias, true);
+          upload(w, t.bias(Projection.K), bias + (long) q * 4, true);
+          upload(w, t.bias(Projection.V), bias + (long) (q + kv) * 4, true);
         }
         long gateUp = alloc((long) 2 * inter * h * 2);
-        upload(w, p + "mlp.gate_proj.weight", gateUp, false);
-        upload(w, p + "mlp.up_proj.weight", gateUp + (long) inter * h * 2, false);
+        upload(w, t.weight(Projection.GATE), gateUp, false);
+        upload(w, t.weight(Projection.UP), gateUp + (long) inter * h * 2, false);
         layers[i] =
             new Layer(
-                bf16(w, p + "input_layernorm.weight"),
+                bf16(w, t.inputNorm()),
                 qkv,
                 bias,
-                c.qkNorm() ? bf16(w, p + "self_attn.q_norm.weight") : 0,
-                c.qkNorm() ? bf16(w, p + "self_attn.k_norm.weight") : 0,
-                bf16(w, p + "self_attn.o_proj.weight"),
-                bf16(w, p + "post_attention_layernorm.weight"),
+                c.qkNorm() ? bf16(w, t.qNorm()) : 0,
+                c.qkNorm() ? bf16(w, t.kNorm()) : 0,
+                bf16(w, t.weight(Projection.O)),
+                bf16(w, t.postNorm()),
                 gateUp,
-                bf16(w, p + "mlp.down_proj.weight"));
+                bf16(w, t.weight(Projection.DOWN)));
       }
     } catch (RuntimeException | Error e) {
       close();
@@ -105,10 +109,15 @@ final class CudaWeights implements AutoCloseable {
     int eb = fp32 ? 4 : 2;
     for (long off = 0; off < n; off += CHUNK) {
       int len = (int) Math.min(CHUNK, n - off);
-      w.copyTo(name, off, len, FloatBuffer.wrap(host, 0, len));
       staging.clear();
-      if (fp32) for (int i = 0; i < len; i++) staging.putFloat(host[i]);
-      else for (int i = 0; i < len; i++) staging.putShort(Bf16.fromFloat(host[i]));
+      if (fp32) {
+        w.copyTo(name, off, len, FloatBuffer.wrap(host, 0, len));
+        for (int i = 0; i < len; i++) staging.putFloat(host[i]);
+      } else {
+        ShortBuffer sb = staging.asShortBuffer();
+        w.copyTo(name, off, len, sb, DType.BF16); // verbatim when stored as BF16
+        staging.position(len * 2);
+      }
       staging.flip();
       gpu.upload(dst + off * eb, staging);
     }

@@ -16,8 +16,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Opens model runners, from a Hugging Face model directory or the built-in demo model. The one
- * place that chooses a backend (the CPU runner or the CUDA runner, {@link Devices}), so the model definition ({@code
- * engine.model}) and each backend stay independent of each other.
+ * place that chooses a backend (the CPU runner or the CUDA runner, {@link Devices}), so the model
+ * definition ({@code engine.model}) and each backend stay independent of each other.
  */
 public final class ModelRunners {
   private static final Logger log = LoggerFactory.getLogger(ModelRunners.class);

@@ -4,7 +4,8 @@
 #   2. the CUDA runner tests on the real GPU (the same tests CI runs on the emulator);
 #   3. random-weight models shaped like Qwen3-1.7B and Llama-3.1-8B, generated here from a seed;
 #   4. CudaBench (Troupe) and hf_generate.py (PyTorch + transformers) on each, same GPU.
-# Everything is also written under $OUT (when set) for fetching.
+# Arguments choose the parts (default all): tests, qwen3-1.7b, llama-3.1-8b — e.g. one device call
+# per part to stay inside the 600 s limit of a call. Everything is also written under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/troupe-gpu-out}; mkdir -p "$OUT"
@@ -19,10 +20,15 @@ CP="gpu-bundle/classes:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | 
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
 done
-echo "== GPU tests"
-$JAVA -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda -jar gpu-bundle/lib/junit-platform-console-standalone-*.jar \
-  -cp "$CP" --select-class dev.troupe.engine.cuda.CudaModelRunnerTest --details=tree 2>&1 | tail -60
-for m in qwen3-1.7b llama-3.1-8b; do
+PARTS=("$@"); [ ${#PARTS[@]} -eq 0 ] && PARTS=(tests qwen3-1.7b llama-3.1-8b)
+for m in "${PARTS[@]}"; do
+  if [ "$m" = tests ]; then
+    echo "== GPU tests (CUDA = the real GPU, EMULATED = the CPU emulation of the same kernels)"
+    $JAVA -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda -jar gpu-bundle/lib/junit-platform-console-standalone-*.jar \
+      execute -cp "$CP" --select-class dev.troupe.engine.cuda.CudaModelRunnerTest --disable-ansi-colors \
+      --details=tree 2>&1 | tail -60
+    continue
+  fi
   echo "== $m"
   python3 bench/gpu/make_random_model.py "$m" "/tmp/$m" || continue
   $JAVA -Xmx16g -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda -cp "$CP" dev.troupe.bench.cuda.CudaBench "/tmp/$m" 128 32

@@ -49,6 +49,7 @@ public final class CudaModelRunner implements ModelRunner {
   private long x, h, qkv, q, attn, y, gu, a, meta, ax, logits;
   private final ByteBuffer hostLogits;
   private long hostNanos;
+  private long sampleWork; // [LOGIT_PIECE, vocab] fp32, on first device sampling
   private boolean closed;
 
   private CudaModelRunner(
@@ -233,6 +234,69 @@ public final class CudaModelRunner implements ModelRunner {
     if (closed) throw new IllegalStateException("runner closed");
     if (batch.isEmpty()) return List.of();
     long start = System.nanoTime();
+    BatchPlan s = layers(batch);
+    int R = s.logitRows().length;
+    float[][] all = new float[R][];
+    long waited = 0; // in downloads: the step's GPU work, then the logits copy
+    FloatBuffer fb = hostLogits.duplicate().clear().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+    for (int r0 = 0; r0 < R; r0 += LOGIT_PIECE) {
+      int n = Math.min(LOGIT_PIECE, R - r0);
+      gpu.gemm(w.lmHead, h + (long) r0 * hidden * 2, logits, vocab, hidden, n, false, 0f);
+      hostLogits.clear().limit(n * vocab * 4);
+      long d0 = System.nanoTime();
+      gpu.download(logits, hostLogits); // waits for the step's GPU work, then copies
+      waited += System.nanoTime() - d0;
+      for (int r = 0; r < n; r++) {
+        float[] row = new float[vocab];
+        fb.get(r * vocab, row);
+        all[r0 + r] = row;
+      }
+    }
+    List<float[][]> out = new ArrayList<>(batch.size());
+    int r = 0;
+    for (int n : s.logitCounts()) {
+      out.add(java.util.Arrays.copyOfRange(all, r, r + n));
+      r += n;
+    }
+    // host time of the step: its wall time minus the waits for the device (packing, launches,
+    // unpacking logits into Java arrays)
+    hostNanos = System.nanoTime() - start - waited;
+    return out;
+  }
+
+  /**
+   * Runs one step and samples each chunk's next token on the device ({@link DeviceSampler}): only
+   * the tokens (and the requested raw logprobs) come back to the host, never a logits row.
+   *
+   * @param rows per chunk, its sampling state; no chunk may ask for all logits
+   */
+  public List<DeviceSampler.Result> forwardSample(
+      List<SequenceChunk> batch, List<DeviceSampler.Row> rows) {
+    if (closed) throw new IllegalStateException("runner closed");
+    if (rows.size() != batch.size())
+      throw new IllegalArgumentException(batch.size() + " chunks but " + rows.size() + " rows");
+    for (SequenceChunk c : batch)
+      if (c.allLogits())
+        throw new IllegalArgumentException("a chunk asking for all logits cannot be sampled here");
+    if (batch.isEmpty()) return List.of();
+    long start = System.nanoTime();
+    BatchPlan s = layers(batch);
+    if (sampleWork == 0) sampleWork = gpu.alloc((long) LOGIT_PIECE * vocab * 4);
+    List<DeviceSampler.Result> out = new ArrayList<>(rows.size());
+    long waited = 0;
+    for (int r0 = 0; r0 < rows.size(); r0 += LOGIT_PIECE) {
+      int n = Math.min(LOGIT_PIECE, rows.size() - r0);
+      gpu.gemm(w.lmHead, h + (long) r0 * hidden * 2, logits, vocab, hidden, n, false, 0f);
+      long d0 = System.nanoTime();
+      out.addAll(DeviceSampler.sample(gpu, logits, sampleWork, vocab, rows.subList(r0, r0 + n)));
+      waited += System.nanoTime() - d0;
+    }
+    hostNanos = System.nanoTime() - start - waited;
+    return out;
+  }
+
+  /** Everything of a step up to the final norm of its logit rows (left in {@code h}). */
+  private BatchPlan layers(List<SequenceChunk> batch) {
     BatchPlan s = BatchPlan.of(batch, blockSize, numBlocks, vocab, lora::slot);
     for (int p : s.positions())
       if (p >= ropePositions)
@@ -304,32 +368,7 @@ public final class CudaModelRunner implements ModelRunner {
     // final norm only on the logit rows (their residual gets the last MLP output), then the LM head
     int R = s.logitRows().length;
     norm(w.finalNorm, y, logitRows, R, eps);
-    float[][] all = new float[R][];
-    long waited = 0; // in downloads: the step's GPU work, then the logits copy
-    FloatBuffer fb = hostLogits.duplicate().clear().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
-    for (int r0 = 0; r0 < R; r0 += LOGIT_PIECE) {
-      int n = Math.min(LOGIT_PIECE, R - r0);
-      gpu.gemm(w.lmHead, h + (long) r0 * hidden * 2, logits, vocab, hidden, n, false, 0f);
-      hostLogits.clear().limit(n * vocab * 4);
-      long d0 = System.nanoTime();
-      gpu.download(logits, hostLogits); // waits for the step's GPU work, then copies
-      waited += System.nanoTime() - d0;
-      for (int r = 0; r < n; r++) {
-        float[] row = new float[vocab];
-        fb.get(r * vocab, row);
-        all[r0 + r] = row;
-      }
-    }
-    List<float[][]> out = new ArrayList<>(batch.size());
-    int r = 0;
-    for (int n : s.logitCounts()) {
-      out.add(java.util.Arrays.copyOfRange(all, r, r + n));
-      r += n;
-    }
-    // host time of the step: its wall time minus the waits for the device (packing, launches,
-    // unpacking logits into Java arrays)
-    hostNanos = System.nanoTime() - start - waited;
-    return out;
+    return s;
   }
 
   /** x[row] += add[row] (add ≠ 0), h[r] = bf16(rmsnorm(x[row]) · weight), row = rows[r] or r. */

@@ -24,7 +24,8 @@ public final class KernelSource {
           "attention",
           "silu_mul",
           "lora_shrink",
-          "lora_expand");
+          "lora_expand",
+          "sample_rows");
 
   /** Threads of the blocks of each kernel (the kernels assume these). */
   static final int NORM_THREADS = 256, QKV_THREADS = 128, ELEMENT_THREADS = 256, LORA_THREADS = 128;

@@ -286,3 +286,274 @@ extern "C" __global__ void lora_expand(const float* ax, int max_rank, const int*
   for (int r = 0; r < rank; r++) d += b[(size_t)o * rank + r] * ax[(size_t)t * max_rank + r];
   y[(size_t)t * y_stride + y_off + o] += scales[slot] * d;
 }
+
+// ---- Sampling on the device (one block of SAMPLE_THREADS per row; DeviceSampler.java) ----------
+// Per row: the sparse edits the host's sampler state produces (allowed_token_ids, masked ids from
+// bad_words/min_tokens, logit_bias, repetition penalty over prompt ∪ output, frequency/presence over
+// output counts), in vLLM's order, then greedy argmax (lowest id on ties) or: ÷ temperature,
+// weights exp(x - max), min_p (weight < min_p dropped), top_k (weights ≥ the k-th largest stay),
+// top_p (a token stays when the mass strictly above it is < top_p of the kept mass), and one
+// inverse-CDF draw in token id order with the uniform the host drew from the choice's seeded
+// generator. Raw logprobs (of the unprocessed row): the token's, its rank, and the top k by rank.
+#define SAMPLE_THREADS 512
+#define NEG_INF (-INFINITY)
+
+__device__ __forceinline__ double warp_sum_d(double v) {
+  for (int o = WARP / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ double block_sum_d(double v, double* red) {
+  int lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP, nw = blockDim.x / WARP;
+  v = warp_sum_d(v);
+  if (lane == 0) red[w] = v;
+  __syncthreads();
+  double t = lane < nw ? red[lane] : 0.0;
+  t = warp_sum_d(t);
+  __syncthreads();
+  return t;
+}
+
+__device__ float block_max(float v, float* red) {
+  int lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP, nw = blockDim.x / WARP;
+  v = warp_max(v);
+  if (lane == 0) red[w] = v;
+  __syncthreads();
+  float t = lane < nw ? red[lane] : NEG_INF;
+  t = warp_max(t);
+  __syncthreads();
+  return t;
+}
+
+// (value, id) ordered by larger value, then lower id; id = 0x7fffffff means none.
+__device__ __forceinline__ bool outranks(float v, int i, float bv, int bi) {
+  return v > bv || (v == bv && i < bi);
+}
+
+__device__ void block_best(float* v, int* i, float* redv, int* redi) {
+  int lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP, nw = blockDim.x / WARP;
+  for (int o = WARP / 2; o > 0; o >>= 1) {
+    float ov = __shfl_xor_sync(0xffffffffu, *v, o);
+    int oi = __shfl_xor_sync(0xffffffffu, *i, o);
+    if (outranks(ov, oi, *v, *i)) {
+      *v = ov;
+      *i = oi;
+    }
+  }
+  if (lane == 0) {
+    redv[w] = *v;
+    redi[w] = *i;
+  }
+  __syncthreads();
+  *v = lane < nw ? redv[lane] : NEG_INF;
+  *i = lane < nw ? redi[lane] : 0x7fffffff;
+  for (int o = WARP / 2; o > 0; o >>= 1) {
+    float ov = __shfl_xor_sync(0xffffffffu, *v, o);
+    int oi = __shfl_xor_sync(0xffffffffu, *i, o);
+    if (outranks(ov, oi, *v, *i)) {
+      *v = ov;
+      *i = oi;
+    }
+  }
+  __syncthreads();
+}
+
+// The best entry of x ranked strictly below (pv, pi) (pi < 0: no bound); ties → lowest id.
+__device__ int block_argmax_below(const float* x, int n, float pv, int pi, float* redv,
+                                  int* redi) {
+  float bv = NEG_INF;
+  int bi = 0x7fffffff;
+  for (int k = threadIdx.x; k < n; k += blockDim.x) {
+    float v = x[k];
+    if (v != v) continue; // NaN never wins
+    if (pi >= 0 && !outranks(pv, pi, v, k)) continue;
+    if (bi == 0x7fffffff || outranks(v, k, bv, bi)) {
+      bv = v;
+      bi = k;
+    }
+  }
+  block_best(&bv, &bi, redv, redi);
+  return bi == 0x7fffffff ? 0 : bi;
+}
+
+// Row parameters: ip[r * 10 + ...] = {top_k, logprobs k (-1 none), int offset, float offset,
+// n_allowed, n_masked, n_bias, n_seen, n_counts, greedy}; fp[r * 4 + ...] = {temperature, top_p,
+// min_p, unused}; uniforms[r]; ints at the int offset: allowed ids, masked ids, bias ids, seen ids,
+// count ids, counts; floats at the float offset: bias values, repetition, frequency, presence.
+extern "C" __global__ void sample_rows(const float* logits, float* work, int vocab, const int* ip,
+                                       const float* fp, const double* uniforms, const int* ints,
+                                       const float* floats, int* out_token, float* out_logprob,
+                                       int* out_rank, int* out_top_ids, float* out_top_lp,
+                                       int max_top) {
+  __shared__ double redd[WARP];
+  __shared__ float redf[WARP];
+  __shared__ int redi[WARP];
+  __shared__ double chunk[SAMPLE_THREADS];
+  __shared__ int s_token;
+  int r = blockIdx.x, tid = threadIdx.x, nt = blockDim.x;
+  const float* raw = logits + (size_t)r * vocab;
+  float* x = work + (size_t)r * vocab;
+  const int* p = ip + r * 10;
+  int top_k = p[0], nlp = p[1];
+  const int* in = ints + p[2];
+  const float* fl = floats + p[3];
+  int n_allowed = p[4], n_masked = p[5], n_bias = p[6], n_seen = p[7], n_counts = p[8];
+  bool greedy = p[9] != 0;
+  float temperature = fp[r * 4], top_p = fp[r * 4 + 1], min_p = fp[r * 4 + 2];
+  // 1. edits, each category after the previous (ids within one are distinct)
+  if (n_allowed > 0) {
+    for (int k = tid; k < vocab; k += nt) x[k] = NEG_INF;
+    __syncthreads();
+    for (int j = tid; j < n_allowed; j += nt) x[in[j]] = raw[in[j]];
+  } else {
+    for (int k = tid; k < vocab; k += nt) x[k] = raw[k];
+  }
+  __syncthreads();
+  const int* masked = in + n_allowed;
+  for (int j = tid; j < n_masked; j += nt) x[masked[j]] = NEG_INF;
+  __syncthreads();
+  const int* bias_ids = masked + n_masked;
+  for (int j = tid; j < n_bias; j += nt) x[bias_ids[j]] += fl[j];
+  __syncthreads();
+  float rep = fl[n_bias], freq = fl[n_bias + 1], pres = fl[n_bias + 2];
+  const int* seen = bias_ids + n_bias;
+  for (int j = tid; j < n_seen; j += nt) {
+    float v = x[seen[j]];
+    x[seen[j]] = v > 0 ? v / rep : v * rep;
+  }
+  __syncthreads();
+  const int* cid = seen + n_seen;
+  const int* cnt = cid + n_counts;
+  for (int j = tid; j < n_counts; j += nt) {
+    float v = x[cid[j]];
+    v -= freq * cnt[j];
+    v -= pres;
+    x[cid[j]] = v;
+  }
+  __syncthreads();
+  // 2. choose
+  int token;
+  if (greedy) {
+    token = block_argmax_below(x, vocab, 0.0f, -1, redf, redi);
+  } else {
+    float mx = NEG_INF;
+    for (int k = tid; k < vocab; k += nt) {
+      float v = x[k] / temperature;
+      x[k] = v;
+      mx = fmaxf(mx, v);
+    }
+    mx = block_max(mx, redf);
+    if (mx == NEG_INF || mx != mx) {
+      token = block_argmax_below(x, vocab, 0.0f, -1, redf, redi);
+    } else {
+      for (int k = tid; k < vocab; k += nt) {
+        float v = x[k];
+        float wgt = v == NEG_INF ? 0.0f : expf(v - mx);
+        if (wgt < min_p) wgt = 0.0f;
+        x[k] = wgt; // weights in (0, 1]; 0 = dropped
+      }
+      __syncthreads();
+      if (top_k > 0 && top_k < vocab) {
+        // the largest threshold t with count(w >= t) >= k: keeps ties at the k-th value
+        unsigned lo = 1, hi = __float_as_uint(1.0f); // bit patterns of positive floats are ordered
+        while (lo < hi) {
+          unsigned mid = lo + (hi - lo + 1) / 2;
+          float t = __uint_as_float(mid);
+          double c = 0;
+          for (int k = tid; k < vocab; k += nt) c += x[k] >= t ? 1.0 : 0.0;
+          if (block_sum_d(c, redd) >= top_k) lo = mid;
+          else hi = mid - 1;
+        }
+        float t = __uint_as_float(lo);
+        for (int k = tid; k < vocab; k += nt)
+          if (x[k] < t) x[k] = 0.0f;
+        __syncthreads();
+      }
+      if (top_p < 1.0f) {
+        double z = 0;
+        for (int k = tid; k < vocab; k += nt) z += x[k];
+        z = block_sum_d(z, redd);
+        // the smallest threshold t with mass(w > t) < top_p · z; tokens with w >= t stay
+        unsigned lo = 0, hi = __float_as_uint(1.0f);
+        while (lo < hi) {
+          unsigned mid = lo + (hi - lo) / 2;
+          float t = __uint_as_float(mid);
+          double m = 0;
+          for (int k = tid; k < vocab; k += nt) m += x[k] > t ? (double)x[k] : 0.0;
+          if (block_sum_d(m, redd) < top_p * z) hi = mid;
+          else lo = mid + 1;
+        }
+        float t = __uint_as_float(lo);
+        for (int k = tid; k < vocab; k += nt)
+          if (x[k] < t) x[k] = 0.0f;
+        __syncthreads();
+      }
+      // inverse CDF in id order: thread tid owns ids [tid·c, (tid+1)·c)
+      int c = (vocab + nt - 1) / nt;
+      int b0 = tid * c, b1 = b0 + c < vocab ? b0 + c : vocab;
+      double s = 0;
+      for (int k = b0; k < b1; k++) s += x[k];
+      chunk[tid] = s;
+      __syncthreads();
+      if (tid == 0) {
+        double total = 0;
+        for (int j = 0; j < nt; j++) total += chunk[j];
+        double target = uniforms[r] * total, cum = 0;
+        int pick = -1;
+        for (int j = 0; j < nt && pick < 0; j++) {
+          if (chunk[j] <= 0) continue;
+          if (cum + chunk[j] <= target) {
+            cum += chunk[j];
+            continue;
+          }
+          int e0 = j * c, e1 = e0 + c < vocab ? e0 + c : vocab;
+          for (int k = e0; k < e1; k++) {
+            if (x[k] <= 0) continue;
+            cum += x[k];
+            if (cum > target) {
+              pick = k;
+              break;
+            }
+          }
+        }
+        if (pick < 0) // rounding left the target unreached: the last kept token, as on the CPU
+          for (int k = vocab - 1; k >= 0 && pick < 0; k--)
+            if (x[k] > 0) pick = k;
+        s_token = pick >= 0 ? pick : 0;
+      }
+      __syncthreads();
+      token = s_token;
+    }
+  }
+  if (tid == 0) out_token[r] = token;
+  if (nlp < 0) return; // block-uniform
+  // 3. raw logprobs: log-softmax of the unprocessed row
+  float rmax = NEG_INF;
+  for (int k = tid; k < vocab; k += nt) rmax = fmaxf(rmax, raw[k]);
+  rmax = block_max(rmax, redf);
+  double z = 0;
+  float tv = raw[token];
+  double rank = 0;
+  for (int k = tid; k < vocab; k += nt) {
+    z += exp((double)raw[k] - rmax);
+    rank += raw[k] >= tv ? 1.0 : 0.0;
+  }
+  z = block_sum_d(z, redd);
+  rank = block_sum_d(rank, redd);
+  float lse = (float)(rmax + log(z));
+  if (tid == 0) {
+    out_logprob[r] = tv - lse;
+    out_rank[r] = (int)rank;
+  }
+  float pv = 0.0f;
+  int pi = -1;
+  for (int j = 0; j < nlp && j < max_top; j++) {
+    int best = block_argmax_below(raw, vocab, pv, pi, redf, redi);
+    pv = raw[best];
+    pi = best;
+    if (tid == 0) {
+      out_top_ids[r * max_top + j] = best;
+      out_top_lp[r * max_top + j] = pv - lse;
+    }
+  }
+}

@@ -244,6 +244,66 @@ class CudaModelRunnerTest {
     }
   }
 
+  @ParameterizedTest
+  @EnumSource(GpuBackends.class)
+  void sampledOnTheDeviceGreedyIsTheArgmaxAndSeededDrawsRepeatWhateverTheBatch(GpuBackends b) {
+    ModelConfig c = TinyModels.config(Arch.QWEN2);
+    Map<String, float[]> w = bf16Weights(c, 8);
+    Random r = new Random(2);
+    int[] a = tokens(r, 6, c.vocabSize()), bb = tokens(r, 9, c.vocabSize());
+    try (CudaModelRunner gpu = gpuRunner(b, c, w)) {
+      float[] la = gpu.forward(List.of(new SequenceChunk(a, 0, range(0, 2), false))).get(0)[0];
+      int argmax = 0;
+      for (int i = 1; i < la.length; i++) if (la[i] > la[argmax]) argmax = i;
+      // the same chunk again, sampled on the device: greedy → the argmax, with its raw logprob
+      DeviceSampler.Row greedy =
+          new DeviceSampler.Row(
+              true,
+              1f,
+              0,
+              1f,
+              0f,
+              0.3,
+              2,
+              new int[0],
+              new int[0],
+              new int[0],
+              new float[0],
+              1f,
+              new int[0],
+              0f,
+              0f,
+              new int[0],
+              new int[0]);
+      DeviceSampler.Row random = DeviceSampler.Row.simple(false, 0.9f, 20, 0.95f, 0f, 0.6180339887);
+      List<DeviceSampler.Result> alone =
+          gpu.forwardSample(
+              List.of(
+                  new SequenceChunk(a, 0, range(2, 2), false),
+                  new SequenceChunk(bb, 0, range(4, 3), false)),
+              List.of(greedy, random));
+      assertEquals(argmax, alone.get(0).token());
+      assertEquals(argmax, alone.get(0).topIds()[0]);
+      assertEquals(1, alone.get(0).rank());
+      double lse = 0;
+      for (float v : la) lse += Math.exp(v - la[argmax]);
+      assertEquals(-Math.log(lse), alone.get(0).logprob(), 1e-3);
+      // the random row again, in another batch and another position of it: the same token
+      List<DeviceSampler.Result> mixed =
+          gpu.forwardSample(
+              List.of(
+                  new SequenceChunk(a, 0, range(7, 2), false),
+                  new SequenceChunk(bb, 0, range(9, 3), false)),
+              List.of(DeviceSampler.Row.simple(false, 1.5f, 0, 1f, 0f, 0.1), random));
+      assertEquals(alone.get(1).token(), mixed.get(1).token());
+      assertThrows(
+          IllegalArgumentException.class,
+          () ->
+              gpu.forwardSample(
+                  List.of(new SequenceChunk(a, 0, range(0, 2), true)), List.of(greedy)));
+    }
+  }
+
   /** {@code W + scale·B·A} for every adapted module (the reference for adapter rows). */
   static MapWeights merged(ModelConfig c, Map<String, float[]> base, LoraAdapter ad) {
     Map<String, float[]> copy = new HashMap<>();

@@ -7,6 +7,7 @@
 // warp at different barriers) aborts the launch with a message instead of hanging: the emulator is
 // stricter than hardware there, which is the point.
 #pragma once
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <cmath>
@@ -27,7 +28,9 @@ struct uint3 {
 namespace emu {
 enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
 struct Fiber {
-  ucontext_t ctx;
+  ucontext_t ctx;  // only to start the fiber on its own stack
+  jmp_buf jb;      // switches: _setjmp/_longjmp do not save the signal mask (no system call)
+  bool started = false;
   std::vector<char> stack;
   State state = RUNNABLE;
   uint3 idx;
@@ -38,13 +41,15 @@ inline dim3 g_grid, g_block;
 inline uint3 g_block_idx;
 inline std::vector<Fiber> g_fibers;
 inline Fiber* g_cur = nullptr;
-inline ucontext_t g_sched;
-inline std::vector<uint32_t> g_slots;  // [warp][2][32]
+inline jmp_buf g_sched;
+inline std::vector<uint64_t> g_slots;  // [warp][2][32]
 inline void (*g_body)(void**) = nullptr;
 inline void** g_args = nullptr;
 inline std::string g_error;
 
-inline void yield_to_scheduler() { swapcontext(&g_cur->ctx, &g_sched); }
+inline void yield_to_scheduler() {
+  if (!_setjmp(g_cur->jb)) _longjmp(g_sched, 1);
+}
 
 inline void fail(const std::string& msg) {
   if (g_error.empty()) g_error = msg;
@@ -53,7 +58,7 @@ inline void fail(const std::string& msg) {
 inline void fiber_main() {
   g_body(g_args);
   g_cur->state = DONE;
-  // returning switches to uc_link (the scheduler)
+  _longjmp(g_sched, 1);  // never returns: the scheduler resumes
 }
 
 inline void warp_barrier() {
@@ -64,14 +69,14 @@ inline void warp_barrier() {
 
 template <class T>
 T shfl(T v, unsigned src_lane_of(unsigned lane, unsigned arg), unsigned arg) {
-  static_assert(sizeof(T) == 4, "32-bit shuffles only");
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "32- or 64-bit shuffles only");
   Fiber* f = g_cur;
-  uint32_t* s = &g_slots[(f->warp * 2 + (f->warp_gen & 1)) * 32];
-  std::memcpy(&s[f->lane], &v, 4);
+  uint64_t* s = &g_slots[(f->warp * 2 + (f->warp_gen & 1)) * 32];
+  std::memcpy(&s[f->lane], &v, sizeof(T));
   warp_barrier();
   unsigned src = src_lane_of(f->lane, arg) & 31;
   T r;
-  std::memcpy(&r, &s[src], 4);
+  std::memcpy(&r, &s[src], sizeof(T));
   return r;
 }
 inline unsigned xor_lane(unsigned lane, unsigned m) { return lane ^ m; }
@@ -88,15 +93,16 @@ inline std::string launch(void (*body)(void**), void** args, dim3 grid, dim3 blo
   g_body = body;
   g_args = args;
   if (g_fibers.size() < n) g_fibers.resize(n);
-  g_slots.assign((n / 32) * 2 * 32, 0u);
+  g_slots.assign((n / 32) * 2 * 32, 0ull);
   for (unsigned bz = 0; bz < grid.z; bz++)
     for (unsigned by = 0; by < grid.y; by++)
       for (unsigned bx = 0; bx < grid.x; bx++) {
         g_block_idx = {bx, by, bz};
         for (unsigned i = 0; i < n; i++) {
           Fiber& f = g_fibers[i];
-          if (f.stack.empty()) f.stack.resize(256 * 1024);
+          if (f.stack.empty()) f.stack.resize(128 * 1024);
           f.state = RUNNABLE;
+          f.started = false;
           f.idx = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
           f.lane = i % 32;
           f.warp = i / 32;
@@ -104,7 +110,7 @@ inline std::string launch(void (*body)(void**), void** args, dim3 grid, dim3 blo
           getcontext(&f.ctx);
           f.ctx.uc_stack.ss_sp = f.stack.data();
           f.ctx.uc_stack.ss_size = f.stack.size();
-          f.ctx.uc_link = &g_sched;
+          f.ctx.uc_link = nullptr;
           makecontext(&f.ctx, fiber_main, 0);
         }
         for (;;) {
@@ -112,7 +118,14 @@ inline std::string launch(void (*body)(void**), void** args, dim3 grid, dim3 blo
           for (unsigned i = 0; i < n; i++) {
             if (g_fibers[i].state != RUNNABLE) continue;
             g_cur = &g_fibers[i];
-            swapcontext(&g_sched, &g_cur->ctx);
+            if (!_setjmp(g_sched)) {
+              if (!g_cur->started) {
+                g_cur->started = true;
+                setcontext(&g_cur->ctx);
+              } else {
+                _longjmp(g_cur->jb, 1);
+              }
+            }
             ran = true;
           }
           if (!g_error.empty()) return g_error;

@@ -21,11 +21,15 @@ import java.util.Map;
  * @param roles cluster roles of this node
  * @param seedNodes {@code host:port} of the cluster's seed nodes; empty = this node alone
  * @param host address other nodes reach this node at (Artery canonical hostname)
+ * @param bind local address every server of the node listens on (HTTP API, Pekko Management,
+ *     Artery); {@code host} when not given. Differs from {@code host} behind NAT or in a container
+ *     ({@code --bind 0.0.0.0})
  * @param clusterPort Artery port (0 = any free port)
  * @param managementPort Pekko Management HTTP port (cluster members, shards, health); -1 = off
  * @param dataDir where the H2 database and the generated API key live
  * @param device where this node's replicas run: {@code --device}, {@code --gpu-memory-utilization},
  *     {@code --dtype}
+ * @param metricsWithoutAuth serve {@code GET /metrics} without an API key
  */
 public record LaunchOptions(
     int port,
@@ -36,10 +40,12 @@ public record LaunchOptions(
     List<String> roles,
     List<String> seedNodes,
     String host,
+    String bind,
     int clusterPort,
     int managementPort,
     Path dataDir,
-    DeviceSettings device) {
+    DeviceSettings device,
+    boolean metricsWithoutAuth) {
 
   public static final String USAGE =
       """
@@ -53,7 +59,9 @@ public record LaunchOptions(
                                  without any, a key is generated once into <data-dir>/api-key
         --roles R1,R2            cluster roles of this node: gateway, worker, trainer (default all)
         --seed-nodes H:P,...     join the cluster at these nodes (default: form a new cluster)
-        --host HOST              address other nodes reach this node at (default 127.0.0.1)
+        --host HOST              address other nodes reach this node at (default 127.0.0.1);
+                                 the API, management and cluster ports listen on it too
+        --bind ADDR              listen on ADDR instead of HOST (e.g. 0.0.0.0 in a container)
         --cluster-port N         cluster (Artery) port (default 25520)
         --management-port N      Pekko Management HTTP port, -1 = off (default 7626)
         --data-dir DIR           database and key directory (default ./data)
@@ -62,6 +70,7 @@ public record LaunchOptions(
         --gpu-memory-utilization F  share of a GPU's memory per replica; the KV cache gets the rest
                                  of it (default 0.9)
         --dtype T                auto (default), bfloat16 (GPU) or float32 (CPU)
+        --metrics-without-auth   serve GET /metrics without an API key (for scrapers)
       """;
 
   public LaunchOptions {
@@ -90,6 +99,9 @@ public record LaunchOptions(
         throw new IllegalArgumentException("unknown role " + r + " (gateway, worker, trainer)");
     if (roles.isEmpty()) throw new IllegalArgumentException("--roles must name at least one role");
     seedNodes = List.copyOf(seedNodes);
+    if (host == null || host.isBlank()) throw new IllegalArgumentException("--host is empty");
+    if (bind == null) bind = host;
+    if (bind.isBlank()) throw new IllegalArgumentException("--bind is empty");
   }
 
   /**
@@ -107,6 +119,8 @@ public record LaunchOptions(
     List<String> roles = List.of(Roles.GATEWAY, Roles.WORKER, Roles.TRAINER);
     List<String> seeds = List.of();
     String host = "127.0.0.1";
+    String bind = null;
+    boolean metricsWithoutAuth = false;
     int clusterPort = 25520;
     int managementPort = 7626;
     Path dataDir = Path.of("data");
@@ -122,6 +136,8 @@ public record LaunchOptions(
       if (eq > 0) {
         value = flag.substring(eq + 1);
         flag = flag.substring(0, eq);
+      } else if (BOOLEAN_FLAGS.contains(flag)) {
+        value = "true";
       } else {
         if (flag.equals("--help")) throw new IllegalArgumentException(USAGE);
         if (i + 1 >= args.size()) throw new IllegalArgumentException(flag + " needs a value");
@@ -146,6 +162,8 @@ public record LaunchOptions(
         case "--roles" -> roles = list(value);
         case "--seed-nodes" -> seeds = list(value);
         case "--host" -> host = value;
+        case "--bind" -> bind = value;
+        case "--metrics-without-auth" -> metricsWithoutAuth = bool(flag, value);
         case "--cluster-port" -> clusterPort = integer(flag, value);
         case "--management-port" -> managementPort = integer(flag, value);
         case "--data-dir" -> dataDir = Path.of(value);
@@ -175,10 +193,23 @@ public record LaunchOptions(
         roles,
         seeds,
         host,
+        bind,
         clusterPort,
         managementPort,
         dataDir,
-        new DeviceSettings(device, gpuMem, dtype));
+        new DeviceSettings(device, gpuMem, dtype),
+        metricsWithoutAuth);
+  }
+
+  /** Flags that take no value ({@code --flag}, or {@code --flag=true|false}). */
+  private static final List<String> BOOLEAN_FLAGS = List.of("--metrics-without-auth");
+
+  private static boolean bool(String flag, String value) {
+    return switch (value.trim().toLowerCase(java.util.Locale.ROOT)) {
+      case "true", "on", "yes" -> true;
+      case "false", "off", "no" -> false;
+      default -> throw new IllegalArgumentException(flag + " expects true or false, got " + value);
+    };
   }
 
   public int replicasOf(String model) {

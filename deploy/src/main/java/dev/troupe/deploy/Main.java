@@ -8,7 +8,8 @@ import java.util.Arrays;
 /**
  * Entry point of the distribution ({@code ./troupe serve [flags]}, or {@code java -jar troupe.jar
  * serve [flags]}): parses the flags (see {@link LaunchOptions#USAGE}) and runs one node until the
- * JVM is stopped (SIGTERM/Ctrl-C leave the cluster gracefully).
+ * JVM is stopped (SIGTERM/Ctrl-C leave the cluster gracefully). A node that cannot start (a port in
+ * use) prints one line saying why and exits with status 1; bad flags exit with status 2.
  */
 public final class Main {
   private Main() {}
@@ -33,17 +34,30 @@ public final class Main {
         return;
       }
     }
-    TroupeNode node =
-        TroupeNode.start(
-            options,
-            ConfigFactory.empty(),
-            key ->
-                System.out.println(
-                    "\nGenerated API key (shown once, kept in "
-                        + options.dataDir().resolve(ApiKeys.FILE)
-                        + "):\n\n    "
-                        + key
-                        + "\n"));
+    TroupeNode node;
+    try {
+      node =
+          TroupeNode.start(
+              options,
+              ConfigFactory.empty(),
+              key ->
+                  System.out.println(
+                      "\nGenerated API key (shown once, kept in "
+                          + options.dataDir().resolve(ApiKeys.FILE)
+                          + "):\n\n    "
+                          + key
+                          + "\n"));
+    } catch (StartupException e) {
+      System.err.println("troupe: " + e.getMessage());
+      System.exit(1);
+      return;
+    } catch (Exception e) {
+      // Anything else is unexpected: one line here, the stack trace in the log at DEBUG.
+      org.slf4j.LoggerFactory.getLogger(Main.class).debug("start failed", e);
+      System.err.println("troupe: failed to start: " + e);
+      System.exit(1);
+      return;
+    }
     if (node.httpPort() > 0)
       System.out.println(
           "Troupe is serving "
@@ -52,5 +66,7 @@ public final class Main {
               + node.httpPort()
               + "/v1");
     node.system().getWhenTerminated().toCompletableFuture().get();
+    // A terminated system no longer exits the JVM itself (troupe-node.conf): leave with success.
+    System.exit(0);
   }
 }

@@ -66,6 +66,14 @@ public final class TroupeNode implements AutoCloseable {
    */
   public static TroupeNode start(
       LaunchOptions options, Config overrides, Consumer<String> announceKey) throws Exception {
+    // Fail fast, before anything is loaded, when a port is taken (the binds below report it too,
+    // but only after the models have loaded, and a failed cluster bind inside the actor system's
+    // start cannot always be told apart from other failures).
+    checkFree("the cluster (--cluster-port)", options.bind(), options.clusterPort());
+    if (options.managementPort() > 0)
+      checkFree("Pekko Management (--management-port)", options.bind(), options.managementPort());
+    if (options.roles().contains(Roles.GATEWAY))
+      checkFree("the HTTP API (--port)", options.bind(), options.port());
     List<String> keys = ApiKeys.resolve(options.apiKeys(), options.dataDir(), announceKey);
     Config base =
         overrides
@@ -77,18 +85,27 @@ public final class TroupeNode implements AutoCloseable {
     PersistenceInit.ensureSchema(persistence);
 
     NodeSettings node = NodeSettings.fromConfig(config);
-    ActorSystem<Void> system =
-        ActorSystem.create(
-            Behaviors.setup(
-                ctx -> {
-                  ctx.spawn(
-                      NodeGuardian.create(
-                          node, EngineProvider.loading(node.engine(), node.device())),
-                      "models");
-                  return Behaviors.empty();
-                }),
-            SYSTEM_NAME,
-            config);
+    ActorSystem<Void> system;
+    try {
+      system =
+          ActorSystem.create(
+              Behaviors.setup(
+                  ctx -> {
+                    ctx.spawn(
+                        NodeGuardian.create(
+                            node, EngineProvider.loading(node.engine(), node.device())),
+                        "models");
+                    return Behaviors.empty();
+                  }),
+              SYSTEM_NAME,
+              config);
+    } catch (RuntimeException e) {
+      // Artery binds while the system starts: a cluster port in use ends here.
+      if (hasBindFailure(e))
+        throw StartupException.cannotListen(
+            "the cluster (--cluster-port)", options.bind(), options.clusterPort(), e);
+      throw e;
+    }
     try {
       Cluster cluster = Cluster.get(system);
       if (options.seedNodes().isEmpty())
@@ -96,10 +113,26 @@ public final class TroupeNode implements AutoCloseable {
       // Hosts on trainer nodes, proxies elsewhere; the gateway's preview routes need them.
       DataEntities.init(system, persistence);
       dev.troupe.training.TrainingEntities.init(system);
-      if (options.managementPort() >= 0) PekkoManagement.get(system).start();
+      if (options.managementPort() >= 0) {
+        try {
+          PekkoManagement.get(system).start().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+          throw StartupException.cannotListen(
+              "Pekko Management (--management-port)",
+              options.bind(),
+              options.managementPort(),
+              e.getCause());
+        }
+      }
       ServerBinding binding = null;
-      if (options.roles().contains(Roles.GATEWAY))
-        binding = bindGateway(system, config, node.models());
+      if (options.roles().contains(Roles.GATEWAY)) {
+        try {
+          binding = bindGateway(system, config, node.models());
+        } catch (java.util.concurrent.ExecutionException e) {
+          throw StartupException.cannotListen(
+              "the HTTP API (--port)", options.bind(), options.port(), e.getCause());
+        }
+      }
       log.info(
           "Troupe node {} up with roles {}, models {}",
           cluster.selfMember().address(),
@@ -108,8 +141,30 @@ public final class TroupeNode implements AutoCloseable {
       return new TroupeNode(system, binding, keys);
     } catch (Exception | Error e) {
       system.terminate();
+      try {
+        system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      } catch (Exception stopping) {
+        e.addSuppressed(stopping);
+      }
       throw e;
     }
+  }
+
+  /** Throws a {@link StartupException} when {@code host:port} cannot be listened on now. */
+  private static void checkFree(String what, String host, int port) {
+    // Port 0 (any free port) still checks that the address is one of this machine's.
+    try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
+      probe.setReuseAddress(true);
+      probe.bind(new java.net.InetSocketAddress(host, port));
+    } catch (java.io.IOException e) {
+      throw StartupException.cannotListen(what, host, port, e);
+    }
+  }
+
+  private static boolean hasBindFailure(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause())
+      if (t instanceof java.net.BindException) return true;
+    return false;
   }
 
   private static ServerBinding bindGateway(
@@ -147,12 +202,16 @@ public final class TroupeNode implements AutoCloseable {
     Map<String, Object> values = new LinkedHashMap<>();
     values.put("pekko.remote.artery.canonical.hostname", o.host());
     values.put("pekko.remote.artery.canonical.port", o.clusterPort());
+    values.put("pekko.remote.artery.bind.hostname", o.bind());
     values.put("pekko.cluster.roles", o.roles());
     values.put("pekko.cluster.seed-nodes", seeds);
     values.put("pekko.management.http.hostname", o.host());
+    values.put("pekko.management.http.bind-hostname", o.bind());
     values.put("pekko.management.http.port", Math.max(o.managementPort(), 0));
+    values.put("troupe.gateway.host", o.bind());
     values.put("troupe.gateway.port", o.port());
     values.put("troupe.gateway.api-keys", keys);
+    values.put("troupe.gateway.metrics-without-auth", o.metricsWithoutAuth());
     values.put("troupe.models", models);
     values.put("troupe.persistence.data-dir", o.dataDir().toAbsolutePath().toString());
     values.put("troupe.worker.device.device", o.device().device());
@@ -171,6 +230,11 @@ public final class TroupeNode implements AutoCloseable {
 
   public ActorSystem<Void> system() {
     return system;
+  }
+
+  /** The address the HTTP API listens on, or null on a node without the gateway role. */
+  public java.net.InetSocketAddress httpAddress() {
+    return binding == null ? null : binding.localAddress();
   }
 
   /** The bound HTTP port, or -1 on a node without the gateway role. */

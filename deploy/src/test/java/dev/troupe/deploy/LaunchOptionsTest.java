@@ -23,6 +23,36 @@ class LaunchOptionsTest {
     assertEquals(List.of("gateway", "worker", "trainer"), o.roles());
     assertEquals(List.of(), o.seedNodes());
     assertEquals(List.of(), o.apiKeys());
+    assertEquals("127.0.0.1", o.bind(), "listens where other nodes reach it: loopback");
+    assertEquals(
+        "127.0.0.1",
+        TroupeNode.config(o, List.of())
+            .withFallback(com.typesafe.config.ConfigFactory.load())
+            .getString("troupe.gateway.host"));
+    assertEquals(false, o.metricsWithoutAuth());
+  }
+
+  @Test
+  void bindAndMetricsFlags() {
+    LaunchOptions o =
+        LaunchOptions.parse(
+            List.of("--host", "10.0.0.3", "--bind", "0.0.0.0", "--metrics-without-auth"), null);
+    assertEquals("10.0.0.3", o.host());
+    assertEquals("0.0.0.0", o.bind());
+    assertTrue(o.metricsWithoutAuth());
+    var config = TroupeNode.config(o, List.of());
+    assertEquals("0.0.0.0", config.getString("troupe.gateway.host"));
+    assertEquals("0.0.0.0", config.getString("pekko.management.http.bind-hostname"));
+    assertEquals("0.0.0.0", config.getString("pekko.remote.artery.bind.hostname"));
+    assertEquals("10.0.0.3", config.getString("pekko.remote.artery.canonical.hostname"));
+    assertTrue(config.getBoolean("troupe.gateway.metrics-without-auth"));
+    assertEquals(
+        "10.0.0.3",
+        LaunchOptions.parse(List.of("--host", "10.0.0.3"), null).bind(),
+        "without --bind the node listens on --host");
+    assertEquals(
+        false,
+        LaunchOptions.parse(List.of("--metrics-without-auth=false"), null).metricsWithoutAuth());
   }
 
   @Test

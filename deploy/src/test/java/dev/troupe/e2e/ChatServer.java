@@ -87,6 +87,11 @@ final class ChatServer implements AutoCloseable {
     throw new IllegalStateException("the server did not become healthy within " + limit);
   }
 
+  /** Where the HTTP API listens. */
+  java.net.InetSocketAddress httpAddress() {
+    return node.httpAddress();
+  }
+
   String baseUrl() {
     return "http://127.0.0.1:" + node.httpPort();
   }

@@ -85,7 +85,7 @@ class TokenizerEndpointsE2eTest {
   }
 
   @Test
-  void rawJsonErrorsAndOpenEndpoints() throws Exception {
+  void rawJsonErrorsAndVersion() throws Exception {
     HttpResponse<String> bad =
         post(
             "/v1/chat/completions",
@@ -97,7 +97,9 @@ class TokenizerEndpointsE2eTest {
     assertEquals("BadRequestError", json(malformed).path("error").path("type").asText());
     HttpResponse<String> version =
         http.send(
-            HttpRequest.newBuilder(URI.create(server.baseUrl() + "/version")).build(),
+            HttpRequest.newBuilder(URI.create(server.baseUrl() + "/version"))
+                .header("Authorization", "Bearer " + ChatServer.KEY)
+                .build(),
             HttpResponse.BodyHandlers.ofString());
     assertEquals(200, version.statusCode());
     assertTrue(json(version).path("version").asText().length() > 0);

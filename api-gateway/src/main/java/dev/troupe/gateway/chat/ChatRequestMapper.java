@@ -549,7 +549,9 @@ public final class ChatRequestMapper {
           kwargs == null || kwargs.isNull()
               ? Map.of()
               : Json.mapper().convertValue(kwargs, JSON_OBJECT);
-      if (argList.contains(null) || kwMap.containsValue(null))
+      // (List.of()/Map.of() refuse contains(null) with an NPE, hence the streams)
+      if (argList.stream().anyMatch(java.util.Objects::isNull)
+          || kwMap.values().stream().anyMatch(java.util.Objects::isNull))
         throw bad("Logits processor arguments must not be null.", at);
       out.add(new LogitsProcessorSpec(qualname.asText(), argList, kwMap));
     }

@@ -11,8 +11,8 @@ import org.apache.pekko.http.javadsl.server.Route;
 
 /**
  * Composes endpoint classes into the sealed route of the HTTP API. Outermost to innermost: error
- * handlers (every error body), {@code X-Request-Id}, Bearer auth for {@code /v1}, the body-size
- * limit, then the endpoints in the order added.
+ * handlers (every error body), {@code X-Request-Id}, Bearer auth (every path but {@code /health}),
+ * the body-size limit, then the endpoints in the order added.
  *
  * <pre>{@code
  * Route route = ApiRoutes.builder(settings)
@@ -52,7 +52,7 @@ public final class ApiRoutes {
 
   /** Wraps already-built endpoint routes in the API's cross-cutting directives. */
   public static Route seal(GatewaySettings settings, List<Route> endpoints) {
-    BearerAuth auth = new BearerAuth(settings.apiKeys());
+    BearerAuth auth = new BearerAuth(settings.apiKeys(), settings.metricsWithoutAuth());
     long limit = settings.maxBodyBytes();
     Route all =
         endpoints.isEmpty()

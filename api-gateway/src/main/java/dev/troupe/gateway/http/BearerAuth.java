@@ -13,16 +13,25 @@ import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
- * API-key check for every {@code /v1} path (vLLM's middleware): {@code Authorization: Bearer <key>}
- * must match a configured key. Runs before routing, so an unauthenticated caller learns nothing
- * about which routes exist. {@code OPTIONS} and paths outside {@code /v1} ({@code /health}, {@code
- * /version}, {@code /tokenize}…) are open. No keys configured means the API is open.
+ * API-key check for every path: {@code Authorization: Bearer <key>} must match a configured key.
+ * Runs before routing, so an unauthenticated caller learns nothing about which routes exist. Open
+ * are only {@code /health} (load balancers probe it), {@code OPTIONS} (CORS preflights carry no
+ * key) and, when configured, {@code GET /metrics}. vLLM's middleware guards only {@code /v1}; here
+ * {@code /tokenize} and {@code /detokenize} run the model's tokenizer and template, and {@code
+ * /metrics} shows model names and load, so they need the key too. No keys configured means the API
+ * is open.
  */
 public final class BearerAuth {
   private final List<byte[]> keyDigests;
+  private final boolean metricsOpen;
 
   public BearerAuth(List<String> apiKeys) {
+    this(apiKeys, false);
+  }
+
+  public BearerAuth(List<String> apiKeys, boolean metricsOpen) {
     this.keyDigests = apiKeys.stream().map(BearerAuth::sha256).toList();
+    this.metricsOpen = metricsOpen;
   }
 
   /** {@code inner} for authorized requests, a 401 OpenAI error otherwise. */
@@ -35,10 +44,11 @@ public final class BearerAuth {
         });
   }
 
-  private static boolean needsAuth(HttpRequest request) {
+  private boolean needsAuth(HttpRequest request) {
     if (request.method().equals(HttpMethods.OPTIONS)) return false;
     String path = request.getUri().path();
-    return path.equals("/v1") || path.startsWith("/v1/");
+    if (path.equals("/health")) return false;
+    return !(metricsOpen && path.equals("/metrics"));
   }
 
   private boolean authorized(HttpRequest request) {

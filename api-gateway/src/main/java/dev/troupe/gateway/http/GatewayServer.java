@@ -36,7 +36,11 @@ public final class GatewayServer {
         .whenComplete(
             (binding, error) -> {
               if (error != null)
-                log.error("HTTP API failed to bind {}:{}", settings.host(), settings.port(), error);
+                log.error(
+                    "HTTP API failed to bind {}:{}: {}",
+                    settings.host(),
+                    settings.port(),
+                    error.toString());
               else
                 log.info(
                     "HTTP API listening on {} ({} API key(s) configured)",

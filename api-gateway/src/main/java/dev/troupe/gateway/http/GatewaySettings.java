@@ -10,12 +10,19 @@ import java.util.List;
  *
  * @param host interface to bind
  * @param port TCP port to bind (0 = any free port)
- * @param apiKeys accepted Bearer keys for {@code /v1} paths; empty = no auth
+ * @param apiKeys accepted Bearer keys, required on every path but {@code /health}; empty = no auth
  * @param maxBodyBytes request bodies above this size are answered with 413
  * @param askTimeout how long a route waits for a worker's first answer before a 503
+ * @param metricsWithoutAuth {@code GET /metrics} is open without a key (for a scraper that cannot
+ *     send one)
  */
 public record GatewaySettings(
-    String host, int port, List<String> apiKeys, long maxBodyBytes, Duration askTimeout) {
+    String host,
+    int port,
+    List<String> apiKeys,
+    long maxBodyBytes,
+    Duration askTimeout,
+    boolean metricsWithoutAuth) {
 
   /** 64 MiB: room for long multi-turn trajectories, small enough to refuse abuse. */
   public static final long DEFAULT_MAX_BODY_BYTES = 64L * 1024 * 1024;
@@ -37,24 +44,30 @@ public record GatewaySettings(
         c.getInt("port"),
         c.getStringList("api-keys"),
         c.getBytes("max-body-size"),
-        c.getDuration("ask-timeout"));
+        c.getDuration("ask-timeout"),
+        c.getBoolean("metrics-without-auth"));
   }
 
   /** Loopback on {@code port}, the given keys, default limits: for tests and embedding. */
   public static GatewaySettings of(int port, List<String> apiKeys) {
     return new GatewaySettings(
-        "127.0.0.1", port, apiKeys, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(30));
+        "127.0.0.1", port, apiKeys, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(30), false);
   }
 
   public GatewaySettings withPort(int newPort) {
-    return new GatewaySettings(host, newPort, apiKeys, maxBodyBytes, askTimeout);
+    return new GatewaySettings(
+        host, newPort, apiKeys, maxBodyBytes, askTimeout, metricsWithoutAuth);
   }
 
   public GatewaySettings withApiKeys(List<String> keys) {
-    return new GatewaySettings(host, port, keys, maxBodyBytes, askTimeout);
+    return new GatewaySettings(host, port, keys, maxBodyBytes, askTimeout, metricsWithoutAuth);
   }
 
   public GatewaySettings withMaxBodyBytes(long bytes) {
-    return new GatewaySettings(host, port, apiKeys, bytes, askTimeout);
+    return new GatewaySettings(host, port, apiKeys, bytes, askTimeout, metricsWithoutAuth);
+  }
+
+  public GatewaySettings withMetricsWithoutAuth(boolean open) {
+    return new GatewaySettings(host, port, apiKeys, maxBodyBytes, askTimeout, open);
   }
 }

@@ -9,7 +9,6 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.exc.InputCoercionException;
 import com.fasterxml.jackson.core.exc.StreamReadException;
 import com.fasterxml.jackson.databind.DeserializationContext;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.ObjectReader;
@@ -96,12 +95,9 @@ public final class JsonBodies {
         });
   }
 
+  /** The shared mapper's strict reading (see {@link Json}), naming ignored fields at DEBUG. */
   private static ObjectReader reader(Class<?> type) {
-    // Pydantic refuses 1.5 for an integer field; Jackson would silently truncate it.
-    return Json.mapper()
-        .readerFor(type)
-        .without(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
-        .withHandler(LOG_UNKNOWN);
+    return Json.mapper().readerFor(type).withHandler(LOG_UNKNOWN);
   }
 
   /** Unknown fields are ignored, as in vLLM, and named at DEBUG. */
@@ -129,17 +125,27 @@ public final class JsonBodies {
 
   /** Parses {@code bytes} as {@code type}; any failure is a 400 naming the field. */
   public static <T> T parse(ByteString bytes, Class<T> type) {
+    T value;
     try {
-      return reader(type).readValue(bytes.toArray());
+      value = reader(type).readValue(bytes.toArray());
     } catch (IOException e) {
       throw toApiException(e);
     }
+    // A body of JSON null reads as null: it is not the object every endpoint expects.
+    if (value == null) throw ApiException.badRequest(NOT_AN_OBJECT, null);
+    return value;
   }
+
+  private static final String NOT_AN_OBJECT = "The request body must be a JSON object.";
 
   /** Parses {@code bytes} as {@code type}; any failure is a 422 with FastAPI's detail list. */
   public static <T> T parseOrDetail(ByteString bytes, Class<T> type) {
     try {
-      return reader(type).readValue(bytes.toArray());
+      T value = reader(type).readValue(bytes.toArray());
+      if (value == null)
+        throw ValidationException.of(
+            List.of("body"), "Input should be a valid dictionary", "model_attributes_type");
+      return value;
     } catch (IOException e) {
       Failure f = describe(e);
       List<Object> loc = new ArrayList<>();
@@ -192,8 +198,7 @@ public final class JsonBodies {
         return new Failure(loc, "The request body must be a JSON object, got nothing.", "missing");
       String expected =
           mie.getTargetType() == null ? "a different type" : describeType(mie.getTargetType());
-      if (loc.isEmpty())
-        return new Failure(loc, "The request body must be a JSON object.", "model_attributes_type");
+      if (loc.isEmpty()) return new Failure(loc, NOT_AN_OBJECT, "model_attributes_type");
       return new Failure(
           loc, "Invalid type for " + where + ": expected " + expected + ".", "type_error");
     }

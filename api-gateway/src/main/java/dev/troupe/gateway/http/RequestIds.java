@@ -1,7 +1,9 @@
 package dev.troupe.gateway.http;
 
+import static org.apache.pekko.http.javadsl.server.Directives.handleExceptions;
 import static org.apache.pekko.http.javadsl.server.Directives.optionalHeaderValueByName;
 import static org.apache.pekko.http.javadsl.server.Directives.respondWithDefaultHeader;
+import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
 
 import java.util.Optional;
 import java.util.UUID;
@@ -44,6 +46,19 @@ public final class RequestIds {
                 RawHeader.create(
                     HEADER, incoming.filter(s -> !s.isBlank()).orElseGet(RequestIds::random)),
                 inner));
+  }
+
+  /**
+   * {@code inner} answered with the request's own id in {@code X-Request-Id}, its errors included:
+   * the caller's header when sent (it wins, as in vLLM), else the body's {@code request_id} when it
+   * can be a header value; otherwise the default header stays. For routes whose body names an id.
+   */
+  public static Route echo(Optional<String> header, String bodyId, Supplier<Route> inner) {
+    if (header.isPresent() || bodyId == null || !isHeaderSafe(bodyId)) return inner.get();
+    // The body has been read by now, so no size failure can happen below: the limit is moot.
+    return respondWithHeader(
+        RawHeader.create(HEADER, bodyId),
+        () -> handleExceptions(ApiErrors.exceptionHandler(Long.MAX_VALUE), inner));
   }
 
   /** The caller's {@code X-Request-Id}, if any. */

@@ -99,42 +99,50 @@ public final class ChatCompletionsRoute implements ApiRoute {
                                     JsonBodies.entity(
                                         ChatCompletionRequest.class,
                                         request ->
-                                            // The model may name a trained checkpoint: it runs on
-                                            // its base model's workers.
-                                            onSuccess(
-                                                models.resolveChat(request.model()),
-                                                target -> {
-                                                  ServedModel model = target.model();
-                                                  return onSuccess(
-                                                      models.facts(model),
-                                                      facts -> {
-                                                        ChatPlan mapped =
-                                                            ChatRequestMapper.map(
-                                                                request, facts, headerId);
-                                                        ChatPlan plan =
-                                                            target.adapter() == null
-                                                                ? mapped
-                                                                : mapped.withAdapter(
-                                                                    target.adapter(),
-                                                                    request.model());
-                                                        String id =
-                                                            plan.responseId()
-                                                                .substring("chatcmpl-".length());
-                                                        Route answer =
-                                                            completeWithFuture(
-                                                                plan.stream()
-                                                                    ? stream(model, plan)
-                                                                    : whole(model, plan));
-                                                        // A body request_id may hold characters a
-                                                        // header cannot; it stays in the body then.
-                                                        return RequestIds.isHeaderSafe(id)
-                                                            ? respondWithHeader(
-                                                                RawHeader.create(
-                                                                    RequestIds.HEADER, id),
-                                                                () -> answer)
-                                                            : answer;
-                                                      });
-                                                }))))));
+                                            RequestIds.echo(
+                                                headerId,
+                                                request.requestId(),
+                                                () ->
+                                                    // The model may name a trained checkpoint: it
+                                                    // runs on
+                                                    // its base model's workers.
+                                                    onSuccess(
+                                                        models.resolveChat(request.model()),
+                                                        target -> {
+                                                          ServedModel model = target.model();
+                                                          return onSuccess(
+                                                              models.facts(model),
+                                                              facts -> {
+                                                                ChatPlan mapped =
+                                                                    ChatRequestMapper.map(
+                                                                        request, facts, headerId);
+                                                                ChatPlan plan =
+                                                                    target.adapter() == null
+                                                                        ? mapped
+                                                                        : mapped.withAdapter(
+                                                                            target.adapter(),
+                                                                            request.model());
+                                                                String id =
+                                                                    plan.responseId()
+                                                                        .substring(
+                                                                            "chatcmpl-".length());
+                                                                Route answer =
+                                                                    completeWithFuture(
+                                                                        plan.stream()
+                                                                            ? stream(model, plan)
+                                                                            : whole(model, plan));
+                                                                // A body request_id may hold
+                                                                // characters a
+                                                                // header cannot; it stays in the
+                                                                // body then.
+                                                                return RequestIds.isHeaderSafe(id)
+                                                                    ? respondWithHeader(
+                                                                        RawHeader.create(
+                                                                            RequestIds.HEADER, id),
+                                                                        () -> answer)
+                                                                    : answer;
+                                                              });
+                                                        })))))));
   }
 
   private Source<GenerationEvent, NotUsed> events(ServedModel model, ChatPlan plan) {

@@ -104,11 +104,12 @@ class ApiCoreRouteTest extends GatewayRouteTest {
   }
 
   @Test
-  void healthAndVersionAreOpen() {
+  void onlyHealthIsOpen() {
     TestRouteResult health = run(HttpRequest.GET("/health"));
     health.assertStatusCode(200);
     assertEquals("", health.entityString());
-    TestRouteResult version = run(HttpRequest.GET("/version"));
+    assertError(run(HttpRequest.GET("/version")), 401, "AuthenticationError", null);
+    TestRouteResult version = authed(HttpRequest.GET("/version"));
     version.assertStatusCode(200);
     assertEquals("1.2.3", json(version).path("version").asText());
   }
@@ -133,7 +134,8 @@ class ApiCoreRouteTest extends GatewayRouteTest {
 
   @Test
   void unknownRouteIs404AndWrongMethodIs405() {
-    assertError(run(HttpRequest.GET("/nope")), 404, "NotFoundError", null);
+    assertError(run(HttpRequest.GET("/nope")), 401, "AuthenticationError", null);
+    assertError(authed(HttpRequest.GET("/nope")), 404, "NotFoundError", null);
     String message =
         assertError(authed(HttpRequest.GET("/v1/echo")), 405, "MethodNotAllowedError", null);
     assertTrue(message.contains("POST"), message);

@@ -69,6 +69,7 @@ class GatewayServerTest {
         HttpRequest.newBuilder(
                 URI.create("http://127.0.0.1:" + binding.localAddress().getPort() + "/echo"))
             .header("Content-Type", "application/json")
+            .header("Authorization", "Bearer k")
             .POST(HttpRequest.BodyPublishers.ofString(json))
             .build(),
         HttpResponse.BodyHandlers.ofString());

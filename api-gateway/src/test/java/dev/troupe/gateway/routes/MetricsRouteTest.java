@@ -36,7 +36,7 @@ class MetricsRouteTest extends GatewayRouteTest {
   }
 
   private String scrape(TestRoute on) {
-    TestRouteResult r = on.run(HttpRequest.GET("/metrics"));
+    TestRouteResult r = on.run(bearer(HttpRequest.GET("/metrics"), ChatRouteFixture.KEY));
     r.assertStatusCode(200);
     return r.entityString();
   }
@@ -52,9 +52,11 @@ class MetricsRouteTest extends GatewayRouteTest {
   }
 
   @Test
-  void isOpenWithoutApiKeyAndUsesThePrometheusTextFormat() {
-    // The fixture's /v1 routes need a key; /metrics, like vLLM's, does not.
-    TestRouteResult r = route.run(HttpRequest.GET("/metrics"));
+  void needsTheApiKeyAndUsesThePrometheusTextFormat() {
+    // Unlike vLLM's, /metrics needs the key unless troupe.gateway.metrics-without-auth opens it
+    // (HostileRequestsRouteTest).
+    assertEquals(401, route.run(HttpRequest.GET("/metrics")).response().status().intValue());
+    TestRouteResult r = route.run(bearer(HttpRequest.GET("/metrics"), ChatRouteFixture.KEY));
     r.assertStatusCode(200);
     assertTrue(
         r.response().entity().getContentType().toString().startsWith("text/plain; version=0.0.4"),

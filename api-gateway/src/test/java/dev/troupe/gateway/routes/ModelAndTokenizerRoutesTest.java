@@ -39,6 +39,11 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
     }
   }
 
+  /** {@code request} with the fixture's key: every path but /health needs it. */
+  private TestRouteResult authed(HttpRequest request) {
+    return route.run(bearer(request, ChatRouteFixture.KEY));
+  }
+
   @Test
   void modelsAreListedInOpenAiShapeWithVllmCards() {
     assertError(route.run(HttpRequest.GET("/v1/models")), 401, "AuthenticationError", null);
@@ -64,7 +69,7 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
   @Test
   void tokenizeAPrompt() {
     TestRouteResult r =
-        route.run(
+        authed(
             postJson(
                 "/tokenize",
                 "{\"model\":\"fake\",\"prompt\":\"hello\",\"return_token_strs\":true}"));
@@ -81,7 +86,7 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
   @Test
   void tokenizeMessagesWithTemplateDefaults() {
     TestRouteResult r =
-        route.run(postJson("/tokenize", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"));
+        authed(postJson("/tokenize", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"));
     r.assertStatusCode(200);
     assertTrue(json(r).path("token_strs").isNull());
     Tokenize t = expect(Tokenize.class, x -> x.messages() != null);
@@ -93,22 +98,19 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
   @Test
   void tokenizeErrors() {
     assertError(
-        route.run(postJson("/tokenize", "{\"model\":\"fake\"}")),
-        400,
-        "BadRequestError",
-        "messages");
+        authed(postJson("/tokenize", "{\"model\":\"fake\"}")), 400, "BadRequestError", "messages");
     assertError(
-        route.run(postJson("/tokenize", "{\"prompt\":\"a\",\"messages\":[]}")),
+        authed(postJson("/tokenize", "{\"prompt\":\"a\",\"messages\":[]}")),
         400,
         "BadRequestError",
         "prompt");
     assertError(
-        route.run(postJson("/tokenize", "{\"model\":\"zzz\",\"prompt\":\"a\"}")),
+        authed(postJson("/tokenize", "{\"model\":\"zzz\",\"prompt\":\"a\"}")),
         404,
         "NotFoundError",
         "model");
     assertError(
-        route.run(
+        authed(
             postJson(
                 "/tokenize",
                 "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"continue_final_message\":true}")),
@@ -117,7 +119,7 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
         "continue_final_message");
     String msg =
         assertError(
-            route.run(postJson("/tokenize", "{\"prompt\":\"bad\"}")),
+            authed(postJson("/tokenize", "{\"prompt\":\"bad\"}")),
             400,
             "BadRequestError",
             "prompt");
@@ -126,22 +128,19 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
 
   @Test
   void detokenize() {
-    TestRouteResult r = route.run(postJson("/detokenize", "{\"model\":\"fake\",\"tokens\":[1,2]}"));
+    TestRouteResult r = authed(postJson("/detokenize", "{\"model\":\"fake\",\"tokens\":[1,2]}"));
     r.assertStatusCode(200);
     assertEquals("{\"prompt\":\"text of [1, 2]\"}", r.entityString());
     assertEquals(List.of(1, 2), expect(Detokenize.class, x -> true).tokens());
     assertError(
-        route.run(postJson("/detokenize", "{\"model\":\"fake\"}")),
-        400,
-        "BadRequestError",
-        "tokens");
+        authed(postJson("/detokenize", "{\"model\":\"fake\"}")), 400, "BadRequestError", "tokens");
     assertError(
-        route.run(postJson("/detokenize", "{\"tokens\":[1,-4]}")),
+        authed(postJson("/detokenize", "{\"tokens\":[1,-4]}")),
         400,
         "BadRequestError",
         "tokens[1]");
     assertError(
-        route.run(postJson("/detokenize", "{\"tokens\":[\"a\"]}")),
+        authed(postJson("/detokenize", "{\"tokens\":[\"a\"]}")),
         400,
         "BadRequestError",
         "tokens[0]");
@@ -150,7 +149,7 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
   @Test
   void healthAsksTheWorkersAndVersionIsTheBuild() {
     route.run(HttpRequest.GET("/health")).assertStatusCode(200);
-    TestRouteResult v = route.run(HttpRequest.GET("/version"));
+    TestRouteResult v = authed(HttpRequest.GET("/version"));
     assertTrue(json(v).path("version").asText().matches("\\d+\\.\\d+\\.\\d+.*"), v.entityString());
   }
 }

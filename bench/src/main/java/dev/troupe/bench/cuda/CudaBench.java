@@ -4,6 +4,7 @@ import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.cuda.CudaModelRunner;
 import dev.troupe.engine.cuda.CudaProbe;
+import dev.troupe.engine.cuda.DeviceSampler;
 import dev.troupe.engine.cuda.Gpu;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.SafetensorsWeights;
@@ -51,7 +52,7 @@ public final class CudaBench {
           weightBytes += w.info(e.getKey()).numel() * 2;
     }
     int bs = 16;
-    int blocksPerSeq = (prompt + steps + bs) / bs + 1;
+    int blocksPerSeq = (prompt + 2 * steps + 4 + bs) / bs + 1;
     int maxB = batches[batches.length - 1];
     CudaModelRunner r;
     try (WeightSource w = SafetensorsWeights.open(dir)) {
@@ -94,31 +95,48 @@ public final class CudaBench {
         r.forward(chunk);
       }
       double prefill = (double) b * prompt / ((System.nanoTime() - t0) / 1e9);
-      // decode: warm up 2 steps, then time `steps` steps
-      long decodeNs = 0, hostNs = 0;
-      for (int step = 0; step < steps + 2; step++) {
+      // decode: warm up 2 steps, then time `steps` steps; sampling on the device (temperature 1
+      // over the whole vocabulary, a fresh uniform per row and step), then the same with the
+      // logits copied to the host (what the engine does until it calls forwardSample)
+      long decodeNs = 0, hostNs = 0, hostPathNs = 0;
+      int pos = prompt;
+      for (int step = 0; step < steps + 2; step++, pos++) {
         List<SequenceChunk> d = new ArrayList<>(b);
-        for (int s = 0; s < b; s++)
+        List<DeviceSampler.Row> rows = new ArrayList<>(b);
+        for (int s = 0; s < b; s++) {
           d.add(
               new SequenceChunk(
-                  new int[] {rnd.nextInt(cfg.vocabSize())}, prompt + step, tables.get(s), false));
+                  new int[] {rnd.nextInt(cfg.vocabSize())}, pos, tables.get(s), false));
+          rows.add(DeviceSampler.Row.simple(false, 1f, 0, 1f, 0f, rnd.nextDouble()));
+        }
         long a = System.nanoTime();
-        r.forward(d);
+        r.forwardSample(d, rows);
         long e = System.nanoTime();
         if (step >= 2) {
           decodeNs += e - a;
           hostNs += r.lastHostNanos();
         }
       }
+      for (int step = 0; step < steps + 2; step++, pos++) {
+        List<SequenceChunk> d = new ArrayList<>(b);
+        for (int s = 0; s < b; s++)
+          d.add(
+              new SequenceChunk(
+                  new int[] {rnd.nextInt(cfg.vocabSize())}, pos, tables.get(s), false));
+        long a = System.nanoTime();
+        r.forward(d);
+        if (step >= 2) hostPathNs += System.nanoTime() - a;
+      }
       double stepMs = decodeNs / 1e6 / steps;
       System.out.printf(
           Locale.ROOT,
-          "| %d | %.0f | %.1f | %.2f | %.0f%% |%n",
+          "| %d | %.0f | %.1f | %.2f | %.0f%% | %.1f |%n",
           b,
           prefill,
           b * 1000.0 / stepMs,
           stepMs,
-          100.0 * hostNs / decodeNs);
+          100.0 * hostNs / decodeNs,
+          b * 1000.0 / (hostPathNs / 1e6 / steps));
     }
     r.close();
   }

@@ -58,7 +58,6 @@ import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.nvrtc._nvrtcProgram;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FloatPointer;
-import org.bytedeco.javacpp.IntPointer;
 import org.bytedeco.javacpp.LongPointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
@@ -84,6 +83,11 @@ public final class CudaGpu implements Gpu {
   private final Map<String, CUfunc_st> functions = new HashMap<>();
   private CUmod_st module;
   private final FloatPointer one = new FloatPointer(1f);
+  // launch arguments: 8-byte slots and the void* array pointing at them, allocated once (the
+  // driver copies the values at launch, so they are reused at once)
+  private static final int MAX_ARGS = 32;
+  private final BytePointer argSlots = new BytePointer(8L * MAX_ARGS);
+  private final LongPointer argPointers = new LongPointer(MAX_ARGS);
   private final FloatPointer beta = new FloatPointer(1);
   private boolean closed;
 
@@ -97,6 +101,7 @@ public final class CudaGpu implements Gpu {
     check(cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     blasCheck(cublasCreate_v2(blas), "cublasCreate");
     blasCheck(cublasSetStream_v2(blas, stream), "cublasSetStream");
+    for (int i = 0; i < MAX_ARGS; i++) argPointers.put(i, argSlots.address() + 8L * i);
   }
 
   /** A device address as a JavaCPP pointer (for the APIs that take {@code void*}). */
@@ -170,12 +175,12 @@ public final class CudaGpu implements Gpu {
   @Override
   public void upload(long dst, ByteBuffer src) {
     current();
-    // pageable source: the copy is staged by the driver and the call returns once src was read
+    // pageable source: the driver stages it and returns once src has been read (CUDA's API
+    // synchronisation rules), so src may be reused at once
     try (BytePointer p = new BytePointer(src)) {
       check(
           cuMemcpyHtoDAsync(dst, p.position(src.position()), src.remaining(), stream),
           "cuMemcpyHtoD");
-      check(cuStreamSynchronize(stream), "upload");
     }
   }
 
@@ -301,27 +306,17 @@ public final class CudaGpu implements Gpu {
     CUfunc_st f = functions.get(kernel);
     if (f == null) throw new IllegalArgumentException("kernel " + kernel + " not loaded");
     current();
-    PointerPointer<Pointer> params = new PointerPointer<>(args.length);
-    Pointer[] keep = new Pointer[args.length];
+    if (args.length > MAX_ARGS) throw new IllegalArgumentException(kernel + ": too many arguments");
     for (int i = 0; i < args.length; i++) {
       Object a = args[i];
-      keep[i] =
-          a instanceof Long l
-              ? new LongPointer(1).put(l)
-              : a instanceof Integer n
-                  ? new IntPointer(1).put(n)
-                  : a instanceof Float x ? new FloatPointer(1).put(x) : failArg(kernel, i, a);
-      params.put(i, keep[i]);
+      if (a instanceof Long l) argSlots.putLong(8L * i, l);
+      else if (a instanceof Integer n) argSlots.putInt(8L * i, n);
+      else if (a instanceof Float x) argSlots.putFloat(8L * i, x);
+      else failArg(kernel, i, a);
     }
-    try {
-      check(
-          cuLaunchKernel(
-              f, gridX, gridY, 1, threads, 1, 1, 0, stream, params, (PointerPointer<?>) null),
-          "launch " + kernel);
-    } finally {
-      params.close();
-      for (Pointer p : keep) p.close();
-    }
+    check(
+        cuLaunchKernel(f, gridX, gridY, 1, threads, 1, 1, 0, stream, argPointers, (Pointer) null),
+        "launch " + kernel);
   }
 
   private static Pointer failArg(String kernel, int i, Object a) {
@@ -376,6 +371,8 @@ public final class CudaGpu implements Gpu {
     cuDevicePrimaryCtxRelease(ordinal);
     one.close();
     beta.close();
+    argSlots.close();
+    argPointers.close();
     closed = true;
   }
 }

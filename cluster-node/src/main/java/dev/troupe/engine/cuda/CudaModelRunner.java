@@ -280,19 +280,20 @@ public final class CudaModelRunner implements ModelRunner {
         throw new IllegalArgumentException("a chunk asking for all logits cannot be sampled here");
     if (batch.isEmpty()) return List.of();
     long start = System.nanoTime();
-    BatchPlan s = layers(batch);
     if (sampleWork == 0) sampleWork = gpu.alloc((long) LOGIT_PIECE * vocab * 4);
-    List<DeviceSampler.Result> out = new ArrayList<>(rows.size());
-    long waited = 0;
-    for (int r0 = 0; r0 < rows.size(); r0 += LOGIT_PIECE) {
-      int n = Math.min(LOGIT_PIECE, rows.size() - r0);
-      gpu.gemm(w.lmHead, h + (long) r0 * hidden * 2, logits, vocab, hidden, n, false, 0f);
+    // the rows' parameters go up first, so nothing waits between the layers and the sampling
+    try (DeviceSampler.Batch sampling = new DeviceSampler.Batch(gpu, rows)) {
+      layers(batch);
+      for (int r0 = 0; r0 < rows.size(); r0 += LOGIT_PIECE) {
+        int n = Math.min(LOGIT_PIECE, rows.size() - r0);
+        gpu.gemm(w.lmHead, h + (long) r0 * hidden * 2, logits, vocab, hidden, n, false, 0f);
+        sampling.launch(logits, sampleWork, vocab, r0, n, DeviceSampler.THREADS);
+      }
       long d0 = System.nanoTime();
-      out.addAll(DeviceSampler.sample(gpu, logits, sampleWork, vocab, rows.subList(r0, r0 + n)));
-      waited += System.nanoTime() - d0;
+      List<DeviceSampler.Result> out = sampling.results();
+      hostNanos = d0 - start; // everything before the wait is host work
+      return out;
     }
-    hostNanos = System.nanoTime() - start - waited;
-    return out;
   }
 
   /** Everything of a step up to the final norm of its logit rows (left in {@code h}). */

@@ -151,6 +151,91 @@ public final class DeviceSampler {
     return new Packed(b, ip, fp, uniforms, ints, floats);
   }
 
+  /** The rows' parameters and result slots on the device: uploaded before the step's layers. */
+  static final class Batch implements AutoCloseable {
+    private final Gpu gpu;
+    private final List<Row> rows;
+    private final Packed packed;
+    private final long params, out;
+
+    Batch(Gpu gpu, List<Row> rows) {
+      this.gpu = gpu;
+      this.rows = rows;
+      this.packed = pack(rows);
+      this.params = gpu.alloc(packed.bytes().capacity());
+      long o;
+      try {
+        gpu.upload(params, packed.bytes());
+        o = gpu.alloc((long) rows.size() * (12 + 8 * MAX_TOP));
+      } catch (RuntimeException e) {
+        gpu.free(params);
+        throw e;
+      }
+      this.out = o;
+    }
+
+    /**
+     * Samples rows {@code r0 .. r0+n} whose raw logits are at {@code logits} ({@code [n, vocab]}).
+     */
+    void launch(long logits, long work, int vocab, int r0, int n, int threads) {
+      int all = rows.size();
+      long topIds = out + 12L * all, topLp = topIds + 4L * all * MAX_TOP;
+      gpu.launch(
+          "sample_rows",
+          n,
+          1,
+          threads,
+          logits,
+          work,
+          vocab,
+          params + packed.ip() + 40L * r0,
+          params + packed.fp() + 16L * r0,
+          params + packed.uniforms() + 8L * r0,
+          params + packed.ints(),
+          params + packed.floats(),
+          out + 4L * r0,
+          out + 4L * all + 4L * r0,
+          out + 8L * all + 4L * r0,
+          topIds + 4L * r0 * MAX_TOP,
+          topLp + 4L * r0 * MAX_TOP,
+          MAX_TOP);
+    }
+
+    /** Waits for the launches and reads every row's result (a few bytes per row). */
+    List<Result> results() {
+      int n = rows.size();
+      long outBytes = (long) n * (12 + 8 * MAX_TOP);
+      ByteBuffer host = ByteBuffer.allocateDirect((int) outBytes).order(ByteOrder.LITTLE_ENDIAN);
+      gpu.download(out, host);
+      int topIds = 12 * n, topLp = topIds + 4 * n * MAX_TOP;
+      Result[] res = new Result[n];
+      for (int i = 0; i < n; i++) {
+        Row r = rows.get(i);
+        int k = Math.max(0, r.logprobs());
+        int[] ids = new int[k];
+        float[] lps = new float[k];
+        for (int j = 0; j < k; j++) {
+          ids[j] = host.getInt(topIds + 4 * (i * MAX_TOP + j));
+          lps[j] = host.getFloat(topLp + 4 * (i * MAX_TOP + j));
+        }
+        res[i] =
+            new Result(
+                host.getInt(4 * i),
+                r.logprobs() < 0 ? Float.NaN : host.getFloat(4 * n + 4 * i),
+                r.logprobs() < 0 ? 0 : host.getInt(8 * n + 4 * i),
+                ids,
+                lps);
+      }
+      return List.of(res);
+    }
+
+    @Override
+    public void close() {
+      gpu.free(params);
+      gpu.free(out);
+    }
+  }
+
   /**
    * Samples {@code rows.size()} rows whose raw logits are at {@code logits} ({@code [rows, vocab]}
    * fp32 on the device), using {@code work} ({@code [rows, vocab]} fp32) as scratch.
@@ -162,59 +247,10 @@ public final class DeviceSampler {
   /** As above with {@code threads} per row (a multiple of 32, at most 512; tests use fewer). */
   static List<Result> sample(
       Gpu gpu, long logits, long work, int vocab, List<Row> rows, int threads) {
-    int n = rows.size();
-    if (n == 0) return List.of();
-    Packed p = pack(rows);
-    long params = gpu.alloc(p.bytes().capacity());
-    long outBytes = (long) n * (12 + 8 * MAX_TOP);
-    long out = gpu.alloc(outBytes);
-    try {
-      gpu.upload(params, p.bytes());
-      long tok = out, lp = out + 4L * n, rank = out + 8L * n, topIds = out + 12L * n;
-      long topLp = topIds + 4L * n * MAX_TOP;
-      gpu.launch(
-          "sample_rows",
-          n,
-          1,
-          THREADS,
-          logits,
-          work,
-          vocab,
-          params + p.ip(),
-          params + p.fp(),
-          params + p.uniforms(),
-          params + p.ints(),
-          params + p.floats(),
-          tok,
-          lp,
-          rank,
-          topIds,
-          topLp,
-          MAX_TOP);
-      ByteBuffer host = ByteBuffer.allocateDirect((int) outBytes).order(ByteOrder.LITTLE_ENDIAN);
-      gpu.download(out, host);
-      Result[] res = new Result[n];
-      for (int i = 0; i < n; i++) {
-        Row r = rows.get(i);
-        int k = Math.max(0, r.logprobs());
-        int[] ids = new int[k];
-        float[] lps = new float[k];
-        for (int j = 0; j < k; j++) {
-          ids[j] = host.getInt((int) (topIds - out) + 4 * (i * MAX_TOP + j));
-          lps[j] = host.getFloat((int) (topLp - out) + 4 * (i * MAX_TOP + j));
-        }
-        res[i] =
-            new Result(
-                host.getInt(4 * i),
-                r.logprobs() < 0 ? Float.NaN : host.getFloat(4 * n + 4 * i),
-                r.logprobs() < 0 ? 0 : host.getInt(8 * n + 4 * i),
-                ids,
-                lps);
-      }
-      return List.of(res);
-    } finally {
-      gpu.free(params);
-      gpu.free(out);
+    if (rows.isEmpty()) return List.of();
+    try (Batch b = new Batch(gpu, rows)) {
+      b.launch(logits, work, vocab, 0, rows.size(), threads);
+      return b.results();
     }
   }
 }

@@ -74,7 +74,10 @@ public final class KernelSource {
         + (c.attentionBias() ? 1 : 0)
         + "\n#define HAS_QK_NORM "
         + (c.qkNorm() ? 1 : 0)
-        + "\n#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n";
+        + "\n#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
+        // NVRTC compiles without headers; redeclaring size_t as the type of sizeof is valid C++
+        // whether or not a header already did (the emulator's does)
+        + "typedef decltype(sizeof(int)) size_t;\n";
   }
 
   /** Where compiled kernels are cached: {@code troupe.cuda.cacheDir}, else ~/.cache/troupe/cuda. */

@@ -60,9 +60,15 @@ public final class Devices {
     return c;
   }
 
-  /** Fails fast (at node start) when {@code s} names CUDA and this machine cannot serve it. */
+  /**
+   * At node start: probes now (before anything else loads JavaCPP, whose settings are read once,
+   * so the CUDA libraries' folders the probe found reach it) and fails fast when {@code s} names
+   * CUDA and this machine cannot serve it.
+   */
   public static void checkAvailable(DeviceSettings s) {
-    if (!s.isCpu() && !s.isAuto()) choose(s, CudaProbe.get());
+    if (s.isCpu()) return;
+    CudaProbe.Result r = CudaProbe.get();
+    if (!s.isAuto()) choose(s, r);
   }
 
   /** The device a runner cannot get; its message is one line for the operator. */

@@ -61,9 +61,9 @@ public final class Devices {
   }
 
   /**
-   * At node start: probes now (before anything else loads JavaCPP, whose settings are read once,
-   * so the CUDA libraries' folders the probe found reach it) and fails fast when {@code s} names
-   * CUDA and this machine cannot serve it.
+   * At node start: probes now (before anything else loads JavaCPP, whose settings are read once, so
+   * the CUDA libraries' folders the probe found reach it) and fails fast when {@code s} names CUDA
+   * and this machine cannot serve it.
    */
   public static void checkAvailable(DeviceSettings s) {
     if (s.isCpu()) return;

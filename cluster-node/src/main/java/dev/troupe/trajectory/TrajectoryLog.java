@@ -6,6 +6,7 @@ import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.CborSerializable;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Append;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendFailed;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendRejected;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendReply;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Appended;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Command;
@@ -120,6 +121,7 @@ public final class TrajectoryLog
   private final MetricsSink metrics;
   private final PersistenceSettings settings;
   private final ActorContext<Command> context;
+  private final org.apache.pekko.serialization.Serialization serialization;
 
   // Group commit (not persisted: an unanswered request is simply lost with the node). While one
   // batch is being written, later appends queue up and are written together in one transaction and
@@ -147,6 +149,9 @@ public final class TrajectoryLog
       PersistenceSettings settings) {
     super(persistenceId(modelId));
     this.context = ctx;
+    this.serialization =
+        org.apache.pekko.serialization.SerializationExtension.get(
+            org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(ctx.getSystem()));
     this.modelId = modelId;
     this.store = store;
     this.metrics = metrics;
@@ -185,6 +190,12 @@ public final class TrajectoryLog
       waitingOnKey.get(key).add(cmd.replyTo());
       return Effect().noReply();
     }
+    String unstorable = unstorable(cmd, state);
+    if (unstorable != null) {
+      log.warn("Model {}: refusing an append that cannot be journaled: {}", modelId, unstorable);
+      if (key != null) waitingOnKey.remove(key);
+      return Effect().reply(cmd.replyTo(), new AppendRejected(unstorable));
+    }
     if (cmd.groups().isEmpty()) {
       return Effect()
           .reply(
@@ -202,6 +213,31 @@ public final class TrajectoryLog
     queued.add(cmd);
     if (!writing) startWrite(state);
     return Effect().noReply();
+  }
+
+  /**
+   * Why this append's event could not be journaled, or null. Checked before it joins a batch: an
+   * event the journal rejects would stop the entity and fail every append written with it, so a
+   * request whose data cannot be serialized (a lone surrogate in its split or a metric name) fails
+   * alone, here, and the entity keeps serving. The event is small (no group payloads): serializing
+   * it once more costs microseconds.
+   */
+  private String unstorable(Append cmd, State state) {
+    GroupsLogged trial =
+        new GroupsLogged(
+            cmd.split(),
+            cmd.step(),
+            state.nextSeq(),
+            cmd.groups().size(),
+            cmd.stats(),
+            cmd.idempotencyKey(),
+            System.currentTimeMillis());
+    try {
+      serialization.serialize(trial).get();
+      return null;
+    } catch (Exception e) {
+      return "the append cannot be stored: " + e.getMessage();
+    }
   }
 
   /** Writes every queued append in one store transaction, off the actor. */

@@ -9,6 +9,7 @@ import com.typesafe.config.ConfigFactory;
 import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Append;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendFailed;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendRejected;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendReply;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Appended;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Command;
@@ -236,6 +237,56 @@ class TrajectoryLogTest {
     assertEquals(4, kit.getState().nextSeq());
     assertEquals(2.0, a2.metrics().get("val/num_trajectories"));
     assertEquals(1.0, a4.metrics().get("train/num_trajectories"));
+  }
+
+  /**
+   * A split that cannot be encoded (a lone surrogate; the gateway refuses it first) would make the
+   * journal reject the batch's events and stop the entity, failing every concurrent append with it.
+   * It is refused alone instead; the appends around it are stored exactly once.
+   */
+  @Test
+  void anAppendThatCannotBeJournaledFailsAloneAndTheLogKeepsServing() {
+    // Commands are not serialization-checked here: the bad one is meant to reach the entity.
+    EventSourcedBehaviorTestKit<Command, TrajectoryLog.Event, TrajectoryLog.State> lenient =
+        EventSourcedBehaviorTestKit.create(
+            testKit.system(),
+            TrajectoryLog.create(
+                MODEL,
+                store,
+                (id, step, metrics) -> CompletableFuture.completedFuture(null),
+                PersistenceSettings.h2(Path.of("x"))),
+            EventSourcedBehaviorTestKit.enabledSerializationSettings().withVerifyCommands(false));
+    store.gate = new java.util.concurrent.CountDownLatch(1);
+    SplitStats s = SplitStats.ofGroup(new double[] {1}, List.of(Map.of()));
+    TestProbe<AppendReply> first = testKit.createTestProbe();
+    TestProbe<AppendReply> bad = testKit.createTestProbe();
+    TestProbe<AppendReply> badMetric = testKit.createTestProbe();
+    TestProbe<AppendReply> after = testKit.createTestProbe();
+    lenient.runCommand(new Append("val", 0, List.of(json("{\"n\":1}")), s, null, first.getRef()));
+    lenient.runCommand(
+        new Append("fuzz\ud800", 0, List.of(json("{\"n\":2}")), s, "kb", bad.getRef()));
+    lenient.runCommand(
+        new Append(
+            "val",
+            0,
+            List.of(json("{\"n\":3}")),
+            SplitStats.ofGroup(new double[] {1}, List.of(Map.of("acc\udc00", 1.0))),
+            null,
+            badMetric.getRef()));
+    lenient.runCommand(new Append("val", 0, List.of(json("{\"n\":4}")), s, "ka", after.getRef()));
+    assertInstanceOf(AppendRejected.class, bad.receiveMessage(Duration.ofSeconds(5)));
+    assertInstanceOf(AppendRejected.class, badMetric.receiveMessage(Duration.ofSeconds(5)));
+    store.gate.countDown();
+    Appended a1 = (Appended) first.receiveMessage(Duration.ofSeconds(5));
+    Appended a4 = (Appended) after.receiveMessage(Duration.ofSeconds(5));
+    assertEquals(List.of(0L, 1L), List.of(a1.firstSeq(), a4.firstSeq()));
+    TestProbe<AppendReply> later = testKit.createTestProbe();
+    lenient.runCommand(new Append("val", 0, List.of(json("{\"n\":5}")), s, null, later.getRef()));
+    assertEquals(2, ((Appended) later.receiveMessage(Duration.ofSeconds(5))).firstSeq());
+    assertEquals(
+        List.of("{\"n\":1}", "{\"n\":4}", "{\"n\":5}"),
+        store.rows.stream().map(g -> new String(g.json(), StandardCharsets.UTF_8)).toList());
+    assertEquals(3, lenient.getState().nextSeq());
   }
 
   @Test

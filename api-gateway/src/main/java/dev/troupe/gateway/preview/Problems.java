@@ -19,7 +19,12 @@ final class Problems {
   private final List<Detail> details = new ArrayList<>();
 
   void add(List<Object> loc, String msg, String type) {
-    if (details.size() < MAX) details.add(new Detail(loc, msg, type));
+    if (details.size() >= MAX) return;
+    // A key from the body may hold a lone surrogate: the answer must still be valid UTF-8 JSON.
+    List<Object> printable = new ArrayList<>(loc.size());
+    for (Object part : loc)
+      printable.add(part instanceof String s ? Text.withoutLoneSurrogates(s) : part);
+    details.add(new Detail(printable, msg, type));
   }
 
   boolean isEmpty() {

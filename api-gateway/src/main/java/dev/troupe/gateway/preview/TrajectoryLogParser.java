@@ -3,7 +3,10 @@ package dev.troupe.gateway.preview;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonStreamContext;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -17,7 +20,6 @@ import java.time.LocalDateTime;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,14 +29,42 @@ import java.util.Map;
  * stream, one group at a time: each group is parsed into a tree, validated, folded into the split
  * statistics and kept only as compact JSON bytes, so a 50 MB body never exists as one object tree.
  * Every problem is collected with its FastAPI {@code loc}; unknown fields are kept as they are.
+ *
+ * <p>Everything stored is checked to be storable: a string or key holding a lone surrogate is a 422
+ * at its {@code loc}, and the reader's limits are this endpoint's own, each a 422 at the {@code
+ * loc} where it was crossed: {@link #MAX_DEPTH} levels of nesting, numbers of {@link
+ * #MAX_NUMBER_LENGTH} characters, keys of {@link #MAX_NAME_LENGTH}. Strings have no limit below the
+ * body's size (the 413 of {@code troupe.gateway.max-body-size}).
  */
 final class TrajectoryLogParser {
   /**
+   * Nesting of the whole body: real trajectories nest about 15 levels (body, group, trajectory,
+   * message, content part, tool schema…); deeper input only costs every later reader of the stored
+   * groups (training, export) stack.
+   */
+  static final int MAX_DEPTH = 100;
+
+  /** A longer number is not a float anyone logs (Python refuses ints over 4300 digits). */
+  static final int MAX_NUMBER_LENGTH = 1000;
+
+  static final int MAX_NAME_LENGTH = 50_000;
+
+  /**
    * NaN and Infinity parse, so that they can be refused as non-finite rewards (not as bad JSON).
+   * The read constraints are the limits above; strings are left to the body-size limit.
    */
   private static final ObjectMapper MAPPER =
       JsonMapper.builder(
-              JsonFactory.builder().enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS).build())
+              JsonFactory.builder()
+                  .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
+                  .streamReadConstraints(
+                      StreamReadConstraints.builder()
+                          .maxNestingDepth(MAX_DEPTH)
+                          .maxNumberLength(MAX_NUMBER_LENGTH)
+                          .maxNameLength(MAX_NAME_LENGTH)
+                          .maxStringLength(Integer.MAX_VALUE)
+                          .build())
+                  .build())
           .build();
 
   /** The outcome: the groups and their statistics, or the problems. */
@@ -51,7 +81,8 @@ final class TrajectoryLogParser {
     boolean sawGroups = false;
     List<byte[]> groups = new ArrayList<>();
     SplitStats stats = SplitStats.EMPTY;
-    try (JsonParser jp = MAPPER.createParser(in)) {
+    JsonParser jp = MAPPER.createParser(in);
+    try (jp) {
       JsonToken t = jp.nextToken();
       if (t != JsonToken.START_OBJECT) {
         if (t == null) p.add(List.of("body"), "Field required", "missing");
@@ -68,15 +99,19 @@ final class TrajectoryLogParser {
         switch (field) {
           case "split" -> {
             sawSplit = true;
-            if (v == JsonToken.VALUE_STRING) split = jp.getText();
-            else {
+            if (v == JsonToken.VALUE_STRING) {
+              split = jp.getText();
+              storable(split, List.of("body", "split"), p);
+            } else {
               p.add(List.of("body", "split"), "Input should be a valid string", "string_type");
               jp.skipChildren();
             }
           }
           case "model_id" -> {
-            if (v == JsonToken.VALUE_STRING) modelId = jp.getText();
-            else if (v != JsonToken.VALUE_NULL) {
+            if (v == JsonToken.VALUE_STRING) {
+              modelId = jp.getText();
+              storable(modelId, List.of("body", "model_id"), p);
+            } else if (v != JsonToken.VALUE_NULL) {
               p.add(List.of("body", "model_id"), "Input should be a valid string", "string_type");
               jp.skipChildren();
             }
@@ -95,7 +130,9 @@ final class TrajectoryLogParser {
             for (JsonToken tk = jp.nextToken(); tk != JsonToken.END_ARRAY; tk = jp.nextToken()) {
               if (tk == null) throw new JsonParseException(jp, "Unexpected end-of-input");
               JsonNode group = MAPPER.readTree(jp);
-              SplitStats g = group(group, List.of("body", "trajectory_groups", i), p);
+              List<Object> groupLoc = List.of("body", "trajectory_groups", i);
+              SplitStats g = group(group, groupLoc, p);
+              storable(group, groupLoc, p);
               if (p.isEmpty()) {
                 groups.add(MAPPER.writeValueAsBytes(group));
                 stats = stats.plus(g);
@@ -108,6 +145,10 @@ final class TrajectoryLogParser {
           default -> jp.skipChildren();
         }
       }
+    } catch (StreamConstraintsException e) {
+      // One of this endpoint's limits (the read constraints above), where it was crossed.
+      p.add(where(jp.getParsingContext()), "Value error, " + limitCrossed(e), "value_error");
+      return new Parsed(null, null, List.of(), SplitStats.EMPTY, p.details());
     } catch (JsonParseException e) {
       long offset = e.getLocation() == null ? 0 : e.getLocation().getByteOffset();
       p.add(List.of("body", offset < 0 ? 0 : offset), "JSON decode error", "json_invalid");
@@ -254,8 +295,7 @@ final class TrajectoryLogParser {
       p.add(loc, "Input should be a valid dictionary", "dict_type");
       return out;
     }
-    for (Iterator<Map.Entry<String, JsonNode>> it = m.fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> e = it.next();
+    for (Map.Entry<String, JsonNode> e : m.properties()) {
       JsonNode v = e.getValue();
       if (v.isBoolean()) out.put(e.getKey(), v.booleanValue() ? 1.0 : 0.0);
       else if (v.isNumber() && Double.isFinite(v.doubleValue()))
@@ -273,8 +313,7 @@ final class TrajectoryLogParser {
       p.add(loc, "Input should be a valid dictionary", "dict_type");
       return;
     }
-    for (Iterator<Map.Entry<String, JsonNode>> it = m.fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> e = it.next();
+    for (Map.Entry<String, JsonNode> e : m.properties()) {
       if (e.getValue().isContainerNode())
         p.add(Problems.loc(loc, e.getKey()), "Input should be a valid string", "string_type");
     }
@@ -318,6 +357,54 @@ final class TrajectoryLogParser {
       }
     }
     p.add(loc, "Input should be a valid datetime, invalid datetime format", "datetime_parsing");
+  }
+
+  /** The FastAPI {@code loc} of the value the parser is in. */
+  private static List<Object> where(JsonStreamContext context) {
+    List<Object> reversed = new ArrayList<>();
+    for (JsonStreamContext c = context; c != null && !c.inRoot(); c = c.getParent()) {
+      if (c.inArray()) reversed.add(Math.max(0, c.getCurrentIndex()));
+      else if (c.getCurrentName() != null) reversed.add(c.getCurrentName());
+    }
+    List<Object> loc = new ArrayList<>(List.of("body"));
+    for (int i = reversed.size() - 1; i >= 0; i--) loc.add(reversed.get(i));
+    return loc;
+  }
+
+  private static String limitCrossed(StreamConstraintsException e) {
+    String m = String.valueOf(e.getOriginalMessage());
+    if (m.contains("nesting depth"))
+      return "nested deeper than " + MAX_DEPTH + " levels (the limit of this endpoint)";
+    if (m.contains("Number value length"))
+      return "a number of more than "
+          + MAX_NUMBER_LENGTH
+          + " characters (the limit of this endpoint)";
+    if (m.contains("Name length"))
+      return "a key of more than " + MAX_NAME_LENGTH + " characters (the limit of this endpoint)";
+    return "over a limit of this endpoint: " + m;
+  }
+
+  /** A string that could not be stored (a lone surrogate) is a problem at {@code loc}. */
+  private static void storable(String s, List<Object> loc, Problems p) {
+    if (Text.loneSurrogate(s) >= 0)
+      p.add(
+          loc,
+          "Input should be a valid string, unable to parse raw data as a unicode string",
+          "string_unicode");
+  }
+
+  /** Every string and key of a group tree, each problem at its own {@code loc}. */
+  private static void storable(JsonNode node, List<Object> loc, Problems p) {
+    if (node.isTextual()) storable(node.textValue(), loc, p);
+    else if (node.isArray()) {
+      for (int i = 0; i < node.size(); i++) storable(node.get(i), Problems.loc(loc, i), p);
+    } else if (node.isObject()) {
+      for (Map.Entry<String, JsonNode> e : node.properties()) {
+        List<Object> at = Problems.loc(loc, e.getKey());
+        storable(e.getKey(), at, p);
+        storable(e.getValue(), at, p);
+      }
+    }
   }
 
   /** For tests: parse from bytes. */

@@ -136,6 +136,9 @@ public final class TrajectoryLogRoute implements ApiRoute {
                     a.trajectories(),
                     a.metrics(),
                     a.duplicate());
+              if (reply instanceof TrajectoryLogProtocol.AppendRejected r)
+                throw ValidationException.of(
+                    List.of("body"), "Value error, " + r.message(), "value_error");
               throw ApiException.overloaded(
                   "The trajectories were not stored: "
                       + ((TrajectoryLogProtocol.AppendFailed) reply).message());

@@ -121,4 +121,68 @@ class TrajectoryLogParserTest {
     assertEquals(n, p.groups().size());
     assertEquals(n * 0.5, p.stats().rewardSum(), 1e-9);
   }
+
+  /** {@code loc joined by dots : type} of each problem. */
+  private static List<String> problems(TrajectoryLogParser.Parsed p) {
+    return p.problems().stream()
+        .map(d -> String.join(".", d.loc().stream().map(String::valueOf).toList()) + ":" + d.type())
+        .toList();
+  }
+
+  private static String trajectory(String extra) {
+    return "{\"split\": \"val\", \"trajectory_groups\": [{\"trajectories\": [{"
+        + "\"messages_and_choices\": [{\"role\": \"user\", \"content\": \"hi\"}], \"reward\": 1"
+        + extra
+        + "}]}]}";
+  }
+
+  @Test
+  void textThatCannotBeEncodedIsRefusedWhereverItIs() throws IOException {
+    String t = "body.trajectory_groups.0.trajectories.0.";
+    assertEquals(
+        List.of("body.split:string_unicode"),
+        problems(parse("{\"split\": \"fuzz\\ud800\", \"trajectory_groups\": []}")));
+    assertEquals(
+        List.of(t + "messages_and_choices.0.content:string_unicode"),
+        problems(
+            parse(trajectory("").replace("\"content\": \"hi\"", "\"content\": \"a\\udc00b\""))));
+    // a key: its loc is printed with U+FFFD, so the answer itself stays valid UTF-8
+    assertEquals(
+        List.of(t + "metadata.k\ufffd:string_unicode"),
+        problems(parse(trajectory(", \"metadata\": {\"k\\ud800\": \"v\"}"))));
+    assertEquals(
+        List.of(t + "metadata.k:string_unicode"),
+        problems(parse(trajectory(", \"metadata\": {\"k\": \"\\ud800\"}"))));
+    assertEquals(
+        List.of(t + "my_field.0:string_unicode"),
+        problems(parse(trajectory(", \"my_field\": [\"\\udfff\"]"))));
+    assertEquals(
+        List.of(t + "metrics.acc\ufffd:string_unicode"),
+        problems(parse(trajectory(", \"metrics\": {\"acc\\ud83d\": 1}"))));
+    // a proper pair is fine
+    assertTrue(
+        parse(trajectory(", \"metadata\": {\"e\": \"\\ud83d\\ude00\"}")).problems().isEmpty());
+  }
+
+  @Test
+  void theEndpointsOwnLimitsAreProblemsAtTheirLoc() throws IOException {
+    String t = "body.trajectory_groups.0.trajectories.0.";
+    assertEquals(
+        List.of(t + "reward:value_error"),
+        problems(
+            parse(trajectory("").replace("\"reward\": 1", "\"reward\": " + "9".repeat(100_000)))));
+    TrajectoryLogParser.Parsed deep =
+        parse(trajectory(", \"metadata\": " + "[".repeat(10_000) + "]".repeat(10_000)));
+    assertEquals(1, deep.problems().size(), deep.problems().toString());
+    assertTrue(problems(deep).get(0).startsWith(t + "metadata.0.0."), problems(deep).get(0));
+    assertTrue(deep.problems().get(0).msg().contains("nested deeper than 100"));
+    TrajectoryLogParser.Parsed unknown =
+        parse(trajectory(", \"whatever\": " + "{\"a\":".repeat(10_000) + "1" + "}".repeat(10_000)));
+    assertTrue(problems(unknown).get(0).startsWith(t + "whatever.a.a.a"), problems(unknown).get(0));
+    // a long string is no problem of its own: the body-size limit governs it
+    TrajectoryLogParser.Parsed big =
+        parse(trajectory(", \"log\": \"" + "x".repeat(25_000_000) + "\""));
+    assertTrue(big.problems().isEmpty(), big.problems().toString());
+    assertEquals(1, big.groups().size());
+  }
 }

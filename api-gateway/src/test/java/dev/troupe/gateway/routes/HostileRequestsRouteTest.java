@@ -102,6 +102,18 @@ class HostileRequestsRouteTest extends GatewayRouteTest {
         "BadRequestError",
         "add_special_tokens");
     assertError(post("/detokenize", "{\"tokens\": [1, \"2\"]} x"), 400, "BadRequestError", null);
+    // one string over the JSON reader's 20M-character limit (docs/api.md), inside the body limit
+    String message =
+        assertError(
+            post(
+                "/v1/chat/completions",
+                "{\"messages\":[{\"role\":\"user\",\"content\":\""
+                    + "x".repeat(20_000_001)
+                    + "\"}]}"),
+            400,
+            "BadRequestError",
+            "messages[0]");
+    assertTrue(message.contains("String value length"), message);
   }
 
   @Test

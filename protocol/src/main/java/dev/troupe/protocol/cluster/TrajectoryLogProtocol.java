@@ -88,8 +88,15 @@ public final class TrajectoryLogProtocol {
     }
   }
 
-  /** The groups could not be stored (nothing was acknowledged). */
+  /** The groups could not be stored (nothing was acknowledged); a retry may succeed. */
   public record AppendFailed(String message) implements AppendReply {}
+
+  /**
+   * This append can never be stored as it is (its split, key or metric names cannot be encoded):
+   * nothing was stored, and the other appends of the same batch are unaffected. The gateway checks
+   * every request first, so this is the entity's own guard.
+   */
+  public record AppendRejected(String message) implements AppendReply {}
 
   /** One stored group: its JSON exactly as stored. */
   public record StoredGroup(long seq, String split, long step, long loggedAtMillis, byte[] json)

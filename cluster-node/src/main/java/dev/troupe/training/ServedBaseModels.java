@@ -1,8 +1,12 @@
 package dev.troupe.training;
 
+import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.DemoModel;
 import dev.troupe.engine.model.ModelConfigs;
+import dev.troupe.engine.model.RoundedWeights;
 import dev.troupe.engine.model.SafetensorsWeights;
+import dev.troupe.engine.model.ServedDType;
+import dev.troupe.engine.model.WeightSource;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
 import dev.troupe.protocol.cluster.ServedModels;
 import java.nio.file.Path;
@@ -10,13 +14,20 @@ import java.nio.file.Path;
 /**
  * Base models are the served models of {@code troupe.models}: a trainable model's {@code
  * base_model} names one, whose directory (or the built-in demo model) supplies architecture,
- * weights, tokenizer and chat template.
+ * weights, tokenizer and chat template. The weights are seen in the dtype the model is served in
+ * ({@link RoundedWeights}), so training adapts the weights serving computes with.
  */
 public final class ServedBaseModels implements JobRunner.BaseModels {
   private final ServedModels served;
+  private final String dtype;
 
-  public ServedBaseModels(ServedModels served) {
+  /**
+   * @param dtype the dtype the models are served in ({@code troupe.worker.device.dtype}, vLLM's
+   *     {@code --dtype})
+   */
+  public ServedBaseModels(ServedModels served, String dtype) {
     this.served = served;
+    this.dtype = ServedDType.check(dtype);
   }
 
   @Override
@@ -30,11 +41,18 @@ public final class ServedBaseModels implements JobRunner.BaseModels {
                         "base model " + baseModel + " is not served here"));
     if (m.isDemo()) {
       TokenizerBundle t = TokenizerBundle.demo();
-      return new Loaded(DemoModel.config(), DemoModel.weights(), t.tokenizer(), t.chatTemplate());
+      WeightSource w = DemoModel.weights();
+      return new Loaded(
+          DemoModel.config(),
+          RoundedWeights.of(w, ServedDType.resolve(dtype, null, w)),
+          t.tokenizer(),
+          t.chatTemplate());
     }
     Path dir = Path.of(m.path());
     TokenizerBundle t = TokenizerBundle.load(dir);
+    WeightSource w = SafetensorsWeights.open(dir);
+    DType served = ServedDType.resolve(dtype, ModelConfigs.torchDType(dir), w);
     return new Loaded(
-        ModelConfigs.read(dir), SafetensorsWeights.open(dir), t.tokenizer(), t.chatTemplate());
+        ModelConfigs.read(dir), RoundedWeights.of(w, served), t.tokenizer(), t.chatTemplate());
   }
 }

@@ -40,7 +40,12 @@ public final class TrainingEntities {
                   .entityRefFor(ModelWorkerProtocol.TYPE_KEY, id)
                   .tell(new TrainingJobProtocol.AdapterCheckpoint(modelId, step, dir.toString()));
         };
-    init(system, settings, new ServedBaseModels(served), workers);
+    init(
+        system,
+        settings,
+        new ServedBaseModels(
+            served, system.settings().config().getString("troupe.worker.device.dtype")),
+        workers);
   }
 
   /** Wiring with explicit parts (tests). */

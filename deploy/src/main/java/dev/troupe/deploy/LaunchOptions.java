@@ -69,7 +69,9 @@ public record LaunchOptions(
                                  found, else CPU), cpu, cuda (replicas over all GPUs) or cuda:N
         --gpu-memory-utilization F  share of a GPU's memory per replica; the KV cache gets the rest
                                  of it (default 0.9)
-        --dtype T                auto (default), bfloat16 (GPU) or float32 (CPU)
+        --dtype T                weights dtype, vLLM's: auto (default: the checkpoint's, FP32 as
+                                 bfloat16), bfloat16, half, float16, float, float32 (GPU: auto
+                                 and bfloat16)
         --metrics-without-auth   serve GET /metrics without an API key (for scrapers)
       """;
 

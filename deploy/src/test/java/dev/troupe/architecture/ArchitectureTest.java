@@ -11,7 +11,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The house rules on package structure (STYLE.md), checked on the compiled main classes of every
- * module with ArchUnit: no package cycles, and serving code never imports training.
+ * module with ArchUnit: no package cycles, serving code never imports training, and ND4J stays in
+ * training.
  */
 class ArchitectureTest {
   private static JavaClasses classes;
@@ -31,6 +32,19 @@ class ArchitectureTest {
   void noPackageCycles() {
     // every package is its own slice: a cycle between a package and its subpackage counts too
     slices().matching("dev.troupe.(**)").should().beFreeOfCycles().check(classes);
+  }
+
+  @Test
+  void onlyTrainingUsesNd4j() {
+    // the CPU runner calls OpenBLAS through JavaCPP and computes the rest in Java; ND4J is the
+    // trainer's tensor library (docs/engine.md)
+    noClasses()
+        .that()
+        .resideOutsideOfPackages("dev.troupe.training..", "dev.troupe.bench..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAPackage("org.nd4j..")
+        .check(classes);
   }
 
   @Test

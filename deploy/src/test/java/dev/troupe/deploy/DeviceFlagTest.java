@@ -44,7 +44,7 @@ class DeviceFlagTest {
             List.of("--device", "cuda:-1"),
             List.of("--gpu-memory-utilization", "1.5"),
             List.of("--gpu-memory-utilization", "x"),
-            List.of("--dtype", "float16"))) {
+            List.of("--dtype", "int8"))) {
       IllegalArgumentException e =
           assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(bad, null));
       assertTrue(e.getMessage().contains(bad.get(0)), e.getMessage());

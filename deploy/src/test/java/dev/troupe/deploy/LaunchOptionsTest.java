@@ -84,7 +84,9 @@ class LaunchOptionsTest {
                 "--data-dir",
                 "/tmp/x",
                 "--host",
-                "10.0.0.3"),
+                "10.0.0.3",
+                "--dtype",
+                "bfloat16"),
             "k3, k4");
     assertEquals(9000, o.port());
     assertEquals(List.of("qwen", "small"), new ArrayList<>(o.models().keySet()), "flag order kept");
@@ -104,6 +106,10 @@ class LaunchOptionsTest {
         List.of("qwen#0", "qwen#1", "qwen#2"), models.find("qwen").orElseThrow().entityIds());
     assertTrue(models.find("qwen").orElseThrow().usesPriority());
     assertEquals("fcfs", models.find("small").orElseThrow().schedulingPolicy());
+    assertEquals("bfloat16", o.device().dtype());
+    assertEquals("auto", LaunchOptions.parse(List.of(), null).device().dtype());
+    assertEquals(
+        "float16", LaunchOptions.parse(List.of("--dtype", "float16"), null).device().dtype());
   }
 
   @Test
@@ -129,6 +135,12 @@ class LaunchOptionsTest {
     assertThrows(
         IllegalArgumentException.class,
         () -> LaunchOptions.parse(List.of("--frobnicate", "1"), null));
+    assertTrue(
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> LaunchOptions.parse(List.of("--dtype", "int8"), null))
+            .getMessage()
+            .contains("--dtype must be one of auto, half, float16, bfloat16, float, float32"));
   }
 
   @Test

@@ -79,7 +79,10 @@ class RlLoopOverHttpTest {
                 "--api-key",
                 KEY,
                 "--data-dir",
-                dir.toString()),
+                dir.toString(),
+                "--dtype",
+                // the arithmetic the documented curves were recorded with (docs/training.md)
+                System.getProperty("troupe.rl.dtype", "float32")),
             null);
     try (TroupeNode node =
         TroupeNode.start(

@@ -5,6 +5,7 @@ import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.cpu.CpuDiagnostics;
 import dev.troupe.engine.cpu.CpuModelRunner;
+import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.RandomWeights;
 import dev.troupe.engine.model.TransformerLayout;
 import java.io.IOException;
@@ -58,6 +59,9 @@ public final class EngineBench {
   public static void main(String[] args) throws Exception {
     String which = args.length > 0 ? args[0] : "all";
     boolean quick = List.of(args).contains("--quick");
+    DType dtype = DType.BF16;
+    for (int i = 0; i + 1 < args.length; i++)
+      if (args[i].equals("--dtype")) dtype = DType.valueOf(args[i + 1].toUpperCase(Locale.ROOT));
     System.out.printf(
         Locale.ROOT,
         "cores=%d OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s java=%s%n",
@@ -79,37 +83,39 @@ public final class EngineBench {
           case "medium" -> List.of(MEDIUM);
           default -> List.of(SMALL, MEDIUM);
         };
-    for (Size s : sizes) run(s, bw, quick);
+    for (Size s : sizes) run(s, bw, quick, dtype);
   }
 
-  static void run(Size size, double bw, boolean quick) {
+  static void run(Size size, double bw, boolean quick, DType dtype) {
     ModelConfig c = size.config();
     long weightBytes = 0;
     for (Map.Entry<String, long[]> e : TransformerLayout.of(c).tensors().entrySet())
       if (!e.getKey().equals(TransformerLayout.EMBED)) {
         long n = 1;
         for (long d : e.getValue()) n *= d;
-        weightBytes += n * 4;
+        weightBytes += n * dtype.bytes();
       }
-    int maxBatch = 32, prompt = 16, steps = quick ? 4 : 12;
+    int maxBatch = 64, prompt = 16, steps = quick ? 4 : 12;
     int blocksPerSeq = (256 + BLOCK - 1) / BLOCK + 2;
     long t0 = System.nanoTime();
     try (ModelRunner m =
         CpuModelRunner.load(
             c,
             new RandomWeights(c, 7L, 0.02, "bench model"),
+            dtype,
             maxBatch * blocksPerSeq + blocksPerSeq,
             BLOCK)) {
       System.out.printf(
           Locale.ROOT,
-          "%n== %s: hidden %d, %d layers, %d heads / %d KV, intermediate %d, vocab %d (F32)%n",
+          "%n== %s: hidden %d, %d layers, %d heads / %d KV, intermediate %d, vocab %d (%s)%n",
           size.name(),
           size.hidden(),
           size.layers(),
           size.heads(),
           size.kvHeads(),
           size.inter(),
-          VOCAB);
+          VOCAB,
+          dtype);
       System.out.printf(
           Locale.ROOT,
           "load %.1f s; weights read per decode step %.0f MB (embedding rows excluded); RSS %s%n",
@@ -139,7 +145,7 @@ public final class EngineBench {
           reps,
           best / 1e6);
 
-      for (int batch : new int[] {1, 8, 32}) {
+      for (int batch : new int[] {1, 8, 32, 64}) {
         List<int[]> tables = new ArrayList<>();
         List<SequenceChunk> pre = new ArrayList<>();
         for (int b = 0; b < batch; b++) {

@@ -1,71 +1,97 @@
 package dev.troupe.engine.cpu;
 
-/** Element-wise and per-row kernels on row-major float arrays. */
+/**
+ * Element-wise and per-row steps on row-major float arrays: the Vector API versions ({@link
+ * VecMath}) when available, plain Java otherwise.
+ */
 final class Kernels {
+  private static final boolean V = VectorSupport.AVAILABLE;
+
   private Kernels() {}
 
-  /** Per row of {@code x [rows, n]}: {@code x / sqrt(mean(x²) + eps) · w}, into a new array. */
-  static float[] rmsNorm(float[] x, int rows, int n, float[] w, float eps) {
-    float[] y = new float[rows * n];
-    for (int r = 0; r < rows; r++) {
-      int o = r * n;
-      float inv = invRms(x, o, n, eps);
-      for (int i = 0; i < n; i++) y[o + i] = x[o + i] * inv * w[i];
-    }
-    return y;
-  }
-
-  /** RMSNorm of {@code x[off .. off+n)} in place (per-head q/k norm). */
-  static void rmsNormInPlace(float[] x, int off, int n, float[] w, float eps) {
-    float inv = invRms(x, off, n, eps);
-    for (int i = 0; i < n; i++) x[off + i] = x[off + i] * inv * w[i];
-  }
-
-  private static float invRms(float[] x, int off, int n, float eps) {
-    double ss = 0;
-    for (int i = 0; i < n; i++) ss += x[off + i] * x[off + i];
-    return (float) (1.0 / Math.sqrt(ss / n + eps));
-  }
-
-  /** {@code x[off + i] += b[i]} for i in [0, n). */
-  static void addInPlace(float[] x, int off, float[] b, int n) {
-    for (int i = 0; i < n; i++) x[off + i] += b[i];
-  }
-
-  /** {@code x += y}. */
-  static void addInPlace(float[] x, float[] y) {
-    for (int i = 0; i < x.length; i++) x[i] += y[i];
-  }
-
-  /** From {@code gu [rows, 2I]} (gate then up): {@code silu(gate) · up}, {@code [rows, I]}. */
-  static float[] swiglu(float[] gu, int rows, int inter) {
-    float[] a = new float[rows * inter];
-    for (int r = 0; r < rows; r++) {
-      int g = r * 2 * inter, o = r * inter;
-      for (int i = 0; i < inter; i++) {
-        float v = gu[g + i];
-        a[o + i] = v / (1f + (float) Math.exp(-v)) * gu[g + inter + i];
-      }
-    }
-    return a;
-  }
-
-  /** Dot product of {@code a[ao .. ao+n)} and {@code b[bo .. bo+n)}, four accumulators. */
   static float dot(float[] a, int ao, float[] b, int bo, int n) {
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int i = 0;
-    for (; i + 3 < n; i += 4) {
-      s0 += a[ao + i] * b[bo + i];
-      s1 += a[ao + i + 1] * b[bo + i + 1];
-      s2 += a[ao + i + 2] * b[bo + i + 2];
-      s3 += a[ao + i + 3] * b[bo + i + 3];
-    }
-    for (; i < n; i++) s0 += a[ao + i] * b[bo + i];
-    return (s0 + s1) + (s2 + s3);
+    if (V) return VecMath.dot(a, ao, b, bo, n);
+    float s = 0;
+    for (int i = 0; i < n; i++) s += a[ao + i] * b[bo + i];
+    return s;
   }
 
   /** {@code y[yo ..] += s · x[xo ..]} over n elements. */
   static void axpy(float s, float[] x, int xo, float[] y, int yo, int n) {
+    if (V) {
+      VecMath.axpy(s, x, xo, y, yo, n);
+      return;
+    }
     for (int i = 0; i < n; i++) y[yo + i] += s * x[xo + i];
+  }
+
+  /** {@code 1 / sqrt(mean(x²) + eps)} of {@code x[off .. off+n)}. */
+  static float invRms(float[] x, int off, int n, float eps) {
+    double ss;
+    if (V) ss = VecMath.sumSquares(x, off, n);
+    else {
+      ss = 0;
+      for (int i = 0; i < n; i++) ss += x[off + i] * x[off + i];
+    }
+    return (float) (1.0 / Math.sqrt(ss / n + eps));
+  }
+
+  /** RMSNorm of row {@code x[xo .. xo+n)} times {@code w}, into {@code dst} in its layout. */
+  static void normRow(
+      float[] x, int xo, int n, float[] w, float eps, float[] dst, int dOff, boolean packed) {
+    float inv = invRms(x, xo, n, eps);
+    if (!packed) {
+      for (int i = 0; i < n; i++) dst[dOff + i] = x[xo + i] * inv * w[i];
+      return;
+    }
+    int half = (n + 1) / 2;
+    for (int k = 0; k < n / 2; k++) {
+      dst[dOff + k] = x[xo + 2 * k] * inv * w[2 * k];
+      dst[dOff + half + k] = x[xo + 2 * k + 1] * inv * w[2 * k + 1];
+    }
+    if ((n & 1) == 1) {
+      dst[dOff + half - 1] = x[xo + n - 1] * inv * w[n - 1];
+      dst[dOff + 2 * half - 1] = 0f;
+    }
+  }
+
+  /** RMSNorm of {@code x[off .. off+n)} in place (per-head q/k norm). */
+  static void normInPlace(float[] x, int off, int n, float[] w, float eps) {
+    float inv = invRms(x, off, n, eps);
+    for (int i = 0; i < n; i++) x[off + i] = x[off + i] * inv * w[i];
+  }
+
+  /** {@code s[i] = exp(s[i] − max)} for i in [from, to); returns their sum. */
+  static float expShift(float[] s, int from, int to, float max) {
+    if (V) return VecMath.expShift(s, from, to, max);
+    float sum = 0;
+    for (int i = from; i < to; i++) sum += s[i] = (float) Math.exp(s[i] - max);
+    return sum;
+  }
+
+  /**
+   * {@code silu(g) · u} of {@code n} elements into {@code tmp[0..n)}, then into {@code dst} at
+   * element offset {@code j0} of an {@code inter}-wide row in its layout.
+   */
+  static void swiglu(
+      float[] g,
+      int go,
+      float[] u,
+      int uo,
+      int n,
+      float[] tmp,
+      float[] dst,
+      int dRow,
+      int j0,
+      int inter,
+      boolean packed) {
+    if (V) VecMath.swiglu(g, go, u, uo, tmp, 0, n);
+    else
+      for (int i = 0; i < n; i++) {
+        float v = g[go + i];
+        tmp[i] = v / (1f + (float) Math.exp(-v)) * u[uo + i];
+      }
+    if (!packed) System.arraycopy(tmp, 0, dst, dRow + j0, n);
+    else for (int i = 0; i < n; i++) dst[dRow + Activations.index(j0 + i, inter, true)] = tmp[i];
   }
 }

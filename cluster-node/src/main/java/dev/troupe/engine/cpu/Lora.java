@@ -69,14 +69,21 @@ final class Lora {
         "LoRA module " + key + " is not a linear layer of this model");
   }
 
-  /** {@code y[yo .. yo+out) += scale · B (A x[xo .. xo+in))} if this adapter covers the module. */
-  void apply(int layer, Projection p, float[] x, int xo, int in, float[] y, int yo) {
+  /** Whether this adapter adapts projection {@code p} of layer {@code layer}. */
+  boolean covers(int layer, Projection p) {
+    return a[layer * P + p.ordinal()] != null;
+  }
+
+  /** {@code scale · A x} for the natural row {@code x[xo .. xo+in)}, {@code [rank]}. */
+  float[] project(int layer, Projection p, float[] x, int xo, int in) {
     float[] am = a[layer * P + p.ordinal()];
-    if (am == null) return;
-    float[] bm = b[layer * P + p.ordinal()];
     float[] ax = new float[rank];
     for (int r = 0; r < rank; r++) ax[r] = Kernels.dot(am, r * in, x, xo, in) * scale;
-    int out = bm.length / rank;
-    for (int o = 0; o < out; o++) y[yo + o] += Kernels.dot(bm, o * rank, ax, 0, rank);
+    return ax;
+  }
+
+  /** Row {@code j} of {@code B · ax}: what the adapter adds to output {@code j} of the module. */
+  float delta(int layer, Projection p, int j, float[] ax) {
+    return Kernels.dot(b[layer * P + p.ordinal()], j * rank, ax, 0, rank);
   }
 }

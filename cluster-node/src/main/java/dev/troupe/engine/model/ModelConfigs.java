@@ -42,6 +42,18 @@ public final class ModelConfigs {
   }
 
   /**
+   * The checkpoint's own dtype: config.json's {@code torch_dtype} (or {@code dtype}, its newer
+   * name), null when absent or not a float dtype we serve.
+   */
+  public static DType torchDType(Path dir) {
+    Path file = dir.resolve("config.json");
+    if (!Files.isRegularFile(file)) return null;
+    JsonNode c = readJson(file);
+    JsonNode t = c.hasNonNull("torch_dtype") ? c.get("torch_dtype") : c.get("dtype");
+    return t == null || !t.isTextual() ? null : ServedDType.fromTorch(t.asText());
+  }
+
+  /**
    * The sampling defaults of {@code dir/generation_config.json}: only the keys vLLM takes from it
    * for requests that leave them out ({@code temperature}, {@code top_p}, {@code top_k}, {@code
    * min_p}, {@code repetition_penalty}, {@code presence_penalty}, {@code frequency_penalty}); a

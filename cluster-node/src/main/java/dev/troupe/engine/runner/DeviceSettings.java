@@ -1,6 +1,7 @@
 package dev.troupe.engine.runner;
 
 import com.typesafe.config.Config;
+import dev.troupe.engine.model.ServedDType;
 import java.util.List;
 import java.util.Locale;
 
@@ -14,11 +15,12 @@ import java.util.Locale;
  * @param gpuMemoryUtilization share of each GPU's memory a replica may take (weights, work buffers
  *     and the KV cache, which gets the rest), as vLLM's {@code --gpu-memory-utilization}; the CPU
  *     runner's cache is {@code troupe.worker.engine.num-blocks}
- * @param dtype as vLLM's {@code --dtype}: {@code auto}, {@code bfloat16} (the GPU runner's compute
- *     type), {@code float32} (the CPU runner's); {@code float16}/{@code half} is refused
+ * @param dtype as vLLM's {@code --dtype} ({@link ServedDType}): {@code auto}, {@code bfloat16},
+ *     {@code half}/{@code float16}, {@code float}/{@code float32}; the GPU runner takes {@code
+ *     auto} and {@code bfloat16} only (it computes in BF16)
  */
 public record DeviceSettings(String device, double gpuMemoryUtilization, String dtype) {
-  public static final List<String> DTYPES = List.of("auto", "bfloat16", "float32");
+  public static final List<String> DTYPES = ServedDType.NAMES;
 
   public DeviceSettings {
     device = device.trim().toLowerCase(Locale.ROOT);
@@ -29,16 +31,10 @@ public record DeviceSettings(String device, double gpuMemoryUtilization, String 
           "--gpu-memory-utilization must be in (0, 1], got " + gpuMemoryUtilization);
     if (!DTYPES.contains(dtype))
       throw new IllegalArgumentException(
-          "--dtype must be one of "
-              + DTYPES
-              + ", got "
-              + dtype
-              + (dtype.equals("float16") || dtype.equals("half")
-                  ? " (float16 is not supported: the GPU runner computes in bfloat16)"
-                  : ""));
+          "--dtype must be one of " + String.join(", ", DTYPES) + ", got " + dtype);
   }
 
-  /** CPU only, FP32: what tests and the demo default to. */
+  /** CPU only, dtype auto: what tests and the demo default to. */
   public static final DeviceSettings CPU = new DeviceSettings("cpu", 0.9, "auto");
 
   public static DeviceSettings fromConfig(Config c) {

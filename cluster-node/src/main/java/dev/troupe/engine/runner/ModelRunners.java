@@ -5,12 +5,15 @@ import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.cpu.CpuModelRunner;
 import dev.troupe.engine.cuda.CudaModelRunner;
 import dev.troupe.engine.cuda.CudaProbe;
+import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.DemoModel;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.ModelLoadException;
 import dev.troupe.engine.model.SafetensorsWeights;
+import dev.troupe.engine.model.ServedDType;
 import dev.troupe.engine.model.WeightSource;
 import java.nio.file.Path;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -35,17 +38,15 @@ public final class ModelRunners {
   public static ModelRunner open(
       Path modelDir, DeviceSettings device, int numBlocks, int blockSize, int maxBatchTokens) {
     Devices.Choice choice = Devices.choose(device);
-    if (!choice.cuda()) {
-      if (device.dtype().equals("bfloat16"))
-        throw new ModelLoadException(
-            "--dtype bfloat16 needs the GPU runner; the CPU runner computes in float32");
+    if (!choice.cuda())
       return modelDir == null
-          ? openDemo(numBlocks, blockSize)
-          : open(modelDir, numBlocks, blockSize);
-    }
-    if (device.dtype().equals("float32"))
+          ? openDemo(device.dtype(), numBlocks, blockSize)
+          : open(modelDir, device.dtype(), numBlocks, blockSize);
+    if (!List.of("auto", "bfloat16").contains(device.dtype()))
       throw new ModelLoadException(
-          "--dtype float32 is not supported on the GPU; it computes in bfloat16 (--dtype auto)");
+          "--dtype "
+              + device.dtype()
+              + " is not supported on the GPU; it computes in bfloat16 (--dtype auto or bfloat16)");
     ModelConfig config = modelDir == null ? DemoModel.config() : ModelConfigs.read(modelDir);
     try (WeightSource w =
         modelDir == null ? DemoModel.weights() : SafetensorsWeights.open(modelDir)) {
@@ -64,22 +65,35 @@ public final class ModelRunners {
   }
 
   /**
-   * Loads {@code config.json} and the safetensors weights of {@code modelDir} with a KV cache of
+   * Loads {@code config.json} and the safetensors weights of {@code modelDir} on the CPU runner,
+   * served in {@code dtype} ({@link ServedDType}: vLLM's {@code --dtype}), with a KV cache of
    * {@code numBlocks} blocks of {@code blockSize} positions.
    *
    * @throws ModelLoadException naming the file and tensor when the directory cannot be run
    */
-  public static ModelRunner open(Path modelDir, int numBlocks, int blockSize) {
+  public static ModelRunner open(Path modelDir, String dtype, int numBlocks, int blockSize) {
     ModelConfig config = ModelConfigs.read(modelDir);
     try (WeightSource w = SafetensorsWeights.open(modelDir)) {
-      return CpuModelRunner.load(config, w, numBlocks, blockSize);
+      DType served = ServedDType.resolve(dtype, ModelConfigs.torchDType(modelDir), w);
+      return CpuModelRunner.load(config, w, served, numBlocks, blockSize);
     }
   }
 
-  /** The built-in demo model ({@link DemoModel}): random weights from a fixed seed. */
-  public static ModelRunner openDemo(int numBlocks, int blockSize) {
+  /** {@link #open(Path, String, int, int)} with {@code dtype} auto. */
+  public static ModelRunner open(Path modelDir, int numBlocks, int blockSize) {
+    return open(modelDir, "auto", numBlocks, blockSize);
+  }
+
+  /** The built-in demo model ({@link DemoModel}) on the CPU runner in {@code dtype}. */
+  public static ModelRunner openDemo(String dtype, int numBlocks, int blockSize) {
     try (WeightSource w = DemoModel.weights()) {
-      return CpuModelRunner.load(DemoModel.config(), w, numBlocks, blockSize);
+      return CpuModelRunner.load(
+          DemoModel.config(), w, ServedDType.resolve(dtype, null, w), numBlocks, blockSize);
     }
+  }
+
+  /** The built-in demo model ({@link DemoModel}), dtype auto (BF16). */
+  public static ModelRunner openDemo(int numBlocks, int blockSize) {
+    return openDemo("auto", numBlocks, blockSize);
   }
 }

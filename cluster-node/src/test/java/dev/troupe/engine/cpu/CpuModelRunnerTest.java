@@ -1,5 +1,6 @@
 package dev.troupe.engine.cpu;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -9,7 +10,9 @@ import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.ModelConfigs;
+import dev.troupe.engine.model.RoundedWeights;
 import dev.troupe.engine.model.SafetensorsWeights;
+import dev.troupe.engine.model.ServedDType;
 import dev.troupe.engine.model.WeightSource;
 import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.testing.ScalarReferenceModel;
@@ -17,12 +20,16 @@ import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The ND4J forward against the scalar reference, for every architecture and batch shape. */
 class CpuModelRunnerTest {
@@ -56,9 +63,24 @@ class CpuModelRunnerTest {
     return ids;
   }
 
+  /** Every architecture (each stored in F32, BF16 or F16) served in every dtype. */
+  static Stream<Arguments> archAndServedDtype() {
+    return Arrays.stream(Arch.values())
+        .flatMap(
+            a -> Stream.of("auto", "float32", "bfloat16", "float16").map(d -> Arguments.of(a, d)));
+  }
+
+  /**
+   * The reference runs in double precision on the weights as served (16-bit values widened
+   * exactly), so the runner's only difference is FP32 arithmetic in another order: |Δlogit| of
+   * these tiny models (logits ~1, sums of ≤ 64 terms) stays near 1e-6; 1e-4 leaves room for the
+   * attention's longer sums and softmax without hiding a wrong weight (which moves logits by 1e-2
+   * or more).
+   */
   @ParameterizedTest
-  @EnumSource(Arch.class)
-  void matchesScalarReferenceForSingleSequencesChunksAndMixedBatches(Arch arch) throws Exception {
+  @MethodSource("archAndServedDtype")
+  void matchesScalarReferenceForSingleSequencesChunksAndMixedBatches(Arch arch, String dtype)
+      throws Exception {
     Path dir =
         TinyModels.write(
             tmp.resolve(arch.name()),
@@ -69,13 +91,17 @@ class CpuModelRunnerTest {
     Random r = new Random(7);
     int[] a = randomTokens(r, 23, 97), b = randomTokens(r, 9, 97), c = randomTokens(r, 14, 97);
     float[][] refA, refB, refC;
+    DType served;
     try (WeightSource w = SafetensorsWeights.open(dir)) {
-      ScalarReferenceModel ref = new ScalarReferenceModel(ModelConfigs.read(dir), w);
+      served = ServedDType.resolve(dtype, ModelConfigs.torchDType(dir), w);
+      ScalarReferenceModel ref =
+          new ScalarReferenceModel(ModelConfigs.read(dir), RoundedWeights.of(w, served));
       refA = ref.logits(a);
       refB = ref.logits(b);
       refC = ref.logits(c);
     }
-    try (ModelRunner m = ModelRunners.open(dir, 32, BS)) {
+    try (ModelRunner m = ModelRunners.open(dir, dtype, 32, BS)) {
+      assertEquals(served, ((CpuModelRunner) m).dtype());
       // 1. a whole prompt in one chunk, all logits, blocks out of order
       int[] tableA = blocks(9, 3, 17, 0, 5, 30);
       float[][] all = m.forward(List.of(new SequenceChunk(a, 0, tableA, true))).get(0);
@@ -137,7 +163,7 @@ class CpuModelRunnerTest {
       full = new ScalarReferenceModel(TinyModels.config(Arch.MISTRAL), w).logits(a);
     }
     assertTrue(maxDiff(ref[19], full[19]) > 1e-3, "the window must matter at position 19");
-    try (ModelRunner m = ModelRunners.open(dir, 16, BS)) {
+    try (ModelRunner m = ModelRunners.open(dir, "float32", 16, BS)) {
       int[] table = {4, 0, 9, 2, 7};
       // GEMM path (12-token chunk), then per-token path (decode)
       float[][] l =
@@ -152,14 +178,21 @@ class CpuModelRunnerTest {
     }
   }
 
-  @Test
-  void batchedEqualsUnbatched() throws Exception {
+  /**
+   * A sequence gets the same logits alone and in a batch: bit for bit on the kernel path (decode
+   * steps and chunks of up to 64 rows run the same kernel in the same order whatever the batch),
+   * within 1e-4 where batching moves a prefill onto the BLAS path (more than 64 rows).
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"float32", "bfloat16", "float16"})
+  void batchedEqualsUnbatched(String dtype) throws Exception {
     Path dir = TinyModels.write(tmp.resolve("m"), Arch.QWEN3, DType.F32, 5, false);
     Random r = new Random(11);
     int n = 6;
     int[][] prompts = new int[n][];
     for (int i = 0; i < n; i++) prompts[i] = randomTokens(r, 3 + 2 * i, 97);
-    try (ModelRunner m = ModelRunners.open(dir, 64, BS)) {
+    int[] longPrompt = randomTokens(r, 70, 97); // a 70-row step: BLAS
+    try (ModelRunner m = ModelRunners.open(dir, dtype, 96, BS)) {
       List<float[]> alone = new ArrayList<>();
       for (int i = 0; i < n; i++) {
         int[] table = {i * 4, i * 4 + 1, i * 4 + 2, i * 4 + 3};
@@ -168,6 +201,10 @@ class CpuModelRunnerTest {
             m.forward(List.of(new SequenceChunk(new int[] {i}, prompts[i].length, table, false)))
                 .get(0)[0]);
       }
+      int[] longTable = new int[20];
+      for (int i = 0; i < 20; i++) longTable[i] = 70 + i;
+      float[] longAlone =
+          m.forward(List.of(new SequenceChunk(longPrompt, 0, longTable, false))).get(0)[0];
       List<SequenceChunk> prefill = new ArrayList<>(), decode = new ArrayList<>();
       for (int i = 0; i < n; i++) {
         int[] table = {32 + i * 4, 33 + i * 4, 34 + i * 4, 35 + i * 4};
@@ -176,9 +213,17 @@ class CpuModelRunnerTest {
       }
       List<float[][]> p = m.forward(prefill), d = m.forward(decode);
       for (int i = 0; i < n; i++) {
-        assertTrue(maxDiff(p.get(i)[0], alone.get(2 * i)) < 1e-5, "prefill " + i);
-        assertTrue(maxDiff(d.get(i)[0], alone.get(2 * i + 1)) < 1e-5, "decode " + i);
+        assertArrayEquals(alone.get(2 * i), p.get(i)[0], dtype + " prefill " + i);
+        assertArrayEquals(alone.get(2 * i + 1), d.get(i)[0], dtype + " decode " + i);
       }
+      // 48 prompt rows + a 30-token chunk of the long prompt = 78 rows: the BLAS path
+      List<SequenceChunk> mixed = new ArrayList<>(prefill.subList(0, n));
+      m.forward(List.of(new SequenceChunk(Arrays.copyOf(longPrompt, 40), 0, longTable, false)));
+      mixed.add(new SequenceChunk(Arrays.copyOfRange(longPrompt, 40, 70), 40, longTable, false));
+      List<float[][]> x = m.forward(mixed);
+      for (int i = 0; i < n; i++)
+        assertTrue(maxDiff(alone.get(2 * i), x.get(i)[0]) < 1e-4, dtype + " BLAS prefill " + i);
+      assertTrue(maxDiff(longAlone, x.get(n)[0]) < 1e-4, dtype + " BLAS long chunk");
     }
   }
 
@@ -189,10 +234,8 @@ class CpuModelRunnerTest {
     int n = 5;
     int[][] seqs = new int[n][];
     for (int i = 0; i < n; i++) seqs[i] = randomTokens(r, 6 + i, 97);
-    long saved = Attention.parallelMinWork;
-    Attention.parallelMinWork = 0;
     try (WeightSource w = SafetensorsWeights.open(dir);
-        ModelRunner m = ModelRunners.open(dir, 16, BS)) {
+        ModelRunner m = ModelRunners.open(dir, "float32", 16, BS)) {
       ScalarReferenceModel ref = new ScalarReferenceModel(ModelConfigs.read(dir), w);
       List<SequenceChunk> prefill = new ArrayList<>(), decode = new ArrayList<>();
       for (int i = 0; i < n; i++) {
@@ -207,8 +250,6 @@ class CpuModelRunnerTest {
         float[][] expected = ref.logits(seqs[i]);
         assertTrue(maxDiff(out.get(i)[0], expected[seqs[i].length - 1]) < TOL, "sequence " + i);
       }
-    } finally {
-      Attention.parallelMinWork = saved;
     }
   }
 
@@ -216,7 +257,7 @@ class CpuModelRunnerTest {
   void copyBlockCopiesCachedKeysAndValues() throws Exception {
     Path dir = TinyModels.write(tmp.resolve("m"), Arch.LLAMA, DType.F32, 3, false);
     int[] prompt = {5, 6, 7, 8, 9, 10};
-    try (ModelRunner m = ModelRunners.open(dir, 8, BS)) {
+    try (ModelRunner m = ModelRunners.open(dir, "float32", 8, BS)) {
       m.forward(List.of(new SequenceChunk(prompt, 0, new int[] {0, 1}, false)));
       float[] expected =
           m.forward(List.of(new SequenceChunk(new int[] {11}, 6, new int[] {0, 1}, false)))
@@ -238,7 +279,7 @@ class CpuModelRunnerTest {
   @Test
   void rejectsBadChunks() throws Exception {
     Path dir = TinyModels.write(tmp.resolve("m"), Arch.LLAMA, DType.F32, 3, false);
-    try (ModelRunner m = ModelRunners.open(dir, 4, BS)) {
+    try (ModelRunner m = ModelRunners.open(dir, "float32", 4, BS)) {
       assertThrows(
           IllegalArgumentException.class,
           () ->

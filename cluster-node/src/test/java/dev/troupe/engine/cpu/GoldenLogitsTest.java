@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.SafetensorsWeights;
 import dev.troupe.engine.model.WeightSource;
@@ -39,20 +40,27 @@ class GoldenLogitsTest {
       golden[t] = new float[row.size()];
       for (int i = 0; i < row.size(); i++) golden[t][i] = (float) row.get(i).asDouble();
     }
-    try (ModelRunner m = ModelRunners.open(dir, 16, 8)) {
-      int[] table = {5, 2, 9, 0, 7, 1};
-      int split = 25;
-      float[][] prefill =
-          m.forward(List.of(new SequenceChunk(Arrays.copyOf(tokens, split), 0, table, true)))
-              .get(0);
-      for (int t = 0; t < split; t++)
-        assertClose(golden[t], prefill[t], name + " prefill position " + t);
-      for (int t = split; t < tokens.length; t++) {
-        float[] l =
-            m.forward(List.of(new SequenceChunk(new int[] {tokens[t]}, t, table, false))).get(0)[0];
-        assertClose(golden[t], l, name + " decode position " + t);
+    // auto keeps the checkpoint's 16-bit weights (BF16 Llama, F16 Qwen3); float32 widens them:
+    // PyTorch computed in FP32 on the upcast weights, so both must match it
+    for (String dtype : new String[] {"auto", "float32"})
+      try (ModelRunner m = ModelRunners.open(dir, dtype, 16, 8)) {
+        DType want =
+            dtype.equals("float32") ? DType.F32 : name.equals("llama") ? DType.BF16 : DType.F16;
+        assertEquals(want, ((CpuModelRunner) m).dtype());
+        int[] table = {5, 2, 9, 0, 7, 1};
+        int split = 25;
+        float[][] prefill =
+            m.forward(List.of(new SequenceChunk(Arrays.copyOf(tokens, split), 0, table, true)))
+                .get(0);
+        for (int t = 0; t < split; t++)
+          assertClose(golden[t], prefill[t], name + " prefill position " + t);
+        for (int t = split; t < tokens.length; t++) {
+          float[] l =
+              m.forward(List.of(new SequenceChunk(new int[] {tokens[t]}, t, table, false)))
+                  .get(0)[0];
+          assertClose(golden[t], l, name + " " + dtype + " decode position " + t);
+        }
       }
-    }
     // the scalar reference used by the other tests agrees with PyTorch too
     try (WeightSource w = SafetensorsWeights.open(dir)) {
       float[][] ref = new ScalarReferenceModel(ModelConfigs.read(dir), w).logits(tokens);

@@ -141,7 +141,7 @@ public final class TinyModels {
       Path dir, ModelConfig c, Map<String, float[]> weights, DType dtype, boolean sharded)
       throws IOException {
     Files.createDirectories(dir);
-    Files.writeString(dir.resolve("config.json"), configJson(c));
+    Files.writeString(dir.resolve("config.json"), configJson(c, dtype));
     Map<String, long[]> shapes = TransformerLayout.of(c).tensors();
     if (!sharded) {
       writeSafetensors(dir.resolve("model.safetensors"), weights, shapes, dtype);
@@ -169,8 +169,13 @@ public final class TinyModels {
     return dir;
   }
 
-  /** A Hugging Face style {@code config.json} for {@code c}. */
+  /** A Hugging Face style {@code config.json} for {@code c}, {@code torch_dtype} float32. */
   public static String configJson(ModelConfig c) {
+    return configJson(c, DType.F32);
+  }
+
+  /** A Hugging Face style {@code config.json} for {@code c} stored in {@code dtype}. */
+  public static String configJson(ModelConfig c, DType dtype) {
     StringBuilder s = new StringBuilder("{\n");
     s.append("  \"architectures\": [\"").append(c.architecture()).append("\"],\n");
     s.append("  \"model_type\": \"")
@@ -207,7 +212,13 @@ public final class TinyModels {
     s.append("  \"eos_token_id\": ")
         .append(c.eosTokenIds().isEmpty() ? "null" : c.eosTokenIds().get(0))
         .append(",\n");
-    s.append("  \"torch_dtype\": \"float32\"\n}\n");
+    String torch =
+        switch (dtype) {
+          case F32 -> "float32";
+          case BF16 -> "bfloat16";
+          case F16 -> "float16";
+        };
+    s.append("  \"torch_dtype\": \"").append(torch).append("\"\n}\n");
     return s.toString();
   }
 

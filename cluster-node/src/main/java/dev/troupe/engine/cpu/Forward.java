@@ -1,0 +1,268 @@
+package dev.troupe.engine.cpu;
+
+import dev.troupe.engine.model.Projection;
+import dev.troupe.engine.model.RopeTables;
+import java.util.Arrays;
+
+/**
+ * One runner's forward step as a single team region ({@link Team}): every member runs {@link
+ * #program} for the whole step, partitioning each phase (rows of a norm, output rows of a product,
+ * tokens, attention items) by member id, with a barrier where a phase needs another's output. The
+ * layer's phases are its {@link dev.troupe.engine.model.LayerStep}s in order; residual adds are
+ * fused into the o and down products and SwiGLU into the gate/up product.
+ *
+ * <p>Products of up to {@link #KERNEL_MAX_ROWS} rows run on the Vector API kernels on all members
+ * (each weight row read once for all rows); larger ones (prefill) on OpenBLAS GEMM over FP32 tiles
+ * by member 0 ({@link Blas}). Buffers are reused across steps; logits rows are new arrays.
+ */
+final class Forward implements AutoCloseable {
+  /** Most rows a product sends to the Vector API kernels; more go to BLAS GEMM (measured). */
+  static final int KERNEL_MAX_ROWS = Integer.getInteger("troupe.engine.kernelMaxRows", 64);
+
+  private final Model md;
+  private final Team team;
+  private final Attention attention;
+  private final Blas blas = new Blas();
+  private final Attention.ChunkBuffers chunkBuffers = new Attention.ChunkBuffers();
+  private final Member[] members;
+
+  // activations, grown to the step's size
+  private float[] x = new float[0], h = new float[0], qkv = new float[0], attn = new float[0];
+  private float[] gu = new float[0], act = new float[0], xr = new float[0], logits = new float[0];
+
+  /** What one member keeps between steps. */
+  private static final class Member {
+    final Attention.Scratch attention = new Attention.Scratch();
+    float[] row = new float[0]; // a natural activation row (LoRA)
+    float[] tmp = new float[0]; // SwiGLU block
+    float[] cos, sin;
+  }
+
+  Forward(Model md, Team team, int blockSize) {
+    this.md = md;
+    this.team = team;
+    this.attention =
+        new Attention(md.nHeads, md.nKv, md.headDim, blockSize, md.cfg.slidingWindow());
+    this.members = new Member[team.size()];
+    int wide = Math.max(Math.max(md.hidden, md.inter), md.qDim);
+    for (int m = 0; m < members.length; m++) {
+      members[m] = new Member();
+      members[m].row = new float[wide];
+      members[m].tmp = new float[Model.GATE_UP_BLOCK];
+      members[m].cos = new float[md.headDim / 2];
+      members[m].sin = new float[md.headDim / 2];
+    }
+  }
+
+  /** Runs the step; returns logits rows in {@code s.logitRows} order. */
+  float[][] run(Step s) {
+    int T = s.tokens.length, R = s.logitRows.length;
+    boolean kern = T <= KERNEL_MAX_ROWS, packed = kern && md.packed();
+    boolean headKern = R <= KERNEL_MAX_ROWS, headPacked = headKern && md.packed();
+    int hs = Activations.stride(md.hidden, packed);
+    x = grow(x, T * md.hidden);
+    h = grow(h, T * hs);
+    qkv = grow(qkv, T * (md.qDim + 2 * md.kvDim));
+    attn = grow(attn, T * Activations.stride(md.qDim, packed));
+    gu = grow(gu, T * 2 * md.inter);
+    act = grow(act, T * Activations.stride(md.inter, packed));
+    xr = grow(xr, R * Activations.stride(md.hidden, headPacked));
+    logits = grow(logits, (long) R * md.vocab);
+    Attention.Plan plan = attention.plan(s);
+    float[][] out = new float[R][];
+    team.run(m -> program(m, s, plan, kern, packed, headKern, headPacked, out));
+    return out;
+  }
+
+  private void program(
+      int m,
+      Step s,
+      Attention.Plan plan,
+      boolean kern,
+      boolean packed,
+      boolean headKern,
+      boolean headPacked,
+      float[][] out) {
+    int M = team.size(), T = s.tokens.length, H = md.hidden;
+    int[] rows = Team.share(T, M, m, 1);
+    for (int t = rows[0]; t < rows[1]; t++) md.embed.rowTo(s.tokens[t], x, t * H);
+    int hs = Activations.stride(H, packed), qs = Activations.stride(md.qDim, packed);
+    int as = Activations.stride(md.inter, packed), qkvOut = md.qDim + 2 * md.kvDim;
+    for (int li = 0; li < md.layers.length; li++) {
+      Model.Layer l = md.layers[li];
+      team.barrier();
+      // INPUT_NORM
+      for (int t = rows[0]; t < rows[1]; t++)
+        Kernels.normRow(x, t * H, H, l.attnNorm(), md.eps, h, t * hs, packed);
+      team.barrier();
+      // QKV_PROJ
+      product(m, M, s, li, l.qkv(), h, hs, packed, qkv, false, kern, 4);
+      team.barrier();
+      // QKV_BIAS, QK_NORM, ROPE, and the new keys/values into the cache
+      for (int t = rows[0]; t < rows[1]; t++) prepare(m, s, t, l, qkvOut);
+      team.barrier();
+      // ATTENTION
+      attention.perToken(
+          m,
+          M,
+          plan,
+          s,
+          qkv,
+          qkvOut,
+          l.kCache(),
+          l.vCache(),
+          attn,
+          qs,
+          packed,
+          members[m].attention);
+      if (plan.blasChunks.length > 0) {
+        team.barrier();
+        if (m == 0)
+          attention.chunks(
+              plan, s, qkv, qkvOut, l.kCache(), l.vCache(), attn, qs, packed, blas, chunkBuffers);
+      }
+      team.barrier();
+      // O_PROJ, residual
+      product(m, M, s, li, l.o(), attn, qs, packed, x, true, kern, 4);
+      team.barrier();
+      // POST_NORM
+      for (int t = rows[0]; t < rows[1]; t++)
+        Kernels.normRow(x, t * H, H, l.mlpNorm(), md.eps, h, t * hs, packed);
+      team.barrier();
+      // GATE_UP_PROJ and SWIGLU
+      int pair = 2 * Model.GATE_UP_BLOCK;
+      product(m, M, s, li, l.gateUp(), h, hs, packed, gu, false, kern, pair);
+      if (!kern) team.barrier(); // BLAS: member 0 computed all of gu
+      int[] f = kern ? Team.share(2 * md.inter, M, m, pair) : new int[] {0, 2 * md.inter};
+      int[] tr = kern ? new int[] {0, T} : rows;
+      for (int t = tr[0]; t < tr[1]; t++)
+        for (int f0 = f[0]; f0 < f[1]; f0 += pair) {
+          int g0 = f0 / 2, n = Math.min(Model.GATE_UP_BLOCK, md.inter - g0);
+          int base = t * 2 * md.inter + f0;
+          Kernels.swiglu(
+              gu, base, gu, base + n, n, members[m].tmp, act, t * as, g0, md.inter, packed);
+        }
+      team.barrier();
+      // DOWN_PROJ, residual
+      product(m, M, s, li, l.down(), act, as, packed, x, true, kern, 4);
+    }
+    team.barrier();
+    // final norm of the rows whose logits are wanted, then the LM head
+    int R = s.logitRows.length, rs = Activations.stride(H, headPacked);
+    int[] rr = Team.share(R, M, m, 1);
+    for (int r = rr[0]; r < rr[1]; r++)
+      Kernels.normRow(x, s.logitRows[r] * H, H, md.finalNorm, md.eps, xr, r * rs, headPacked);
+    team.barrier();
+    if (headKern) {
+      int[] o = Team.share(md.vocab, M, m, 4);
+      md.lmHead.product(xr, R, logits, md.vocab, 0, o[0], o[1], false);
+    } else if (m == 0) blas.product(md.lmHead, xr, R, logits, false);
+    team.barrier();
+    for (int r = rr[0]; r < rr[1]; r++)
+      out[r] = Arrays.copyOfRange(logits, r * md.vocab, (r + 1) * md.vocab);
+  }
+
+  /**
+   * {@code y (+)= xin · Wᵀ} for this member's share of W's rows (kernel) or all of it on member 0
+   * (BLAS), plus the LoRA adapters of the rows that run one.
+   */
+  private void product(
+      int m,
+      int M,
+      Step s,
+      int li,
+      Matrix w,
+      float[] xin,
+      int xStride,
+      boolean packed,
+      float[] y,
+      boolean add,
+      boolean kern,
+      int align) {
+    int T = s.tokens.length;
+    int o0, o1;
+    if (kern) {
+      int[] r = Team.share(w.out, M, m, align);
+      o0 = r[0];
+      o1 = r[1];
+      w.product(xin, T, y, w.out, 0, o0, o1, add);
+    } else {
+      if (m != 0) return;
+      o0 = 0;
+      o1 = w.out;
+      blas.product(w, xin, T, y, add);
+    }
+    if (s.anyAdapter) lora(m, s, li, w, xin, xStride, packed, y, o0, o1);
+  }
+
+  /** Adds {@code scale · B (A x)} to outputs {@code [o0, o1)} of rows running an adapter. */
+  private void lora(
+      int m,
+      Step s,
+      int li,
+      Matrix w,
+      float[] xin,
+      int xStride,
+      boolean packed,
+      float[] y,
+      int o0,
+      int o1) {
+    Model.Layer l = md.layers[li];
+    float[] row = members[m].row;
+    for (int t = 0; t < s.tokens.length; t++) {
+      Lora a = s.adapters[t];
+      if (a == null) continue;
+      Activations.get(xin, t * xStride, w.in, row, 0, packed);
+      float[][] ax = new float[Projection.values().length][];
+      for (int o = o0; o < o1; o++) {
+        Projection p;
+        int j;
+        if (w == l.qkv()) {
+          p = o < md.qDim ? Projection.Q : o < md.qDim + md.kvDim ? Projection.K : Projection.V;
+          j = p == Projection.Q ? o : p == Projection.K ? o - md.qDim : o - md.qDim - md.kvDim;
+        } else if (w == l.gateUp()) {
+          int g = Matrix.gateUpRow(o, md.inter, Model.GATE_UP_BLOCK);
+          p = g >= 0 ? Projection.GATE : Projection.UP;
+          j = g >= 0 ? g : -1 - g;
+        } else {
+          p = w == l.o() ? Projection.O : Projection.DOWN;
+          j = o;
+        }
+        if (!a.covers(li, p)) continue;
+        if (ax[p.ordinal()] == null) ax[p.ordinal()] = a.project(li, p, row, 0, w.in);
+        y[t * w.out + o] += a.delta(li, p, j, ax[p.ordinal()]);
+      }
+    }
+  }
+
+  /** Bias, q/k norm, RoPE of token t's q and k, and its k, v into the cache. */
+  private void prepare(int m, Step s, int t, Model.Layer l, int stride) {
+    int base = t * stride, d = md.headDim;
+    if (l.qkvBias() != null) for (int i = 0; i < stride; i++) qkv[base + i] += l.qkvBias()[i];
+    if (l.qNorm() != null) {
+      for (int hh = 0; hh < md.nHeads; hh++)
+        Kernels.normInPlace(qkv, base + hh * d, d, l.qNorm(), md.eps);
+      for (int g = 0; g < md.nKv; g++)
+        Kernels.normInPlace(qkv, base + md.qDim + g * d, d, l.kNorm(), md.eps);
+    }
+    Member me = members[m];
+    md.rope.angles(s.positions[t], me.cos, me.sin);
+    for (int hh = 0; hh < md.nHeads; hh++) RopeTables.rotate(qkv, base + hh * d, d, me.cos, me.sin);
+    for (int g = 0; g < md.nKv; g++)
+      RopeTables.rotate(qkv, base + md.qDim + g * d, d, me.cos, me.sin);
+    int slot = s.slots[t] * md.kvDim;
+    System.arraycopy(qkv, base + md.qDim, l.kCache(), slot, md.kvDim);
+    System.arraycopy(qkv, base + md.qDim + md.kvDim, l.vCache(), slot, md.kvDim);
+  }
+
+  private static float[] grow(float[] a, long n) {
+    if (n > Integer.MAX_VALUE - 8)
+      throw new IllegalArgumentException("batch too large for one step: " + n + " activations");
+    return a.length >= n ? a : new float[(int) Math.max(n, a.length * 3L / 2)];
+  }
+
+  @Override
+  public void close() {
+    blas.close();
+  }
+}

@@ -1,0 +1,50 @@
+package dev.troupe.engine.cpu;
+
+import dev.troupe.engine.model.DType;
+
+/**
+ * Plain-Java products on packed 16-bit weights (the layout of {@link Vec16}), used when the Vector
+ * API is not in the JVM: the same results, far slower. Also the widening of one packed int.
+ */
+final class Scalar16 {
+  private Scalar16() {}
+
+  /** Element {@code 2k} of a packed int. */
+  static float lo(boolean f16, int v) {
+    return f16 ? DType.f16ToFloat((short) v) : Float.intBitsToFloat(v << 16);
+  }
+
+  /** Element {@code 2k + 1} of a packed int. */
+  static float hi(boolean f16, int v) {
+    return f16 ? DType.f16ToFloat((short) (v >>> 16)) : Float.intBitsToFloat(v & 0xffff0000);
+  }
+
+  /** As {@link Vec16#range}. */
+  static void range(
+      boolean f16,
+      float[] x,
+      int rows,
+      int half,
+      int[] w,
+      int wRow0,
+      float[] y,
+      int yStride,
+      int yOff,
+      int o0,
+      int o1,
+      boolean add) {
+    for (int o = o0; o < o1; o++) {
+      int wo = (o - wRow0) * half;
+      for (int b = 0; b < rows; b++) {
+        int xo = b * 2 * half;
+        float s = 0;
+        for (int k = 0; k < half; k++) {
+          int v = w[wo + k];
+          s += lo(f16, v) * x[xo + k] + hi(f16, v) * x[xo + half + k];
+        }
+        int yi = b * yStride + yOff + o;
+        y[yi] = add ? y[yi] + s : s;
+      }
+    }
+  }
+}

@@ -1,0 +1,162 @@
+package dev.troupe.engine.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.engine.model.DType;
+import dev.troupe.engine.model.InMemoryWeights;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import jdk.incubator.vector.IntVector;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The product kernels ({@link Vec16}, {@link Vec32}, the plain-Java fallbacks, {@link Blas} on
+ * converted tiles) against a double-precision loop over the weights' exact values, and against each
+ * other: every row count 1–64 gives each row the same result as alone.
+ */
+class ProductKernelsTest {
+  private final Random rnd = new Random(42);
+
+  @Test
+  void vectorModuleIsOnInTests() {
+    // the surefire argLine adds jdk.incubator.vector; without it the kernel tests below are moot
+    assertTrue(VectorSupport.AVAILABLE, "is --add-modules jdk.incubator.vector set?");
+  }
+
+  @Test
+  void f16WideningIsExactForAllBitPatterns() {
+    int lanes = IntVector.SPECIES_PREFERRED.length();
+    int[] bits = new int[lanes];
+    float[] got = new float[lanes];
+    for (int base = 0; base < 1 << 16; base += lanes) {
+      for (int i = 0; i < lanes; i++) bits[i] = base + i;
+      Vec16.f16(IntVector.fromArray(IntVector.SPECIES_PREFERRED, bits, 0)).intoArray(got, 0);
+      for (int i = 0; i < lanes; i++) {
+        float want = DType.f16ToFloat((short) bits[i]);
+        if (Float.isNaN(want)) assertTrue(Float.isNaN(got[i]), "NaN pattern " + bits[i]);
+        else
+          assertEquals(
+              Float.floatToRawIntBits(want),
+              Float.floatToRawIntBits(got[i]),
+              "pattern 0x" + Integer.toHexString(bits[i]));
+      }
+    }
+  }
+
+  @Test
+  void everyDtypeMatchesDoublePrecisionOnOddShapes() {
+    int[] rowsList = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64};
+    int[] outs = {1, 3, 4, 5, 8, 13, 131};
+    int[] ins = {1, 2, 3, 15, 16, 32, 33, 100, 515};
+    for (DType dt : DType.values())
+      for (int out : outs)
+        for (int in : ins) {
+          Matrix m = matrix(dt, out, in);
+          float[] w = exact(m);
+          for (int rows : rowsList) check(m, w, rows);
+        }
+  }
+
+  private void check(Matrix m, float[] w, int rows) {
+    int out = m.out, in = m.in;
+    boolean packed = m.packed();
+    int xs = m.xStride();
+    float[] x = random(rows * in), xl = new float[rows * xs];
+    for (int b = 0; b < rows; b++) Activations.put(x, b * in, in, xl, b * xs, packed);
+    float[] y = new float[rows * out], ys = new float[rows * out], ya = new float[rows * out];
+    Arrays.fill(y, Float.NaN); // every element must be written
+    m.product(xl, rows, y, out, 0, 0, out, false);
+    // the plain-Java fallback of the same layout
+    if (packed)
+      Scalar16.range(
+          m.dtype == DType.F16, xl, rows, (in + 1) / 2, m.ints(0), 0, ys, out, 0, 0, out, false);
+    // add mode on top of ones
+    Arrays.fill(ya, 1f);
+    m.product(xl, rows, ya, out, 0, 0, out, true);
+    for (int b = 0; b < rows; b++)
+      for (int o = 0; o < out; o++) {
+        double s = 0, mag = 0;
+        for (int i = 0; i < in; i++) {
+          s += (double) x[b * in + i] * w[o * in + i];
+          mag += Math.abs((double) x[b * in + i] * w[o * in + i]);
+        }
+        String at =
+            m.dtype + " rows=" + rows + " out=" + out + " in=" + in + " [" + b + "," + o + "]";
+        double tol = 1e-5 * (1 + mag);
+        assertEquals(s, y[b * out + o], tol, at);
+        if (packed) assertEquals(s, ys[b * out + o], tol, at + " scalar");
+        assertEquals(s + 1, ya[b * out + o], tol, at + " add");
+      }
+  }
+
+  @Test
+  void batchedRowsEqualEachRowAloneAndBlasTilesAgree() {
+    for (DType dt : DType.values()) {
+      int out = 301, in = 130;
+      Matrix m = matrix(dt, out, in);
+      int xs = m.xStride();
+      try (Blas blas = new Blas()) {
+        for (int rows : new int[] {2, 5, 16, 31, 64, 70}) {
+          float[] x = random(rows * in), xl = new float[rows * xs];
+          for (int b = 0; b < rows; b++) Activations.put(x, b * in, in, xl, b * xs, m.packed());
+          float[] batched = new float[rows * out], gemm = new float[rows * out];
+          m.product(xl, rows, batched, out, 0, 0, out, false);
+          blas.product(m, x, rows, gemm, false);
+          for (int b = 0; b < rows; b++) {
+            float[] alone = new float[out];
+            m.product(
+                Arrays.copyOfRange(xl, b * xs, (b + 1) * xs), 1, alone, out, 0, 0, out, false);
+            float[] row = Arrays.copyOfRange(batched, b * out, (b + 1) * out);
+            // the same kernel, the same summation order: bit-identical
+            assertArrayEquals(alone, row, dt + " rows=" + rows + " row " + b);
+            assertArrayEquals(
+                row, Arrays.copyOfRange(gemm, b * out, (b + 1) * out), 1e-4f, dt + " BLAS");
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void gateUpInterleavingMapsBack() {
+    int inter = 40, in = 6, block = 16;
+    Map<String, InMemoryWeights.Tensor> t = new LinkedHashMap<>();
+    float[] g = new float[inter * in], u = new float[inter * in];
+    for (int i = 0; i < g.length; i++) {
+      g[i] = i / in; // row index
+      u[i] = -1 - i / in;
+    }
+    t.put("g", new InMemoryWeights.Tensor(g, new long[] {inter, in}));
+    t.put("u", new InMemoryWeights.Tensor(u, new long[] {inter, in}));
+    Matrix m = Matrix.loadInterleaved(new InMemoryWeights(t, "test"), DType.F32, "g", "u", block);
+    float[] row = new float[in];
+    for (int f = 0; f < 2 * inter; f++) {
+      m.rowTo(f, row, 0);
+      assertEquals(Matrix.gateUpRow(f, inter, block), (int) row[0], "fused row " + f);
+    }
+  }
+
+  private Matrix matrix(DType dt, int out, int in) {
+    Map<String, InMemoryWeights.Tensor> t = new LinkedHashMap<>();
+    t.put("w", new InMemoryWeights.Tensor(random(out * in), new long[] {out, in}));
+    return Matrix.load(new InMemoryWeights(t, "test"), dt, List.of("w"));
+  }
+
+  /** The matrix's values as held (rounded to its dtype). */
+  private static float[] exact(Matrix m) {
+    float[] w = new float[m.out * m.in];
+    m.rowsTo(0, m.out, w);
+    return w;
+  }
+
+  private float[] random(int n) {
+    float[] a = new float[n];
+    for (int i = 0; i < n; i++) a[i] = rnd.nextFloat() * 2 - 1;
+    return a;
+  }
+}

@@ -12,7 +12,11 @@ def main():
     d = sys.argv[1]
     prompt = int(sys.argv[2]) if len(sys.argv) > 2 else 128
     new = int(sys.argv[3]) if len(sys.argv) > 3 else 32
-    model = AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.bfloat16).cuda().eval()
+    try:  # transformers 5 names it dtype, 4.x torch_dtype
+        model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.bfloat16)
+    except TypeError:
+        model = AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.bfloat16)
+    model = model.cuda().eval()
     vocab = model.config.vocab_size
     print(f"transformers on {torch.cuda.get_device_name()}: {d}")
     print("| batch | prefill tok/s | decode tok/s (generate) |")

@@ -24,10 +24,11 @@ def main():
     name, out = sys.argv[1], sys.argv[2]
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 20250611
     s = dict(SHAPES[name]); cls = s.pop("cls")
-    cfg = getattr(transformers, cls + "Config")(**s, torch_dtype="bfloat16")
+    cfg = getattr(transformers, cls + "Config")(**s)
     torch.manual_seed(seed)
+    torch.set_default_dtype(torch.bfloat16)  # build in BF16: half the memory of FP32 then cast
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
-        model = getattr(transformers, cls + "ForCausalLM")(cfg).to(torch.bfloat16)
+        model = getattr(transformers, cls + "ForCausalLM")(cfg)
     with torch.no_grad():
         for n, p in model.named_parameters():
             if n.endswith("norm.weight"): p.fill_(1.0)

@@ -36,7 +36,7 @@ public final class CudaBench {
     int[] batches = {1, 8, 32, 128, 256};
     CudaProbe.Result probe = CudaProbe.get();
     if (!probe.usable()) {
-      System.err.println("no usable GPU: " + probe.summary());
+      System.err.println(probe.summary());
       System.exit(2);
     }
     int ordinal = probe.usableDevices().get(0).ordinal();

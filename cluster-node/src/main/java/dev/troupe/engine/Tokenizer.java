@@ -29,6 +29,18 @@ public interface Tokenizer {
   /** Ids of added tokens marked {@code special}. */
   Set<Integer> specialTokenIds();
 
+  /**
+   * The bytes one id contributes to decoded text, as a grammar sees it: for byte-level BPE the
+   * vocabulary entry mapped back through GPT-2's byte alphabet, for SentencePiece-style
+   * vocabularies {@code ▁} as a space and {@code <0xNN>} as that byte, for added tokens their UTF-8
+   * content. Null outside the vocabulary. The default decodes the id on its own, which is exact
+   * only for vocabularies whose tokens are whole characters.
+   */
+  default byte[] tokenBytes(int id) {
+    if (id < 0 || id >= vocabSize()) return null;
+    return decode(new int[] {id}, false, false).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
   /** Streaming detokenizer that emits only complete, final text for ids appended one by one. */
   IncrementalDetokenizer newDetokenizer(
       int[] promptIds, boolean skipSpecialTokens, boolean spacesBetweenSpecialTokens);

@@ -56,14 +56,17 @@ public final class HfTokenizer implements Tokenizer {
   private final String[] idToToken;
   private final Map<String, Integer> tokenToId;
   private final Set<Integer> specialIds;
+  private final TokenBytes tokenBytes;
 
   private HfTokenizer(
       HuggingFaceTokenizer hf,
       boolean cleanUpTokenizationSpaces,
       String[] idToToken,
       Map<String, Integer> tokenToId,
-      Set<Integer> specialIds) {
+      Set<Integer> specialIds,
+      TokenBytes tokenBytes) {
     this.hf = hf;
+    this.tokenBytes = tokenBytes;
     this.cleanUpTokenizationSpaces = cleanUpTokenizationSpaces;
     this.idToToken = idToToken;
     this.tokenToId = tokenToId;
@@ -100,7 +103,8 @@ public final class HfTokenizer implements Tokenizer {
       hf.close();
       throw e.getCause() instanceof RuntimeException r ? r : e;
     }
-    return new HfTokenizer(hf, cleanUpTokenizationSpaces, v.idToToken, v.tokenToId, v.specialIds);
+    return new HfTokenizer(
+        hf, cleanUpTokenizationSpaces, v.idToToken, v.tokenToId, v.specialIds, v.tokenBytes);
   }
 
   @Override
@@ -149,6 +153,11 @@ public final class HfTokenizer implements Tokenizer {
   @Override
   public Set<Integer> specialTokenIds() {
     return specialIds;
+  }
+
+  @Override
+  public byte[] tokenBytes(int id) {
+    return id >= 0 && id < idToToken.length ? tokenBytes.of(id) : null;
   }
 
   /** Whether decode applies transformers' {@code clean_up_tokenization}. */
@@ -203,12 +212,17 @@ public final class HfTokenizer implements Tokenizer {
 
   /** The id ↔ token maps of {@code model.vocab} and {@code added_tokens}, read by streaming. */
   private record Vocab(
-      String[] idToToken, Map<String, Integer> tokenToId, Set<Integer> specialIds) {
+      String[] idToToken,
+      Map<String, Integer> tokenToId,
+      Set<Integer> specialIds,
+      TokenBytes tokenBytes) {
 
     static Vocab read(byte[] json) {
       Map<String, Integer> tokenToId = new HashMap<>();
       Set<Integer> special = new HashSet<>();
       Map<Integer, String> added = new HashMap<>();
+      TokenBytes.Kind kind = null;
+      boolean[] byteFallback = {false};
       // 150k vocabulary keys arrive as field names: canonicalizing and interning them is the
       // slowest part of parsing, and they are used once
       JsonFactory factory =
@@ -221,8 +235,9 @@ public final class HfTokenizer implements Tokenizer {
         while (p.nextToken() == JsonToken.FIELD_NAME) {
           String field = p.currentName();
           p.nextToken();
-          if (field.equals("model")) readModel(p, tokenToId);
+          if (field.equals("model")) readModel(p, tokenToId, byteFallback);
           else if (field.equals("added_tokens")) readAdded(p, added, special);
+          else if (field.equals("decoder")) kind = TokenBytes.kindOf(p);
           else p.skipChildren();
         }
       } catch (IOException e) {
@@ -234,10 +249,12 @@ public final class HfTokenizer implements Tokenizer {
       String[] idToToken = new String[size];
       tokenToId.forEach((token, id) -> idToToken[id] = token);
       // not Map.copyOf: its linear probing is pathologically slow for 150k BPE tokens
-      return new Vocab(idToToken, Collections.unmodifiableMap(tokenToId), special);
+      TokenBytes bytes = new TokenBytes(kind, byteFallback[0], added.keySet(), idToToken);
+      return new Vocab(idToToken, Collections.unmodifiableMap(tokenToId), special, bytes);
     }
 
-    private static void readModel(JsonParser p, Map<String, Integer> tokenToId) throws IOException {
+    private static void readModel(
+        JsonParser p, Map<String, Integer> tokenToId, boolean[] byteFallback) throws IOException {
       expect(p.currentToken(), JsonToken.START_OBJECT);
       while (p.nextToken() == JsonToken.FIELD_NAME) {
         String field = p.currentName();
@@ -256,6 +273,8 @@ public final class HfTokenizer implements Tokenizer {
             tokenToId.put(p.getText(), id++);
             while (p.nextToken() != JsonToken.END_ARRAY) p.skipChildren();
           }
+        } else if (field.equals("byte_fallback") && t == JsonToken.VALUE_TRUE) {
+          byteFallback[0] = true;
         } else {
           p.skipChildren();
         }

@@ -49,7 +49,7 @@ public final class CudaModelRunner implements ModelRunner {
   private long x, h, qkv, q, attn, y, gu, a, meta, ax, logits;
   private final ByteBuffer hostLogits;
   private long hostNanos;
-  private long sampleWork; // [LOGIT_PIECE, vocab] fp32, on first device sampling
+  private final long sampleWork; // [LOGIT_PIECE, vocab] fp32: device sampling's scratch
   private boolean closed;
 
   private CudaModelRunner(
@@ -76,6 +76,8 @@ public final class CudaModelRunner implements ModelRunner {
     this.lora = new CudaLora(gpu, cfg);
     ensureCapacity(Math.max(1, maxBatchTokens));
     this.logits = gpu.alloc((long) LOGIT_PIECE * vocab * 4);
+    // device sampling's scratch rows, before the KV cache takes what is left
+    this.sampleWork = gpu.alloc((long) LOGIT_PIECE * vocab * 4);
     this.hostLogits =
         ByteBuffer.allocateDirect(LOGIT_PIECE * vocab * 4).order(ByteOrder.LITTLE_ENDIAN);
     this.blockBytes = (long) blockSize * kvDim * 2;
@@ -280,7 +282,6 @@ public final class CudaModelRunner implements ModelRunner {
         throw new IllegalArgumentException("a chunk asking for all logits cannot be sampled here");
     if (batch.isEmpty()) return List.of();
     long start = System.nanoTime();
-    if (sampleWork == 0) sampleWork = gpu.alloc((long) LOGIT_PIECE * vocab * 4);
     // the rows' parameters go up first, so nothing waits between the layers and the sampling
     try (DeviceSampler.Batch sampling = new DeviceSampler.Batch(gpu, rows)) {
       layers(batch);

@@ -304,6 +304,30 @@ class CudaModelRunnerTest {
     }
   }
 
+  @ParameterizedTest
+  @EnumSource(GpuBackends.class)
+  void gpuMemoryUtilizationSizesTheKvCache(GpuBackends b) {
+    ModelConfig c = TinyModels.config(Arch.QWEN3);
+    Map<String, float[]> w = bf16Weights(c, 1);
+    long perBlock = 2L * c.numLayers() * BS * c.numKvHeads() * c.headDim() * 2;
+    long rope = 2L * c.maxPositionEmbeddings() * (c.headDim() / 2) * 4;
+    Gpu gpu = b.open(c, BS);
+    long total = gpu.totalMemory();
+    try (CudaModelRunner r = CudaModelRunner.load(gpu, c, new MapWeights(c, w), BS, 0, 0.9, 16)) {
+      assertTrue(r.numBlocks() > 0);
+      // the cache never takes more than the share left: blocks ≤ (0.9·total − in use) / block
+      assertTrue((double) r.numBlocks() * perBlock + rope <= 0.9 * total, "" + r.numBlocks());
+      if (b == GpuBackends.EMULATED) // the emulator reports half its memory free, always
+      assertEquals((long) ((0.9 * total - total / 2 - rope) / perBlock), r.numBlocks());
+    }
+    if (b == GpuBackends.EMULATED) {
+      Gpu g2 = b.open(c, BS);
+      assertThrows( // 0.4 of the memory while half is already in use: no room
+          dev.troupe.engine.model.ModelLoadException.class,
+          () -> CudaModelRunner.load(g2, c, new MapWeights(c, w), BS, 0, 0.4, 16));
+    }
+  }
+
   /** {@code W + scale·B·A} for every adapted module (the reference for adapter rows). */
   static MapWeights merged(ModelConfig c, Map<String, float[]> base, LoraAdapter ad) {
     Map<String, float[]> copy = new HashMap<>();

@@ -295,6 +295,19 @@ public final class Scheduler {
     preemptions++;
   }
 
+  /**
+   * Sends a running request back to waiting with its cache dropped, to be recomputed from scratch
+   * when it is scheduled again: what the engine does with the requests of a step whose forward pass
+   * failed (their new blocks may hold partial writes, and were never published). Unlike a
+   * preemption it is not counted.
+   */
+  public void recompute(SequenceGroup group) {
+    if (byId.get(group.requestId()) != group)
+      throw new IllegalArgumentException("unknown request " + group.requestId());
+    freeBlocks(group);
+    if (running.remove(group)) waiting.add(group);
+  }
+
   private void drop(SequenceGroup group) {
     freeBlocks(group);
     running.remove(group);

@@ -1,7 +1,7 @@
 package dev.troupe.worker;
 
 import dev.troupe.engine.LoraAdapter;
-import dev.troupe.engine.core.Engine;
+import dev.troupe.engine.core.EngineCore;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -16,7 +16,7 @@ import java.util.Map;
  * recently used ones that no request in flight runs on. When every adapter is in use the cache
  * grows past its capacity for a while rather than fail a request; the next registration trims it.
  *
- * <p>Thread: the owning worker's (it touches the engine). Not thread-safe.
+ * <p>Thread: the owning worker's (it touches the engine core). Not thread-safe.
  */
 final class AdapterSlots {
   private final int capacity;
@@ -46,7 +46,7 @@ final class AdapterSlots {
    *
    * @return the evicted names (for the log)
    */
-  Registered register(String name, LoraAdapter adapter, Engine engine) {
+  Registered register(String name, LoraAdapter adapter, EngineCore engine) {
     Integer existing = ids.get(name);
     if (existing != null) return new Registered(existing, List.of());
     List<String> evicted = new ArrayList<>();

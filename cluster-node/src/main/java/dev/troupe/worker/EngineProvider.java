@@ -1,9 +1,9 @@
 package dev.troupe.worker;
 
-import dev.troupe.engine.core.Engine;
 import dev.troupe.engine.core.EngineSettings;
-import dev.troupe.engine.core.Engines;
 import dev.troupe.engine.runner.DeviceSettings;
+import dev.troupe.engine.serving.Engine;
+import dev.troupe.engine.serving.Engines;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 
 /** Opens the engine of one model replica; tests substitute small engines. */

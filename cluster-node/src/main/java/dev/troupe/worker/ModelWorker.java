@@ -2,19 +2,21 @@ package dev.troupe.worker;
 
 import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.engine.LoraAdapter;
-import dev.troupe.engine.core.Engine;
+import dev.troupe.engine.core.EngineRequest;
+import dev.troupe.engine.core.Rejection;
+import dev.troupe.engine.input.InputProcessor;
+import dev.troupe.engine.output.RequestUpdate;
+import dev.troupe.engine.serving.Engine;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GetStatus;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ReplicaId;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
@@ -25,13 +27,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
 import org.apache.pekko.actor.NoSerializationVerificationNeeded;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -43,17 +45,20 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
-import org.slf4j.MDC;
 
 /**
  * One replica of one model: the sharded entity {@code <model>#<replica>} ({@link
  * ModelWorkerProtocol#TYPE_KEY}) on a node with role {@code worker}, owning an {@link Engine}.
  *
- * <p>Runs one engine step per message: while work remains it sends itself {@code Step}, so requests
- * that arrive (or are cancelled) in the meantime join (or leave) between two steps — continuous
- * batching. Backpressure: when the engine's waiting queue is full a request is answered with {@link
- * Failed} {@code OVERLOADED} at once. Each requester is watched; when it stops (the client went
- * away) its requests are cancelled and their KV blocks freed before the next step.
+ * <p>A {@link Generate} is first prepared by the engine's input processor on the replica's bounded
+ * input executor (render, tokenize, every model-aware check; never on this thread), then queued in
+ * the engine core. The worker runs one engine step per message: while work remains it sends itself
+ * {@code Step}, so requests that arrive (or are cancelled) in the meantime join (or leave) between
+ * two steps — continuous batching. Each step sends every request with news one {@link
+ * ModelWorkerProtocol.GenerationUpdate}. Backpressure: a full input queue or engine waiting queue
+ * is answered with {@link Failed} {@code OVERLOADED} at once. Each requester is watched; when it
+ * stops (the client went away) its requests are cancelled and their KV blocks freed before the next
+ * step.
  *
  * <p>Trained checkpoints are served as LoRA adapters over the base model ({@link AdapterSlots}): a
  * {@link Generate} naming an {@link Adapter} runs every chunk with that adapter, so a request ends
@@ -62,7 +67,10 @@ import org.slf4j.MDC;
  * AdapterCheckpoint}) or, lazily, when a request names one this replica does not hold (after a
  * restart or a move to another node); requests naming it wait for it, others keep running.
  *
- * <p>Thread: the pinned dispatcher {@code troupe.worker.dispatcher} (the ND4J runner is confined to
+ * <p>Isolation: what fails on one request's data fails only that request (the engine reports it);
+ * an exception escaping a step is a bug or a broken engine and restarts the entity.
+ *
+ * <p>Thread: the pinned dispatcher {@code troupe.worker.dispatcher} (the CPU runner is confined to
  * one thread). Nothing survives a restart: in-flight requests are failed, the model is reloaded;
  * remember-entities brings the replica back on another node when its node leaves.
  */
@@ -78,28 +86,35 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     INSTANCE
   }
 
+  /** The input processor finished with a request (off this thread): prepared, or refused. */
+  private record InputDone(Generate generate, EngineRequest prepared, Throwable error)
+      implements Command, NoSerializationVerificationNeeded {}
+
   /** An adapter was read from its checkpoint directory (off the worker's thread), or failed to. */
   private record AdapterLoaded(String name, LoraAdapter adapter, Throwable error)
       implements Command, NoSerializationVerificationNeeded {}
-
-  /** Adapters registered at once by default; a LoRA r 8 adapter of a 1B model is ~20 MB. */
-  static final int DEFAULT_MAX_ADAPTERS = 8;
 
   /** A watched requester stopped. */
   private record RequesterGone(ActorRef<GenerationEvent> requester)
       implements Command, NoSerializationVerificationNeeded {}
 
+  /** A prepared request waiting for its adapter to be read. */
+  private record AwaitingAdapter(String id, EngineRequest request, Adapter adapter) {}
+
+  /** Adapters registered at once by default; a LoRA r 8 adapter of a 1B model is ~20 MB. */
+  static final int DEFAULT_MAX_ADAPTERS = 8;
+
   private final String entityId;
   private final Engine engine;
-  private final Map<String, ActorRef<GenerationEvent>> requesters = new HashMap<>();
-  private final Map<ActorRef<GenerationEvent>, Set<String>> byRequester = new HashMap<>();
+  private final Requesters requesters;
   private boolean stepScheduled;
   private final AdapterSlots adapters;
 
-  /** Adapters being read, with the requests waiting for them. */
-  private final Map<String, List<Generate>> loading = new HashMap<>();
+  /** Adapters being read, with the prepared requests waiting for them. */
+  private final Map<String, List<AwaitingAdapter>> loading = new HashMap<>();
 
   private final Executor loadExecutor;
+  private final ThreadPoolExecutor inputExecutor;
 
   /**
    * The entity behaviour: loads the replica's model, then serves it. A model that is not configured
@@ -128,7 +143,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                       ReplicaId replica = ModelWorkerProtocol.parseEntityId(entityId);
                       Optional<ServedModel> model = models.find(replica.model());
                       if (model.isEmpty())
-                        return Unavailable.create(
+                        return UnavailableWorker.create(
                             entityId,
                             ErrorKind.NOT_FOUND,
                             "The model `" + replica.model() + "` does not exist.");
@@ -141,14 +156,14 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                                 "{} loaded in {} ms: context {}, {} KV blocks of {}, policy {}",
                                 entityId,
                                 (System.nanoTime() - start) / 1_000_000,
-                                engine.maxModelLen(),
-                                engine.scheduler().blocks().numBlocks(),
-                                engine.scheduler().blocks().blockSize(),
-                                engine.policy().configName());
+                                engine.core().maxModelLen(),
+                                engine.core().scheduler().blocks().numBlocks(),
+                                engine.core().scheduler().blocks().blockSize(),
+                                engine.core().policy().configName());
                       } catch (RuntimeException e) {
                         ctx.getLog()
                             .error("{} failed to load model {}", entityId, model.get().path(), e);
-                        return Unavailable.create(
+                        return UnavailableWorker.create(
                             entityId,
                             ErrorKind.INTERNAL,
                             "model " + replica.model() + " failed to load: " + e.getMessage());
@@ -162,7 +177,8 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                               : config.hasPath("troupe.worker.max-adapters")
                                   ? config.getInt("troupe.worker.max-adapters")
                                   : DEFAULT_MAX_ADAPTERS;
-                      return new ModelWorker(ctx, entityId, engine, capacity);
+                      ThreadPoolExecutor inputs = InputExecutor.fromConfig(entityId, config);
+                      return new ModelWorker(ctx, entityId, engine, capacity, inputs);
                     }));
     // A failing step is a bug or a broken engine: fail what is in flight, reload, carry on.
     return Behaviors.supervise(worker)
@@ -171,11 +187,19 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                 Duration.ofSeconds(1), Duration.ofSeconds(30), 0.2));
   }
 
-  private ModelWorker(ActorContext<Command> ctx, String entityId, Engine engine, int maxAdapters) {
+  private ModelWorker(
+      ActorContext<Command> ctx,
+      String entityId,
+      Engine engine,
+      int maxAdapters,
+      ThreadPoolExecutor inputExecutor) {
     super(ctx);
     this.entityId = entityId;
     this.engine = engine;
     this.adapters = new AdapterSlots(maxAdapters);
+    this.inputExecutor = inputExecutor;
+    this.requesters =
+        new Requesters(ref -> ctx.watchWith(ref, new RequesterGone(ref)), ctx::unwatch);
     // Reading a checkpoint is file I/O: never on the pinned engine thread.
     this.loadExecutor = ctx.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
   }
@@ -184,6 +208,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   public Receive<Command> createReceive() {
     return newReceiveBuilder()
         .onMessage(Generate.class, this::onGenerate)
+        .onMessage(InputDone.class, this::onInputDone)
         .onMessage(AdapterCheckpoint.class, this::onAdapterCheckpoint)
         .onMessage(AdapterLoaded.class, this::onAdapterLoaded)
         .onMessage(Cancel.class, this::onCancel)
@@ -198,14 +223,11 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         .build();
   }
 
+  // ------------------------------------------------------------------ generation
+
   private Behavior<Command> onGenerate(Generate g) {
     String id = g.request().requestId();
-    Adapter adapter = g.request().adapter();
-    if (adapter == null || adapter.isBase()) {
-      admit(g, 0, adapter == null ? engine.weightVersion() : 0, false);
-      return this;
-    }
-    if (requesters.containsKey(id)) { // the engine's own check cannot see a request still waiting
+    if (requesters.contains(id)) {
       g.replyTo()
           .tell(
               new Failed(
@@ -215,34 +237,90 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                   "request_id"));
       return this;
     }
-    Integer slot = adapters.lookup(adapter.name());
-    if (slot != null) {
-      admit(g, slot, adapter.step(), false);
-      return this;
+    requesters.track(id, g.replyTo());
+    Adapter adapter = g.request().adapter();
+    if (adapter != null && !adapter.isBase()) load(adapter); // read while the input is prepared
+    InputProcessor inputs = engine.inputs();
+    try {
+      CompletableFuture<EngineRequest> prepared =
+          CompletableFuture.supplyAsync(
+              () -> RequestMdc.with(id, () -> inputs.process(g.request())), inputExecutor);
+      getContext().pipeToSelf(prepared, (request, error) -> new InputDone(g, request, error));
+    } catch (RejectedExecutionException e) {
+      fail(id, overloaded());
     }
-    // Not here yet (a restart, a moved replica, an evicted step): read it; the request waits.
-    track(id, g.replyTo());
-    load(adapter);
-    loading.get(adapter.name()).add(g);
     return this;
   }
 
-  /**
-   * Queues a request on adapter {@code slot} (0 = base model) in the engine.
-   *
-   * @param tracked its requester is already tracked (it waited for its adapter)
-   */
-  private void admit(Generate g, int slot, long version, boolean tracked) {
-    String id = g.request().requestId();
-    List<GenerationEvent> refused = withMdc(id, () -> engine.add(g.request(), slot, version));
-    if (!refused.isEmpty()) {
-      if (tracked) untrack(id); // else the id may be another request's, still in flight
-      refused.forEach(g.replyTo()::tell);
-      return;
+  private Behavior<Command> onInputDone(InputDone done) {
+    String id = done.generate().request().requestId();
+    // cancelled, or its requester left, while it was prepared
+    if (requesters.get(id) != done.generate().replyTo()) return this;
+    if (done.error() != null) {
+      fail(id, WireUpdates.rejection(done.error()));
+      return this;
     }
-    track(id, g.replyTo());
-    scheduleStep();
+    EngineRequest request = done.prepared();
+    Adapter adapter = done.generate().request().adapter();
+    if (adapter == null || adapter.isBase()) {
+      admit(id, request.withAdapter(0, null, 0));
+      return this;
+    }
+    Integer slot = adapters.lookup(adapter.name());
+    if (slot != null) {
+      admit(id, request.withAdapter(slot, adapter.name(), adapter.step()));
+      return this;
+    }
+    // Not here yet (a restart, a moved replica, an evicted step): it waits for its adapter.
+    load(adapter);
+    loading.get(adapter.name()).add(new AwaitingAdapter(id, request, adapter));
+    return this;
   }
+
+  /** Queues a prepared request in the engine, on its adapter. */
+  private void admit(String id, EngineRequest request) {
+    Rejection refused = RequestMdc.with(id, () -> engine.add(request));
+    if (refused != null) fail(id, refused);
+    else scheduleStep();
+  }
+
+  private Behavior<Command> onStep() {
+    stepScheduled = false;
+    Engine.Step step = engine.step();
+    for (RequestUpdate u : step.updates()) send(u);
+    for (var f : step.failures()) fail(f.requestId(), f.rejection());
+    if (engine.hasWork()) scheduleStep();
+    return this;
+  }
+
+  private Behavior<Command> onCancel(Cancel c) {
+    String id = c.requestId();
+    ActorRef<GenerationEvent> ref = requesters.get(id);
+    if (ref == null) {
+      engine.abort(id); // nobody listens (it may have just finished)
+      return this;
+    }
+    if (!engine.isActive(id)) {
+      // still being prepared or waiting for its adapter: it never started, so it ends as a refusal
+      requesters.untrack(id);
+      ref.tell(new Failed(id, ErrorKind.BAD_REQUEST, "The request was cancelled.", null));
+      return this;
+    }
+    RequestUpdate last = engine.abort(id);
+    if (last != null) send(last);
+    else requesters.untrack(id);
+    return this;
+  }
+
+  private Behavior<Command> onRequesterGone(RequesterGone gone) {
+    for (String id : requesters.gone(gone.requester())) {
+      engine.abort(id); // nobody listens: the update is dropped, the blocks are freed now
+      getContext().getLog().debug("{}: requester of {} is gone, cancelled", entityId, id);
+    }
+    return this;
+  }
+
+  // ------------------------------------------------------------------ adapters
 
   private Behavior<Command> onAdapterCheckpoint(AdapterCheckpoint c) {
     Adapter adapter = new Adapter(c.modelId(), c.step(), c.directory());
@@ -266,18 +344,16 @@ public final class ModelWorker extends AbstractBehavior<Command> {
 
   /** Registers a read adapter between two steps and admits the requests that waited for it. */
   private Behavior<Command> onAdapterLoaded(AdapterLoaded loaded) {
-    List<Generate> waiting = loading.remove(loaded.name());
+    List<AwaitingAdapter> waiting = loading.remove(loaded.name());
     if (waiting == null) waiting = List.of();
     int slot = -1;
     String failure = null;
     if (loaded.error() != null) {
-      Throwable e = loaded.error();
-      if (e instanceof java.util.concurrent.CompletionException && e.getCause() != null)
-        e = e.getCause();
-      failure = String.valueOf(e.getMessage());
+      failure = String.valueOf(WireUpdates.unwrap(loaded.error()).getMessage());
     } else {
       try {
-        AdapterSlots.Registered r = adapters.register(loaded.name(), loaded.adapter(), engine);
+        AdapterSlots.Registered r =
+            adapters.register(loaded.name(), loaded.adapter(), engine.core());
         slot = r.id();
         getContext()
             .getLog()
@@ -295,17 +371,16 @@ public final class ModelWorker extends AbstractBehavior<Command> {
       getContext()
           .getLog()
           .warn("{}: cannot serve adapter {}: {}", entityId, loaded.name(), failure);
-    for (Generate g : waiting) {
-      String id = g.request().requestId();
-      if (!requesters.containsKey(id)) continue; // cancelled or its requester left while it waited
+    for (AwaitingAdapter w : waiting) {
+      if (!requesters.contains(w.id())) continue; // cancelled or its requester left
       if (slot > 0) {
-        admit(g, slot, g.request().adapter().step(), true);
+        admit(w.id(), w.request().withAdapter(slot, w.adapter().name(), w.adapter().step()));
       } else {
-        untrack(id);
-        g.replyTo()
+        requesters
+            .untrack(w.id())
             .tell(
                 new Failed(
-                    id,
+                    w.id(),
                     ErrorKind.NOT_FOUND,
                     "The model `"
                         + loaded.name()
@@ -318,68 +393,32 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     return this;
   }
 
-  private void track(String id, ActorRef<GenerationEvent> replyTo) {
-    requesters.put(id, replyTo);
-    byRequester
-        .computeIfAbsent(
-            replyTo,
-            ref -> {
-              getContext().watchWith(ref, new RequesterGone(ref));
-              return new HashSet<>();
-            })
-        .add(id);
-  }
-
-  private void untrack(String id) {
-    ActorRef<GenerationEvent> ref = requesters.remove(id);
-    if (ref == null) return;
-    Set<String> ids = byRequester.get(ref);
-    if (ids != null && ids.remove(id) && ids.isEmpty()) {
-      byRequester.remove(ref);
-      getContext().unwatch(ref);
-    }
-  }
-
-  private Behavior<Command> onStep() {
-    stepScheduled = false;
-    dispatch(engine.step());
-    if (engine.hasWork()) scheduleStep();
-    return this;
-  }
-
-  private Behavior<Command> onCancel(Cancel c) {
-    String id = c.requestId();
-    if (!engine.isActive(id) && requesters.containsKey(id)) {
-      // still waiting for its adapter: it never started, so it ends as a refusal
-      ActorRef<GenerationEvent> ref = requesters.get(id);
-      untrack(id);
-      ref.tell(new Failed(id, ErrorKind.BAD_REQUEST, "The request was cancelled.", null));
-      return this;
-    }
-    dispatch(engine.cancel(id));
-    return this;
-  }
-
-  private Behavior<Command> onRequesterGone(RequesterGone gone) {
-    Set<String> ids = byRequester.remove(gone.requester());
-    if (ids == null) return this;
-    for (String id : ids) {
-      requesters.remove(id);
-      engine.cancel(id); // nobody listens: the events are dropped, the blocks are freed now
-      getContext().getLog().debug("{}: requester of {} is gone, cancelled", entityId, id);
-    }
-    return this;
-  }
+  // ------------------------------------------------------------------ tokenizer endpoints
 
   private Behavior<Command> onTokenize(Tokenize t) {
-    t.replyTo().tell(engine.tokenize(t));
+    offInput(
+        TokenizerTasks.tokenize(engine.inputs(), t),
+        () -> t.replyTo().tell(WireUpdates.rejected(overloaded())));
     return this;
   }
 
   private Behavior<Command> onDetokenize(Detokenize d) {
-    d.replyTo().tell(engine.detokenize(d.tokens()));
+    offInput(
+        TokenizerTasks.detokenize(engine.inputs(), d),
+        () -> d.replyTo().tell(WireUpdates.rejected(overloaded())));
     return this;
   }
+
+  /** Runs {@code task} on the input executor, or {@code refused} when its queue is full. */
+  private void offInput(Runnable task, Runnable refused) {
+    try {
+      inputExecutor.execute(task);
+    } catch (RejectedExecutionException e) {
+      refused.run();
+    }
+  }
+
+  // ------------------------------------------------------------------ status
 
   private Behavior<Command> onGetStatus(GetStatus s) {
     s.replyTo().tell(status());
@@ -398,35 +437,23 @@ public final class ModelWorker extends AbstractBehavior<Command> {
             s.preemptions(),
             s.kvBlocksUsed(),
             s.kvBlocksTotal(),
-            engine.generatedTokens());
+            s.generationTokens());
     return this;
   }
 
   private WorkerStatus status() {
-    var scheduler = engine.scheduler();
-    return new WorkerStatus(
-        entityId,
-        engine.modelName(),
-        engine.maxModelLen(),
-        engine.policy().configName(),
-        scheduler.numWaiting(),
-        scheduler.numRunning(),
-        scheduler.numPreemptions(),
-        scheduler.blocks().numUsed(),
-        scheduler.blocks().numBlocks(),
-        engine.weightVersion(),
-        engine.promptTokens(),
-        engine.generatedTokens());
+    return WireUpdates.status(entityId, engine);
   }
 
   private Behavior<Command> onStop(String why) {
-    for (Map.Entry<String, ActorRef<GenerationEvent>> e : requesters.entrySet())
+    for (Map.Entry<String, ActorRef<GenerationEvent>> e : requesters.clear().entrySet())
       e.getValue().tell(new Failed(e.getKey(), ErrorKind.INTERNAL, why, null));
-    requesters.clear();
-    byRequester.clear();
+    inputExecutor.shutdownNow();
     engine.close();
     return this;
   }
+
+  // ------------------------------------------------------------------ requesters
 
   private void scheduleStep() {
     if (stepScheduled) return;
@@ -434,60 +461,28 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     getContext().getSelf().tell(Step.INSTANCE);
   }
 
-  /** Sends each event to its requester; a request's last event forgets it. */
-  private void dispatch(List<GenerationEvent> events) {
-    for (GenerationEvent event : events) {
-      String id = event.requestId();
-      ActorRef<GenerationEvent> ref = requesters.get(id);
-      if (ref == null) continue;
-      ref.tell(event);
-      if (event instanceof Completed || event instanceof Failed) untrack(id);
-    }
+  /** Sends a request its update; its last one forgets it. */
+  private void send(RequestUpdate u) {
+    ActorRef<GenerationEvent> ref = requesters.get(u.requestId());
+    if (ref == null) return;
+    ref.tell(WireUpdates.update(u, entityId, getContext().getSelf()));
+    if (u.finished()) requesters.untrack(u.requestId());
   }
 
-  private static <T> T withMdc(String requestId, java.util.function.Supplier<T> body) {
-    MDC.put("requestId", requestId);
-    try {
-      return body.get();
-    } finally {
-      MDC.remove("requestId");
-    }
+  /** Ends a request with its failure (it has left the engine, or never entered it). */
+  private void fail(String id, Rejection why) {
+    ActorRef<GenerationEvent> ref = requesters.untrack(id);
+    if (ref != null) ref.tell(WireUpdates.failed(id, why));
   }
 
-  /** A replica that cannot serve (unknown or unloadable model): every request gets the reason. */
-  static final class Unavailable {
-    private Unavailable() {}
-
-    static Behavior<Command> create(String entityId, ErrorKind kind, String message) {
-      return Behaviors.receive(Command.class)
-          .onMessage(
-              Generate.class,
-              g -> {
-                g.replyTo().tell(new Failed(g.request().requestId(), kind, message, "model"));
-                return Behaviors.same();
-              })
-          .onMessage(
-              Tokenize.class,
-              t -> {
-                t.replyTo().tell(new Rejected(kind, message, "model"));
-                return Behaviors.same();
-              })
-          .onMessage(
-              Detokenize.class,
-              d -> {
-                d.replyTo().tell(new Rejected(kind, message, "model"));
-                return Behaviors.same();
-              })
-          .onMessage(AdapterCheckpoint.class, c -> Behaviors.same())
-          .onMessage(
-              GetStatus.class,
-              s -> {
-                ReplicaId r = ModelWorkerProtocol.parseEntityId(entityId);
-                s.replyTo()
-                    .tell(new WorkerStatus(entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0));
-                return Behaviors.same();
-              })
-          .build();
-    }
+  private Rejection overloaded() {
+    return new Rejection(
+        Rejection.Kind.OVERLOADED,
+        "The server is overloaded: model replica "
+            + entityId
+            + " has "
+            + inputExecutor.getQueue().size()
+            + " requests waiting to be prepared. Retry later.",
+        null);
   }
 }

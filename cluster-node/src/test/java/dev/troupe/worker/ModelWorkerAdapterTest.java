@@ -9,8 +9,8 @@ import com.typesafe.config.ConfigFactory;
 import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.core.EngineSettings;
-import dev.troupe.engine.core.TestEngines;
 import dev.troupe.engine.model.DemoModel;
+import dev.troupe.engine.serving.TestEngines;
 import dev.troupe.node.NodeSettings;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;
@@ -136,16 +136,16 @@ class ModelWorkerAdapterTest {
     FinishReason finish = null;
     while (true) {
       GenerationEvent e = probe.receiveMessage(WAIT);
-      if (e instanceof Started s) version = s.weightVersion();
-      else if (e instanceof TokenDelta d)
-        for (ChoiceDelta c : d.choices()) {
-          tokens.addAll(c.tokenIds());
-          if (c.logprobs() != null)
-            for (LogprobEntry l : c.logprobs()) logprobs.add(l.chosen().logprob());
-        }
-      else if (e instanceof ChoiceFinished f) finish = f.finishReason();
-      else if (e instanceof Failed f) throw new AssertionError("failed: " + f);
-      else if (e instanceof Completed) return new Run(version, tokens, logprobs, finish);
+      if (e instanceof Failed f) throw new AssertionError("failed: " + f);
+      GenerationUpdate u = (GenerationUpdate) e;
+      if (u.started() != null) version = u.started().weightVersion();
+      for (ChoiceUpdate c : u.choices()) {
+        tokens.addAll(c.tokenIds());
+        if (c.logprobs() != null)
+          for (LogprobEntry l : c.logprobs()) logprobs.add(l.chosen().logprob());
+        if (c.finished()) finish = c.finishReason();
+      }
+      if (u.done()) return new Run(version, tokens, logprobs, finish);
     }
   }
 
@@ -177,9 +177,8 @@ class ModelWorkerAdapterTest {
     ActorRef<Command> worker = spawn(1);
     TestProbe<GenerationEvent> a = testKit.createTestProbe();
     worker.tell(new Generate(request("a", 200, step1), a.ref()));
-    Started started = assertInstanceOf(Started.class, a.receiveMessage(WAIT));
-    assertEquals(1, started.weightVersion());
-    TokenDelta first = assertInstanceOf(TokenDelta.class, a.receiveMessage(WAIT));
+    GenerationUpdate first = assertInstanceOf(GenerationUpdate.class, a.receiveMessage(WAIT));
+    assertEquals(1, first.started().weightVersion(), "the first update: prefilled on step 1");
     worker.tell(new AdapterCheckpoint(MODEL_ID, 2, step2.directory()));
     Run b = generate(worker, "b", 5, step2); // joins the batch once step 2 is registered
     worker.tell(new Cancel("a")); // a was still running on step 1 throughout

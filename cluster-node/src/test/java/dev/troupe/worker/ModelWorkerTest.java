@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.engine.core.EngineSettings;
-import dev.troupe.engine.core.TestEngines;
+import dev.troupe.engine.serving.TestEngines;
 import dev.troupe.node.NodeSettings;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.*;
@@ -32,7 +32,9 @@ import org.junit.jupiter.api.Test;
 class ModelWorkerTest {
   private static final ActorTestKit testKit =
       ActorTestKit.create(
-          ConfigFactory.parseString("pekko.actor.serialize-messages = on")
+          // one input thread: requests are prepared (and admitted) in the order they arrive
+          ConfigFactory.parseString(
+                  "pekko.actor.serialize-messages = on\ntroupe.worker.input.threads = 1")
               .withFallback(ConfigFactory.load()));
   private static final ServedModels MODELS =
       new ServedModels(List.of(new ServedModel("demo", "demo", 1, "fcfs")));
@@ -58,14 +60,18 @@ class ModelWorkerTest {
         .build();
   }
 
-  /** Receives events until the request's Completed or Failed; returns them all. */
+  /** Receives events until the request's last update or Failed; returns them all. */
   static List<GenerationEvent> untilCompleted(TestProbe<GenerationEvent> probe) {
     List<GenerationEvent> events = new ArrayList<>();
     while (true) {
       GenerationEvent e = probe.receiveMessage(WAIT);
       events.add(e);
-      if (e instanceof Completed || e instanceof Failed) return events;
+      if (e instanceof Failed || ((GenerationUpdate) e).done()) return events;
     }
+  }
+
+  static Usage usage(List<GenerationEvent> events) {
+    return ((GenerationUpdate) events.get(events.size() - 1)).usage();
   }
 
   private static WorkerStatus status(ActorRef<Command> worker) {
@@ -80,20 +86,18 @@ class ModelWorkerTest {
     TestProbe<GenerationEvent> a = testKit.createTestProbe();
     TestProbe<GenerationEvent> b = testKit.createTestProbe();
     worker.tell(new Generate(request("a", 40), a.ref()));
-    assertInstanceOf(Started.class, a.receiveMessage(WAIT));
-    assertInstanceOf(TokenDelta.class, a.receiveMessage(WAIT));
+    GenerationUpdate first = assertInstanceOf(GenerationUpdate.class, a.receiveMessage(WAIT));
+    assertEquals("demo#0", first.started().servedBy(), "the first update names the replica");
+    assertEquals(4, first.started().promptTokenIds().size(), "return_token_ids asked for them");
+    assertEquals(1, first.choices().get(0).tokenIds().size(), "and carries the first token");
     worker.tell(new Generate(request("b", 5), b.ref()));
     List<GenerationEvent> bEvents = untilCompleted(b);
-    assertInstanceOf(Started.class, bEvents.get(0));
-    assertEquals(
-        new Usage(4, 5, 0),
-        ((Completed) bEvents.get(bEvents.size() - 1)).usage(),
-        bEvents.toString());
-    // b joined and left while a kept decoding: a still has many deltas to deliver.
+    assertEquals(5, bEvents.size(), "one update per step: " + bEvents);
+    assertEquals(new Usage(4, 5, 0), usage(bEvents), bEvents.toString());
+    // b joined and left while a kept decoding: a still has many updates to deliver.
     List<GenerationEvent> aRest = untilCompleted(a);
-    long aDeltasAfterB = aRest.stream().filter(e -> e instanceof TokenDelta).count();
-    assertTrue(aDeltasAfterB > 5, "a kept decoding after b joined and left: " + aDeltasAfterB);
-    Usage aUsage = ((Completed) aRest.get(aRest.size() - 1)).usage();
+    assertTrue(aRest.size() > 5, "a kept decoding after b joined and left: " + aRest.size());
+    Usage aUsage = usage(aRest);
     assertEquals(40, aUsage.completionTokens());
     // The token counters behind GET /metrics: each prompt once, every generated token.
     WorkerStatus s = status(worker);
@@ -107,14 +111,12 @@ class ModelWorkerTest {
     ActorRef<Command> worker = spawn(EngineSettings.small().withNumBlocks(48));
     TestProbe<GenerationEvent> a = testKit.createTestProbe();
     worker.tell(new Generate(request("a", 300), a.ref()));
-    assertInstanceOf(Started.class, a.receiveMessage(WAIT));
-    assertInstanceOf(TokenDelta.class, a.receiveMessage(WAIT));
+    assertInstanceOf(GenerationUpdate.class, a.receiveMessage(WAIT));
+    assertInstanceOf(GenerationUpdate.class, a.receiveMessage(WAIT));
     worker.tell(new Cancel("a"));
     List<GenerationEvent> rest = untilCompleted(a);
-    assertTrue(
-        rest.stream()
-            .anyMatch(
-                e -> e instanceof ChoiceFinished f && f.finishReason() == FinishReason.ABORT));
+    GenerationUpdate last = (GenerationUpdate) rest.get(rest.size() - 1);
+    assertEquals(FinishReason.ABORT, last.choices().get(0).finishReason());
     // GetStatus is handled after the Cancel: the blocks are already free.
     WorkerStatus s = status(worker);
     assertEquals(0, s.kvBlocksUsed());
@@ -127,7 +129,7 @@ class ModelWorkerTest {
     ActorRef<Command> worker = spawn(EngineSettings.small().withNumBlocks(40));
     TestProbe<GenerationEvent> a = testKit.createTestProbe();
     worker.tell(new Generate(request("a", 300), a.ref()));
-    assertInstanceOf(Started.class, a.receiveMessage(WAIT));
+    assertInstanceOf(GenerationUpdate.class, a.receiveMessage(WAIT));
     a.stop();
     TestProbe<Object> probe = testKit.createTestProbe();
     probe.awaitAssert(
@@ -151,16 +153,14 @@ class ModelWorkerTest {
     TestProbe<GenerationEvent> b = testKit.createTestProbe();
     TestProbe<GenerationEvent> c = testKit.createTestProbe();
     worker.tell(new Generate(request("a", 60), a.ref()));
-    assertInstanceOf(Started.class, a.receiveMessage(WAIT));
+    assertInstanceOf(GenerationUpdate.class, a.receiveMessage(WAIT));
     worker.tell(new Generate(request("b", 2), b.ref()));
     worker.tell(new Generate(request("c", 2), c.ref()));
     Failed f = assertInstanceOf(Failed.class, c.receiveMessage(WAIT));
     assertEquals(ErrorKind.OVERLOADED, f.kind());
     // b waits its turn and runs once a is done.
-    List<GenerationEvent> aEvents = untilCompleted(a);
-    assertInstanceOf(Completed.class, aEvents.get(aEvents.size() - 1));
-    List<GenerationEvent> bEvents = untilCompleted(b);
-    assertInstanceOf(Completed.class, bEvents.get(bEvents.size() - 1));
+    assertEquals(60, usage(untilCompleted(a)).completionTokens());
+    assertEquals(2, usage(untilCompleted(b)).completionTokens());
     testKit.stop(worker);
   }
 
@@ -179,6 +179,65 @@ class ModelWorkerTest {
     assertEquals("demo#0", s.entityId());
     assertEquals(24, s.kvBlocksTotal());
     assertEquals("fcfs", s.schedulingPolicy());
+    testKit.stop(worker);
+  }
+
+  @Test
+  void oneRequestsFaultsNeverTouchTheOthersNorTheWorker() {
+    ActorRef<Command> worker = spawn(EngineSettings.small().withNumBlocks(20));
+    TestProbe<GenerationEvent> good = testKit.createTestProbe();
+    worker.tell(new Generate(request("good", 30), good.ref()));
+    assertInstanceOf(GenerationUpdate.class, good.receiveMessage(WAIT));
+    // A padded-vocabulary id (151,700 of the demo model's 151,936 rows; its tokenizer has
+    // 151,669) sampled with logprobs: it decodes to "", as in vLLM.
+    TestProbe<GenerationEvent> pad = testKit.createTestProbe();
+    GenerationRequest padded = request("pad", 3);
+    worker.tell(
+        new Generate(
+            padded.withSampling(
+                padded.sampling().toBuilder()
+                    .allowedTokenIds(List.of(151_700))
+                    .logprobs(2)
+                    .build()),
+            pad.ref()));
+    List<GenerationEvent> padEvents = untilCompleted(pad);
+    assertEquals(3, usage(padEvents).completionTokens(), padEvents.toString());
+    GenerationUpdate firstPad = (GenerationUpdate) padEvents.get(0);
+    assertEquals("", firstPad.choices().get(0).logprobs().get(0).chosen().token());
+    // Template bombs, through chat and through /tokenize: the request's own 400.
+    String bomb = "{{ " + "(".repeat(20_000) + "1" + ")".repeat(20_000) + " }}";
+    TestProbe<GenerationEvent> t = testKit.createTestProbe();
+    worker.tell(
+        new Generate(
+            GenerationRequest.chat(
+                    "bomb",
+                    List.of(java.util.Map.of("role", "user", "content", "x")),
+                    request("bomb", 2).sampling())
+                .toBuilder()
+                .chatTemplate(bomb)
+                .build(),
+            t.ref()));
+    Failed f = assertInstanceOf(Failed.class, t.receiveMessage(WAIT));
+    assertEquals(ErrorKind.BAD_REQUEST, f.kind());
+    assertEquals("chat_template", f.param());
+    TestProbe<TokenizeReply> tok = testKit.createTestProbe();
+    worker.tell(
+        new Tokenize(
+            List.of(java.util.Map.of("role", "user", "content", "x")),
+            null,
+            null,
+            true,
+            false,
+            false,
+            bomb,
+            null,
+            false,
+            tok.ref()));
+    assertEquals(
+        "chat_template", assertInstanceOf(Rejected.class, tok.receiveMessage(WAIT)).param());
+    // The running request went on undisturbed: no restart, no failure.
+    List<GenerationEvent> rest = untilCompleted(good);
+    assertEquals(30, usage(rest).completionTokens(), rest.toString());
     testKit.stop(worker);
   }
 

@@ -11,8 +11,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The house rules on package structure (STYLE.md), checked on the compiled main classes of every
- * module with ArchUnit: no package cycles, serving code never imports training, and ND4J stays in
- * training.
+ * module with ArchUnit: no package cycles, serving code never imports training, ND4J stays in
+ * training, and the engine never sees the worker's wire messages (the worker maps engine outputs
+ * onto them).
  */
 class ArchitectureTest {
   private static JavaClasses classes;
@@ -60,6 +61,17 @@ class ArchitectureTest {
         .should()
         .dependOnClassesThat()
         .resideInAPackage("dev.troupe.training..")
+        .check(classes);
+  }
+
+  @Test
+  void theEngineSpeaksNoWireMessages() {
+    noClasses()
+        .that()
+        .resideInAnyPackage("dev.troupe.engine..", "dev.troupe.scheduler..")
+        .should()
+        .dependOnClassesThat()
+        .haveNameMatching("dev\\.troupe\\.protocol\\.cluster\\.ModelWorkerProtocol.*")
         .check(classes);
   }
 }

@@ -2,16 +2,16 @@ package dev.troupe.deploy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.SamplingParams;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -115,11 +115,13 @@ class MultiNodeTest {
     ClusterSharding.get(gateway.system())
         .entityRefFor(ModelWorkerProtocol.TYPE_KEY, "demo#0")
         .tell(new Generate(request(id), probe.ref()));
-    assertInstanceOf(Started.class, probe.receiveMessage(WAIT));
-    GenerationEvent last;
-    do last = probe.receiveMessage(WAIT);
-    while (!(last instanceof Completed) && !(last instanceof ModelWorkerProtocol.Failed));
-    Completed done = assertInstanceOf(Completed.class, last);
+    GenerationUpdate first = assertInstanceOf(GenerationUpdate.class, probe.receiveMessage(WAIT));
+    assertEquals("demo#0", first.started().servedBy());
+    assertNotNull(first.started().worker(), "the serving worker's address crossed the cluster");
+    GenerationEvent last = first;
+    while (!(last instanceof ModelWorkerProtocol.Failed) && !((GenerationUpdate) last).done())
+      last = probe.receiveMessage(WAIT);
+    GenerationUpdate done = assertInstanceOf(GenerationUpdate.class, last);
     assertEquals(4, done.usage().completionTokens());
   }
 

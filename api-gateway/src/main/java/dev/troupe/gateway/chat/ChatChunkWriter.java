@@ -6,32 +6,28 @@ import dev.troupe.protocol.api.chat.ChatCompletionChunk;
 import dev.troupe.protocol.api.chat.ChatCompletionChunk.ChunkChoice;
 import dev.troupe.protocol.api.chat.ChatCompletionChunk.Delta;
 import dev.troupe.protocol.api.chat.Usage;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceDelta;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceFinished;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenDelta;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import org.apache.pekko.util.ByteString;
 
 /**
- * Turns a generation's events into server-sent events in vLLM's chunk format (its stream
- * generator): per choice a first chunk with the role, an echo chunk when asked, one chunk per step
- * with new text, {@code finish_reason} on the chunk holding the choice's last text (or an empty
- * delta if there is none), then the usage chunk ({@code choices: []}) when usage is on, and {@code
- * data: [DONE]}. A failure after the stream opened becomes a {@code data: {"error":…}} event before
- * {@code [DONE]}.
+ * Turns a generation's updates into server-sent events in vLLM's chunk format (its stream
+ * generator): per choice a first chunk with the role, an echo chunk when asked, then per update one
+ * chunk per choice with news (new text, tokens, or its finish: {@code finish_reason} lands on the
+ * chunk with the choice's last text, or on an empty delta if that step produced none), then the
+ * usage chunk ({@code choices: []}) when usage is on, and {@code data: [DONE]}. A failure after the
+ * stream opened becomes a {@code data: {"error":…}} event before {@code [DONE]}.
  *
- * <p>Events come in small groups (those that arrived together): a choice's last content chunk is
- * held back to the end of its group, so that a {@link ChoiceFinished} sent right after the final
- * {@link TokenDelta} of a step lands on that same chunk. Not thread-safe: one per request.
+ * <p>Each update is one engine step's news for the request, so chunks are written as updates come:
+ * no grouping window, nothing held back. Not thread-safe: one per request.
  */
 public final class ChatChunkWriter {
   public static final ByteString DONE =
@@ -39,7 +35,6 @@ public final class ChatChunkWriter {
 
   private final ChatPlan plan;
   private final long created;
-  private final Map<Integer, ChunkChoice> pending = new TreeMap<>();
   private final Map<Integer, Integer> completionTokens = new HashMap<>();
   private int promptTokens;
   private boolean done;
@@ -49,18 +44,15 @@ public final class ChatChunkWriter {
     this.created = createdEpochSeconds;
   }
 
-  /** SSE frames for a group of events that arrived together. */
-  public List<ByteString> onEvents(List<GenerationEvent> group) {
+  /** SSE frames for one event of the worker. */
+  public List<ByteString> onEvent(GenerationEvent e) {
     List<ByteString> out = new ArrayList<>();
-    for (GenerationEvent e : group) {
-      if (done) break;
-      if (e instanceof Started s) onStarted(s, out);
-      else if (e instanceof TokenDelta d) onDelta(d, out);
-      else if (e instanceof ChoiceFinished f) onFinished(f, out);
-      else if (e instanceof Completed c) onCompleted(c, out);
-      else if (e instanceof Failed f) out.addAll(error(GenerationStream.toApiException(f)));
-    }
-    flushPending(out);
+    if (done) return out;
+    if (e instanceof Failed f) return error(GenerationStream.toApiException(f));
+    GenerationUpdate u = (GenerationUpdate) e;
+    if (u.started() != null) onStarted(u.started(), out);
+    for (ChoiceUpdate c : u.choices()) onChoice(c, out);
+    if (u.done()) onDone(u.usage(), out);
     return out;
   }
 
@@ -68,7 +60,6 @@ public final class ChatChunkWriter {
   public List<ByteString> error(ApiException e) {
     List<ByteString> out = new ArrayList<>();
     if (done) return out;
-    flushPending(out);
     out.add(frame(e.body()));
     out.add(DONE);
     done = true;
@@ -80,7 +71,7 @@ public final class ChatChunkWriter {
   }
 
   private void onStarted(Started s, List<ByteString> out) {
-    promptTokens = s.promptTokenIds().size();
+    promptTokens = s.promptTokens();
     int n = plan.generation().sampling().n();
     for (int i = 0; i < n; i++) {
       completionTokens.put(i, 0);
@@ -99,46 +90,28 @@ public final class ChatChunkWriter {
                     null)));
   }
 
-  private void onDelta(TokenDelta d, List<ByteString> out) {
-    for (ChoiceDelta c : d.choices()) {
-      if (c.text().isEmpty() && c.tokenIds().isEmpty()) continue; // nothing new (vLLM skips these)
-      ChunkChoice previous = pending.remove(c.index());
-      if (previous != null) out.add(frame(chunk(previous, null)));
-      completionTokens.merge(c.index(), c.tokenIds().size(), Integer::sum);
-      pending.put(
-          c.index(),
-          new ChunkChoice(
-              c.index(),
-              Delta.content(c.text()),
-              plan.logprobs() && c.logprobs() != null
-                  ? ChatResponseFolder.logprobs(c.logprobs(), plan.topLogprobs())
-                  : null,
-              null,
-              null,
-              plan.returnTokenIds() ? c.tokenIds() : null));
-    }
+  private void onChoice(ChoiceUpdate c, List<ByteString> out) {
+    boolean news = !c.text().isEmpty() || !c.tokenIds().isEmpty();
+    if (!news && !c.finished()) return; // nothing new (vLLM skips these)
+    completionTokens.merge(c.index(), c.tokenIds().size(), Integer::sum);
+    out.add(
+        frame(
+            chunk(
+                new ChunkChoice(
+                    c.index(),
+                    news ? Delta.content(c.text()) : Delta.empty(),
+                    news && plan.logprobs() && c.logprobs() != null
+                        ? ChatResponseFolder.logprobs(c.logprobs(), plan.topLogprobs())
+                        : null,
+                    c.finished() ? c.finishReason().wireName() : null,
+                    c.stopReason(),
+                    news && plan.returnTokenIds() ? c.tokenIds() : null),
+                null)));
   }
 
-  private void onFinished(ChoiceFinished f, List<ByteString> out) {
-    ChunkChoice last = pending.remove(f.index());
-    String reason = f.finishReason().wireName();
-    ChunkChoice finishing =
-        last == null
-            ? new ChunkChoice(f.index(), Delta.empty(), null, reason, f.stopReason(), null)
-            : new ChunkChoice(
-                last.index(),
-                last.delta(),
-                last.logprobs(),
-                reason,
-                f.stopReason(),
-                last.tokenIds());
-    out.add(frame(chunk(finishing, null)));
-  }
-
-  private void onCompleted(Completed c, List<ByteString> out) {
-    flushPending(out);
-    if (plan.includeUsage()) {
-      var u = c.usage();
+  private void onDone(
+      dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage u, List<ByteString> out) {
+    if (plan.includeUsage())
       out.add(
           frame(
               new ChatCompletionChunk(
@@ -150,14 +123,8 @@ public final class ChatChunkWriter {
                   Usage.of(u.promptTokens(), u.completionTokens(), u.cachedPromptTokens()),
                   null,
                   plan.systemFingerprint())));
-    }
     out.add(DONE);
     done = true;
-  }
-
-  private void flushPending(List<ByteString> out) {
-    for (ChunkChoice c : pending.values()) out.add(frame(chunk(c, null)));
-    pending.clear();
   }
 
   private ChatCompletionChunk chunk(ChunkChoice choice, List<Integer> promptTokenIds) {

@@ -5,16 +5,14 @@ import dev.troupe.protocol.api.chat.ChatCompletionResponse.Choice;
 import dev.troupe.protocol.api.chat.ChatCompletionResponse.PromptLogprob;
 import dev.troupe.protocol.api.chat.ChatMessage;
 import dev.troupe.protocol.api.chat.ChoiceLogprobs;
-import dev.troupe.protocol.api.chat.Usage;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceDelta;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceFinished;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenDelta;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -23,15 +21,15 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Folds a generation's events into the non-streaming response (vLLM's full generator). Not
- * thread-safe: one instance per request, fed in event order.
+ * Folds a generation's updates into the non-streaming response (vLLM's full generator): the same
+ * updates the stream writes, accumulated. Not thread-safe: one instance per request, fed in order.
  */
 public final class ChatResponseFolder {
   private final ChatPlan plan;
   private final long created;
   private final Map<Integer, ChoiceState> choices = new TreeMap<>();
   private Started started;
-  private Completed completed;
+  private Usage usage;
 
   public ChatResponseFolder(ChatPlan plan, long createdEpochSeconds) {
     this.plan = plan;
@@ -41,32 +39,28 @@ public final class ChatResponseFolder {
 
   /** Accumulates one event; a {@link Failed} becomes the API error. */
   public ChatResponseFolder add(GenerationEvent event) {
-    if (event instanceof Started s) {
-      started = s;
-    } else if (event instanceof TokenDelta d) {
-      for (ChoiceDelta c : d.choices()) {
-        ChoiceState st = choices.computeIfAbsent(c.index(), i -> new ChoiceState());
-        st.text.append(c.text());
-        st.tokenIds.addAll(c.tokenIds());
-        if (c.logprobs() != null) st.logprobs.addAll(c.logprobs());
+    if (event instanceof Failed f) throw GenerationStream.toApiException(f);
+    GenerationUpdate u = (GenerationUpdate) event;
+    if (u.started() != null) started = u.started();
+    for (ChoiceUpdate c : u.choices()) {
+      ChoiceState st = choices.computeIfAbsent(c.index(), i -> new ChoiceState());
+      st.text.append(c.text());
+      st.tokenIds.addAll(c.tokenIds());
+      if (c.logprobs() != null) st.logprobs.addAll(c.logprobs());
+      if (c.finished()) {
+        st.finishReason = c.finishReason().wireName();
+        st.stopReason = c.stopReason();
       }
-    } else if (event instanceof ChoiceFinished f) {
-      ChoiceState st = choices.computeIfAbsent(f.index(), i -> new ChoiceState());
-      st.finishReason = f.finishReason().wireName();
-      st.stopReason = f.stopReason();
-    } else if (event instanceof Completed c) {
-      completed = c;
-    } else if (event instanceof Failed f) {
-      throw GenerationStream.toApiException(f);
     }
+    if (u.done()) usage = u.usage();
     return this;
   }
 
-  /** The response; the stream must have reached {@link Completed}. */
+  /** The response; the stream must have reached its last update. */
   public ChatCompletionResponse response() {
-    if (completed == null)
+    if (usage == null)
       throw GenerationStream.toApiException(
-          new IllegalStateException("generation ended without Completed"));
+          new IllegalStateException("generation ended without its last update"));
     List<Choice> out = new ArrayList<>();
     for (Map.Entry<Integer, ChoiceState> e : choices.entrySet()) {
       ChoiceState st = e.getValue();
@@ -80,7 +74,6 @@ public final class ChatResponseFolder {
               st.stopReason,
               plan.returnTokenIds() ? List.copyOf(st.tokenIds) : null));
     }
-    var u = completed.usage();
     return new ChatCompletionResponse(
         plan.responseId(),
         ChatCompletionResponse.OBJECT,
@@ -89,7 +82,8 @@ public final class ChatResponseFolder {
         out,
         null,
         plan.systemFingerprint(),
-        Usage.of(u.promptTokens(), u.completionTokens(), u.cachedPromptTokens()),
+        dev.troupe.protocol.api.chat.Usage.of(
+            usage.promptTokens(), usage.completionTokens(), usage.cachedPromptTokens()),
         plan.promptLogprobs() && started != null ? promptLogprobs(started.promptLogprobs()) : null,
         plan.returnTokenIds() && started != null ? started.promptTokenIds() : null,
         null);

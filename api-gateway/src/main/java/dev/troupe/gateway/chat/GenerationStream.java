@@ -4,10 +4,10 @@ import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -27,11 +27,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One generation as a stream of the worker's events — the single code path behind streaming and
- * non-streaming answers. Materializing it sends {@link Generate} with a stream-backed reply
- * address; the stream ends after {@link Completed} or {@link Failed}. If it ends any other way
- * (client gone, timeout) the worker is told to {@link Cancel}, and since the reply address dies
- * with the stream, a worker that watches it cancels as well.
+ * One generation as a stream of the worker's events — one {@link GenerationUpdate} per engine step
+ * with news for it, the single code path behind streaming and non-streaming answers. Materializing
+ * it sends {@link Generate} with a stream-backed reply address; the stream ends after the last
+ * update or a {@link Failed}. If it ends any other way (client gone, timeout) the worker is told to
+ * {@link Cancel}, and since the reply address dies with the stream, a worker that watches it
+ * cancels as well.
  */
 public final class GenerationStream {
   private static final Logger log = LoggerFactory.getLogger(GenerationStream.class);
@@ -44,7 +45,7 @@ public final class GenerationStream {
 
   private GenerationStream() {}
 
-  /** The worker's events for {@code request}, ending with Completed or Failed. */
+  /** The worker's events for {@code request}, ending with its last update or Failed. */
   public static Source<GenerationEvent, NotUsed> events(
       RecipientRef<Command> worker, GenerationRequest request, Duration firstEventTimeout) {
     AtomicBoolean finished = new AtomicBoolean();
@@ -56,10 +57,10 @@ public final class GenerationStream {
               return NotUsed.getInstance();
             })
         .initialTimeout(firstEventTimeout)
-        .takeWhile(e -> !(e instanceof Completed || e instanceof Failed), true)
+        .takeWhile(e -> !isLast(e), true)
         .map(
             e -> {
-              if (e instanceof Completed || e instanceof Failed) finished.set(true);
+              if (isLast(e)) finished.set(true);
               return e;
             })
         .watchTermination(
@@ -76,6 +77,11 @@ public final class GenerationStream {
                   });
               return mat;
             });
+  }
+
+  /** The event after which nothing follows: a failure, or the update carrying the usage. */
+  public static boolean isLast(GenerationEvent e) {
+    return e instanceof Failed || (e instanceof GenerationUpdate u && u.done());
   }
 
   /**

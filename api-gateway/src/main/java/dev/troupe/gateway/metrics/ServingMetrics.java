@@ -1,10 +1,8 @@
 package dev.troupe.gateway.metrics;
 
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceDelta;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceFinished;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenDelta;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -96,18 +94,15 @@ public final class ServingMetrics {
   }
 
   private void record(String model, GenerationEvent event, long start, boolean[] sawToken) {
-    if (event instanceof TokenDelta delta && !sawToken[0]) {
-      for (ChoiceDelta c : delta.choices())
-        if (!c.tokenIds().isEmpty()) {
-          sawToken[0] = true;
-          ttft.labelValues(model).observe(seconds(start));
-          break;
-        }
-    } else if (event instanceof ChoiceFinished finished) {
-      success.labelValues(model, finished.finishReason().wireName()).inc();
-    } else if (event instanceof Completed) {
-      e2e.labelValues(model).observe(seconds(start));
+    if (!(event instanceof GenerationUpdate u)) return;
+    for (ChoiceUpdate c : u.choices()) {
+      if (!sawToken[0] && !c.tokenIds().isEmpty()) {
+        sawToken[0] = true;
+        ttft.labelValues(model).observe(seconds(start));
+      }
+      if (c.finished()) success.labelValues(model, c.finishReason().wireName()).inc();
     }
+    if (u.done()) e2e.labelValues(model).observe(seconds(start));
   }
 
   private static double seconds(long startNanos) {

@@ -53,11 +53,6 @@ import org.apache.pekko.util.ByteString;
  * worker refusing the prompt, unknown model, overload) are plain HTTP errors, streams included.
  */
 public final class ChatCompletionsRoute implements ApiRoute {
-  /**
-   * Events arriving within this window are formatted together (a step's last delta and its finish).
-   */
-  private static final Duration GROUP_WINDOW = Duration.ofMillis(1);
-
   private static final ContentType EVENT_STREAM = MediaTypes.TEXT_EVENT_STREAM.toContentType();
 
   private static final ByteString SPACE = ByteString.fromString(" ");
@@ -227,8 +222,8 @@ public final class ChatCompletionsRoute implements ApiRoute {
               Source<ByteString, NotUsed> frames =
                   Source.single(first.first())
                       .concat(first.second())
-                      .groupedWithin(256, GROUP_WINDOW)
-                      .mapConcat(group -> writer.onEvents(List.copyOf(group)))
+                      // one update per engine step: written as it comes
+                      .mapConcat(writer::onEvent)
                       // A failure after the stream opened is an error event, then [DONE] (HTTP
                       // status stays 200).
                       .recoverWithRetries(
@@ -239,8 +234,8 @@ public final class ChatCompletionsRoute implements ApiRoute {
                                   e ->
                                       Source.from(writer.error(GenerationStream.toApiException(e))))
                               .build())
-                      // The worker's stream always ends with Completed or Failed; if not, still end
-                      // the SSE properly.
+                      // The worker's stream always ends with its last update or Failed; if not,
+                      // still end the SSE properly.
                       .concatLazy(
                           Source.lazySource(
                               () ->

@@ -9,9 +9,9 @@ import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
 import dev.troupe.protocol.cluster.SamplingParams;
@@ -44,18 +44,22 @@ class GenerationStreamTest {
         SamplingParams.builder().maxTokens(4).build());
   }
 
+  private static Started started() {
+    return new Started("m#0", null, 0, 1, null, null);
+  }
+
   @Test
-  void endsAfterCompletedWithoutCancelling() {
+  void endsAfterTheLastUpdateWithoutCancelling() {
     TestProbe<Command> worker = testKit.createTestProbe();
     var result =
         GenerationStream.events(worker.ref(), request("r1"), Duration.ofSeconds(3))
             .runWith(Sink.seq(), testKit.system());
     Generate g = worker.expectMessageClass(Generate.class);
-    g.replyTo().tell(new Started("r1", List.of(1), null, 0));
-    g.replyTo().tell(new Completed("r1", new Usage(1, 0, 0)));
+    g.replyTo().tell(new GenerationUpdate("r1", started(), List.of(), null));
+    g.replyTo().tell(new GenerationUpdate("r1", null, List.of(), new Usage(1, 0, 0)));
     List<GenerationEvent> events = result.toCompletableFuture().join();
     assertEquals(2, events.size());
-    assertInstanceOf(Completed.class, events.get(1));
+    assertTrue(((GenerationUpdate) events.get(1)).done());
     worker.expectNoMessage(Duration.ofMillis(200));
   }
 
@@ -68,7 +72,7 @@ class GenerationStreamTest {
             .take(1)
             .runWith(Sink.seq(), testKit.system());
     Generate g = worker.expectMessageClass(Generate.class);
-    g.replyTo().tell(new Started("r2", List.of(1), null, 0));
+    g.replyTo().tell(new GenerationUpdate("r2", started(), List.of(), null));
     result.toCompletableFuture().join();
     assertEquals("r2", worker.expectMessageClass(Cancel.class).requestId());
   }

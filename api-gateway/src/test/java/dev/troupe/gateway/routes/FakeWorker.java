@@ -1,21 +1,20 @@
 package dev.troupe.gateway.routes;
 
 import dev.troupe.protocol.cluster.GenerationRequest;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceDelta;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceFinished;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenized;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.FinishReason;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GetStatus;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenDelta;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenized;
@@ -36,13 +35,14 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * <ul>
  *   <li>a non-zero priority on the {@code fcfs} worker: {@link Failed} BAD_REQUEST naming {@code
  *       priority}, as the real worker's input processor answers
- *   <li>{@code "bad prompt"}: {@link Failed} BAD_REQUEST naming {@code messages}, before Started
+ *   <li>{@code "bad prompt"}: {@link Failed} BAD_REQUEST naming {@code messages}, before any update
  *   <li>{@code "busy"}: {@link Failed} OVERLOADED
- *   <li>{@code "crash midway"}: Started, one delta, then {@link Failed} INTERNAL
- *   <li>{@code "hang"}: Started, then nothing (until cancelled)
- *   <li>{@code "slow"}: Started, then after 600 ms the default answer
- *   <li>anything else: per choice the words {@code "Hello", " world"} (ids 100+i, 200+i), then
- *       finish {@code stop} with stop reason from the first stop string (or null), and usage
+ *   <li>{@code "crash midway"}: the first update, then {@link Failed} INTERNAL
+ *   <li>{@code "hang"}: an update with the prompt facts only, then nothing (until cancelled)
+ *   <li>{@code "slow"}: an update with the prompt facts only, then after 600 ms the default answer
+ *   <li>anything else: two updates, one per step: per choice {@code "Hello"} (id 100+i), then
+ *       {@code " world"} (id 200+i) finishing with {@code stop} and the stop reason from the first
+ *       stop string (or null), and the usage
  * </ul>
  *
  * <p>Its status counts as a worker's would: prompt tokens of every started generation, generated
@@ -132,10 +132,7 @@ final class FakeWorker {
         .build();
   }
 
-  private static void generate(
-      GenerationRequest r,
-      ActorRef<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> to,
-      Counts counts) {
+  private static void generate(GenerationRequest r, ActorRef<GenerationEvent> to, Counts counts) {
     String id = r.requestId();
     Map<String, Object> last = r.messages().get(r.messages().size() - 1);
     String prompt = String.valueOf(last.get("content"));
@@ -162,56 +159,65 @@ final class FakeWorker {
       promptLogprobs.add(entry(2, "b", -0.5));
       promptLogprobs.add(entry(3, "c", -0.25));
     }
-    to.tell(new Started(id, PROMPT_IDS, promptLogprobs, 0));
+    Started started =
+        new Started(
+            "fake#0",
+            null,
+            0,
+            PROMPT_IDS.size(),
+            r.returnTokenIds() ? PROMPT_IDS : null,
+            promptLogprobs);
     counts.promptTokens += PROMPT_IDS.size();
-    if (prompt.equals("hang")) {
-      counts.hanging++;
+    if (prompt.equals("hang") || prompt.equals("slow")) {
+      to.tell(new GenerationUpdate(id, started, List.of(), null));
+      if (prompt.equals("hang")) {
+        counts.hanging++;
+        return;
+      }
+      // The rest of the answer, later and in order, as a worker busy with other requests would
+      // send it.
+      counts.generationTokens += 2L * r.sampling().n();
+      List<GenerationEvent> rest = answer(r, id, null, prompt);
+      java.util.concurrent.CompletableFuture.delayedExecutor(
+              600, java.util.concurrent.TimeUnit.MILLISECONDS)
+          .execute(() -> rest.forEach(to::tell));
       return;
     }
     if (!prompt.equals("crash midway")) counts.generationTokens += 2L * r.sampling().n();
-    if (prompt.equals("slow")) {
-      // The rest of the answer, later and in order, as a worker busy with other requests would send
-      // it.
-      ActorRef<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> later = to;
-      List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> rest =
-          new ArrayList<>();
-      answer(r, id, "slow", rest);
-      java.util.concurrent.CompletableFuture.delayedExecutor(
-              600, java.util.concurrent.TimeUnit.MILLISECONDS)
-          .execute(() -> rest.forEach(later::tell));
-      return;
-    }
-    List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> events =
-        new ArrayList<>();
-    answer(r, id, prompt, events);
-    events.forEach(to::tell);
+    answer(r, id, started, prompt).forEach(to::tell);
   }
 
-  /** The scripted answer after Started, in order. */
-  private static void answer(
-      GenerationRequest r,
-      String id,
-      String prompt,
-      List<dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent> to) {
+  /**
+   * The scripted answer: one update per step (both words of every choice, the second with its
+   * finish and the usage), as a worker sends it.
+   */
+  private static List<GenerationEvent> answer(
+      GenerationRequest r, String id, Started started, String prompt) {
     int n = r.sampling().n();
     boolean logprobs = r.sampling().logprobs() != null;
-    List<ChoiceDelta> first = new ArrayList<>();
-    List<ChoiceDelta> second = new ArrayList<>();
+    Object stopReason = r.sampling().stop().isEmpty() ? null : r.sampling().stop().get(0);
+    List<ChoiceUpdate> first = new ArrayList<>();
+    List<ChoiceUpdate> second = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       first.add(
-          new ChoiceDelta(
+          new ChoiceUpdate(
               i,
               "Hello",
               List.of(100 + i),
-              logprobs ? List.of(entry(100 + i, "Hello", -0.1)) : null));
+              logprobs ? List.of(entry(100 + i, "Hello", -0.1)) : null,
+              null,
+              null));
       second.add(
-          new ChoiceDelta(
+          new ChoiceUpdate(
               i,
               " world",
               List.of(200 + i),
-              logprobs ? List.of(entry(200 + i, " world", -0.2)) : null));
+              logprobs ? List.of(entry(200 + i, " world", -0.2)) : null,
+              FinishReason.STOP,
+              stopReason));
     }
-    to.add(new TokenDelta(id, first));
+    List<GenerationEvent> to = new ArrayList<>();
+    to.add(new GenerationUpdate(id, started, first, null));
     if (prompt.equals("crash midway")) {
       to.add(
           new Failed(
@@ -219,12 +225,10 @@ final class FakeWorker {
               ErrorKind.INTERNAL,
               "engine exploded: NullPointerException at Foo.java:12",
               null));
-      return;
+      return to;
     }
-    to.add(new TokenDelta(id, second));
-    Object stopReason = r.sampling().stop().isEmpty() ? null : r.sampling().stop().get(0);
-    for (int i = 0; i < n; i++) to.add(new ChoiceFinished(id, i, FinishReason.STOP, stopReason));
-    to.add(new Completed(id, new Usage(PROMPT_IDS.size(), 2 * n, 0)));
+    to.add(new GenerationUpdate(id, null, second, new Usage(PROMPT_IDS.size(), 2 * n, 0)));
+    return to;
   }
 
   private static LogprobEntry entry(int id, String token, double logprob) {

@@ -5,13 +5,13 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.deploy.LaunchOptions;
 import dev.troupe.deploy.TroupeNode;
-import dev.troupe.engine.core.Engine;
+import dev.troupe.engine.core.EngineRequest;
 import dev.troupe.engine.core.EngineSettings;
-import dev.troupe.engine.core.Engines;
+import dev.troupe.engine.core.Rejection;
+import dev.troupe.engine.output.RequestUpdate;
+import dev.troupe.engine.serving.Engine;
+import dev.troupe.engine.serving.Engines;
 import dev.troupe.protocol.cluster.GenerationRequest;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Completed;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenDelta;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 import java.net.URI;
@@ -294,26 +294,29 @@ public final class LoadBench {
         List<Map<String, Object>> messages =
             List.of(
                 Map.of("role", "user", "content", "Request " + submitted + ": tell me a story."));
-        List<GenerationEvent> refused = e.add(GenerationRequest.chat(id, messages, p));
-        if (!refused.isEmpty()) throw new IllegalStateException(refused.toString());
+        // as a worker does it, but on this one thread: prepare, then queue
+        EngineRequest prepared = e.inputs().process(GenerationRequest.chat(id, messages, p));
+        Rejection refused = e.add(prepared.withAdapter(0, null, 0));
+        if (refused != null) throw refused;
         startedAt.put(id, System.nanoTime());
         submitted++;
         inFlight++;
       }
-      for (GenerationEvent ev : e.step()) {
+      Engine.Step step = e.step();
+      if (!step.failures().isEmpty()) throw step.failures().get(0).rejection();
+      for (RequestUpdate u : step.updates()) {
         long now = System.nanoTime();
-        String id = ev.requestId();
-        if (ev instanceof TokenDelta d) {
-          int n = d.choices().stream().mapToInt(x -> x.tokenIds().size()).sum();
+        String id = u.requestId();
+        int n = u.choices().stream().mapToInt(x -> x.tokenIds().length).sum();
+        if (n > 0) {
           long[] t = times.computeIfAbsent(id, k -> new long[] {now - startedAt.get(id), 0});
           t[1] = now - startedAt.get(id);
           counts.merge(id, n, Integer::sum);
-        } else if (ev instanceof Completed) {
+        }
+        if (u.finished()) {
           long[] t = times.remove(id);
           samples.add(new Sample(t[0], t[1], counts.remove(id)));
           inFlight--;
-        } else if (ev instanceof dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed) {
-          throw new IllegalStateException(ev.toString());
         }
       }
     }

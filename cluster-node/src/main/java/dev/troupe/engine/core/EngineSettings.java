@@ -101,6 +101,16 @@ public record EngineSettings(
         logitsProcessors);
   }
 
+  /**
+   * The context length this replica serves: {@code max-model-len}, else the model's {@code
+   * max_position_embeddings}, never more than the KV cache holds (a single sequence must always
+   * fit, or it could never finish).
+   */
+  public int maxModelLen(dev.troupe.engine.ModelRunner runner) {
+    int configured = maxModelLen > 0 ? maxModelLen : runner.config().maxPositionEmbeddings();
+    return Math.min(configured, runner.numBlocks() * runner.blockSize());
+  }
+
   SchedulerConfig schedulerConfig(SchedulingPolicy policy) {
     return new SchedulerConfig(
         maxNumSeqs, maxNumBatchedTokens, maxWaiting, policy, chunkedPrefill, agingSteps);

@@ -246,19 +246,6 @@ public final class BeamSearch {
   }
 
   /**
-   * One generated token's logprobs, kept only when the search was created with {@code topLogprobs}.
-   *
-   * @param chosen the token, its raw logprob (floored) under the beam's context and its rank
-   * @param top the step's top alternatives by rank (ranks 1..k), vLLM's order for beam search
-   */
-  public record StepLogprobs(TokenLogprob chosen, List<TokenLogprob> top) {
-    public StepLogprobs {
-      if (chosen == null) throw new IllegalArgumentException("chosen is required");
-      top = List.copyOf(top);
-    }
-  }
-
-  /**
    * A live beam.
    *
    * @param parent index of the beam it extends in the previous {@link #live()} list (-1: the

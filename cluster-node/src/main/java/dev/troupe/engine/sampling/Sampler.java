@@ -68,6 +68,7 @@ public final class Sampler {
   private final int[] allowed; // sorted, or null
   private final float[] allowedValues;
   private final BadWords badWords;
+  private final TokenConstraint constraint; // structured outputs; null when unconstrained
   private final int[] stopIds; // masked while output < min_tokens
   private final int[] biasIds;
   private final float[] biasValues;
@@ -85,7 +86,14 @@ public final class Sampler {
   private int[] output = new int[16];
   private int outputLength;
 
-  Sampler(SamplerFactory factory, SamplingParams p, int[] promptTokenIds, int choiceIndex) {
+  Sampler(
+      SamplerFactory factory,
+      SamplingParams p,
+      int[] promptTokenIds,
+      int choiceIndex,
+      BadWords badWords,
+      List<LogitsProcessor> custom,
+      TokenConstraint constraint) {
     if (!p.resolved())
       throw new IllegalArgumentException("unresolved sampling parameters (see withDefaults)");
     validate(p, factory.vocabSize());
@@ -112,7 +120,8 @@ public final class Sampler {
       allowed = null;
       allowedValues = null;
     }
-    this.badWords = BadWords.of(p.badWords(), factory.tokenizer(), vocab);
+    this.badWords = badWords;
+    this.constraint = constraint;
 
     TreeSet<Integer> stops = new TreeSet<>(p.stopTokenIds());
     EosTokens eos = factory.eos();
@@ -131,8 +140,6 @@ public final class Sampler {
           (float) Math.max(-LOGIT_BIAS_LIMIT, Math.min(LOGIT_BIAS_LIMIT, e.getValue()));
     }
 
-    List<LogitsProcessor> custom =
-        factory.processors().create(p.logitsProcessors(), p.engineXargs(), vocab, choiceIndex);
     List<LogitsProcessor> plain = new ArrayList<>();
     List<LogitsProcessor> invariant = new ArrayList<>();
     for (LogitsProcessor lp : custom) (lp.argmaxInvariant() ? invariant : plain).add(lp);
@@ -204,6 +211,7 @@ public final class Sampler {
     output[outputLength++] = token;
     if (seen != null) seen.set(token);
     if (outputCounts != null) outputCounts.increment(token);
+    if (constraint != null) constraint.accept(token);
   }
 
   public int outputLength() {
@@ -219,7 +227,10 @@ public final class Sampler {
     return params;
   }
 
-  /** Steps 2-5: masks, biases, custom processors and penalties, in place. */
+  /**
+   * Steps 2-5: masks, biases, custom processors and penalties, in place; then the choice's {@link
+   * TokenConstraint} (structured outputs), the last word before the pick.
+   */
   private void process(float[] x) {
     if (allowed != null) {
       for (int i = 0; i < allowed.length; i++) allowedValues[i] = x[allowed[i]];
@@ -229,10 +240,7 @@ public final class Sampler {
     if (!badWords.isEmpty()) badWords.apply(x, output, outputLength);
     if (outputLength < params.minTokens()) for (int id : stopIds) x[id] = Float.NEGATIVE_INFINITY;
     for (int i = 0; i < biasIds.length; i++) x[biasIds[i]] += biasValues[i];
-    if (!plainProcessors.isEmpty()) {
-      Context ctx = new Context();
-      for (LogitsProcessor lp : plainProcessors) lp.apply(ctx, x);
-    }
+    if (!plainProcessors.isEmpty()) applyCustom(plainProcessors, x);
     if (seen != null) {
       for (int t = seen.nextSetBit(0); t >= 0; t = seen.nextSetBit(t + 1))
         x[t] = x[t] > 0 ? x[t] / repetition : x[t] * repetition;
@@ -242,6 +250,25 @@ public final class Sampler {
         int t = outputCounts.key(slot);
         x[t] -= frequency * outputCounts.count(slot);
         x[t] -= presence;
+      }
+    }
+    if (constraint != null) constraint.mask(x);
+  }
+
+  /**
+   * Runs request-named processors; one that throws fails only this request, with a 400 naming
+   * {@code logits_processors} (the engine catches it per row).
+   */
+  private void applyCustom(List<LogitsProcessor> processors, float[] x) {
+    Context ctx = new Context();
+    for (LogitsProcessor lp : processors) {
+      try {
+        lp.apply(ctx, x);
+      } catch (RuntimeException e) {
+        throw new InvalidSamplingParamsException(
+            "logits_processors",
+            "Logits processor " + lp.getClass().getName() + " failed: " + e,
+            e);
       }
     }
   }
@@ -290,10 +317,7 @@ public final class Sampler {
    */
   private int filterRandom(float[] x) {
     for (int i = 0; i < vocab; i++) x[i] = x[i] / temperature;
-    if (!invariantProcessors.isEmpty()) {
-      Context ctx = new Context();
-      for (LogitsProcessor lp : invariantProcessors) lp.apply(ctx, x);
-    }
+    if (!invariantProcessors.isEmpty()) applyCustom(invariantProcessors, x);
     float max = max(x);
     lastMax = max;
     if (max == Float.NEGATIVE_INFINITY || Float.isNaN(max)) return NOTHING_ALLOWED;

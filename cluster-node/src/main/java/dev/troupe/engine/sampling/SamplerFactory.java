@@ -8,8 +8,9 @@ import dev.troupe.protocol.cluster.SamplingParams;
  * vocabulary-sized row of processed logits plus index space), so a sampling step allocates next to
  * nothing.
  *
- * <p>Thread: a factory and every sampler it made are confined to one thread (the engine's); the
- * shared scratch makes concurrent {@code next} calls unsafe.
+ * <p>Thread: {@link #prepare} and {@link #validate} are thread-safe (the input processor calls them
+ * off the engine thread); {@link #create} and every sampler it made are confined to one thread (the
+ * engine's): the shared scratch makes concurrent {@code next} calls unsafe.
  */
 public final class SamplerFactory {
 
@@ -42,7 +43,50 @@ public final class SamplerFactory {
    *     bad word that tokenises outside it, or a logits processor that is not allowed
    */
   public Sampler create(SamplingParams params, int[] promptTokenIds, int choiceIndex) {
-    return new Sampler(this, params, promptTokenIds, choiceIndex);
+    return new Sampler(
+        this,
+        params,
+        promptTokenIds,
+        choiceIndex,
+        BadWords.of(params.badWords(), tokenizer, vocabSize),
+        processors.create(params.logitsProcessors(), params.engineXargs(), vocabSize, choiceIndex),
+        null);
+  }
+
+  /**
+   * The sampler of choice {@code choiceIndex} from a setup {@link #prepare} made: cheap, nothing of
+   * the request's runs here.
+   */
+  public Sampler create(
+      SamplingParams params, SamplingSetup setup, int[] promptTokenIds, int choiceIndex) {
+    return new Sampler(
+        this,
+        params,
+        promptTokenIds,
+        choiceIndex,
+        setup.badWords,
+        setup.processors(choiceIndex),
+        setup.constraint(choiceIndex));
+  }
+
+  /**
+   * Everything {@link #create} would refuse, checked, and the request's costly parts made: {@code
+   * bad_words} tokenized, the custom logits processors constructed for each of the {@code n}
+   * choices (none for beam search, which ignores them, but they are still checked). Thread-safe.
+   *
+   * @throws InvalidSamplingParamsException as {@link #create}
+   */
+  public SamplingSetup prepare(SamplingParams params) {
+    Sampler.validate(params, vocabSize);
+    BadWords badWords = BadWords.of(params.badWords(), tokenizer, vocabSize);
+    java.util.List<java.util.List<dev.troupe.engine.spi.LogitsProcessor>> perChoice =
+        new java.util.ArrayList<>();
+    if (params.useBeamSearch()) processors.check(params.logitsProcessors());
+    else
+      for (int i = 0; i < params.n(); i++)
+        perChoice.add(
+            processors.create(params.logitsProcessors(), params.engineXargs(), vocabSize, i));
+    return new SamplingSetup(badWords, perChoice, java.util.List.of());
   }
 
   /** Runs every check {@link #create} runs, without constructing processors. */
@@ -58,14 +102,6 @@ public final class SamplerFactory {
 
   public EosTokens eos() {
     return eos;
-  }
-
-  Tokenizer tokenizer() {
-    return tokenizer;
-  }
-
-  LogitsProcessorRegistry processors() {
-    return processors;
   }
 
   /** Scratch shared by the samplers of one factory (one thread). */

@@ -4,24 +4,23 @@ import dev.troupe.engine.Tokenizer;
 import dev.troupe.protocol.cluster.SamplingParams;
 
 /**
- * Decides when one choice ends and what text it has, as vLLM V1 does ({@code
- * v1/core/sched/utils.check_stop} + {@code v1/engine/detokenizer}), and what part of that text may
- * already be streamed.
+ * The text side of a choice's stops, as vLLM v1's output processor does it ({@code
+ * v1/engine/detokenizer}): detokenizes each generated token, applies stop strings, and decides what
+ * part of the text may already be streamed. The token side (max_tokens, EOS, stop token ids) is the
+ * engine core's ({@link StopTokens}); its decision comes in with each token.
  *
- * <p>Per generated token, in this order:
+ * <p>Per generated token:
  *
- * <ol>
- *   <li>{@code max_tokens} reached → {@code length} (the token's text is kept);
- *   <li>before {@code min_tokens} outputs nothing else can stop;
- *   <li>EOS (unless {@code ignore_eos}) → {@code stop}, {@code stop_reason} null; a {@code
- *       stop_token_ids} id (plus generation-config EOS ids unless {@code ignore_eos}) → {@code
- *       stop}, {@code stop_reason} = the id. Such a final token is not detokenized into the text
- *       unless {@code include_stop_str_in_output};
- *   <li>stop strings, once more than {@code min_tokens} outputs exist, searched where the new text
- *       could complete one, in list order: the first listed string found wins; the text is cut
+ * <ul>
+ *   <li>a token that ended the choice as a stop token or EOS ({@code stop}) is not detokenized into
+ *       the text unless {@code include_stop_str_in_output};
+ *   <li>stop strings, once more than {@code min_tokens} outputs exist, are searched where the new
+ *       text could complete one, in list order: the first listed string found wins; the text is cut
  *       before it (after it with {@code include_stop_str_in_output}); {@code stop_reason} = the
- *       string. This overrides a {@code length} finish of the same step, as in vLLM.
- * </ol>
+ *       string. This overrides a {@code length} finish of the same step, as in vLLM. A stop string
+ *       that ends a choice the core still runs must be reported to the core, which then finishes it
+ *       ({@link Update#finished()} while the token's own finish was null).
+ * </ul>
  *
  * <p>Streaming: {@link Update#delta()} never includes text that a later stop string could cut, so
  * streamed text is never retracted. Unlike vLLM, which holds back a fixed {@code max(len(stop)) -
@@ -31,12 +30,8 @@ import dev.troupe.protocol.cluster.SamplingParams;
 public final class StopChecker {
 
   private final Tokenizer.IncrementalDetokenizer detokenizer;
-  private final int maxTokens;
   private final int minTokens;
-  private final boolean ignoreEos;
   private final boolean includeStop;
-  private final int eosTokenId;
-  private final java.util.Set<Integer> stopTokenIds;
   private final java.util.List<String> stops;
 
   private final StringBuilder text = new StringBuilder();
@@ -44,40 +39,24 @@ public final class StopChecker {
   private int outputLength;
   private Finish finish;
 
-  public StopChecker(
-      SamplingParams params, EosTokens eos, Tokenizer.IncrementalDetokenizer detokenizer) {
+  public StopChecker(SamplingParams params, Tokenizer.IncrementalDetokenizer detokenizer) {
     this.detokenizer = detokenizer;
-    this.maxTokens = params.maxTokens();
     this.minTokens = params.minTokens();
-    this.ignoreEos = params.ignoreEos();
     this.includeStop = params.includeStopStrInOutput();
-    this.eosTokenId = eos.eosTokenId();
-    var ids = new java.util.HashSet<>(params.stopTokenIds());
-    if (!ignoreEos) ids.addAll(eos.generationEosIds());
-    this.stopTokenIds = java.util.Set.copyOf(ids);
     this.stops = params.stop().stream().filter(s -> !s.isEmpty()).toList();
   }
 
   /**
    * Records one generated token (every sampled token, in order) and returns the text that may be
-   * streamed now plus, when this token ended the choice, why.
+   * streamed now plus, when the choice ends with it, why.
+   *
+   * @param tokenFinish the engine core's decision for this token ({@link StopTokens#check}), or
+   *     null when the token does not end the choice by itself
    */
-  public Update append(int token) {
+  public Update append(int token, Finish tokenFinish) {
     if (finish != null) throw new IllegalStateException("choice already finished: " + finish);
     outputLength++;
-    Finish tokenFinish = null;
-    boolean stopTerminated = false;
-    if (outputLength >= maxTokens) {
-      tokenFinish = new Finish(FinishReason.LENGTH, null, null);
-    } else if (outputLength >= minTokens) {
-      if (!ignoreEos && token == eosTokenId && eosTokenId >= 0) {
-        tokenFinish = new Finish(FinishReason.STOP, null, null);
-        stopTerminated = true;
-      } else if (stopTokenIds.contains(token)) {
-        tokenFinish = new Finish(FinishReason.STOP, null, token);
-        stopTerminated = true;
-      }
-    }
+    boolean stopTerminated = tokenFinish != null && tokenFinish.reason() == FinishReason.STOP;
     String delta = stopTerminated && !includeStop ? "" : detokenizer.append(token);
     if (!delta.isEmpty()) {
       text.append(delta);
@@ -87,6 +66,13 @@ public final class StopChecker {
       }
     }
     finish = tokenFinish;
+    return new Update(streamable(), finish);
+  }
+
+  /** Ends the choice without a token (the core gave up on it); returns whatever was held back. */
+  public Update end(Finish why) {
+    if (finish != null) throw new IllegalStateException("choice already finished: " + finish);
+    finish = why;
     return new Update(streamable(), finish);
   }
 

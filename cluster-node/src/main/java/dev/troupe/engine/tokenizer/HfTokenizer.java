@@ -122,16 +122,24 @@ public final class HfTokenizer implements Tokenizer {
     return cleanUpTokenizationSpaces ? cleanUpTokenization(text) : text;
   }
 
-  /** The library's decode of {@code ids[from, to)} without transformers' space clean-up. */
+  /**
+   * The library's decode of {@code ids[from, to)} without transformers' space clean-up. Ids outside
+   * the tokenizer's vocabulary have no text and are skipped, as Hugging Face's decode skips ids it
+   * cannot map: a model's embedding matrix is often padded past the tokenizer (Qwen3: 151,936 rows
+   * for 151,669 tokens), and such an id can be sampled; vLLM decodes it to "". A negative id is no
+   * token at all: an {@link IllegalArgumentException}.
+   */
   String rawDecode(int[] ids, int from, int to, boolean skipSpecialTokens) {
     long[] longs = new long[to - from];
+    int n = 0;
     for (int i = from; i < to; i++) {
       int id = ids[i];
-      if (id < 0 || id >= idToToken.length)
-        throw new IllegalArgumentException("token id " + id + " outside the vocabulary");
-      longs[i - from] = id;
+      if (id < 0) throw new IllegalArgumentException("negative token id " + id);
+      if (id < idToToken.length) longs[n++] = id;
     }
-    return hf.decode(longs, skipSpecialTokens);
+    if (n == 0) return "";
+    return hf.decode(
+        n == longs.length ? longs : java.util.Arrays.copyOf(longs, n), skipSpecialTokens);
   }
 
   @Override

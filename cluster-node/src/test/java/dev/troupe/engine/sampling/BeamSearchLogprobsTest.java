@@ -54,7 +54,7 @@ class BeamSearchLogprobsTest {
           for (int t = 0; t < res.tokens().length; t++) {
             float[] row = logits(table, java.util.Arrays.copyOf(res.tokens(), t));
             double lse = Logprobs.logSumExp(row, 0, VOCAB);
-            BeamSearch.StepLogprobs d = res.details().get(t);
+            StepLogprobs d = res.details().get(t);
             assertEquals(res.tokens()[t], d.chosen().tokenId());
             assertEquals(row[res.tokens()[t]] - lse, d.chosen().logprob(), 1e-5);
             assertEquals(res.logprobs()[t], d.chosen().logprob(), 1e-6);

@@ -61,7 +61,7 @@ class RealTokenizerSamplingTest {
     Params p = new Params();
     p.stop = List.of("é is 🙂 o", "zzz");
     p.maxTokens = 100;
-    StopChecker c = new StopChecker(p.build(), eos, tok.newDetokenizer(new int[0], true, true));
+    ChoiceStops c = new ChoiceStops(p.build(), eos, tok.newDetokenizer(new int[0], true, true));
     StringBuilder streamed = new StringBuilder();
     int used = 0;
     for (int id : ids) {
@@ -77,8 +77,8 @@ class RealTokenizerSamplingTest {
     assertTrue(used < ids.length);
 
     // EOS: excluded from the text, stop_reason null
-    StopChecker e =
-        new StopChecker(new Params().build(), eos, tok.newDetokenizer(new int[0], false, true));
+    ChoiceStops e =
+        new ChoiceStops(new Params().build(), eos, tok.newDetokenizer(new int[0], false, true));
     for (int id : tok.encode("Hi", false)) e.append(id);
     StopChecker.Update last = e.append(eos.eosTokenId());
     assertEquals("Hi", e.text());

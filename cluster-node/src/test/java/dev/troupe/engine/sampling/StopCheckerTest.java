@@ -21,7 +21,7 @@ class StopCheckerTest {
   private record Run(String streamed, String text, StopChecker.Finish finish, int steps) {}
 
   private static Run run(Params p, int... tokens) {
-    StopChecker c = new StopChecker(p.build(), EOS, TOK.newDetokenizer(new int[0], true, true));
+    ChoiceStops c = new ChoiceStops(p.build(), EOS, TOK.newDetokenizer(new int[0], true, true));
     StringBuilder streamed = new StringBuilder();
     int steps = 0;
     for (int t : tokens) {
@@ -51,7 +51,7 @@ class StopCheckerTest {
   void streamingHoldsBackOnlyAPossibleStopPrefix() {
     Params p = new Params();
     p.stop = List.of("o w");
-    StopChecker c = new StopChecker(p.build(), EOS, TOK.newDetokenizer(new int[0], true, true));
+    ChoiceStops c = new ChoiceStops(p.build(), EOS, TOK.newDetokenizer(new int[0], true, true));
     assertEquals("Hel", c.append(0).delta());
     assertEquals("l", c.append(1).delta()); // "o" may start "o w"
     assertEquals("o", c.append(4).delta().substring(0, 1)); // "!" rules it out: "o!"
@@ -149,7 +149,7 @@ class StopCheckerTest {
   void abortFlushesHeldText() {
     Params p = new Params();
     p.stop = List.of("o w");
-    StopChecker c = new StopChecker(p.build(), EOS, TOK.newDetokenizer(new int[0], true, true));
+    ChoiceStops c = new ChoiceStops(p.build(), EOS, TOK.newDetokenizer(new int[0], true, true));
     c.append(0);
     c.append(1);
     StopChecker.Update u = c.abort();
@@ -175,7 +175,7 @@ class StopCheckerTest {
       p.stop = stops;
       int[] tokens = r.ints(15, 0, vocab.size()).toArray();
 
-      StopChecker c = new StopChecker(p.build(), eos, tok.newDetokenizer(new int[0], true, true));
+      ChoiceStops c = new ChoiceStops(p.build(), eos, tok.newDetokenizer(new int[0], true, true));
       StringBuilder streamed = new StringBuilder();
       for (int t : tokens) {
         StopChecker.Update u = c.append(t);

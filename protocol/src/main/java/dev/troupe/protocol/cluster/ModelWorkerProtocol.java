@@ -14,10 +14,10 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
  * entity per model replica, entity id {@code <model>#<replica>} (see {@link #entityId}), hosted on
  * nodes with role {@link #ROLE}; gateways reach it through a sharding proxy.
  *
- * <p>A {@link Generate} is answered by a stream of {@link GenerationEvent}s to {@code replyTo}:
- * {@link Started} once, then {@link TokenDelta}s and one {@link ChoiceFinished} per choice, then
- * {@link Completed}; or a single {@link Failed} (possibly after Started). The worker watches {@code
- * replyTo}: when it stops, the request is cancelled and its KV blocks freed within one step.
+ * <p>A {@link Generate} is answered by a stream of {@link GenerationEvent}s to {@code replyTo}: one
+ * {@link GenerationUpdate} per engine step with news for the request (the first carries {@link
+ * Started}, the last the usage), or a {@link Failed} (before or after updates). The worker watches
+ * {@code replyTo}: when it stops, the request is cancelled and its KV blocks freed within one step.
  */
 public final class ModelWorkerProtocol {
 
@@ -67,7 +67,7 @@ public final class ModelWorkerProtocol {
   /** Everything a model worker accepts. */
   public interface Command extends CborSerializable {}
 
-  /** Starts a generation; events go to {@code replyTo} until Completed or Failed. */
+  /** Starts a generation; events go to {@code replyTo} until the last update or Failed. */
   public record Generate(GenerationRequest request, ActorRef<GenerationEvent> replyTo)
       implements Command {
     public Generate {
@@ -212,54 +212,101 @@ public final class ModelWorkerProtocol {
 
   // ---------------------------------------------------------------- generation events
 
-  /** Events of one generation, all carrying its request id. */
+  /**
+   * What a generation sends its requester: one {@link GenerationUpdate} per engine step that has
+   * news for it (the last one carries the usage), or a single {@link Failed}.
+   */
   public sealed interface GenerationEvent extends CborSerializable
-      permits Started, TokenDelta, ChoiceFinished, Completed, Failed {
+      permits GenerationUpdate, Failed {
     String requestId();
   }
 
   /**
-   * The prompt was accepted and scheduled.
+   * One engine step's output for one request: every choice's news of that step in one message, so
+   * that the gateway can write it as is (no windows, no hold-back). The first update carries {@link
+   * #started()}; the last carries {@link #usage()}, after which nothing follows.
    *
-   * @param promptTokenIds the prompt after templating, tokenizing and truncation
-   * @param promptLogprobs when asked for: one entry per prompt token, the first null (vLLM's shape)
-   * @param weightVersion version of the weights generating this request
+   * <p>Every update carries each choice's new token ids, so a requester holding the original
+   * request and the ids received per choice can resubmit it elsewhere (migration).
+   *
+   * @param started the prompt facts and who serves the request, on the first update only
+   * @param choices the choices with news, in index order
+   * @param usage token counts on the last update only (every choice has finished), else null
    */
-  public record Started(
-      String requestId,
-      List<Integer> promptTokenIds,
-      List<LogprobEntry> promptLogprobs,
-      long weightVersion)
+  public record GenerationUpdate(
+      String requestId, Started started, List<ChoiceUpdate> choices, Usage usage)
       implements GenerationEvent {
-    public Started {
-      promptTokenIds = List.copyOf(promptTokenIds);
-      promptLogprobs = promptLogprobs == null ? null : nullableList(promptLogprobs);
+    public GenerationUpdate {
+      if (requestId == null || requestId.isBlank())
+        throw new IllegalArgumentException("requestId is required");
+      choices = choices == null ? List.of() : List.copyOf(choices);
     }
-  }
 
-  /** New output of one engine step, for the choices that produced some. */
-  public record TokenDelta(String requestId, List<ChoiceDelta> choices) implements GenerationEvent {
-    public TokenDelta {
-      choices = List.copyOf(choices);
+    /** The request's last update: every choice has finished. */
+    public boolean done() {
+      return usage != null;
     }
   }
 
   /**
-   * One choice's increment.
+   * The first update's facts: the prompt and who generates the request.
+   *
+   * @param servedBy the replica's entity id ({@code model#replica})
+   * @param worker the replica's actor, to watch (a requester notices the worker's death by it);
+   *     null only in tests
+   * @param weightVersion version of the weights generating this request (the checkpoint step)
+   * @param promptTokens the prompt's length in tokens, after templating and truncation
+   * @param promptTokenIds the prompt's ids when the request asked for them ({@code
+   *     return_token_ids}), else null
+   * @param promptLogprobs when asked for: one entry per prompt token, the first null (vLLM's shape)
+   */
+  public record Started(
+      String servedBy,
+      ActorRef<Command> worker,
+      long weightVersion,
+      int promptTokens,
+      List<Integer> promptTokenIds,
+      List<LogprobEntry> promptLogprobs)
+      implements CborSerializable {
+    public Started {
+      promptTokenIds = promptTokenIds == null ? null : List.copyOf(promptTokenIds);
+      promptLogprobs = promptLogprobs == null ? null : nullableList(promptLogprobs);
+    }
+  }
+
+  /**
+   * One choice's news of one step.
    *
    * @param index choice index (0-based)
    * @param text newly final text (may be empty while a stop string is held back)
-   * @param tokenIds the generated ids of this increment
+   * @param tokenIds the ids generated in this step (a beam's whole output at its end; none when the
+   *     choice only finishes)
    * @param logprobs one entry per id when logprobs were asked for, else null
+   * @param finishReason why the choice ended with this step, or null while it runs
+   * @param stopReason the matched stop string (String), stop token id (Integer), or null
    */
-  public record ChoiceDelta(
-      int index, String text, List<Integer> tokenIds, List<LogprobEntry> logprobs)
+  public record ChoiceUpdate(
+      int index,
+      String text,
+      List<Integer> tokenIds,
+      List<LogprobEntry> logprobs,
+      FinishReason finishReason,
+      Object stopReason)
       implements CborSerializable {
-    public ChoiceDelta {
+    public ChoiceUpdate {
       if (index < 0) throw new IllegalArgumentException("index must be >= 0");
       if (text == null) text = "";
-      tokenIds = List.copyOf(tokenIds);
+      tokenIds = tokenIds == null ? List.of() : List.copyOf(tokenIds);
       logprobs = logprobs == null ? null : List.copyOf(logprobs);
+      if (stopReason instanceof Number number) stopReason = number.intValue();
+      else if (stopReason != null && !(stopReason instanceof String))
+        throw new IllegalArgumentException("stopReason must be a String, an Integer or null");
+      if (stopReason != null && finishReason == null)
+        throw new IllegalArgumentException("a stopReason needs a finishReason");
+    }
+
+    public boolean finished() {
+      return finishReason != null;
     }
   }
 
@@ -271,30 +318,6 @@ public final class ModelWorkerProtocol {
 
     public String wireName() {
       return name().toLowerCase(java.util.Locale.ROOT);
-    }
-  }
-
-  /**
-   * A choice ended.
-   *
-   * @param stopReason the matched stop string (String), stop token id (Integer), or null (EOS,
-   *     length, abort)
-   */
-  public record ChoiceFinished(
-      String requestId, int index, FinishReason finishReason, Object stopReason)
-      implements GenerationEvent {
-    public ChoiceFinished {
-      if (finishReason == null) throw new IllegalArgumentException("finishReason is required");
-      if (stopReason instanceof Number number) stopReason = number.intValue();
-      else if (stopReason != null && !(stopReason instanceof String))
-        throw new IllegalArgumentException("stopReason must be a String, an Integer or null");
-    }
-  }
-
-  /** Every choice has finished; the request's blocks are free. */
-  public record Completed(String requestId, Usage usage) implements GenerationEvent {
-    public Completed {
-      if (usage == null) throw new IllegalArgumentException("usage is required");
     }
   }
 

@@ -127,20 +127,35 @@ class ModelWorkerProtocolSerializationTest {
     TokenLogprob b = new TokenLogprob(6, "token_id:6", -9999.0, 2);
     List<LogprobEntry> promptLogprobs =
         new ArrayList<>(Arrays.asList(null, new LogprobEntry(a, List.of(a, b))));
+    TestProbe<Command> worker = testKit.createTestProbe();
+    Started started = new Started("demo#0", worker.ref(), 3, 2, List.of(1, 2), promptLogprobs);
     List<Object> messages =
         List.of(
-            new Started("r", List.of(1, 2), promptLogprobs, 3),
-            new Started("r", List.of(1, 2), null, 0),
-            new TokenDelta(
+            // a first update: the prompt facts, who serves it, every choice's first token
+            new GenerationUpdate(
                 "r",
+                started,
                 List.of(
-                    new ChoiceDelta(
-                        0, "Hi", List.of(5), List.of(new LogprobEntry(a, List.of(a, b)))),
-                    new ChoiceDelta(1, "", List.of(), null))),
-            new ChoiceFinished("r", 0, FinishReason.STOP, "\n\n"),
-            new ChoiceFinished("r", 1, FinishReason.STOP, 7),
-            new ChoiceFinished("r", 1, FinishReason.LENGTH, null),
-            new Completed("r", new Usage(10, 4, 0)),
+                    new ChoiceUpdate(
+                        0,
+                        "Hi",
+                        List.of(5),
+                        List.of(new LogprobEntry(a, List.of(a, b))),
+                        null,
+                        null),
+                    new ChoiceUpdate(1, "", List.of(7), null, null, null)),
+                null),
+            new GenerationUpdate(
+                "r", new Started("demo#0", null, 0, 2, null, null), List.of(), null),
+            // a last update: finishes with their stop reasons, and the usage
+            new GenerationUpdate(
+                "r",
+                null,
+                List.of(
+                    new ChoiceUpdate(0, "", List.of(9), null, FinishReason.STOP, "\n\n"),
+                    new ChoiceUpdate(1, "x", List.of(7), null, FinishReason.STOP, 7),
+                    new ChoiceUpdate(2, "", List.of(), null, FinishReason.LENGTH, null)),
+                new Usage(10, 4, 0)),
             new Failed("r", ErrorKind.OVERLOADED, "queue full", null),
             new Tokenized(List.of(1, 2), List.of("a", "b"), 2048),
             new Tokenized(List.of(1, 2), null, 2048),
@@ -148,8 +163,14 @@ class ModelWorkerProtocolSerializationTest {
             new Rejected(ErrorKind.BAD_REQUEST, "bad", "messages"),
             new WorkerStatus("demo#0", "demo", 2048, "fcfs", 1, 2, 0, 10, 100, 0, 7, 9));
     for (Object message : messages) assertEquals(message, roundTrip(message));
-    Started started = (Started) roundTrip(new Started("r", List.of(1), promptLogprobs, 0));
-    assertNull(started.promptLogprobs().get(0), "vLLM's prompt logprobs start with null");
+    GenerationUpdate back =
+        (GenerationUpdate) roundTrip(new GenerationUpdate("r", started, List.of(), null));
+    assertNull(back.started().promptLogprobs().get(0), "vLLM's prompt logprobs start with null");
+    assertEquals(worker.ref(), back.started().worker(), "the worker's address survives the wire");
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new ChoiceUpdate(0, "", List.of(), null, null, "stop"),
+        "a stop reason needs a finish");
   }
 
   @Test

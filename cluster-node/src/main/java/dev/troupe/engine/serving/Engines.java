@@ -1,6 +1,7 @@
-package dev.troupe.engine.core;
+package dev.troupe.engine.serving;
 
 import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.engine.runner.ModelRunners;
@@ -58,7 +59,7 @@ public final class Engines {
               settings.maxNumBatchedTokens());
       defaults = ModelConfigs.samplingDefaults(dir);
     }
-    return new Engine(
+    return Engine.create(
         model.name(),
         runner,
         text,

@@ -1,9 +1,11 @@
-package dev.troupe.engine.core;
+package dev.troupe.engine.serving;
 
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
+import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.scheduler.SchedulingPolicy;
 import java.util.List;
 import java.util.Map;
@@ -23,28 +25,22 @@ public final class TestEngines {
 
   /** A demo engine with these settings and a fresh runner wrapper (no weights regenerated). */
   public static Engine demo(EngineSettings settings, SchedulingPolicy policy) {
-    return new Engine(
-        "demo",
-        runner(settings.numBlocks(), settings.blockSize()),
-        TEXT,
-        settings,
-        policy,
-        TEXT::compileTemplate);
+    return demo(settings, policy, SamplingDefaults.NONE);
   }
 
   /** A demo engine whose model has these generation-config sampling defaults. */
   public static Engine demo(
+      EngineSettings settings, SchedulingPolicy policy, SamplingDefaults defaults) {
+    return demo(runner(settings.numBlocks(), settings.blockSize()), settings, policy, defaults);
+  }
+
+  /** A demo-tokenizer engine over {@code runner} (e.g. a runner that fails on purpose). */
+  public static Engine demo(
+      ModelRunner runner,
       EngineSettings settings,
       SchedulingPolicy policy,
-      dev.troupe.protocol.cluster.SamplingDefaults defaults) {
-    return new Engine(
-        "demo",
-        runner(settings.numBlocks(), settings.blockSize()),
-        TEXT,
-        settings,
-        policy,
-        TEXT::compileTemplate,
-        defaults);
+      SamplingDefaults defaults) {
+    return Engine.create("demo", runner, TEXT, settings, policy, TEXT::compileTemplate, defaults);
   }
 
   /** A shared demo runner of this shape; closing it does nothing. */
@@ -55,7 +51,14 @@ public final class TestEngines {
     return new Unclosed(shared);
   }
 
-  private record Unclosed(ModelRunner runner) implements ModelRunner {
+  /** Delegates everything but {@code close}. */
+  public static class Unclosed implements ModelRunner {
+    private final ModelRunner runner;
+
+    public Unclosed(ModelRunner runner) {
+      this.runner = runner;
+    }
+
     public ModelConfig config() {
       return runner.config();
     }

@@ -1,7 +1,8 @@
-package dev.troupe.engine.core;
+package dev.troupe.engine.serving;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
@@ -32,7 +33,8 @@ class EnginesTest {
     try (Engine e =
         Engines.open(new ServedModel("m", dir.toString(), 1, "fcfs"), EngineSettings.small())) {
       assertEquals(
-          new SamplingDefaults(0.6, 0.95, 20, null, null, null, null), e.samplingDefaults());
+          new SamplingDefaults(0.6, 0.95, 20, null, null, null, null),
+          e.inputs().samplingDefaults());
     }
   }
 
@@ -41,7 +43,7 @@ class EnginesTest {
     try (Engine e =
         Engines.open(
             new ServedModel("demo", ServedModel.DEMO_PATH, 1, "fcfs"), EngineSettings.small())) {
-      assertEquals(SamplingDefaults.NONE, e.samplingDefaults());
+      assertEquals(SamplingDefaults.NONE, e.inputs().samplingDefaults());
     }
   }
 }

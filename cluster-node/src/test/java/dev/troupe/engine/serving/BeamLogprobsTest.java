@@ -1,4 +1,4 @@
-package dev.troupe.engine.core;
+package dev.troupe.engine.serving;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -6,20 +6,18 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.core.EngineSettings;
+import dev.troupe.engine.output.RequestUpdate;
+import dev.troupe.engine.output.RequestUpdate.ChoiceUpdate;
+import dev.troupe.engine.output.RequestUpdate.LogprobsText;
+import dev.troupe.engine.output.RequestUpdate.TokenText;
 import dev.troupe.engine.runner.ModelRunners;
+import dev.troupe.engine.sampling.FinishReason;
 import dev.troupe.protocol.cluster.GenerationRequest;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceDelta;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceFinished;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.FinishReason;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenDelta;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.scheduler.SchedulingPolicy;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
@@ -55,15 +53,13 @@ class BeamLogprobsTest {
         .build();
   }
 
-  private static List<LogprobEntry> logprobs(List<GenerationEvent> events, int choice) {
-    List<LogprobEntry> out = null;
-    for (GenerationEvent ev : events)
-      if (ev instanceof TokenDelta d)
-        for (ChoiceDelta c : d.choices())
-          if (c.index() == choice && c.logprobs() != null) {
-            if (out == null) out = new ArrayList<>();
-            out.addAll(c.logprobs());
-          }
+  private static List<LogprobsText> logprobs(List<RequestUpdate> updates, int choice) {
+    List<LogprobsText> out = null;
+    for (ChoiceUpdate c : Driver.choices(updates, choice))
+      if (c.logprobs() != null) {
+        if (out == null) out = new ArrayList<>();
+        out.addAll(c.logprobs());
+      }
     return out;
   }
 
@@ -72,16 +68,16 @@ class BeamLogprobsTest {
     int width = 3, maxTokens = 5, k = 4;
     String text = "Beam search over a prompt";
     EngineSettings settings = new EngineSettings(4, 64, 0, 8, 256, 16, true, 0, true, List.of());
-    List<GenerationEvent> events;
-    try (Engine e = EngineTest.engine(settings, SchedulingPolicy.FCFS)) {
-      assertEquals(List.of(), e.add(EngineTest.prompt("beam", text, beam(width, maxTokens, k))));
-      events = EngineTest.drain(e, new LinkedHashMap<>()).get("beam");
-      assertEquals(0, e.scheduler().blocks().numUsed());
+    List<RequestUpdate> events;
+    try (Driver e = EngineTest.engine(settings, SchedulingPolicy.FCFS)) {
+      assertNull(e.add(EngineTest.prompt("beam", text, beam(width, maxTokens, k))));
+      events = e.drain().of("beam");
+      assertEquals(0, e.engine.core().scheduler().blocks().numUsed());
     }
     int[] prompt = EngineTest.encode(text);
     for (int i = 0; i < width; i++) {
-      List<Integer> tokens = EngineTest.tokens(events, i);
-      List<LogprobEntry> entries = logprobs(events, i);
+      List<Integer> tokens = Driver.tokens(events, i);
+      List<LogprobsText> entries = logprobs(events, i);
       assertNotNull(entries, "beam " + i + " has logprobs");
       assertEquals(maxTokens, tokens.size());
       assertEquals(tokens.size(), entries.size(), "one entry per generated token");
@@ -91,8 +87,8 @@ class BeamLogprobsTest {
         float[] row = referenceRow(seq);
         double lse = logSumExp(row);
         int token = tokens.get(t);
-        LogprobEntry entry = entries.get(t);
-        TokenLogprob chosen = entry.chosen();
+        LogprobsText entry = entries.get(t);
+        TokenText chosen = entry.chosen();
         String where = "beam " + i + " token " + t;
         assertEquals(token, chosen.tokenId(), where);
         assertEquals(row[token] - lse, chosen.logprob(), 1e-4, where);
@@ -109,7 +105,7 @@ class BeamLogprobsTest {
                 .toList();
         assertEquals(k, entry.top().size(), where);
         for (int j = 0; j < k; j++) {
-          TokenLogprob alt = entry.top().get(j);
+          TokenText alt = entry.top().get(j);
           assertEquals(order.get(j), alt.tokenId(), where + " alternative " + j);
           assertEquals(j + 1, alt.rank(), where + " alternative " + j);
           assertEquals(row[alt.tokenId()] - lse, alt.logprob(), 1e-4, where + " alternative " + j);
@@ -119,21 +115,21 @@ class BeamLogprobsTest {
         seq.add(token);
       }
     }
-    for (GenerationEvent ev : events)
-      if (ev instanceof ChoiceFinished f) {
-        assertEquals(FinishReason.LENGTH, f.finishReason());
-        assertNull(f.stopReason());
-      }
+    for (int i = 0; i < width; i++) {
+      ChoiceUpdate f = Driver.finish(events, i);
+      assertEquals(FinishReason.LENGTH, f.finishReason());
+      assertNull(f.stopReason());
+    }
   }
 
   @Test
   void withoutLogprobsBeamsReportNone() {
     EngineSettings settings = new EngineSettings(4, 64, 0, 8, 256, 16, true, 0, true, List.of());
-    try (Engine e = EngineTest.engine(settings, SchedulingPolicy.FCFS)) {
+    try (Driver e = EngineTest.engine(settings, SchedulingPolicy.FCFS)) {
       e.add(EngineTest.prompt("plain", "Beam search over a prompt", beam(2, 3, null)));
-      List<GenerationEvent> events = EngineTest.drain(e, new LinkedHashMap<>()).get("plain");
+      List<RequestUpdate> events = e.drain().of("plain");
       for (int i = 0; i < 2; i++) {
-        assertEquals(3, EngineTest.tokens(events, i).size());
+        assertEquals(3, Driver.tokens(events, i).size());
         assertNull(logprobs(events, i));
       }
     }
@@ -143,16 +139,16 @@ class BeamLogprobsTest {
   void zeroTopLogprobsGivesTheChosenTokenOnlyAndTokenIdsWhenAsked() {
     EngineSettings settings = new EngineSettings(4, 64, 0, 8, 256, 16, true, 0, true, List.of());
     String text = "Beam search over a prompt";
-    try (Engine e = EngineTest.engine(settings, SchedulingPolicy.FCFS)) {
+    try (Driver e = EngineTest.engine(settings, SchedulingPolicy.FCFS)) {
       // return_tokens_as_token_ids: true
       e.add(
           GenerationRequest.prompt("ids", text, beam(2, 3, 0)).toBuilder()
               .returnTokensAsTokenIds(true)
               .build());
-      List<GenerationEvent> events = EngineTest.drain(e, new LinkedHashMap<>()).get("ids");
+      List<RequestUpdate> events = e.drain().of("ids");
       for (int i = 0; i < 2; i++) {
-        List<Integer> tokens = EngineTest.tokens(events, i);
-        List<LogprobEntry> entries = logprobs(events, i);
+        List<Integer> tokens = Driver.tokens(events, i);
+        List<LogprobsText> entries = logprobs(events, i);
         assertEquals(tokens.size(), entries.size());
         for (int t = 0; t < tokens.size(); t++) {
           assertEquals("token_id:" + tokens.get(t), entries.get(t).chosen().token());

@@ -1,0 +1,466 @@
+package dev.troupe.engine.core;
+
+import dev.troupe.engine.LoraAdapter;
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.core.StepOutput.ChoiceOutput;
+import dev.troupe.engine.core.StepOutput.Failure;
+import dev.troupe.engine.core.StepOutput.RequestOutput;
+import dev.troupe.engine.sampling.BatchSampler;
+import dev.troupe.engine.sampling.BeamSearch;
+import dev.troupe.engine.sampling.FinishReason;
+import dev.troupe.engine.sampling.InvalidSamplingParamsException;
+import dev.troupe.engine.sampling.Sample;
+import dev.troupe.engine.sampling.SamplerFactory;
+import dev.troupe.engine.sampling.StepLogprobs;
+import dev.troupe.engine.sampling.StopChecker.Finish;
+import dev.troupe.engine.sampling.StopTokens;
+import dev.troupe.scheduler.CacheScope;
+import dev.troupe.scheduler.ScheduleResult;
+import dev.troupe.scheduler.ScheduleResult.ScheduledChunk;
+import dev.troupe.scheduler.Scheduler;
+import dev.troupe.scheduler.SchedulingPolicy;
+import dev.troupe.scheduler.Sequence;
+import dev.troupe.scheduler.SequenceGroup;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One model replica's engine core, as vLLM v1's {@code EngineCore}: the {@link Scheduler}, the
+ * {@link ModelRunner} and the sampling stage. It takes prepared requests ({@link #add}), runs one
+ * step at a time ({@link #step}: schedule, one forward pass over every chunk, one {@link
+ * BatchSampler} call over every row that needs a token, token stops) and reports plain per-request
+ * outputs: token ids, finishes, logprobs as ids and floats. No text, no wire types: the output
+ * processor turns outputs into text and the worker into messages.
+ *
+ * <p>The n choices of a request share one prefill: its prompt is one sequence, forked into n when
+ * its logits exist; each choice samples from them with its own RNG. Beam search runs through a
+ * {@link BeamDriver} and reports its best beams whole at the end.
+ *
+ * <p>Isolation: whatever fails on one request's data (its sampler, a custom logits processor, a
+ * token constraint, its prompt logprobs, its beam search) fails that request alone ({@link
+ * StepOutput#failures()}) and the step goes on. A failed forward pass concerns every request of the
+ * step: they are sent back to be recomputed, and only a request whose steps keep failing ({@value
+ * #MAX_FORWARD_ATTEMPTS} times) is failed.
+ *
+ * <p>Thread: confined to its owner's (the runner is). Not thread-safe.
+ */
+public final class EngineCore implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(EngineCore.class);
+
+  /** Forward passes a request may see fail before it is failed rather than recomputed. */
+  static final int MAX_FORWARD_ATTEMPTS = 3;
+
+  private final ModelRunner runner;
+  private final Scheduler scheduler;
+  private final SamplerFactory samplers;
+  private final BatchSampler sampling = new BatchSampler();
+  private final SchedulingPolicy policy;
+  private final int maxModelLen;
+  private final Map<String, CoreRequest> active = new LinkedHashMap<>();
+  private long generatedTokens;
+  private long promptTokens;
+
+  public EngineCore(
+      ModelRunner runner,
+      EngineSettings settings,
+      SchedulingPolicy policy,
+      SamplerFactory samplers) {
+    this.runner = runner;
+    this.policy = policy;
+    this.samplers = samplers;
+    this.maxModelLen = settings.maxModelLen(runner);
+    this.scheduler =
+        new Scheduler(settings.schedulerConfig(policy), runner.numBlocks(), runner.blockSize());
+  }
+
+  /** The context length: configured, else the model's, never more than the cache holds. */
+  public int maxModelLen() {
+    return maxModelLen;
+  }
+
+  public SchedulingPolicy policy() {
+    return policy;
+  }
+
+  public Scheduler scheduler() {
+    return scheduler;
+  }
+
+  /** Prompt tokens of the requests admitted since start, once per request whatever n is. */
+  public long promptTokens() {
+    return promptTokens;
+  }
+
+  /** Tokens generated since start, every choice counted. */
+  public long generatedTokens() {
+    return generatedTokens;
+  }
+
+  public boolean hasWork() {
+    return scheduler.hasWork();
+  }
+
+  public boolean isActive(String requestId) {
+    return active.containsKey(requestId);
+  }
+
+  // ------------------------------------------------------------------ admission
+
+  /**
+   * Queues a prepared request: cheap, nothing of the request's own code runs here (the input
+   * processor did that). Returns null when queued, else why not: the waiting queue is full
+   * (overloaded) or the id is in flight.
+   */
+  public Rejection add(EngineRequest r) {
+    String id = r.requestId();
+    if (active.containsKey(id))
+      return Rejection.badRequest("request id " + id + " is already in flight", "request_id");
+    if (!scheduler.hasRoom())
+      return new Rejection(
+          Rejection.Kind.OVERLOADED,
+          "The server is overloaded: "
+              + scheduler.numWaiting()
+              + " requests are already waiting. Retry later.",
+          null);
+    var p = r.sampling();
+    int[] prompt = r.promptTokenIds();
+    CoreRequest.Choice[] choices = new CoreRequest.Choice[p.n()];
+    BeamDriver beam = null;
+    if (p.useBeamSearch()) {
+      for (int i = 0; i < choices.length; i++) choices[i] = new CoreRequest.Choice(null, null);
+      beam = new BeamDriver(BeamSearch.create(p, prompt.length, samplers.eos()));
+    } else {
+      for (int i = 0; i < choices.length; i++)
+        choices[i] =
+            new CoreRequest.Choice(
+                samplers.create(p, r.setup(), prompt, i), new StopTokens(p, samplers.eos()));
+    }
+    // Prefix-cache keys: the adapter's weights and the salt; prompt logprobs need every position.
+    CacheScope scope = new CacheScope(r.adapterKey(), r.cacheSalt(), p.promptLogprobs() == null);
+    SequenceGroup group = scheduler.add(id, prompt, p.n(), r.priority(), scope);
+    active.put(id, new CoreRequest(r, group, choices, beam));
+    promptTokens += prompt.length;
+    return null;
+  }
+
+  /** Removes a request now, wherever it is, freeing its blocks; false if unknown. */
+  public boolean abort(String requestId) {
+    if (active.remove(requestId) == null) return false;
+    scheduler.abort(requestId);
+    return true;
+  }
+
+  /**
+   * Ends choice {@code index} of a running request now (a stop string matched in its text: the
+   * output processor's decision, as vLLM v1's output processor aborts in the core). Its blocks are
+   * freed; the request leaves with its last choice. Unknown ids and finished choices are ignored.
+   */
+  public void finishChoice(String requestId, int index) {
+    CoreRequest r = active.get(requestId);
+    if (r == null || r.beam != null || index >= r.choices.length) return;
+    CoreRequest.Choice c = r.choices[index];
+    if (c.finished) return;
+    c.finished = true;
+    if (c.sequence != null) scheduler.finish(c.sequence);
+    if (r.allFinished()) abort(requestId);
+  }
+
+  // ------------------------------------------------------------------ stepping
+
+  /** Runs one scheduler step, one forward pass and one sampling stage. */
+  public StepOutput step() {
+    Outputs out = new Outputs();
+    ScheduleResult plan = scheduler.schedule();
+    for (SequenceGroup group : plan.outOfMemory()) outOfMemory(group, out);
+    if (plan.isEmpty()) return out.build();
+
+    List<SequenceChunk> batch = new ArrayList<>(plan.chunks().size());
+    for (ScheduledChunk c : plan.chunks()) {
+      CoreRequest r = active.get(c.sequence().group().requestId());
+      batch.add(
+          new SequenceChunk(
+              c.tokens(),
+              c.start(),
+              c.blockTable(),
+              r.wantsPromptLogits(c),
+              r.request.adapterId()));
+    }
+    List<float[][]> logits;
+    try {
+      for (ScheduleResult.BlockCopy copy : plan.copies()) runner.copyBlock(copy.src(), copy.dst());
+      logits = runner.forward(batch);
+    } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
+      recomputeAfterFailedForward(plan, e, out);
+      return out.build();
+    }
+    // Prefix caching: reporting scheduler.computed(plan) here publishes the blocks this step
+    // filled; with it the core must also report each request's cached prompt tokens.
+
+    List<Sequence> rowsFor = new ArrayList<>();
+    List<BatchSampler.Row> rows = new ArrayList<>();
+    Set<CoreRequest> beams = new LinkedHashSet<>();
+    for (int i = 0; i < batch.size(); i++) {
+      ScheduledChunk chunk = plan.chunks().get(i);
+      CoreRequest r = active.get(chunk.sequence().group().requestId());
+      if (r == null) continue; // failed earlier in this step
+      float[][] chunkLogits = logits.get(i);
+      if (batch.get(i).allLogits()
+          && !perRequest(r, out, () -> r.collectPromptLogprobs(chunk, chunkLogits))) continue;
+      if (!chunk.last()) continue;
+      float[] last = chunkLogits[chunkLogits.length - 1];
+      Sequence seq = chunk.sequence();
+      if (!seq.group().forked()) {
+        scheduler.markForked(seq.group());
+        if (!r.started) {
+          r.started = true;
+          out.of(r).first = true;
+        }
+        if (r.beam != null) r.beam.prefilled(seq);
+        else {
+          // The prompt is prefilled: split it into the request's choices, sharing its blocks.
+          r.choices[0].sequence = seq;
+          for (int c = 1; c < r.choices.length; c++) r.choices[c].sequence = scheduler.fork(seq, c);
+          for (CoreRequest.Choice c : r.choices) {
+            rowsFor.add(c.sequence);
+            rows.add(new BatchSampler.Row(c.sampler, last));
+          }
+          continue;
+        }
+      }
+      if (r.beam != null) {
+        r.beam.offer(seq, last);
+        beams.add(r);
+      } else {
+        rowsFor.add(seq);
+        rows.add(new BatchSampler.Row(r.choices[seq.index()].sampler, last));
+      }
+    }
+
+    // The step's one sampling stage: every row at once (a device sampler replaces this call).
+    List<BatchSampler.Outcome> samples = sampling.sample(rows);
+    for (int i = 0; i < samples.size(); i++) {
+      Sequence seq = rowsFor.get(i);
+      CoreRequest r = active.get(seq.group().requestId());
+      if (r == null) continue;
+      BatchSampler.Outcome o = samples.get(i);
+      if (o.failed()) fail(r, o.error(), out);
+      else perRequest(r, out, () -> advance(r, seq, o.sample(), out));
+    }
+    for (CoreRequest r : beams)
+      if (active.containsKey(r.id()) && r.beam.ready()) perRequest(r, out, () -> stepBeams(r, out));
+    return out.build();
+  }
+
+  /** Appends a sampled token to its choice, or finishes the choice with it. */
+  private void advance(CoreRequest r, Sequence seq, Sample sample, Outputs out) {
+    CoreRequest.Choice choice = r.choices[seq.index()];
+    int token = sample.token();
+    choice.sampler.accept(token);
+    Finish finish = choice.stops.check(token);
+    generatedTokens++;
+    Integer k = r.params().logprobs();
+    List<StepLogprobs> logprobs =
+        k == null
+            ? null
+            : List.of(new StepLogprobs(sample.logprobs().get(0), sample.chatTopLogprobs(k)));
+    out.of(r)
+        .choices
+        .put(
+            seq.index(), new ChoiceOutput(seq.index(), new int[] {token}, logprobs, finish, false));
+    if (finish != null) {
+      scheduler.finish(seq);
+      choice.finished = true;
+      if (r.allFinished()) {
+        active.remove(r.id());
+        out.of(r).finished = true;
+      }
+    } else {
+      seq.append(token);
+    }
+  }
+
+  /** One beam-search step; when the search ends, the best beams are the request's choices. */
+  private void stepBeams(CoreRequest r, Outputs out) {
+    List<BeamSearch.Result> results = r.beam.step(scheduler);
+    if (results == null) return;
+    RequestOutputBuilder o = out.of(r);
+    for (int i = 0; i < r.choices.length; i++) {
+      r.choices[i].finished = true;
+      if (i >= results.size()) {
+        o.choices.put(
+            i,
+            new ChoiceOutput(
+                i, new int[0], null, new Finish(FinishReason.LENGTH, null, null), true));
+        continue;
+      }
+      BeamSearch.Result b = results.get(i);
+      generatedTokens += b.tokens().length;
+      Finish finish =
+          b.finishReason() == FinishReason.STOP
+              ? new Finish(FinishReason.STOP, null, b.stopTokenId())
+              : new Finish(FinishReason.LENGTH, null, null);
+      List<StepLogprobs> logprobs =
+          r.params().logprobs() != null && b.details() != null ? b.details() : null;
+      o.choices.put(i, new ChoiceOutput(i, b.tokens(), logprobs, finish, true));
+    }
+    abort(r.id());
+    o.finished = true;
+  }
+
+  /** A request that cannot fit the cache even alone: refused, or ended where it is. */
+  private void outOfMemory(SequenceGroup group, Outputs out) {
+    CoreRequest r = active.remove(group.requestId());
+    if (r == null) return;
+    if (!r.started) {
+      out.fail(
+          r,
+          Rejection.badRequest(
+              "The request does not fit the KV cache of "
+                  + runner.numBlocks()
+                  + " blocks of "
+                  + runner.blockSize()
+                  + " tokens; reduce n or the prompt.",
+              "messages"));
+      return;
+    }
+    RequestOutputBuilder o = out.of(r);
+    for (int i = 0; i < r.choices.length; i++) {
+      if (r.choices[i].finished) continue;
+      r.choices[i].finished = true;
+      o.choices.put(
+          i,
+          new ChoiceOutput(
+              i, new int[0], null, new Finish(FinishReason.LENGTH, null, null), false));
+    }
+    o.finished = true;
+  }
+
+  /**
+   * The forward pass (or a block copy before it) threw: every request of the step is recomputed
+   * from scratch next time; one that has now failed {@value #MAX_FORWARD_ATTEMPTS} times is failed.
+   */
+  private void recomputeAfterFailedForward(ScheduleResult plan, Throwable e, Outputs out) {
+    Set<SequenceGroup> groups = new LinkedHashSet<>();
+    for (ScheduledChunk c : plan.chunks()) groups.add(c.sequence().group());
+    log.error("forward pass failed; recomputing the {} requests of the step", groups.size(), e);
+    for (SequenceGroup g : groups) {
+      CoreRequest r = active.get(g.requestId());
+      if (r == null) continue;
+      if (++r.forwardFailures >= MAX_FORWARD_ATTEMPTS)
+        fail(
+            r,
+            Rejection.internal(
+                "The model's forward pass failed "
+                    + r.forwardFailures
+                    + " times on this request: "
+                    + e),
+            out);
+      else scheduler.recompute(g);
+    }
+  }
+
+  /** Runs one request's part of the step; if it throws, that request alone fails. */
+  private boolean perRequest(CoreRequest r, Outputs out, Runnable work) {
+    try {
+      work.run();
+      return true;
+    } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
+      fail(r, e, out);
+      return false;
+    }
+  }
+
+  /** Removes a request that failed on its own; its news of this step are dropped. */
+  private void fail(CoreRequest r, Throwable e, Outputs out) {
+    Rejection why;
+    if (e instanceof Rejection rejection) why = rejection;
+    else if (e instanceof InvalidSamplingParamsException bad)
+      why = Rejection.badRequest(bad.getMessage(), bad.param());
+    else {
+      log.warn("request {} failed in the engine; the others go on", r.id(), e);
+      why = Rejection.internal("The engine failed on this request: " + e);
+    }
+    abort(r.id());
+    out.fail(r, why);
+  }
+
+  // ------------------------------------------------------------------ adapters
+
+  /** Makes LoRA adapter {@code id} (> 0) available to requests added with it; between steps. */
+  public void registerAdapter(int id, LoraAdapter adapter) {
+    runner.registerAdapter(id, adapter);
+  }
+
+  /**
+   * Forgets adapter {@code id}.
+   *
+   * @throws IllegalStateException while a request in flight runs on it
+   */
+  public void removeAdapter(int id) {
+    if (adapterInUse(id)) throw new IllegalStateException("adapter " + id + " is in use");
+    runner.removeAdapter(id);
+  }
+
+  /** True while a request in flight (waiting or running) was added with adapter {@code id}. */
+  public boolean adapterInUse(int id) {
+    for (CoreRequest r : active.values()) if (r.request.adapterId() == id) return true;
+    return false;
+  }
+
+  @Override
+  public void close() {
+    runner.close();
+  }
+
+  // ------------------------------------------------------------------ outputs of one step
+
+  /** Collects one step's outputs per request, in the order the step met them. */
+  private static final class Outputs {
+    private final Map<String, RequestOutputBuilder> byRequest = new LinkedHashMap<>();
+    private final List<Failure> failures = new ArrayList<>();
+
+    RequestOutputBuilder of(CoreRequest r) {
+      return byRequest.computeIfAbsent(r.id(), id -> new RequestOutputBuilder(r));
+    }
+
+    void fail(CoreRequest r, Rejection why) {
+      byRequest.remove(r.id());
+      failures.add(new Failure(r.id(), why));
+    }
+
+    StepOutput build() {
+      List<RequestOutput> outputs = new ArrayList<>(byRequest.size());
+      for (RequestOutputBuilder b : byRequest.values()) outputs.add(b.build());
+      return new StepOutput(outputs, failures);
+    }
+  }
+
+  private static final class RequestOutputBuilder {
+    final CoreRequest request;
+    final Map<Integer, ChoiceOutput> choices = new TreeMap<>();
+    boolean first;
+    boolean finished;
+
+    RequestOutputBuilder(CoreRequest request) {
+      this.request = request;
+    }
+
+    RequestOutput build() {
+      return new RequestOutput(
+          request.id(),
+          first,
+          first ? request.promptLogprobs : null,
+          List.copyOf(choices.values()),
+          finished,
+          0);
+    }
+  }
+}

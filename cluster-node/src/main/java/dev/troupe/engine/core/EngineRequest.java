@@ -1,0 +1,69 @@
+package dev.troupe.engine.core;
+
+import dev.troupe.engine.sampling.SamplingSetup;
+import dev.troupe.protocol.cluster.SamplingParams;
+
+/**
+ * A request ready for the engine core, made by the input processor: the prompt as token ids and
+ * everything resolved, so that admitting it costs the engine thread nothing. Plain data (the
+ * sampling setup holds the request's constructed logits processors).
+ *
+ * @param requestId unique among the requests in flight on this replica
+ * @param promptTokenIds the prompt after templating, tokenizing and truncation; within the context
+ * @param sampling resolved sampling parameters ({@link SamplingParams#resolved()}); {@code
+ *     maxTokens} fits beside the prompt
+ * @param setup the samplers' prepared parts (bad words, processors, token constraints)
+ * @param priority lower runs earlier under the priority policy (0 under FCFS)
+ * @param cacheSalt the request's {@code cache_salt} for the prefix cache, or null
+ * @param adapterId the LoRA adapter every chunk runs with (0 = the base model); set by the worker
+ * @param adapterKey what identifies that adapter's weights ({@code <model id>:step<N>}), for the
+ *     prefix cache's keys; null for the base model
+ * @param weightVersion the checkpoint step generating it (reported to the client)
+ * @param returnPromptTokenIds the client asked for the prompt's token ids
+ * @param logprobTokenIds logprob tokens are written {@code token_id:N} instead of their text
+ */
+public record EngineRequest(
+    String requestId,
+    int[] promptTokenIds,
+    SamplingParams sampling,
+    SamplingSetup setup,
+    int priority,
+    String cacheSalt,
+    int adapterId,
+    String adapterKey,
+    long weightVersion,
+    boolean returnPromptTokenIds,
+    boolean logprobTokenIds) {
+
+  public EngineRequest {
+    if (requestId == null || requestId.isBlank())
+      throw new IllegalArgumentException("requestId is required");
+    if (promptTokenIds == null || promptTokenIds.length == 0)
+      throw new IllegalArgumentException("the prompt is empty");
+    if (sampling == null || !sampling.resolved())
+      throw new IllegalArgumentException("sampling parameters must be resolved");
+    if (sampling.maxTokens() == SamplingParams.MAX_TOKENS_UNSET)
+      throw new IllegalArgumentException("maxTokens must be capped by the context");
+    if (setup == null) throw new IllegalArgumentException("setup is required");
+    if (adapterId < 0) throw new IllegalArgumentException("adapterId must be >= 0");
+  }
+
+  /**
+   * This request on LoRA adapter {@code id} (0 = base) whose weights {@code key} names, reporting
+   * {@code version}.
+   */
+  public EngineRequest withAdapter(int id, String key, long version) {
+    return new EngineRequest(
+        requestId,
+        promptTokenIds,
+        sampling,
+        setup,
+        priority,
+        cacheSalt,
+        id,
+        key,
+        version,
+        returnPromptTokenIds,
+        logprobTokenIds);
+  }
+}

@@ -1,0 +1,245 @@
+package dev.troupe.engine.output;
+
+import dev.troupe.engine.Tokenizer;
+import dev.troupe.engine.core.EngineRequest;
+import dev.troupe.engine.core.Rejection;
+import dev.troupe.engine.core.StepOutput;
+import dev.troupe.engine.core.StepOutput.ChoiceOutput;
+import dev.troupe.engine.core.StepOutput.Failure;
+import dev.troupe.engine.core.StepOutput.RequestOutput;
+import dev.troupe.engine.output.RequestUpdate.ChoiceUpdate;
+import dev.troupe.engine.output.RequestUpdate.LogprobsText;
+import dev.troupe.engine.output.RequestUpdate.Started;
+import dev.troupe.engine.output.RequestUpdate.TokenText;
+import dev.troupe.engine.output.RequestUpdate.Usage;
+import dev.troupe.engine.sampling.FinishReason;
+import dev.troupe.engine.sampling.StepLogprobs;
+import dev.troupe.engine.sampling.StopChecker;
+import dev.troupe.engine.sampling.TokenLogprob;
+import dev.troupe.protocol.cluster.SamplingParams;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Turns the engine core's outputs into text, right after each step, as vLLM v1's output processor
+ * does: incremental detokenization, stop strings (a match ends the choice and is reported back so
+ * the core finishes it at once), the text of logprob tokens ({@code token_id:N} when asked), finish
+ * reasons and usage. Reasoning and tool-call parsing belong here too (they read the same text).
+ *
+ * <p>One {@link RequestUpdate} per request with news per step. A request whose text processing
+ * throws fails alone: it is reported in {@link Result#failures()}, and the caller removes it from
+ * the core.
+ *
+ * <p>Thread: the engine's (detokenizers and stop checkers are per request, not shared).
+ */
+public final class OutputProcessor {
+  private static final Logger log = LoggerFactory.getLogger(OutputProcessor.class);
+
+  private final Tokenizer tokenizer;
+  private final Map<String, RequestText> requests = new HashMap<>();
+
+  public OutputProcessor(Tokenizer tokenizer) {
+    this.tokenizer = tokenizer;
+  }
+
+  /**
+   * What one step gave: the updates, the choices stop strings ended while the core still runs them
+   * (finish them there), and the requests that failed (in the core or here: remove them from the
+   * core, tell their requesters).
+   */
+  public record Result(
+      List<RequestUpdate> updates, List<StoppedChoice> stopped, List<Failure> failures) {}
+
+  /** A choice a stop string ended. */
+  public record StoppedChoice(String requestId, int index) {}
+
+  /** Starts following a request the core just accepted. */
+  public void add(EngineRequest r) {
+    requests.put(r.requestId(), new RequestText(r, tokenizer));
+  }
+
+  public boolean has(String requestId) {
+    return requests.containsKey(requestId);
+  }
+
+  /** The text of one core step. */
+  public Result process(StepOutput step) {
+    List<RequestUpdate> updates = new ArrayList<>(step.outputs().size());
+    List<StoppedChoice> stopped = new ArrayList<>();
+    List<Failure> failures = new ArrayList<>(step.failures());
+    for (Failure f : step.failures()) requests.remove(f.requestId());
+    for (RequestOutput o : step.outputs()) {
+      RequestText r = requests.get(o.requestId());
+      if (r == null) continue;
+      try {
+        updates.add(update(r, o, stopped));
+      } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
+        log.warn("request {} failed in the output processor; the others go on", o.requestId(), e);
+        requests.remove(o.requestId());
+        stopped.removeIf(s -> s.requestId().equals(o.requestId()));
+        failures.add(
+            new Failure(
+                o.requestId(), Rejection.internal("The engine failed on this request: " + e)));
+      }
+    }
+    return new Result(updates, stopped, failures);
+  }
+
+  /**
+   * The request's last update for an abort: held-back text flushed, every open choice finished with
+   * {@code abort}; null if the request is not followed (finished, failed or unknown).
+   */
+  public RequestUpdate abort(String requestId) {
+    RequestText r = requests.remove(requestId);
+    if (r == null) return null;
+    List<ChoiceUpdate> choices = new ArrayList<>();
+    for (int i = 0; i < r.finished.length; i++) {
+      if (r.finished[i]) continue;
+      r.finished[i] = true;
+      String text = r.text[i] == null ? "" : r.text[i].abort().delta();
+      choices.add(new ChoiceUpdate(i, text, new int[0], null, FinishReason.ABORT, null));
+    }
+    return new RequestUpdate(requestId, started(r, null), choices, usage(r));
+  }
+
+  private RequestUpdate update(RequestText r, RequestOutput o, List<StoppedChoice> stopped) {
+    Started started = started(r, o.first() ? o.promptLogprobs() : null);
+    List<ChoiceUpdate> choices = new ArrayList<>(o.choices().size());
+    for (ChoiceOutput c : o.choices()) {
+      int i = c.index();
+      r.completionTokens += c.tokenIds().length;
+      List<LogprobsText> logprobs = c.logprobs() == null ? null : texts(r, c.logprobs());
+      StopChecker.Finish finish;
+      String text;
+      if (c.whole()) { // a beam: its whole output, decoded at once
+        text = tokenizer.decode(textTokens(c), skipSpecial(r), spacesBetween(r));
+        finish = c.finish();
+      } else if (r.text[i] == null) { // a beam search ended before its results
+        text = "";
+        finish = c.finish();
+      } else {
+        StopChecker.Update u =
+            c.tokenIds().length == 0
+                ? r.text[i].end(c.finish())
+                : r.text[i].append(c.tokenIds()[0], c.finish());
+        text = u.delta();
+        finish = u.finish();
+        if (finish != null && c.finish() == null) stopped.add(new StoppedChoice(r.id(), i));
+      }
+      if (finish != null) r.finished[i] = true;
+      choices.add(
+          new ChoiceUpdate(
+              i,
+              text,
+              c.tokenIds(),
+              logprobs,
+              finish == null ? null : finish.reason(),
+              finish == null ? null : finish.stopReason()));
+    }
+    boolean done = r.allFinished();
+    if (done) requests.remove(r.id());
+    return new RequestUpdate(r.id(), started, choices, done ? usage(r) : null);
+  }
+
+  /** The prompt facts, the first time only. */
+  private Started started(RequestText r, List<StepLogprobs> promptLogprobs) {
+    if (r.started) return null;
+    r.started = true;
+    EngineRequest q = r.request;
+    List<LogprobsText> prompt = null;
+    if (promptLogprobs != null) {
+      prompt = new ArrayList<>(promptLogprobs.size());
+      for (StepLogprobs p : promptLogprobs) prompt.add(p == null ? null : text(r, p));
+    }
+    return new Started(
+        q.weightVersion(),
+        q.promptTokenIds().length,
+        q.returnPromptTokenIds() ? q.promptTokenIds() : null,
+        prompt);
+  }
+
+  private static Usage usage(RequestText r) {
+    return new Usage(r.request.promptTokenIds().length, r.completionTokens, 0);
+  }
+
+  /** A beam's tokens to detokenize: a trailing EOS that ended it is not text, as in vLLM. */
+  private static int[] textTokens(ChoiceOutput c) {
+    int[] t = c.tokenIds();
+    StopChecker.Finish f = c.finish();
+    boolean eosLast =
+        f != null
+            && f.reason() == FinishReason.STOP
+            && f.stopTokenId() != null
+            && t.length > 0
+            && t[t.length - 1] == f.stopTokenId();
+    return eosLast ? Arrays.copyOf(t, t.length - 1) : t;
+  }
+
+  private List<LogprobsText> texts(RequestText r, List<StepLogprobs> entries) {
+    List<LogprobsText> out = new ArrayList<>(entries.size());
+    for (StepLogprobs e : entries) out.add(text(r, e));
+    return out;
+  }
+
+  private LogprobsText text(RequestText r, StepLogprobs e) {
+    List<TokenText> top = new ArrayList<>(e.top().size());
+    for (TokenLogprob t : e.top()) top.add(token(r, t));
+    return new LogprobsText(token(r, e.chosen()), top);
+  }
+
+  /** A logprob token as text: decoded alone (a padded-vocabulary id is ""), or token_id:N. */
+  private TokenText token(RequestText r, TokenLogprob t) {
+    String text =
+        r.request.logprobTokenIds()
+            ? "token_id:" + t.tokenId()
+            : tokenizer.decode(new int[] {t.tokenId()}, false, true);
+    return new TokenText(t.tokenId(), text, t.logprob(), t.rank());
+  }
+
+  private static boolean skipSpecial(RequestText r) {
+    return r.request.sampling().skipSpecialTokens();
+  }
+
+  private static boolean spacesBetween(RequestText r) {
+    return r.request.sampling().spacesBetweenSpecialTokens();
+  }
+
+  /** One request's text state: per choice its detokenizer and stop strings (none for beams). */
+  private static final class RequestText {
+    final EngineRequest request;
+    final StopChecker[] text;
+    final boolean[] finished;
+    int completionTokens;
+    boolean started;
+
+    RequestText(EngineRequest request, Tokenizer tokenizer) {
+      this.request = request;
+      SamplingParams p = request.sampling();
+      this.text = new StopChecker[p.n()];
+      this.finished = new boolean[p.n()];
+      if (!p.useBeamSearch())
+        for (int i = 0; i < text.length; i++)
+          text[i] =
+              new StopChecker(
+                  p,
+                  tokenizer.newDetokenizer(
+                      request.promptTokenIds(),
+                      p.skipSpecialTokens(),
+                      p.spacesBetweenSpecialTokens()));
+    }
+
+    String id() {
+      return request.requestId();
+    }
+
+    boolean allFinished() {
+      for (boolean f : finished) if (!f) return false;
+      return true;
+    }
+  }
+}

@@ -1,0 +1,22 @@
+package dev.troupe.engine.sampling;
+
+/**
+ * A per-choice constraint on which token may come next: the seam where structured outputs (a
+ * grammar, JSON schema, regex or choice list compiled to a token automaton) plug into sampling.
+ *
+ * <p>{@link Sampler} calls {@link #mask} on the choice's processed logits row after every other
+ * processor (allowed ids, bad words, {@code min_tokens}, {@code logit_bias}, custom logits
+ * processors, penalties) and before the greedy or random pick, then {@link #accept} with the token
+ * appended to the choice. Raw logprobs are computed before any processing, so a mask never shows in
+ * them. When the mask leaves no token the sampler picks the argmax of the masked row, as for any
+ * other mask. One instance per choice, on the engine thread; a {@link SamplingSetup} carries them
+ * from the input processor (where a grammar is compiled, off the engine thread) to the sampler.
+ */
+public interface TokenConstraint {
+
+  /** Sets the logit of every token that may not come next to negative infinity, in place. */
+  void mask(float[] logits);
+
+  /** Advances the constraint by the token the choice appended. */
+  void accept(int token);
+}

@@ -1,0 +1,56 @@
+package dev.troupe.worker;
+
+import dev.troupe.protocol.cluster.ModelWorkerProtocol;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenize;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GetStatus;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ReplicaId;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
+import dev.troupe.protocol.cluster.TrainingJobProtocol.AdapterCheckpoint;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * A model replica that cannot serve (unknown or unloadable model): every request gets the reason,
+ * its status reports a context length of 0 (the gateway reads that as "cannot serve").
+ */
+final class UnavailableWorker {
+  private UnavailableWorker() {}
+
+  static Behavior<Command> create(String entityId, ErrorKind kind, String message) {
+    return Behaviors.receive(Command.class)
+        .onMessage(
+            Generate.class,
+            g -> {
+              g.replyTo().tell(new Failed(g.request().requestId(), kind, message, "model"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            Tokenize.class,
+            t -> {
+              t.replyTo().tell(new Rejected(kind, message, "model"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            Detokenize.class,
+            d -> {
+              d.replyTo().tell(new Rejected(kind, message, "model"));
+              return Behaviors.same();
+            })
+        .onMessage(AdapterCheckpoint.class, c -> Behaviors.same())
+        .onMessage(
+            GetStatus.class,
+            s -> {
+              ReplicaId r = ModelWorkerProtocol.parseEntityId(entityId);
+              s.replyTo()
+                  .tell(new WorkerStatus(entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0));
+              return Behaviors.same();
+            })
+        .build();
+  }
+}

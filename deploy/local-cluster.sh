@@ -7,16 +7,44 @@
 # the gateway reaches them through Cluster Sharding. Stop node 2 or 3 and its replicas come back
 # on the other.
 #
-#   deploy/local-cluster.sh start [extra flags for every node, e.g. --model m=/path --replicas m=2]
-#   deploy/local-cluster.sh stop
-#   deploy/local-cluster.sh status
+#   deploy/local-cluster.sh [--base-port N] start [extra flags for every node, e.g. --model m=/path --replicas m=2]
+#   deploy/local-cluster.sh [--base-port N] stop
+#   deploy/local-cluster.sh [--base-port N] status
+#
+# --base-port N (or TROUPE_BASE_PORT=N) moves every port, so that several clusters (or a cluster
+# beside ./troupe serve) can run at once: HTTP N, cluster N+1..N+3, management N+11..N+13; its
+# logs and data are then under data/local-cluster-N/. Without it the ports above are used.
 # Logs and data: data/local-cluster/node{1,2,3}/ ; API key: TROUPE_API_KEYS or the generated one
 # in data/local-cluster/node1/api-key.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DIR="$ROOT/data/local-cluster"
-SEED="127.0.0.1:25520"
+BASE="${TROUPE_BASE_PORT:-}"
+if [[ "${1:-}" == "--base-port" ]]; then
+  [[ $# -ge 2 ]] || { echo "--base-port needs a port" >&2; exit 2; }
+  BASE="$2"
+  shift 2
+elif [[ "${1:-}" == --base-port=* ]]; then
+  BASE="${1#--base-port=}"
+  shift
+fi
+
+if [[ -n "$BASE" ]]; then
+  if ! [[ "$BASE" =~ ^[0-9]+$ ]] || ((BASE < 1024 || BASE > 65522)); then
+    echo "--base-port must be a number from 1024 to 65522, got '$BASE'" >&2
+    exit 2
+  fi
+  HTTP=$BASE
+  CLUSTER=($((BASE + 1)) $((BASE + 2)) $((BASE + 3)))
+  MANAGEMENT=($((BASE + 11)) $((BASE + 12)) $((BASE + 13)))
+  DIR="$ROOT/data/local-cluster-$BASE"
+else
+  HTTP=8000
+  CLUSTER=(25520 25521 25522)
+  MANAGEMENT=(7626 7627 7628)
+  DIR="$ROOT/data/local-cluster"
+fi
+SEED="127.0.0.1:${CLUSTER[0]}"
 
 start_node() {
   local n="$1"; shift
@@ -33,11 +61,14 @@ case "${1:-start}" in
     [[ -f "$ROOT/deploy/target/troupe.jar" ]] || "$ROOT/troupe" build
     extra=("$@")
     [[ ${#extra[@]} -eq 0 ]] && extra=(--replicas demo=2)
-    start_node 1 --roles gateway --port 8000 --cluster-port 25520 --management-port 7626 "${extra[@]}"
+    start_node 1 --roles gateway --port "$HTTP" --cluster-port "${CLUSTER[0]}" \
+      --management-port "${MANAGEMENT[0]}" "${extra[@]}"
     sleep 3
-    start_node 2 --roles worker,trainer --cluster-port 25521 --management-port 7627 "${extra[@]}"
-    start_node 3 --roles worker --cluster-port 25522 --management-port 7628 "${extra[@]}"
-    echo "members: curl -s localhost:7626/cluster/members ; API on http://localhost:8000/v1"
+    start_node 2 --roles worker,trainer --cluster-port "${CLUSTER[1]}" \
+      --management-port "${MANAGEMENT[1]}" "${extra[@]}"
+    start_node 3 --roles worker --cluster-port "${CLUSTER[2]}" \
+      --management-port "${MANAGEMENT[2]}" "${extra[@]}"
+    echo "members: curl -s localhost:${MANAGEMENT[0]}/cluster/members ; API on http://localhost:$HTTP/v1"
     ;;
   stop)
     for n in 3 2 1; do
@@ -48,8 +79,8 @@ case "${1:-start}" in
     done
     ;;
   status)
-    curl -s localhost:7626/cluster/members || echo "node 1 is not answering"
+    curl -s "localhost:${MANAGEMENT[0]}/cluster/members" || echo "node 1 is not answering"
     echo
     ;;
-  *) echo "usage: $0 start [flags] | stop | status" >&2; exit 2 ;;
+  *) echo "usage: $0 [--base-port N] start [flags] | stop | status" >&2; exit 2 ;;
 esac

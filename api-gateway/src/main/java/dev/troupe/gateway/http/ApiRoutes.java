@@ -3,6 +3,7 @@ package dev.troupe.gateway.http;
 import static org.apache.pekko.http.javadsl.server.Directives.concat;
 import static org.apache.pekko.http.javadsl.server.Directives.handleExceptions;
 import static org.apache.pekko.http.javadsl.server.Directives.handleRejections;
+import static org.apache.pekko.http.javadsl.server.Directives.withRequestTimeoutResponse;
 import static org.apache.pekko.http.javadsl.server.Directives.withSizeLimit;
 
 import java.util.ArrayList;
@@ -61,21 +62,33 @@ public final class ApiRoutes {
                 ? endpoints.get(0)
                 : concat(
                     endpoints.get(0), endpoints.subList(1, endpoints.size()).toArray(Route[]::new));
-    return handleExceptions(
-        ApiErrors.exceptionHandler(limit),
+    // Fires only when nothing else answered within troupe.gateway.request-timeout (the ask
+    // timeouts answer first): still the API's error shape, never Pekko's plain text.
+    ApiException timedOut =
+        ApiException.overloaded(
+            "No response within "
+                + settings.requestTimeout().toSeconds()
+                + " s (troupe.gateway.request-timeout); retry later");
+    return withRequestTimeoutResponse(
+        request -> ApiErrors.response(timedOut),
         () ->
-            handleRejections(
-                ApiErrors.rejectionHandler(limit),
+            handleExceptions(
+                ApiErrors.exceptionHandler(limit),
                 () ->
-                    RequestIds.withRequestIdHeader(
+                    handleRejections(
+                        ApiErrors.rejectionHandler(limit),
                         () ->
-                            auth.guard(
-                                // Errors raised while the inner route runs need both handlers
-                                // again,
-                                // inside the request-id header so error responses carry it too.
+                            RequestIds.withRequestIdHeader(
                                 () ->
-                                    handleExceptions(
-                                        ApiErrors.exceptionHandler(limit),
-                                        () -> withSizeLimit(limit, () -> all))))));
+                                    auth.guard(
+                                        // Errors raised while the inner route runs need both
+                                        // handlers
+                                        // again,
+                                        // inside the request-id header so error responses carry it
+                                        // too.
+                                        () ->
+                                            handleExceptions(
+                                                ApiErrors.exceptionHandler(limit),
+                                                () -> withSizeLimit(limit, () -> all)))))));
   }
 }

@@ -31,7 +31,12 @@ public final class GatewayServer {
         .adaptSettings(
             s ->
                 s.withParserSettings(
-                    s.getParserSettings().withMaxContentLength(settings.maxBodyBytes())))
+                        s.getParserSettings().withMaxContentLength(settings.maxBodyBytes()))
+                    .withTimeouts(
+                        s.getTimeouts()
+                            .withRequestTimeout(
+                                scala.concurrent.duration.Duration.fromNanos(
+                                    settings.requestTimeout().toNanos()))))
         .bind(route)
         .whenComplete(
             (binding, error) -> {

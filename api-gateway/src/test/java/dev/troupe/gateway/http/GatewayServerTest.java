@@ -33,9 +33,24 @@ class GatewayServerTest {
 
   @BeforeAll
   void bind() throws Exception {
-    GatewaySettings settings = GatewaySettings.of(0, List.of("k")).withMaxBodyBytes(1000);
+    GatewaySettings settings =
+        GatewaySettings.of(0, List.of("k"))
+            .withMaxBodyBytes(1000)
+            .withTimeouts(java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(1));
     var route =
         ApiRoutes.builder(settings)
+            .add(
+                () ->
+                    path(
+                        "never",
+                        () ->
+                            org.apache.pekko.http.javadsl.server.Directives.get(
+                                () ->
+                                    org.apache.pekko.http.javadsl.server.Directives
+                                        .completeWithFuture(
+                                            new java.util.concurrent.CompletableFuture<
+                                                org.apache.pekko.http.javadsl.model
+                                                    .HttpResponse>()))))
             .add(
                 () ->
                     path(
@@ -91,5 +106,33 @@ class GatewayServerTest {
     assertEquals("PayloadTooLargeError", error.path("type").asText(), r.body());
     assertEquals(413, error.path("code").asInt());
     assertTrue(error.path("message").asText().contains("1000 bytes"), r.body());
+  }
+
+  /**
+   * A request nothing answers ends at the request timeout in the API's error shape (before: Pekko's
+   * 20 s plain-text 503, earlier than the documented ask timeout).
+   */
+  @Test
+  void theRequestTimeoutIsA503InTheApiShape() throws Exception {
+    HttpResponse<String> r =
+        http.send(
+            HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + binding.localAddress().getPort() + "/never"))
+                .header("Authorization", "Bearer k")
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertEquals(503, r.statusCode(), r.body());
+    JsonNode error = Json.mapper().readTree(r.body()).path("error");
+    assertEquals("ServiceUnavailableError", error.path("type").asText(), r.body());
+    assertTrue(error.path("message").asText().contains("request-timeout"), r.body());
+  }
+
+  @Test
+  void theRequestTimeoutMustBeLongerThanTheAskTimeout() {
+    org.junit.jupiter.api.Assertions.assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            GatewaySettings.of(0, List.of())
+                .withTimeouts(java.time.Duration.ofSeconds(30), java.time.Duration.ofSeconds(20)));
   }
 }

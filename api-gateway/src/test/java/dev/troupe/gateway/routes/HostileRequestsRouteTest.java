@@ -158,7 +158,9 @@ class HostileRequestsRouteTest extends GatewayRouteTest {
             HttpRequest.GET("/metrics"),
             HttpRequest.GET("/version"),
             HttpRequest.GET("/v1/models"),
-            HttpRequest.GET("/nothing-here"))) {
+            HttpRequest.GET("/nothing-here"),
+            HttpRequest.create("/v1/chat/completions")
+                .withMethod(org.apache.pekko.http.javadsl.model.HttpMethods.OPTIONS))) {
       TestRouteResult result = route.run(r);
       assertError(result, 401, "AuthenticationError", null);
     }

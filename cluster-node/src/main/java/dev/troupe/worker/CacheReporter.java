@@ -1,0 +1,179 @@
+package dev.troupe.worker;
+
+import dev.troupe.protocol.kv.BlockHash;
+import dev.troupe.protocol.kv.CacheReports;
+import dev.troupe.protocol.kv.CacheReports.CacheReport;
+import dev.troupe.protocol.kv.CacheReports.ReplicaLoad;
+import dev.troupe.protocol.kv.CacheReports.SnapshotRequest;
+import dev.troupe.scheduler.CacheDelta;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import org.apache.pekko.actor.NoSerializationVerificationNeeded;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+
+/**
+ * Publishes one replica's prefix-cache changes and load for the gateways' cache-aware routing
+ * ({@link CacheReports}). The worker tells it after each engine step how its cache index changed
+ * ({@link Changed}, drained from the scheduler on the worker's thread); this child coalesces the
+ * changes and publishes at most one {@link CacheReport} per {@code interval}, and one at least
+ * every {@code heartbeat} so gateways see the load of an idle replica and know it is alive. It
+ * keeps a copy of the index, so a gateway's {@link SnapshotRequest} is answered here without
+ * disturbing the engine.
+ *
+ * <p>A new instance (a restarted or moved replica, whose cache starts empty) has a new incarnation
+ * id and starts its sequence at 1.
+ */
+public final class CacheReporter extends AbstractBehavior<CacheReporter.Command> {
+
+  /** What the reporter accepts; local to its worker. */
+  public sealed interface Command extends NoSerializationVerificationNeeded {}
+
+  /** The worker's cache index changed (or only its load): sent after engine steps. */
+  public record Changed(CacheDelta delta, ReplicaLoad load) implements Command {}
+
+  private record Asked(SnapshotRequest request) implements Command {}
+
+  private enum Tick implements Command {
+    INSTANCE
+  }
+
+  private final String replica;
+  private final int blockSize;
+  private final long heartbeatNanos;
+  private final String incarnation = UUID.randomUUID().toString();
+  private final ActorRef<Topic.Command<CacheReport>> reports;
+  private final Set<BlockHash> index = new HashSet<>();
+  private final Set<BlockHash> stored = new LinkedHashSet<>();
+  private final Set<BlockHash> removed = new LinkedHashSet<>();
+  private boolean replace;
+  private boolean snapshotWanted;
+  private ReplicaLoad load;
+  private boolean loadChanged;
+  private long seq;
+  private long publishedAt;
+
+  /**
+   * @param replica the worker's entity id ({@code <model>#<index>})
+   * @param blockSize tokens per KV block of its engine
+   */
+  public static Behavior<Command> create(
+      String replica, String model, int blockSize, Duration interval, Duration heartbeat) {
+    return Behaviors.setup(
+        ctx ->
+            Behaviors.withTimers(
+                timers ->
+                    new CacheReporter(
+                        ctx, timers, replica, model, blockSize, interval, heartbeat)));
+  }
+
+  private CacheReporter(
+      ActorContext<Command> ctx,
+      TimerScheduler<Command> timers,
+      String replica,
+      String model,
+      int blockSize,
+      Duration interval,
+      Duration heartbeat) {
+    super(ctx);
+    this.replica = replica;
+    this.blockSize = blockSize;
+    this.heartbeatNanos = heartbeat.toNanos();
+    this.reports =
+        ctx.spawn(Topic.create(CacheReport.class, CacheReports.reportTopic(model)), "reports");
+    ActorRef<Topic.Command<SnapshotRequest>> requests =
+        ctx.spawn(
+            Topic.create(SnapshotRequest.class, CacheReports.requestTopic(model)), "requests");
+    requests.tell(Topic.subscribe(ctx.messageAdapter(SnapshotRequest.class, Asked::new)));
+    this.publishedAt = System.nanoTime() - heartbeatNanos;
+    timers.startTimerWithFixedDelay(Tick.INSTANCE, interval);
+  }
+
+  @Override
+  public Receive<Command> createReceive() {
+    return newReceiveBuilder()
+        .onMessage(Changed.class, this::onChanged)
+        .onMessage(Asked.class, this::onAsked)
+        .onMessageEquals(Tick.INSTANCE, this::onTick)
+        .build();
+  }
+
+  private Behavior<Command> onChanged(Changed c) {
+    CacheDelta d = c.delta();
+    if (d.replace()) {
+      index.clear();
+      stored.clear();
+      removed.clear();
+      replace = true;
+    }
+    for (BlockHash h : d.removed()) {
+      index.remove(h);
+      if (!stored.remove(h)) removed.add(h);
+    }
+    for (BlockHash h : d.stored()) {
+      index.add(h);
+      removed.remove(h);
+      stored.add(h);
+    }
+    loadChanged |= !c.load().equals(load);
+    load = c.load();
+    return this;
+  }
+
+  private Behavior<Command> onAsked(Asked a) {
+    if (a.request().replica() == null || a.request().replica().equals(replica))
+      snapshotWanted = true;
+    return this;
+  }
+
+  private Behavior<Command> onTick() {
+    if (load == null) return this; // nothing to say before the engine's first report
+    long now = System.nanoTime();
+    boolean changes = replace || !stored.isEmpty() || !removed.isEmpty();
+    if (!snapshotWanted && !changes && !loadChanged && now - publishedAt < heartbeatNanos)
+      return this;
+    CacheReport report;
+    if (snapshotWanted) {
+      report =
+          new CacheReport(
+              replica,
+              incarnation,
+              ++seq,
+              true,
+              blockSize,
+              CacheReports.pack(new ArrayList<>(index)),
+              null,
+              load);
+    } else {
+      report =
+          new CacheReport(
+              replica,
+              incarnation,
+              ++seq,
+              replace,
+              blockSize,
+              CacheReports.pack(List.copyOf(stored)),
+              CacheReports.pack(List.copyOf(removed)),
+              load);
+    }
+    reports.tell(Topic.publish(report));
+    stored.clear();
+    removed.clear();
+    replace = false;
+    snapshotWanted = false;
+    loadChanged = false;
+    publishedAt = now;
+    return this;
+  }
+}

@@ -1,10 +1,19 @@
 package dev.troupe.gateway.routing;
 
 import dev.troupe.gateway.metrics.ServingMetrics;
+import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.kv.BlockHash;
 import dev.troupe.protocol.kv.BlockHasher;
 import java.util.Collection;
 import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
 import org.slf4j.Logger;
@@ -12,10 +21,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The gateway's replica choice: a {@link RoutingStrategy} over the {@link RoutingTable}, fed by one
- * {@link CacheReportSubscriber} per model. Computes the request's block-hash chain from its prompt
- * token ids (with the replicas' block size, the adapter and the salt, as the workers do), decides,
- * counts the request in flight until its lease is closed, and records the decision (metric, DEBUG
- * log). Thread-safe.
+ * {@link CacheReportSubscriber} per model. Tokenizes the prompt ({@link PromptTokenizer}, on a
+ * small bounded pool off the HTTP threads), computes its block-hash chain (with the replicas' block
+ * size, the adapter and the salt, as the workers do), decides, counts the request in flight until
+ * its lease is closed, and records the decision (metric, DEBUG log). When the prompt cannot be
+ * tokenized here (no tokenizer on this node, a template error, the pool full) it routes on load
+ * alone. Thread-safe.
  */
 public final class ReplicaRouter {
   private static final Logger log = LoggerFactory.getLogger(ReplicaRouter.class);
@@ -24,16 +35,34 @@ public final class ReplicaRouter {
   private final RoutingStrategy strategy;
   private final RoutingSettings settings;
   private final ServingMetrics metrics;
+  private final PromptTokenizer tokenizer;
+  private final ExecutorService tokenizing;
 
   public ReplicaRouter(
       RoutingTable table,
       RoutingStrategy strategy,
       RoutingSettings settings,
-      ServingMetrics metrics) {
+      ServingMetrics metrics,
+      PromptTokenizer tokenizer) {
     this.table = table;
     this.strategy = strategy;
     this.settings = settings;
     this.metrics = metrics;
+    this.tokenizer = tokenizer;
+    int threads = Math.max(1, Runtime.getRuntime().availableProcessors());
+    AtomicInteger n = new AtomicInteger();
+    this.tokenizing =
+        new ThreadPoolExecutor(
+            threads,
+            threads,
+            60,
+            TimeUnit.SECONDS,
+            new ArrayBlockingQueue<>(256),
+            r -> {
+              Thread t = new Thread(r, "troupe-gateway-tokenize-" + n.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
   }
 
   /**
@@ -44,17 +73,19 @@ public final class ReplicaRouter {
       ActorSystem<?> system,
       Collection<String> models,
       RoutingSettings settings,
-      ServingMetrics metrics) {
+      ServingMetrics metrics,
+      PromptTokenizer tokenizer) {
     RoutingTable table = new RoutingTable();
     if (!settings.cacheAware())
-      return new ReplicaRouter(table, new RoundRobinRouting(), settings, metrics);
+      return new ReplicaRouter(table, new RoundRobinRouting(), settings, metrics, tokenizer);
     int i = 0;
     for (String model : models)
       system.systemActorOf(
           CacheReportSubscriber.create(model, table, settings),
           "prefix-cache-reports-" + i++,
           Props.empty());
-    return new ReplicaRouter(table, new CacheAwareRouting(table, settings), settings, metrics);
+    return new ReplicaRouter(
+        table, new CacheAwareRouting(table, settings), settings, metrics, tokenizer);
   }
 
   public RoutingSettings settings() {
@@ -63,6 +94,36 @@ public final class ReplicaRouter {
 
   public RoutingTable table() {
     return table;
+  }
+
+  /**
+   * Tokenizes {@code request}'s prompt (only when routing is cache-aware), then chooses a replica
+   * among {@code candidates} as {@link #route(String, List, int[], String, String)} does. The
+   * result carries the token ids, for the worker to use instead of tokenizing again.
+   */
+  public CompletionStage<Routed> route(
+      String model, List<Integer> candidates, GenerationRequest request) {
+    String adapterKey = adapterKey(request.adapter());
+    if (!settings.cacheAware())
+      return CompletableFuture.completedFuture(
+          route(model, candidates, null, adapterKey, request.cacheSalt()));
+    CompletableFuture<int[]> ids;
+    try {
+      ids =
+          CompletableFuture.supplyAsync(() -> tokenizer.promptTokenIds(model, request), tokenizing);
+    } catch (RejectedExecutionException full) {
+      ids = CompletableFuture.completedFuture(null); // busy: route on load rather than wait
+    }
+    return ids.exceptionally(e -> null)
+        .thenApply(t -> route(model, candidates, t, adapterKey, request.cacheSalt()));
+  }
+
+  /**
+   * The prefix-cache identity of a request's adapter: the checkpoint's name ({@code <model
+   * id>:step<N>}), null for the base model (step 0 is the base model's weights).
+   */
+  public static String adapterKey(GenerationRequest.Adapter adapter) {
+    return adapter == null || adapter.isBase() ? null : adapter.name();
   }
 
   /**
@@ -96,9 +157,12 @@ public final class ReplicaRouter {
           length,
           decision.cachedTokens(),
           decision.bestCachedTokens());
-    return new Routed(decision, lease);
+    return new Routed(decision, lease, promptTokens);
   }
 
-  /** A routing decision and the request's hold on the chosen replica's in-flight count. */
-  public record Routed(RouteDecision decision, ReplicaView.Lease lease) {}
+  /**
+   * A routing decision, the request's hold on the chosen replica's in-flight count, and the
+   * prompt's token ids when the gateway tokenized it (else null).
+   */
+  public record Routed(RouteDecision decision, ReplicaView.Lease lease, int[] promptTokenIds) {}
 }

@@ -221,7 +221,8 @@ class CacheAwareRoutingTest {
   @Test
   void theRouterHashesTheTokensCountsTheDecisionAndHoldsALease() throws Exception {
     ServingMetrics metrics = new ServingMetrics();
-    ReplicaRouter router = new ReplicaRouter(table, routing, settings, metrics);
+    ReplicaRouter router =
+        new ReplicaRouter(table, routing, settings, metrics, PromptTokenizer.NONE);
     int[] prompt = tokens(0, 100);
     report(0, List.of(), load(0));
     report(1, hasher.chain(prompt, BS, "a:step1", "s"), load(0));
@@ -244,5 +245,54 @@ class CacheAwareRoutingTest {
         text.contains(
             "troupe:routing_decisions_total{engine=\"1\",model_name=\"m\",reason=\"prefix\"} 1.0"),
         text);
+  }
+
+  @Test
+  void theRouterTokenizesOffTheCallerAndFallsBackToLoadWhenItCannot() throws Exception {
+    int[] prompt = tokens(0, 100);
+    report(0, List.of(), load(0));
+    report(1, hasher.chain(prompt, BS, null, "s"), load(0));
+    dev.troupe.protocol.cluster.GenerationRequest request =
+        dev.troupe.protocol.cluster.GenerationRequest.builder("r1")
+            .messages(List.of(Map.of("role", "user", "content", "hi")))
+            .cacheSalt("s")
+            .build();
+    ReplicaRouter router =
+        new ReplicaRouter(
+            table, routing, settings, new ServingMetrics(), (model, r) -> prompt.clone());
+    ReplicaRouter.Routed routed =
+        router
+            .route("m", TWO, request)
+            .toCompletableFuture()
+            .get(5, java.util.concurrent.TimeUnit.SECONDS);
+    assertEquals(1, routed.decision().replica());
+    assertEquals(RouteDecision.PREFIX, routed.decision().reason());
+    assertEquals(100, routed.promptTokenIds().length);
+    routed.lease().close();
+    ReplicaRouter failing =
+        new ReplicaRouter(
+            table,
+            routing,
+            settings,
+            new ServingMetrics(),
+            (model, r) -> {
+              throw new IllegalStateException("template exploded");
+            });
+    ReplicaRouter.Routed fallback =
+        failing
+            .route("m", TWO, request)
+            .toCompletableFuture()
+            .get(5, java.util.concurrent.TimeUnit.SECONDS);
+    assertEquals(RouteDecision.LEAST_LOADED, fallback.decision().reason());
+    assertEquals(null, fallback.promptTokenIds());
+    assertEquals(null, ReplicaRouter.adapterKey(null));
+    assertEquals(
+        null,
+        ReplicaRouter.adapterKey(
+            new dev.troupe.protocol.cluster.GenerationRequest.Adapter("x", 0, null)));
+    assertEquals(
+        "x:step3",
+        ReplicaRouter.adapterKey(
+            new dev.troupe.protocol.cluster.GenerationRequest.Adapter("x", 3, "/d")));
   }
 }

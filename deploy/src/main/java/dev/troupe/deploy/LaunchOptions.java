@@ -30,6 +30,8 @@ import java.util.Map;
  * @param device where this node's replicas run: {@code --device}, {@code --gpu-memory-utilization},
  *     {@code --dtype}
  * @param metricsWithoutAuth serve {@code GET /metrics} without an API key
+ * @param enablePrefixCaching this node's replicas reuse cached prompt prefixes ({@code
+ *     --no-enable-prefix-caching} turns it off, as in vLLM)
  */
 public record LaunchOptions(
     int port,
@@ -45,7 +47,8 @@ public record LaunchOptions(
     int managementPort,
     Path dataDir,
     DeviceSettings device,
-    boolean metricsWithoutAuth) {
+    boolean metricsWithoutAuth,
+    boolean enablePrefixCaching) {
 
   public static final String USAGE =
       """
@@ -73,6 +76,9 @@ public record LaunchOptions(
                                  bfloat16), bfloat16, half, float16, float, float32 (GPU: auto
                                  and bfloat16)
         --metrics-without-auth   serve GET /metrics without an API key (for scrapers)
+        --no-enable-prefix-caching  this node's replicas compute every prompt in full instead of
+                                 reusing the KV blocks of cached prefixes (on by default, as vLLM's
+                                 --enable-prefix-caching)
       """;
 
   public LaunchOptions {
@@ -123,6 +129,7 @@ public record LaunchOptions(
     String host = "127.0.0.1";
     String bind = null;
     boolean metricsWithoutAuth = false;
+    boolean prefixCaching = true;
     int clusterPort = 25520;
     int managementPort = 7626;
     Path dataDir = Path.of("data");
@@ -166,6 +173,8 @@ public record LaunchOptions(
         case "--host" -> host = value;
         case "--bind" -> bind = value;
         case "--metrics-without-auth" -> metricsWithoutAuth = bool(flag, value);
+        case "--enable-prefix-caching" -> prefixCaching = bool(flag, value);
+        case "--no-enable-prefix-caching" -> prefixCaching = !bool(flag, value);
         case "--cluster-port" -> clusterPort = integer(flag, value);
         case "--management-port" -> managementPort = integer(flag, value);
         case "--data-dir" -> dataDir = Path.of(value);
@@ -200,11 +209,13 @@ public record LaunchOptions(
         managementPort,
         dataDir,
         new DeviceSettings(device, gpuMem, dtype),
-        metricsWithoutAuth);
+        metricsWithoutAuth,
+        prefixCaching);
   }
 
   /** Flags that take no value ({@code --flag}, or {@code --flag=true|false}). */
-  private static final List<String> BOOLEAN_FLAGS = List.of("--metrics-without-auth");
+  private static final List<String> BOOLEAN_FLAGS =
+      List.of("--metrics-without-auth", "--enable-prefix-caching", "--no-enable-prefix-caching");
 
   private static boolean bool(String flag, String value) {
     return switch (value.trim().toLowerCase(java.util.Locale.ROOT)) {

@@ -217,6 +217,7 @@ public final class TroupeNode implements AutoCloseable {
     values.put("troupe.worker.device.device", o.device().device());
     values.put("troupe.worker.device.gpu-memory-utilization", o.device().gpuMemoryUtilization());
     values.put("troupe.worker.device.dtype", o.device().dtype());
+    values.put("troupe.worker.engine.enable-prefix-caching", o.enablePrefixCaching());
     // Remembered replicas are kept durably (LMDB) by sharding; under the node's data directory
     // rather than the working directory.
     values.put(

@@ -56,6 +56,22 @@ class LaunchOptionsTest {
   }
 
   @Test
+  void prefixCachingIsOnUnlessTurnedOffAsInVllm() {
+    LaunchOptions on = LaunchOptions.parse(List.of(), null);
+    assertTrue(on.enablePrefixCaching());
+    assertTrue(
+        TroupeNode.config(on, List.of()).getBoolean("troupe.worker.engine.enable-prefix-caching"));
+    LaunchOptions off = LaunchOptions.parse(List.of("--no-enable-prefix-caching"), null);
+    assertEquals(false, off.enablePrefixCaching());
+    assertEquals(
+        false,
+        TroupeNode.config(off, List.of()).getBoolean("troupe.worker.engine.enable-prefix-caching"));
+    assertEquals(
+        false,
+        LaunchOptions.parse(List.of("--enable-prefix-caching=false"), null).enablePrefixCaching());
+  }
+
+  @Test
   void everyFlag() {
     LaunchOptions o =
         LaunchOptions.parse(

@@ -201,8 +201,8 @@ public final class EngineCore implements AutoCloseable {
       recomputeAfterFailedForward(plan, e, out);
       return out.build();
     }
-    // Prefix caching: reporting scheduler.computed(plan) here publishes the blocks this step
-    // filled; with it the core must also report each request's cached prompt tokens.
+    // The step's keys and values exist now: the blocks it filled become prefix-cache entries.
+    scheduler.computed(plan);
 
     List<Sequence> rowsFor = new ArrayList<>();
     List<BatchSampler.Row> rows = new ArrayList<>();
@@ -460,7 +460,7 @@ public final class EngineCore implements AutoCloseable {
           first ? request.promptLogprobs : null,
           List.copyOf(choices.values()),
           finished,
-          0);
+          request.group.numCachedTokens());
     }
   }
 }

@@ -19,6 +19,8 @@ import java.util.List;
  * @param agingSteps priority aging: one priority level per this many steps waited (0 = off)
  * @param allowRequestChatTemplate accept a {@code chat_template} sent with the request
  * @param logitsProcessors class names of custom logits processors requests may name
+ * @param enablePrefixCaching reuse the KV blocks of cached prompt prefixes (vLLM's {@code
+ *     --enable-prefix-caching}, on by default; {@code --no-enable-prefix-caching} turns it off)
  */
 public record EngineSettings(
     int blockSize,
@@ -30,13 +32,40 @@ public record EngineSettings(
     boolean chunkedPrefill,
     int agingSteps,
     boolean allowRequestChatTemplate,
-    List<String> logitsProcessors) {
+    List<String> logitsProcessors,
+    boolean enablePrefixCaching) {
 
   public EngineSettings {
     if (blockSize < 1) throw new IllegalArgumentException("block-size must be >= 1");
     if (numBlocks < 1) throw new IllegalArgumentException("num-blocks must be >= 1");
     if (maxModelLen < 0) throw new IllegalArgumentException("max-model-len must be >= 0");
     logitsProcessors = List.copyOf(logitsProcessors);
+  }
+
+  /** With prefix caching on. */
+  public EngineSettings(
+      int blockSize,
+      int numBlocks,
+      int maxModelLen,
+      int maxNumSeqs,
+      int maxNumBatchedTokens,
+      int maxWaiting,
+      boolean chunkedPrefill,
+      int agingSteps,
+      boolean allowRequestChatTemplate,
+      List<String> logitsProcessors) {
+    this(
+        blockSize,
+        numBlocks,
+        maxModelLen,
+        maxNumSeqs,
+        maxNumBatchedTokens,
+        maxWaiting,
+        chunkedPrefill,
+        agingSteps,
+        allowRequestChatTemplate,
+        logitsProcessors,
+        true);
   }
 
   /** Reads a {@code troupe.worker.engine} section. */
@@ -51,7 +80,8 @@ public record EngineSettings(
         c.getBoolean("chunked-prefill"),
         c.getInt("aging-steps"),
         c.getBoolean("allow-request-chat-template"),
-        c.getStringList("logits-processors"));
+        c.getStringList("logits-processors"),
+        c.getBoolean("enable-prefix-caching"));
   }
 
   /** Small sizes for tests: 16-position blocks, 64 of them, 8 sequences, 256-token steps. */
@@ -70,7 +100,8 @@ public record EngineSettings(
         chunkedPrefill,
         agingSteps,
         allowRequestChatTemplate,
-        logitsProcessors);
+        logitsProcessors,
+        enablePrefixCaching);
   }
 
   public EngineSettings withNumBlocks(int n) {
@@ -84,7 +115,8 @@ public record EngineSettings(
         chunkedPrefill,
         agingSteps,
         allowRequestChatTemplate,
-        logitsProcessors);
+        logitsProcessors,
+        enablePrefixCaching);
   }
 
   public EngineSettings withMaxNumSeqs(int n) {
@@ -98,7 +130,8 @@ public record EngineSettings(
         chunkedPrefill,
         agingSteps,
         allowRequestChatTemplate,
-        logitsProcessors);
+        logitsProcessors,
+        enablePrefixCaching);
   }
 
   /**
@@ -111,8 +144,29 @@ public record EngineSettings(
     return Math.min(configured, runner.numBlocks() * runner.blockSize());
   }
 
+  public EngineSettings withPrefixCaching(boolean on) {
+    return new EngineSettings(
+        blockSize,
+        numBlocks,
+        maxModelLen,
+        maxNumSeqs,
+        maxNumBatchedTokens,
+        maxWaiting,
+        chunkedPrefill,
+        agingSteps,
+        allowRequestChatTemplate,
+        logitsProcessors,
+        on);
+  }
+
   SchedulerConfig schedulerConfig(SchedulingPolicy policy) {
     return new SchedulerConfig(
-        maxNumSeqs, maxNumBatchedTokens, maxWaiting, policy, chunkedPrefill, agingSteps);
+        maxNumSeqs,
+        maxNumBatchedTokens,
+        maxWaiting,
+        policy,
+        chunkedPrefill,
+        agingSteps,
+        enablePrefixCaching);
   }
 }

@@ -30,7 +30,7 @@ public record StepOutput(List<RequestOutput> outputs, List<Failure> failures) {
    *     prompt token, the first null (nothing predicts it); else null
    * @param choices the choices with news, in index order
    * @param finished every choice has finished: the request has left the core
-   * @param cachedPromptTokens prompt tokens served from the prefix cache (0 until it is enabled)
+   * @param cachedPromptTokens prompt tokens found in the prefix cache when the request was admitted
    */
   public record RequestOutput(
       String requestId,

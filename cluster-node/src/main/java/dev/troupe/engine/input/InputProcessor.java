@@ -128,21 +128,18 @@ public final class InputProcessor {
     SamplingParams params = r.sampling().withDefaults(defaults);
 
     String param = r.prompt() != null ? "prompt" : "messages";
-    stage.at("rendering the chat template", "chat_template");
-    String text =
-        r.prompt() != null
-            ? r.prompt()
-            : prompts.render(
-                r.messages(),
-                r.tools(),
-                r.documents(),
-                r.addGenerationPrompt(),
-                r.continueFinalMessage(),
-                r.chatTemplate(),
-                r.chatTemplateKwargs(),
-                r.reasoningEffort());
-    stage.at("tokenizing the prompt", param);
-    int[] prompt = prompts.promptIds(text, r.addSpecialTokens(), r.truncatePromptTokens(), param);
+    int[] prompt;
+    if (r.promptTokenIds() != null) {
+      // The gateway rendered and tokenized it already (same template, same tokenizer).
+      stage.at("checking the prompt", param);
+      prompt =
+          prompts.checkedIds(
+              r.promptTokenIds().stream().mapToInt(Integer::intValue).toArray(),
+              r.truncatePromptTokens(),
+              param);
+    } else {
+      prompt = promptIds(r, stage, param);
+    }
     params = capMaxTokens(params, prompt.length);
     if (!settings.chunkedPrefill() && prompt.length > settings.maxNumBatchedTokens())
       throw Rejection.badRequest(
@@ -166,6 +163,24 @@ public final class InputProcessor {
         0,
         r.returnTokenIds(),
         r.returnTokensAsTokenIds());
+  }
+
+  private int[] promptIds(GenerationRequest r, Stage stage, String param) {
+    stage.at("rendering the chat template", "chat_template");
+    String text =
+        r.prompt() != null
+            ? r.prompt()
+            : prompts.render(
+                r.messages(),
+                r.tools(),
+                r.documents(),
+                r.addGenerationPrompt(),
+                r.continueFinalMessage(),
+                r.chatTemplate(),
+                r.chatTemplateKwargs(),
+                r.reasoningEffort());
+    stage.at("tokenizing the prompt", param);
+    return prompts.promptIds(text, r.addSpecialTokens(), r.truncatePromptTokens(), param);
   }
 
   /**

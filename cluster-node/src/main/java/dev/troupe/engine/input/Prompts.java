@@ -132,17 +132,8 @@ final class Prompts {
    */
   int[] promptIds(
       String prompt, boolean addSpecialTokens, Integer truncatePromptTokens, String param) {
-    Integer keep = null;
-    if (truncatePromptTokens != null) {
-      keep = truncatePromptTokens == -1 ? maxModelLen : truncatePromptTokens;
-      if (keep > maxModelLen)
-        throw Rejection.badRequest(
-            "truncate_prompt_tokens value ("
-                + keep
-                + ") is greater than max_model_len ("
-                + maxModelLen
-                + "). Please, select a smaller truncation size.",
-            "truncate_prompt_tokens");
+    Integer keep = keep(truncatePromptTokens);
+    if (keep != null) {
       long tail = NORMALIZER_MARGIN * longestEntry * ((long) keep + TRUNCATION_SPARE_TOKENS);
       if (prompt.length() > tail) {
         int cut = (int) (prompt.length() - tail);
@@ -152,7 +143,33 @@ final class Prompts {
     } else {
       checkLength(prompt, param);
     }
-    int[] ids = text.tokenizer().encode(prompt, addSpecialTokens);
+    return checked(text.tokenizer().encode(prompt, addSpecialTokens), keep, param);
+  }
+
+  /**
+   * Token ids tokenized elsewhere (the gateway, with this template and tokenizer), truncated and
+   * checked exactly as {@link #promptIds} treats its own.
+   */
+  int[] checkedIds(int[] ids, Integer truncatePromptTokens, String param) {
+    return checked(ids.clone(), keep(truncatePromptTokens), param);
+  }
+
+  /** How many tokens {@code truncate_prompt_tokens} keeps, or null for no truncation. */
+  private Integer keep(Integer truncatePromptTokens) {
+    if (truncatePromptTokens == null) return null;
+    int keep = truncatePromptTokens == -1 ? maxModelLen : truncatePromptTokens;
+    if (keep > maxModelLen)
+      throw Rejection.badRequest(
+          "truncate_prompt_tokens value ("
+              + keep
+              + ") is greater than max_model_len ("
+              + maxModelLen
+              + "). Please, select a smaller truncation size.",
+          "truncate_prompt_tokens");
+    return keep;
+  }
+
+  private int[] checked(int[] ids, Integer keep, String param) {
     if (keep != null && ids.length > keep)
       ids = Arrays.copyOfRange(ids, ids.length - keep, ids.length);
     if (ids.length == 0) throw Rejection.badRequest("The decoder prompt cannot be empty", param);

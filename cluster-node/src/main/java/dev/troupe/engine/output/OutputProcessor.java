@@ -108,6 +108,7 @@ public final class OutputProcessor {
   }
 
   private RequestUpdate update(RequestText r, RequestOutput o, List<StoppedChoice> stopped) {
+    r.cachedPromptTokens = o.cachedPromptTokens();
     Started started = started(r, o.first() ? o.promptLogprobs() : null);
     List<ChoiceUpdate> choices = new ArrayList<>(o.choices().size());
     for (ChoiceOutput c : o.choices()) {
@@ -164,7 +165,7 @@ public final class OutputProcessor {
   }
 
   private static Usage usage(RequestText r) {
-    return new Usage(r.request.promptTokenIds().length, r.completionTokens, 0);
+    return new Usage(r.request.promptTokenIds().length, r.completionTokens, r.cachedPromptTokens);
   }
 
   /** A beam's tokens to detokenize: a trailing EOS that ended it is not text, as in vLLM. */
@@ -215,6 +216,7 @@ public final class OutputProcessor {
     final StopChecker[] text;
     final boolean[] finished;
     int completionTokens;
+    int cachedPromptTokens;
     boolean started;
 
     RequestText(EngineRequest request, Tokenizer tokenizer) {

@@ -37,6 +37,10 @@ import java.util.Map;
  * @param returnTokenIds the client wants the prompt's token ids (generated ids always travel)
  * @param returnTokensAsTokenIds logprob token strings are written as {@code token_id:N}
  * @param adapter the trained checkpoint (LoRA adapter) to generate with, or null for the base model
+ * @param promptTokenIds the prompt as the gateway already rendered and tokenized it (with the
+ *     model's own template and tokenizer, to route it by cached prefix), or null: the worker then
+ *     renders and tokenizes it. Set by the gateway only, never from a client's body; the worker
+ *     truncates and checks these ids as it would its own
  */
 public record GenerationRequest(
     String requestId,
@@ -56,7 +60,8 @@ public record GenerationRequest(
     SamplingParams sampling,
     boolean returnTokenIds,
     boolean returnTokensAsTokenIds,
-    Adapter adapter)
+    Adapter adapter,
+    List<Integer> promptTokenIds)
     implements CborSerializable {
 
   /**
@@ -104,6 +109,7 @@ public record GenerationRequest(
     tools = tools == null ? null : List.copyOf(tools);
     documents = documents == null ? null : List.copyOf(documents);
     chatTemplateKwargs = jsonObject(chatTemplateKwargs);
+    promptTokenIds = promptTokenIds == null ? null : List.copyOf(promptTokenIds);
   }
 
   /** JSON objects may hold null values, which {@code Map.copyOf} refuses; keep insertion order. */
@@ -142,6 +148,11 @@ public record GenerationRequest(
     return toBuilder().adapter(newAdapter).build();
   }
 
+  /** A copy carrying the prompt's token ids as the gateway computed them (null: none). */
+  public GenerationRequest withPromptTokenIds(List<Integer> ids) {
+    return toBuilder().promptTokenIds(ids).build();
+  }
+
   /** A copy with other sampling parameters. */
   public GenerationRequest withSampling(SamplingParams newSampling) {
     return toBuilder().sampling(newSampling).build();
@@ -167,6 +178,7 @@ public record GenerationRequest(
     private boolean returnTokenIds;
     private boolean returnTokensAsTokenIds;
     private Adapter adapter;
+    private List<Integer> promptTokenIds;
 
     private Builder(String requestId) {
       this.requestId = requestId;
@@ -191,6 +203,7 @@ public record GenerationRequest(
       returnTokenIds = r.returnTokenIds;
       returnTokensAsTokenIds = r.returnTokensAsTokenIds;
       adapter = r.adapter;
+      promptTokenIds = r.promptTokenIds;
     }
 
     public Builder requestId(String v) {
@@ -287,6 +300,11 @@ public record GenerationRequest(
       return this;
     }
 
+    public Builder promptTokenIds(List<Integer> v) {
+      promptTokenIds = v;
+      return this;
+    }
+
     public GenerationRequest build() {
       return new GenerationRequest(
           requestId,
@@ -306,7 +324,8 @@ public record GenerationRequest(
           sampling,
           returnTokenIds,
           returnTokensAsTokenIds,
-          adapter);
+          adapter,
+          promptTokenIds);
     }
   }
 }

@@ -143,10 +143,16 @@ public final class EngineCore implements AutoCloseable {
             new CoreRequest.Choice(
                 samplers.create(p, r.setup(), prompt, i), new StopTokens(p, samplers.eos()));
     }
+    if (r.resumed() != null && beam == null) {
+      Rejection inconsistent = Resumption.replay(r.resumed(), choices);
+      if (inconsistent != null) return inconsistent;
+    }
     // Prefix-cache keys: the adapter's weights and the salt; prompt logprobs need every position.
     CacheScope scope = new CacheScope(r.adapterKey(), r.cacheSalt(), p.promptLogprobs() == null);
     SequenceGroup group = scheduler.add(id, prompt, p.n(), r.priority(), scope);
-    active.put(id, new CoreRequest(r, group, choices, beam));
+    CoreRequest request = new CoreRequest(r, group, choices, beam);
+    if (r.resumed() != null && beam == null) Resumption.fork(request, scheduler);
+    active.put(id, request);
     promptTokens += prompt.length;
     return null;
   }

@@ -21,6 +21,8 @@ import dev.troupe.protocol.cluster.SamplingParams;
  * @param weightVersion the checkpoint step generating it (reported to the client)
  * @param returnPromptTokenIds the client asked for the prompt's token ids
  * @param logprobTokenIds logprob tokens are written {@code token_id:N} instead of their text
+ * @param resumed the output a lost replica already delivered, to replay before generating (request
+ *     migration); null for a new request
  */
 public record EngineRequest(
     String requestId,
@@ -33,7 +35,27 @@ public record EngineRequest(
     String adapterKey,
     long weightVersion,
     boolean returnPromptTokenIds,
-    boolean logprobTokenIds) {
+    boolean logprobTokenIds,
+    Resumed resumed) {
+
+  /**
+   * What a request continued from another replica had already delivered, per choice: its tokens and
+   * whether it had finished. The core and the output processor replay the tokens (sampler, token
+   * stops, detokenizer, stop strings; nothing is emitted) before the request generates.
+   */
+  public record Resumed(int[][] tokens, boolean[] finished) {
+    public Resumed {
+      if (tokens.length != finished.length)
+        throw new IllegalArgumentException("one finished flag per choice");
+    }
+
+    /** Tokens delivered, over every choice. */
+    public int totalTokens() {
+      int total = 0;
+      for (int[] t : tokens) total += t.length;
+      return total;
+    }
+  }
 
   public EngineRequest {
     if (requestId == null || requestId.isBlank())
@@ -46,6 +68,8 @@ public record EngineRequest(
       throw new IllegalArgumentException("maxTokens must be capped by the context");
     if (setup == null) throw new IllegalArgumentException("setup is required");
     if (adapterId < 0) throw new IllegalArgumentException("adapterId must be >= 0");
+    if (resumed != null && resumed.tokens().length != sampling.n())
+      throw new IllegalArgumentException("a resumed request needs one entry per choice");
   }
 
   /**
@@ -64,6 +88,7 @@ public record EngineRequest(
         key,
         version,
         returnPromptTokenIds,
-        logprobTokenIds);
+        logprobTokenIds,
+        resumed);
   }
 }

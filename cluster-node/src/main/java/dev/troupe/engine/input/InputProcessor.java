@@ -149,6 +149,13 @@ public final class InputProcessor {
               + settings.maxNumBatchedTokens()
               + ") and chunked prefill is off",
           param);
+    EngineRequest.Resumed resumed = null;
+    if (r.resume() != null) {
+      stage.at("checking the resumed output", null);
+      resumed = Resumes.prepare(r.resume(), params, samplers.vocabSize());
+      // The first replica delivered them with its first output.
+      if (params.promptLogprobs() != null) params = params.toBuilder().promptLogprobs(null).build();
+    }
     stage.at("preparing the sampling parameters", null);
     SamplingSetup setup = samplers.prepare(params);
     return new EngineRequest(
@@ -162,7 +169,8 @@ public final class InputProcessor {
         null,
         0,
         r.returnTokenIds(),
-        r.returnTokensAsTokenIds());
+        r.returnTokensAsTokenIds(),
+        resumed);
   }
 
   private int[] promptIds(GenerationRequest r, Stage stage, String param) {

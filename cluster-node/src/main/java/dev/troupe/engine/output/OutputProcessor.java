@@ -58,7 +58,11 @@ public final class OutputProcessor {
   /** A choice a stop string ended. */
   public record StoppedChoice(String requestId, int index) {}
 
-  /** Starts following a request the core just accepted. */
+  /**
+   * Starts following a request the core just accepted.
+   *
+   * @throws Rejection when a resumed request's delivered text would already have ended a choice
+   */
   public void add(EngineRequest r) {
     requests.put(r.requestId(), new RequestText(r, tokenizer));
   }
@@ -233,6 +237,29 @@ public final class OutputProcessor {
                       request.promptTokenIds(),
                       p.skipSpecialTokens(),
                       p.spacesBetweenSpecialTokens()));
+      EngineRequest.Resumed resumed = request.resumed();
+      if (resumed != null && !p.useBeamSearch()) replay(resumed);
+    }
+
+    /**
+     * A migrated request: its delivered tokens go through each open choice's detokenizer and stop
+     * strings, and the text is dropped — the client has it — so the state, held-back stop-string
+     * prefix included, is where the first replica left it. Usage counts them as if generated here.
+     */
+    private void replay(EngineRequest.Resumed resumed) {
+      for (int i = 0; i < text.length; i++) {
+        completionTokens += resumed.tokens()[i].length;
+        finished[i] = resumed.finished()[i];
+        if (finished[i]) continue;
+        for (int token : resumed.tokens()[i]) {
+          StopChecker.Update u = text[i].append(token, null);
+          if (u.finish() != null)
+            throw Rejection.internal(
+                "The request cannot be resumed on this replica: a stop string ends choice "
+                    + i
+                    + " within the tokens the first replica delivered.");
+        }
+      }
     }
 
     String id() {

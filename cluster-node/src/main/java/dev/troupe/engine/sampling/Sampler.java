@@ -39,7 +39,8 @@ import java.util.TreeSet;
  * logarithms.)
  *
  * <p>Use: per step call {@link #next(float[])}, then {@link #accept(int)} with the token actually
- * appended (normally {@code sample.token()}). Not thread-safe; see {@link SamplerFactory}.
+ * appended (normally {@code sample.token()}); {@link #replay(int)} restores a choice from tokens
+ * generated elsewhere. Not thread-safe; see {@link SamplerFactory}.
  */
 public final class Sampler {
 
@@ -214,6 +215,18 @@ public final class Sampler {
     if (constraint != null) constraint.accept(token);
   }
 
+  /**
+   * Restores the state {@link #next} then {@link #accept} left for a token this choice already
+   * generated elsewhere (a request migrated from a lost replica): the token is accepted (penalty
+   * counts, {@code min_tokens}, bad words, the token constraint) and a random choice's generator
+   * advances by the one draw its step took. Replaying a seeded choice's tokens in order leaves it
+   * exactly where the original sampler was, so it continues with the same tokens.
+   */
+  public void replay(int token) {
+    if (!greedy) random.nextDouble();
+    accept(token);
+  }
+
   public int outputLength() {
     return outputLength;
   }
@@ -273,11 +286,16 @@ public final class Sampler {
     }
   }
 
-  /** Step 7: temperature, min_p, top_k, top_p and the draw. */
+  /**
+   * Step 7: temperature, min_p, top_k, top_p and the draw. The uniform is drawn first, whatever the
+   * row holds, so every random step takes exactly one draw and {@link #replay} can restore the
+   * generator from the tokens alone.
+   */
   private int sampleRandom(float[] x) {
+    double u = random.nextDouble();
     int count = filterRandom(x);
     if (count == NOTHING_ALLOWED) return argmax(x);
-    return draw(x, ws.idx, count, lastMax);
+    return draw(x, ws.idx, count, lastMax, u);
   }
 
   /**
@@ -416,8 +434,7 @@ public final class Sampler {
   }
 
   /** Inverse-CDF draw over idx[0..count), or over the whole row when count is -1. */
-  private int draw(float[] x, int[] idx, int count, float max) {
-    double u = random.nextDouble();
+  private int draw(float[] x, int[] idx, int count, float max, double u) {
     if (count < 0) {
       // x is not needed after the draw: keep the weights in it, so exp runs once per entry
       double total = 0;

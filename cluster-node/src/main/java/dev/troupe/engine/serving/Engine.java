@@ -103,8 +103,14 @@ public final class Engine implements AutoCloseable {
    */
   public Rejection add(EngineRequest request) {
     Rejection refused = core.add(request);
-    if (refused == null) outputs.add(request);
-    return refused;
+    if (refused != null) return refused;
+    try {
+      outputs.add(request);
+    } catch (Rejection inconsistent) { // a resumed request the replicas disagree on
+      core.abort(request.requestId());
+      return inconsistent;
+    }
+    return null;
   }
 
   public boolean hasWork() {

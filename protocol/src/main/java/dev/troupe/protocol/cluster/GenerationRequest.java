@@ -41,6 +41,9 @@ import java.util.Map;
  *     model's own template and tokenizer, to route it by cached prefix), or null: the worker then
  *     renders and tokenizes it. Set by the gateway only, never from a client's body; the worker
  *     truncates and checks these ids as it would its own
+ * @param resume the output already delivered when the request continues on another replica after
+ *     its first one was lost (migration); null for a new request. Set by the gateway only, never
+ *     from a client's body
  */
 public record GenerationRequest(
     String requestId,
@@ -61,8 +64,47 @@ public record GenerationRequest(
     boolean returnTokenIds,
     boolean returnTokensAsTokenIds,
     Adapter adapter,
-    List<Integer> promptTokenIds)
+    List<Integer> promptTokenIds,
+    Resume resume)
     implements CborSerializable {
+
+  /**
+   * A request continued after the replica generating it was lost: per choice the token ids its
+   * client already received, and whether the choice had finished. The new replica renders and
+   * tokenizes the prompt again, replays these tokens through each choice's sampler, stops and
+   * detokenizer (restoring penalties, {@code min_tokens}, the {@code max_tokens} budget, the seeded
+   * random stream and held-back stop-string text) without emitting them, prefills prompt + tokens,
+   * and continues where the first replica stopped. Its usage counts the replayed tokens too.
+   *
+   * @param choices one entry per choice, in index order ({@code n} entries)
+   */
+  public record Resume(List<ResumedChoice> choices) implements CborSerializable {
+    public Resume {
+      if (choices == null || choices.isEmpty())
+        throw new IllegalArgumentException("a resume needs its choices");
+      choices = List.copyOf(choices);
+    }
+
+    /** Tokens delivered, over every choice. */
+    public int totalTokens() {
+      int total = 0;
+      for (ResumedChoice c : choices) total += c.tokenIds().size();
+      return total;
+    }
+  }
+
+  /**
+   * One choice of a {@link Resume}.
+   *
+   * @param tokenIds the ids its client received, in order
+   * @param finished the choice has ended (nothing more is generated for it)
+   */
+  public record ResumedChoice(List<Integer> tokenIds, boolean finished)
+      implements CborSerializable {
+    public ResumedChoice {
+      tokenIds = tokenIds == null ? List.of() : List.copyOf(tokenIds);
+    }
+  }
 
   /**
    * A trained model's checkpoint, served as a LoRA adapter over the worker's base model. The worker
@@ -153,6 +195,11 @@ public record GenerationRequest(
     return toBuilder().promptTokenIds(ids).build();
   }
 
+  /** A copy continuing from {@code delivered} on another replica (null: a new request). */
+  public GenerationRequest withResume(Resume delivered) {
+    return toBuilder().resume(delivered).build();
+  }
+
   /** A copy with other sampling parameters. */
   public GenerationRequest withSampling(SamplingParams newSampling) {
     return toBuilder().sampling(newSampling).build();
@@ -179,6 +226,7 @@ public record GenerationRequest(
     private boolean returnTokensAsTokenIds;
     private Adapter adapter;
     private List<Integer> promptTokenIds;
+    private Resume resume;
 
     private Builder(String requestId) {
       this.requestId = requestId;
@@ -204,6 +252,7 @@ public record GenerationRequest(
       returnTokensAsTokenIds = r.returnTokensAsTokenIds;
       adapter = r.adapter;
       promptTokenIds = r.promptTokenIds;
+      resume = r.resume;
     }
 
     public Builder requestId(String v) {
@@ -305,6 +354,11 @@ public record GenerationRequest(
       return this;
     }
 
+    public Builder resume(Resume v) {
+      resume = v;
+      return this;
+    }
+
     public GenerationRequest build() {
       return new GenerationRequest(
           requestId,
@@ -325,7 +379,8 @@ public record GenerationRequest(
           returnTokenIds,
           returnTokensAsTokenIds,
           adapter,
-          promptTokenIds);
+          promptTokenIds,
+          resume);
     }
   }
 }

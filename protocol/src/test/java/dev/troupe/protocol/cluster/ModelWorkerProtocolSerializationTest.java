@@ -103,6 +103,14 @@ class ModelWorkerProtocolSerializationTest {
     List<Object> messages =
         List.of(
             new Generate(request(), events.ref()),
+            new Generate(
+                request()
+                    .withResume(
+                        new GenerationRequest.Resume(
+                            List.of(
+                                new GenerationRequest.ResumedChoice(List.of(5, 6, 7), false),
+                                new GenerationRequest.ResumedChoice(List.of(8), true)))),
+                events.ref()),
             new Cancel("req-1"),
             new Tokenize(
                 List.of(Map.of("role", "user", "content", "hi")),

@@ -2,9 +2,9 @@ package dev.troupe.engine.cpu;
 
 /**
  * Activation rows in a product's input layout. FP32 weights read rows as they are; packed 16-bit
- * weights ({@link Vec16}) read each row {@code packed}: the even elements, then the odd ones
- * ({@code 2·⌈n/2⌉} floats, a zero pads an odd length), which pairs lane k with the weight int that
- * holds elements {@code 2k} and {@code 2k + 1}.
+ * weights ({@link Bf16Kernel}, {@link F16Kernel}) read each row {@code packed}: the even elements,
+ * then the odd ones ({@code 2·⌈n/2⌉} floats, a zero pads an odd length), which pairs lane k with
+ * the weight int that holds elements {@code 2k} and {@code 2k + 1}.
  */
 final class Activations {
   private Activations() {}

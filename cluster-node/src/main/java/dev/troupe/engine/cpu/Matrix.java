@@ -1,6 +1,7 @@
 package dev.troupe.engine.cpu;
 
 import dev.troupe.engine.model.DType;
+import dev.troupe.engine.model.ModelLoadException;
 import dev.troupe.engine.model.WeightSource;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -9,9 +10,9 @@ import java.util.List;
 
 /**
  * A weight matrix {@code W [out, in]} on the Java heap in the dtype it is served in: BF16 or F16
- * kept as loaded (2 bytes per weight, packed in {@code int}s, see {@link Vec16}) or FP32. Products
- * {@code y = x · Wᵀ} for a range of output rows run on the Vector API kernels; {@link Blas}
- * converts row tiles to FP32 for GEMM-sized batches. Rows are split into parts of under 2³¹
+ * kept as loaded (2 bytes per weight, packed in {@code int}s, see {@link Bf16Kernel}) or FP32.
+ * Products {@code y = x · Wᵀ} for a range of output rows run on the Vector API kernels; {@link
+ * Blas} converts row tiles to FP32 for GEMM-sized batches. Rows are split into parts of under 2³¹
  * elements so any tensor fits.
  *
  * <p>Why the heap: the Vector API reads heap arrays with the same calls on Java 17 through 25,
@@ -151,6 +152,27 @@ final class Matrix {
       }
       done += rows;
     }
+    if (dtype == DType.F16) refuseF16Specials(name, dst, n);
+  }
+
+  /**
+   * F16 infinities and NaN: no released checkpoint has them, and the kernel's exact widening covers
+   * finite values only ({@link F16Kernel#f16}), so a tensor holding one is refused.
+   */
+  private void refuseF16Specials(String name, int dst, int n) {
+    for (int row = dst; row < dst + n; row++) {
+      int p = row / rowsPerPart, base = (row - p * rowsPerPart) * rowInts;
+      for (int k = 0; k < rowInts; k++) {
+        int v = ints[p][base + k];
+        if ((v & 0x7c00) == 0x7c00 || (v & 0x7c000000) == 0x7c000000)
+          throw new ModelLoadException(
+              "tensor "
+                  + name
+                  + " holds an infinity or NaN (row "
+                  + (row - dst)
+                  + "); not servable as float16");
+      }
+    }
   }
 
   /** Row {@code r} as FP32 into {@code dst[off .. off+in)} (embedding lookup). */
@@ -188,8 +210,10 @@ final class Matrix {
         else scalar32(x, rows, floats[p], row0, y, yStride, yOff, o0, pEnd, add);
       } else {
         boolean f16 = dtype == DType.F16;
-        if (VectorSupport.AVAILABLE)
-          Vec16.range(f16, x, rows, rowInts, ints[p], row0, y, yStride, yOff, o0, pEnd, add);
+        if (VectorSupport.AVAILABLE && f16)
+          F16Kernel.range(x, rows, rowInts, ints[p], row0, y, yStride, yOff, o0, pEnd, add);
+        else if (VectorSupport.AVAILABLE)
+          Bf16Kernel.range(x, rows, rowInts, ints[p], row0, y, yStride, yOff, o0, pEnd, add);
         else Scalar16.range(f16, x, rows, rowInts, ints[p], row0, y, yStride, yOff, o0, pEnd, add);
       }
       o0 = pEnd;

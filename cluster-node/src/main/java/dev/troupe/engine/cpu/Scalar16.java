@@ -3,8 +3,8 @@ package dev.troupe.engine.cpu;
 import dev.troupe.engine.model.DType;
 
 /**
- * Plain-Java products on packed 16-bit weights (the layout of {@link Vec16}), used when the Vector
- * API is not in the JVM: the same results, far slower. Also the widening of one packed int.
+ * Plain-Java products on packed 16-bit weights (the layout of {@link Bf16Kernel}), used when the
+ * Vector API is not in the JVM: the same results, far slower. Also the widening of one packed int.
  */
 final class Scalar16 {
   private Scalar16() {}
@@ -19,7 +19,7 @@ final class Scalar16 {
     return f16 ? DType.f16ToFloat((short) (v >>> 16)) : Float.intBitsToFloat(v & 0xffff0000);
   }
 
-  /** As {@link Vec16#range}. */
+  /** As {@link Bf16Kernel#range}, either dtype. */
   static void range(
       boolean f16,
       float[] x,

@@ -44,7 +44,17 @@ final class Vec32 {
         int wo = (o - wRow0) * in, xo = b * in, bound = S.loopBound(in), i = 0;
         for (; i < bound; i += S.length())
           a = FloatVector.fromArray(S, x, xo + i).fma(FloatVector.fromArray(S, w, wo + i), a);
-        put(y, b * yStride + yOff + o, add, a, x, xo, w, wo, i, in);
+        put(
+            y,
+            b * yStride + yOff + o,
+            add,
+            a.reduceLanes(VectorOperators.ADD),
+            x,
+            xo,
+            w,
+            wo,
+            i,
+            in);
       }
   }
 
@@ -84,22 +94,22 @@ final class Vec32 {
       a33 = u.fma(v3, a33);
     }
     int y0 = b * yStride + yo, y1 = y0 + yStride, y2 = y1 + yStride, y3 = y2 + yStride;
-    put(y, y0, add, a00, x, x0, w, w0, i, in);
-    put(y, y0 + 1, add, a01, x, x0, w, w1, i, in);
-    put(y, y0 + 2, add, a02, x, x0, w, w2, i, in);
-    put(y, y0 + 3, add, a03, x, x0, w, w3, i, in);
-    put(y, y1, add, a10, x, x1, w, w0, i, in);
-    put(y, y1 + 1, add, a11, x, x1, w, w1, i, in);
-    put(y, y1 + 2, add, a12, x, x1, w, w2, i, in);
-    put(y, y1 + 3, add, a13, x, x1, w, w3, i, in);
-    put(y, y2, add, a20, x, x2, w, w0, i, in);
-    put(y, y2 + 1, add, a21, x, x2, w, w1, i, in);
-    put(y, y2 + 2, add, a22, x, x2, w, w2, i, in);
-    put(y, y2 + 3, add, a23, x, x2, w, w3, i, in);
-    put(y, y3, add, a30, x, x3, w, w0, i, in);
-    put(y, y3 + 1, add, a31, x, x3, w, w1, i, in);
-    put(y, y3 + 2, add, a32, x, x3, w, w2, i, in);
-    put(y, y3 + 3, add, a33, x, x3, w, w3, i, in);
+    put(y, y0, add, a00.reduceLanes(VectorOperators.ADD), x, x0, w, w0, i, in);
+    put(y, y0 + 1, add, a01.reduceLanes(VectorOperators.ADD), x, x0, w, w1, i, in);
+    put(y, y0 + 2, add, a02.reduceLanes(VectorOperators.ADD), x, x0, w, w2, i, in);
+    put(y, y0 + 3, add, a03.reduceLanes(VectorOperators.ADD), x, x0, w, w3, i, in);
+    put(y, y1, add, a10.reduceLanes(VectorOperators.ADD), x, x1, w, w0, i, in);
+    put(y, y1 + 1, add, a11.reduceLanes(VectorOperators.ADD), x, x1, w, w1, i, in);
+    put(y, y1 + 2, add, a12.reduceLanes(VectorOperators.ADD), x, x1, w, w2, i, in);
+    put(y, y1 + 3, add, a13.reduceLanes(VectorOperators.ADD), x, x1, w, w3, i, in);
+    put(y, y2, add, a20.reduceLanes(VectorOperators.ADD), x, x2, w, w0, i, in);
+    put(y, y2 + 1, add, a21.reduceLanes(VectorOperators.ADD), x, x2, w, w1, i, in);
+    put(y, y2 + 2, add, a22.reduceLanes(VectorOperators.ADD), x, x2, w, w2, i, in);
+    put(y, y2 + 3, add, a23.reduceLanes(VectorOperators.ADD), x, x2, w, w3, i, in);
+    put(y, y3, add, a30.reduceLanes(VectorOperators.ADD), x, x3, w, w0, i, in);
+    put(y, y3 + 1, add, a31.reduceLanes(VectorOperators.ADD), x, x3, w, w1, i, in);
+    put(y, y3 + 2, add, a32.reduceLanes(VectorOperators.ADD), x, x3, w, w2, i, in);
+    put(y, y3 + 3, add, a33.reduceLanes(VectorOperators.ADD), x, x3, w, w3, i, in);
   }
 
   private static void block4x1(
@@ -115,25 +125,27 @@ final class Vec32 {
       a3 = u.fma(FloatVector.fromArray(S, w, w3 + i), a3);
     }
     int y0 = b * yStride + yo;
-    put(y, y0, add, a0, x, x0, w, w0, i, in);
-    put(y, y0 + 1, add, a1, x, x0, w, w1, i, in);
-    put(y, y0 + 2, add, a2, x, x0, w, w2, i, in);
-    put(y, y0 + 3, add, a3, x, x0, w, w3, i, in);
+    put(y, y0, add, a0.reduceLanes(VectorOperators.ADD), x, x0, w, w0, i, in);
+    put(y, y0 + 1, add, a1.reduceLanes(VectorOperators.ADD), x, x0, w, w1, i, in);
+    put(y, y0 + 2, add, a2.reduceLanes(VectorOperators.ADD), x, x0, w, w2, i, in);
+    put(y, y0 + 3, add, a3.reduceLanes(VectorOperators.ADD), x, x0, w, w3, i, in);
   }
 
-  /** Lanes of {@code acc} plus the scalar tail {@code [from, in)}, stored or added. */
+  /**
+   * A reduced {@code s} plus the scalar tail {@code [from, in)}, stored or added. Takes the sum,
+   * not the vector: a vector passed to a call C2 does not inline is boxed on the heap.
+   */
   private static void put(
       float[] y,
       int yi,
       boolean add,
-      FloatVector acc,
+      float s,
       float[] x,
       int xo,
       float[] w,
       int wo,
       int from,
       int in) {
-    float s = acc.reduceLanes(VectorOperators.ADD);
     for (int i = from; i < in; i++) s += x[xo + i] * w[wo + i];
     y[yi] = add ? y[yi] + s : s;
   }

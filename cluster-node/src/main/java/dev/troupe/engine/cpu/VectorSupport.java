@@ -4,10 +4,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Whether the Java Vector API kernels ({@link Vec16}, {@link Vec32}) run in this JVM, decided once:
- * the {@code jdk.incubator.vector} module must be in the boot layer (JVM flag {@code --add-modules
- * jdk.incubator.vector}) and {@code -Dtroupe.engine.vectorKernels=false} not set. Otherwise every
- * product runs on the plain-Java kernels: the same results, several times slower (logged).
+ * Whether the Java Vector API kernels ({@link Bf16Kernel}, {@link F16Kernel}, {@link Vec32}) run in
+ * this JVM, decided once: the {@code jdk.incubator.vector} module must be in the boot layer (JVM
+ * flag {@code --add-modules jdk.incubator.vector}) and {@code -Dtroupe.engine.vectorKernels=false}
+ * not set. Otherwise every product runs on the plain-Java kernels: the same results, several times
+ * slower (logged).
  */
 final class VectorSupport {
   private static final Logger log = LoggerFactory.getLogger(VectorSupport.class);
@@ -34,10 +35,12 @@ final class VectorSupport {
       // BF16 1.0 = 0x3f80; packed pairs (elements 0,1) (2,pad): x packed = [1, 3 | 2, 0]
       int[] wb = {0x3f803f80, 0x3f80};
       float[] xp = {1, 3, 2, 0}, yb = new float[1];
-      Vec16.range(false, xp, 1, 2, wb, 0, yb, 1, 0, 0, 1, false);
+      Bf16Kernel.range(xp, 1, 2, wb, 0, yb, 1, 0, 0, 1, false);
       if (y[0] != 6f || y[1] != 5f || yb[0] != 6f)
         throw new IllegalStateException("self-check gave " + y[0] + ", " + y[1] + ", " + yb[0]);
-      log.info("vector kernels on: {} float lanes", Vec16.lanes());
+      log.info(
+          "vector kernels on: {} float lanes",
+          jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.length());
       return true;
     } catch (Throwable t) { // LinkageError included: the module can be present but unusable
       log.warn("vector kernels unavailable ({}): products run on plain Java", t.toString());

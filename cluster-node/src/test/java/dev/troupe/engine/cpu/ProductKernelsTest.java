@@ -15,9 +15,10 @@ import jdk.incubator.vector.IntVector;
 import org.junit.jupiter.api.Test;
 
 /**
- * The product kernels ({@link Vec16}, {@link Vec32}, the plain-Java fallbacks, {@link Blas} on
- * converted tiles) against a double-precision loop over the weights' exact values, and against each
- * other: every row count 1–64 gives each row the same result as alone.
+ * The product kernels ({@link Bf16Kernel}, {@link F16Kernel}, {@link Vec32}, the plain-Java
+ * fallbacks, {@link Blas} on converted tiles) against a double-precision loop over the weights'
+ * exact values, and against each other: every row count 1–64 gives each row the same result as
+ * alone.
  */
 class ProductKernelsTest {
   private final Random rnd = new Random(42);
@@ -29,23 +30,37 @@ class ProductKernelsTest {
   }
 
   @Test
-  void f16WideningIsExactForAllBitPatterns() {
+  void f16WideningIsExactForAllFiniteBitPatterns() {
     int lanes = IntVector.SPECIES_PREFERRED.length();
     int[] bits = new int[lanes];
     float[] got = new float[lanes];
     for (int base = 0; base < 1 << 16; base += lanes) {
       for (int i = 0; i < lanes; i++) bits[i] = base + i;
-      Vec16.f16(IntVector.fromArray(IntVector.SPECIES_PREFERRED, bits, 0)).intoArray(got, 0);
+      F16Kernel.f16(IntVector.fromArray(IntVector.SPECIES_PREFERRED, bits, 0)).intoArray(got, 0);
       for (int i = 0; i < lanes; i++) {
         float want = DType.f16ToFloat((short) bits[i]);
-        if (Float.isNaN(want)) assertTrue(Float.isNaN(got[i]), "NaN pattern " + bits[i]);
-        else
+        if (!Float.isInfinite(want) && !Float.isNaN(want))
           assertEquals(
               Float.floatToRawIntBits(want),
               Float.floatToRawIntBits(got[i]),
               "pattern 0x" + Integer.toHexString(bits[i]));
       }
     }
+  }
+
+  @Test
+  void f16InfinityOrNanIsRefusedAtLoad() {
+    Map<String, InMemoryWeights.Tensor> t = new LinkedHashMap<>();
+    float[] v = random(6);
+    v[3] = Float.POSITIVE_INFINITY;
+    t.put("w", new InMemoryWeights.Tensor(v, new long[] {2, 3}));
+    var e =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            dev.troupe.engine.model.ModelLoadException.class,
+            () -> Matrix.load(new InMemoryWeights(t, "test"), DType.F16, List.of("w")));
+    assertTrue(e.getMessage().contains("tensor w holds an infinity or NaN"), e.getMessage());
+    // BF16 keeps its exponent range: the same tensor loads
+    Matrix.load(new InMemoryWeights(t, "test"), DType.BF16, List.of("w"));
   }
 
   @Test

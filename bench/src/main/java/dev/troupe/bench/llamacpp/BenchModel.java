@@ -1,0 +1,100 @@
+package dev.troupe.bench.llamacpp;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.model.DType;
+import dev.troupe.engine.model.RandomWeights;
+import dev.troupe.engine.model.RoundedWeights;
+import dev.troupe.engine.model.SafetensorsWriter;
+import dev.troupe.engine.model.TransformerLayout;
+import dev.troupe.engine.model.WeightSource;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A benchmark model on disk twice from the same seeded random weights: a Hugging Face directory
+ * (config.json with {@code torch_dtype: bfloat16}, BF16 {@code model.safetensors}, the Llama 3
+ * tokenizer with a chat template that renders {@code <bos>} + the user message, so a chat request's
+ * prompt is exactly BOS + its text's tokens) for Troupe, and {@code model.gguf} (the same BF16
+ * values in F16, llama.cpp's RoPE order) for llama.cpp.
+ */
+record BenchModel(String name, ModelConfig config, Path dir) {
+  static final int VOCAB = 128256;
+
+  static BenchModel of(
+      String name, int hidden, int layers, int heads, int kvHeads, int inter, Path root) {
+    ModelConfig c =
+        new ModelConfig(
+            "LlamaForCausalLM",
+            VOCAB,
+            hidden,
+            inter,
+            layers,
+            heads,
+            kvHeads,
+            hidden / heads,
+            8192,
+            1e-5,
+            500_000.0,
+            null,
+            false,
+            false,
+            false,
+            128000,
+            List.of(128001),
+            0);
+    return new BenchModel(name, c, root.resolve(name));
+  }
+
+  Path gguf() {
+    return dir.resolve("model.gguf");
+  }
+
+  /**
+   * Writes both forms unless already there; {@code tokenizerDir} holds Llama 3's tokenizer files.
+   */
+  void ensureWritten(Path tokenizerDir) throws IOException {
+    if (Files.isRegularFile(gguf())) return;
+    Files.createDirectories(dir);
+    WeightSource w =
+        RoundedWeights.of(new RandomWeights(config, 7L, 0.02, "bench " + name), DType.BF16);
+    ObjectMapper json = new ObjectMapper();
+    ObjectNode cfg = json.createObjectNode();
+    cfg.putArray("architectures").add("LlamaForCausalLM");
+    cfg.put("model_type", "llama");
+    cfg.put("hidden_act", "silu");
+    cfg.put("vocab_size", config.vocabSize());
+    cfg.put("hidden_size", config.hiddenSize());
+    cfg.put("intermediate_size", config.intermediateSize());
+    cfg.put("num_hidden_layers", config.numLayers());
+    cfg.put("num_attention_heads", config.numHeads());
+    cfg.put("num_key_value_heads", config.numKvHeads());
+    cfg.put("max_position_embeddings", config.maxPositionEmbeddings());
+    cfg.put("rms_norm_eps", config.rmsNormEps());
+    cfg.put("rope_theta", config.ropeTheta());
+    cfg.put("tie_word_embeddings", false);
+    cfg.put("bos_token_id", config.bosTokenId());
+    cfg.put("eos_token_id", config.eosTokenIds().get(0));
+    cfg.put("torch_dtype", "bfloat16");
+    json.writerWithDefaultPrettyPrinter().writeValue(dir.resolve("config.json").toFile(), cfg);
+    Files.copy(tokenizerDir.resolve("tokenizer.json"), dir.resolve("tokenizer.json"));
+    ObjectNode tc =
+        (ObjectNode) json.readTree(tokenizerDir.resolve("tokenizer_config.json").toFile());
+    tc.put("chat_template", "{{ bos_token }}{{ messages[0]['content'] }}");
+    json.writeValue(dir.resolve("tokenizer_config.json").toFile(), tc);
+    List<String> names = new ArrayList<>(TransformerLayout.of(config).tensors().keySet());
+    SafetensorsWriter.write(
+        dir.resolve("model.safetensors"), w, names, DType.BF16, Map.of("format", "pt"));
+    GgufWriter.write(
+        gguf(), config, w, tokenizerDir.resolve("tokenizer.json"), "troupe-bench-" + name);
+  }
+
+  long safetensorsBytes() {
+    return dir.resolve("model.safetensors").toFile().length();
+  }
+}

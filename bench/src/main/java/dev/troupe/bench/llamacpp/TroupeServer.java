@@ -51,7 +51,7 @@ final class TroupeServer implements AutoCloseable {
     cmd.addAll(jvm);
     cmd.addAll(
         List.of(
-            "-XX:+UseParallelGC",
+            "-XX:+UseG1GC", // as the ./troupe launcher
             "--add-modules",
             "jdk.incubator.vector",
             "--add-opens",

@@ -22,8 +22,8 @@ import java.util.SplittableRandom;
  * prompt), decode tokens/s at batch 1, 8 and 32, resident memory, and the machine's measured memory
  * bandwidth with the batch-1 decode ceiling it implies (weight bytes per token ÷ bandwidth).
  *
- * <p>Usage: {@code EngineBench [small|medium|all] [--quick]}. Not a test: results go to
- * docs/benchmarks.md with the command and the machine's conditions.
+ * <p>Usage: {@code EngineBench [small|medium|all] [--quick] [--dtype bf16|f16|f32]}. Not a test:
+ * results go to docs/benchmarks.md with the command and the machine's conditions.
  */
 public final class EngineBench {
   static final int VOCAB = 128256;
@@ -95,7 +95,7 @@ public final class EngineBench {
         for (long d : e.getValue()) n *= d;
         weightBytes += n * dtype.bytes();
       }
-    int maxBatch = 64, prompt = 16, steps = quick ? 4 : 12;
+    int maxBatch = 64, prompt = 16, steps = quick ? 4 : 24;
     int blocksPerSeq = (256 + BLOCK - 1) / BLOCK + 2;
     long t0 = System.nanoTime();
     try (ModelRunner m =
@@ -155,16 +155,18 @@ public final class EngineBench {
         m.forward(pre);
         int pos = prompt;
         for (int w = 0; w < 2; w++, pos++) m.forward(decodeBatch(tables, pos, r));
-        long s = System.nanoTime();
+        long s = System.nanoTime(), cpu0 = processCpuNanos();
         for (int i = 0; i < steps; i++, pos++) m.forward(decodeBatch(tables, pos, r));
         double secs = (System.nanoTime() - s) / 1e9;
+        double cpuMs = (processCpuNanos() - cpu0) / 1e6 / steps;
         double tps = batch * steps / secs;
         System.out.printf(
             Locale.ROOT,
-            "decode batch %2d: %7.1f tok/s (%.1f ms/step)%s%n",
+            "decode batch %2d: %7.1f tok/s (%.1f ms/step, process CPU %.1f ms/step)%s%n",
             batch,
             tps,
             secs * 1000 / steps,
+            cpuMs,
             batch == 1
                 ? String.format(
                     Locale.ROOT, " = %.0f%% of the bandwidth ceiling", 100 * tps / ceiling)
@@ -184,6 +186,13 @@ public final class EngineBench {
     int[] t = new int[blocks];
     for (int i = 0; i < blocks; i++) t[i] = seq * blocks + i;
     return t;
+  }
+
+  /** CPU time of the whole process (all threads, OpenBLAS's included), ns. */
+  static long processCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean)
+            java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
   }
 
   static String rss() {

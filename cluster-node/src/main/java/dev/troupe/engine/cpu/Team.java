@@ -23,7 +23,7 @@ final class Team {
   private static final Logger log = LoggerFactory.getLogger(Team.class);
 
   /** How long a waiting member spins before parking. */
-  static final long SPIN_NANOS = Long.getLong("troupe.engine.teamSpinMicros", 50) * 1000;
+  static final long SPIN_NANOS = Long.getLong("troupe.engine.teamSpinMicros", 20) * 1000;
 
   private static volatile Team shared;
 

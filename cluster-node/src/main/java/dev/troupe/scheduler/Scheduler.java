@@ -112,6 +112,14 @@ public final class Scheduler {
     return seatsTaken();
   }
 
+  /** Tokens the waiting requests still have to compute (prompts, and what preemption dropped). */
+  public long numWaitingTokens() {
+    long n = 0;
+    for (SequenceGroup g : waiting)
+      for (Sequence s : g.live()) n += s.numTokens() - s.numComputed();
+    return n;
+  }
+
   /** Preemptions since start. */
   public long numPreemptions() {
     return preemptions;

@@ -1,11 +1,15 @@
 package dev.troupe.worker;
 
+import com.typesafe.config.Config;
+import dev.troupe.engine.serving.Engine;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.kv.BlockHash;
 import dev.troupe.protocol.kv.CacheReports;
 import dev.troupe.protocol.kv.CacheReports.CacheReport;
 import dev.troupe.protocol.kv.CacheReports.ReplicaLoad;
 import dev.troupe.protocol.kv.CacheReports.SnapshotRequest;
 import dev.troupe.scheduler.CacheDelta;
+import dev.troupe.scheduler.Scheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -63,6 +67,41 @@ public final class CacheReporter extends AbstractBehavior<CacheReporter.Command>
   private boolean loadChanged;
   private long seq;
   private long publishedAt;
+
+  /**
+   * Spawns the reporter of replica {@code entityId} under its worker, with the intervals of {@code
+   * troupe.worker.cache-report-interval} and {@code cache-report-heartbeat}.
+   */
+  public static ActorRef<Command> spawn(ActorContext<?> ctx, String entityId, int blockSize) {
+    Config c = ctx.getSystem().settings().config().getConfig("troupe.worker");
+    return ctx.spawn(
+        create(
+            entityId,
+            ModelWorkerProtocol.parseEntityId(entityId).model(),
+            blockSize,
+            c.getDuration("cache-report-interval"),
+            c.getDuration("cache-report-heartbeat")),
+        "prefix-cache-reporter");
+  }
+
+  /**
+   * How {@code engine}'s cache index changed since the last call, and its load now; on the worker's
+   * thread, after a step.
+   *
+   * @param adapters the adapters registered in the engine ({@code <model id>:step<N>})
+   */
+  public static Changed changes(Engine engine, List<String> adapters) {
+    Scheduler s = engine.core().scheduler();
+    ReplicaLoad load =
+        new ReplicaLoad(
+            s.numWaiting(),
+            s.numRunning(),
+            s.numWaitingTokens(),
+            s.blocks().numUsed(),
+            s.blocks().numBlocks(),
+            adapters);
+    return new Changed(s.prefixCache().drainChanges(), load);
+  }
 
   /**
    * @param replica the worker's entity id ({@code <model>#<index>})

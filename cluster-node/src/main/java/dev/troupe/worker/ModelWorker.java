@@ -115,6 +115,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
 
   private final Executor loadExecutor;
   private final ThreadPoolExecutor inputExecutor;
+  private final ActorRef<CacheReporter.Command> cacheReports;
 
   /**
    * The entity behaviour: loads the replica's model, then serves it. A model that is not configured
@@ -202,6 +203,9 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         new Requesters(ref -> ctx.watchWith(ref, new RequesterGone(ref)), ctx::unwatch);
     // Reading a checkpoint is file I/O: never on the pinned engine thread.
     this.loadExecutor = ctx.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
+    // What the prefix cache holds, for the gateways' cache-aware routing.
+    this.cacheReports =
+        CacheReporter.spawn(ctx, entityId, engine.core().scheduler().blocks().blockSize());
   }
 
   @Override
@@ -289,6 +293,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     Engine.Step step = engine.step();
     for (RequestUpdate u : step.updates()) send(u);
     for (var f : step.failures()) fail(f.requestId(), f.rejection());
+    cacheReports.tell(CacheReporter.changes(engine, adapters.names()));
     if (engine.hasWork()) scheduleStep();
     return this;
   }

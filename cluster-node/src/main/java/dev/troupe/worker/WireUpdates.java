@@ -1,5 +1,6 @@
 package dev.troupe.worker;
 
+import dev.troupe.engine.core.LatencyStats;
 import dev.troupe.engine.core.Rejection;
 import dev.troupe.engine.output.RequestUpdate;
 import dev.troupe.engine.output.RequestUpdate.LogprobsText;
@@ -11,6 +12,8 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.FinishReason;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Histogram;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Latencies;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
@@ -79,7 +82,23 @@ final class WireUpdates {
         scheduler.blocks().numBlocks(),
         0,
         core.promptTokens(),
-        core.generatedTokens());
+        core.generatedTokens(),
+        scheduler.prefixCache().queries(),
+        scheduler.prefixCache().hits(),
+        latencies(core.latencies()));
+  }
+
+  private static Latencies latencies(LatencyStats l) {
+    return new Latencies(
+        histogram(l.queue()),
+        histogram(l.prefill()),
+        histogram(l.decode()),
+        histogram(l.inference()),
+        histogram(l.interToken()));
+  }
+
+  private static Histogram histogram(LatencyStats.Snapshot s) {
+    return new Histogram(s.bounds(), s.counts(), s.sum());
   }
 
   /** What a failed preparation (off the worker thread) means for its request. */

@@ -10,12 +10,17 @@ import dev.troupe.gateway.workers.ModelDirectory;
 import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Histogram;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Latencies;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot.CounterDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot.HistogramDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.io.ByteArrayOutputStream;
@@ -26,6 +31,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
 import java.util.function.ToDoubleFunction;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.http.javadsl.model.ContentType;
@@ -37,12 +43,16 @@ import org.apache.pekko.http.javadsl.server.Route;
 /**
  * {@code GET /metrics}: Prometheus text exposition with vLLM's metric names, open without an API
  * key as in vLLM. At every scrape each replica of each served model is asked for its {@link
- * WorkerStatus}; its scheduler gauges ({@code vllm:num_requests_running/waiting}) and counters
- * ({@code vllm:num_preemptions_total}, {@code vllm:prompt_tokens_total}, {@code
- * vllm:generation_tokens_total}) are one series per replica, labelled {@code model_name} and {@code
- * engine} (the replica index, vLLM's label for its data-parallel engines). A replica that does not
- * answer within the scrape timeout, or has no model loaded, is left out of that scrape: the
- * endpoint never fails because a worker is down. The gateway's own request metrics ({@link
+ * WorkerStatus}; its scheduler gauges ({@code vllm:num_requests_running/waiting}, {@code
+ * vllm:kv_cache_usage_perc}), counters ({@code vllm:num_preemptions_total}, {@code
+ * vllm:prompt_tokens_total}, {@code vllm:generation_tokens_total}, {@code
+ * vllm:prefix_cache_queries_total}, {@code vllm:prefix_cache_hits_total}) and engine-clock latency
+ * histograms ({@code vllm:request_queue_time_seconds}, {@code vllm:request_prefill_time_seconds},
+ * {@code vllm:request_decode_time_seconds}, {@code vllm:request_inference_time_seconds}, {@code
+ * vllm:inter_token_latency_seconds}) are one series per replica, labelled {@code model_name} and
+ * {@code engine} (the replica index, vLLM's label for its data-parallel engines). A replica that
+ * does not answer within the scrape timeout, or has no model loaded, is left out of that scrape:
+ * the endpoint never fails because a worker is down. The gateway's own request metrics ({@link
  * ServingMetrics}) follow.
  */
 public final class MetricsRoute implements ApiRoute {
@@ -142,6 +152,54 @@ public final class MetricsRoute implements ApiRoute {
             "Number of generation tokens processed.",
             replicas,
             s -> s.generationTokens()));
+    all.metricSnapshot(
+        gauge(
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            replicas,
+            WorkerStatus::kvCacheUsage));
+    all.metricSnapshot(
+        counter(
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            replicas,
+            s -> s.prefixCacheQueries()));
+    all.metricSnapshot(
+        counter(
+            "vllm:prefix_cache_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            replicas,
+            s -> s.prefixCacheHits()));
+    all.metricSnapshot(
+        histogram(
+            "vllm:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.",
+            replicas,
+            Latencies::queue));
+    all.metricSnapshot(
+        histogram(
+            "vllm:request_prefill_time_seconds",
+            "Histogram of time spent in PREFILL phase for request.",
+            replicas,
+            Latencies::prefill));
+    all.metricSnapshot(
+        histogram(
+            "vllm:request_decode_time_seconds",
+            "Histogram of time spent in DECODE phase for request.",
+            replicas,
+            Latencies::decode));
+    all.metricSnapshot(
+        histogram(
+            "vllm:request_inference_time_seconds",
+            "Histogram of time spent in RUNNING phase for request.",
+            replicas,
+            Latencies::inference));
+    all.metricSnapshot(
+        histogram(
+            "vllm:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            replicas,
+            Latencies::interToken));
     serving.scrape().forEach(all::metricSnapshot);
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     try {
@@ -165,6 +223,26 @@ public final class MetricsRoute implements ApiRoute {
               .labels(labels(r))
               .value(value.applyAsDouble(r.status()))
               .build());
+    return b.build();
+  }
+
+  /** A replica's engine-clock histogram; replicas without latencies are left out. */
+  private static HistogramSnapshot histogram(
+      String name, String help, List<Replica> replicas, Function<Latencies, Histogram> which) {
+    HistogramSnapshot.Builder b = HistogramSnapshot.builder().name(name).help(help);
+    for (Replica r : replicas) {
+      Latencies l = r.status().latencies();
+      if (l == null) continue;
+      Histogram h = which.apply(l);
+      double[] bounds = java.util.Arrays.copyOf(h.bounds(), h.bounds().length + 1);
+      bounds[bounds.length - 1] = Double.POSITIVE_INFINITY;
+      b.dataPoint(
+          HistogramDataPointSnapshot.builder()
+              .labels(labels(r))
+              .classicHistogramBuckets(ClassicHistogramBuckets.of(bounds, h.counts()))
+              .sum(h.sum())
+              .build());
+    }
     return b.build();
   }
 

@@ -12,6 +12,8 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GetStatus;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Histogram;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Latencies;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
@@ -95,11 +97,14 @@ final class FakeWorker {
                           0,
                           counts.hanging,
                           0,
-                          0,
+                          4,
                           16,
                           0,
                           counts.promptTokens,
-                          counts.generationTokens));
+                          counts.generationTokens,
+                          counts.promptTokens,
+                          counts.promptTokens / 3,
+                          latencies(counts)));
               return Behaviors.same();
             })
         .onMessage(
@@ -238,5 +243,13 @@ final class FakeWorker {
             new TokenLogprob(id, token, logprob, 1),
             new TokenLogprob(7, "alt", -3.0, 2),
             new TokenLogprob(8, "other", -4.0, 3)));
+  }
+
+  /** One 0.1 s observation per started generation in every latency histogram. */
+  private static Latencies latencies(Counts counts) {
+    long n = counts.promptTokens / PROMPT_IDS.size();
+    double[] bounds = {0.05, 0.5};
+    Histogram h = new Histogram(bounds, new long[] {0, n, 0}, 0.1 * n);
+    return new Latencies(h, h, h, h, h);
   }
 }

@@ -117,6 +117,45 @@ class MetricsRouteTest extends GatewayRouteTest {
   }
 
   @Test
+  void prefixCacheKvUsageAndEngineLatenciesComePerReplica() {
+    String fake = "{engine=\"0\",model_name=\"fake\"}";
+    route
+        .run(
+            bearer(
+                postJson("/v1/chat/completions", ChatCompletionsRouteTest.body("")),
+                ChatRouteFixture.KEY))
+        .assertStatusCode(200);
+    String body = scrape(route);
+    assertTrue(body.contains("# TYPE vllm:prefix_cache_queries_total counter"), body);
+    assertTrue(body.contains("# TYPE vllm:prefix_cache_hits_total counter"), body);
+    assertTrue(body.contains("# TYPE vllm:kv_cache_usage_perc gauge"), body);
+    assertEquals(4.0 / 16, value(body, "vllm:kv_cache_usage_perc" + fake), body);
+    double queries = value(body, "vllm:prefix_cache_queries_total" + fake);
+    assertTrue(queries >= FakeWorker.PROMPT_IDS.size(), body);
+    assertEquals(Math.floor(queries / 3), value(body, "vllm:prefix_cache_hits_total" + fake));
+    for (String h :
+        List.of(
+            "vllm:request_queue_time_seconds",
+            "vllm:request_prefill_time_seconds",
+            "vllm:request_decode_time_seconds",
+            "vllm:request_inference_time_seconds",
+            "vllm:inter_token_latency_seconds")) {
+      assertTrue(body.contains("# TYPE " + h + " histogram"), h + "\n" + body);
+      double count = value(body, h + "_count" + fake);
+      assertTrue(count >= 1, h + "\n" + body);
+      assertEquals(
+          count,
+          value(body, h + "_bucket{engine=\"0\",model_name=\"fake\",le=\"+Inf\"}"),
+          "buckets are cumulative in the text format: +Inf holds them all\n" + body);
+      assertEquals(
+          count, value(body, h + "_bucket{engine=\"0\",model_name=\"fake\",le=\"0.5\"}"), body);
+      assertEquals(
+          0.0, value(body, h + "_bucket{engine=\"0\",model_name=\"fake\",le=\"0.05\"}"), body);
+      assertEquals(0.1 * count, value(body, h + "_sum" + fake), 1e-9);
+    }
+  }
+
+  @Test
   void aStreamedRequestIsRecordedToo() {
     String stop = "vllm:request_success_total{finished_reason=\"stop\",model_name=\"fake\"}";
     String before = scrape(route);

@@ -28,6 +28,12 @@ final class CoreRequest {
   final List<StepLogprobs> promptLogprobs;
   boolean started;
   int forwardFailures;
+  // Engine-clock timestamps for the latency histograms (LatencyStats), nanoseconds; 0 = not yet.
+  long queuedAt;
+  long scheduledAt;
+  long firstTokenAt;
+  long lastTokenAt;
+  boolean counted;
 
   CoreRequest(EngineRequest request, SequenceGroup group, Choice[] choices, BeamDriver beam) {
     this.request = request;

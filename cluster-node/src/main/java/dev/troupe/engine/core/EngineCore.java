@@ -65,6 +65,7 @@ public final class EngineCore implements AutoCloseable {
   private final SchedulingPolicy policy;
   private final int maxModelLen;
   private final Map<String, CoreRequest> active = new LinkedHashMap<>();
+  private final LatencyStats latencies = new LatencyStats();
   private long generatedTokens;
   private long promptTokens;
 
@@ -102,6 +103,11 @@ public final class EngineCore implements AutoCloseable {
   /** Tokens generated since start, every choice counted. */
   public long generatedTokens() {
     return generatedTokens;
+  }
+
+  /** Queue, prefill, decode, inference and inter-token latencies of the requests so far. */
+  public LatencyStats latencies() {
+    return latencies;
   }
 
   public boolean hasWork() {
@@ -152,6 +158,7 @@ public final class EngineCore implements AutoCloseable {
     SequenceGroup group = scheduler.add(id, prompt, p.n(), r.priority(), scope);
     CoreRequest request = new CoreRequest(r, group, choices, beam);
     if (r.resumed() != null && beam == null) Resumption.fork(request, scheduler);
+    latencies.admitted(request, System.nanoTime());
     active.put(id, request);
     promptTokens += prompt.length;
     return null;
@@ -159,7 +166,9 @@ public final class EngineCore implements AutoCloseable {
 
   /** Removes a request now, wherever it is, freeing its blocks; false if unknown. */
   public boolean abort(String requestId) {
-    if (active.remove(requestId) == null) return false;
+    CoreRequest r = active.remove(requestId);
+    if (r == null) return false;
+    latencies.left(r);
     scheduler.abort(requestId);
     return true;
   }
@@ -189,8 +198,10 @@ public final class EngineCore implements AutoCloseable {
     if (plan.isEmpty()) return out.build();
 
     List<SequenceChunk> batch = new ArrayList<>(plan.chunks().size());
+    long scheduledAt = System.nanoTime();
     for (ScheduledChunk c : plan.chunks()) {
       CoreRequest r = active.get(c.sequence().group().requestId());
+      latencies.scheduled(r, scheduledAt);
       batch.add(
           new SequenceChunk(
               c.tokens(),
@@ -262,6 +273,7 @@ public final class EngineCore implements AutoCloseable {
     }
     for (CoreRequest r : beams)
       if (active.containsKey(r.id()) && r.beam.ready()) perRequest(r, out, () -> stepBeams(r, out));
+    out.timed(latencies, System.nanoTime());
     return out.build();
   }
 
@@ -287,6 +299,7 @@ public final class EngineCore implements AutoCloseable {
       if (r.allFinished()) {
         active.remove(r.id());
         out.of(r).finished = true;
+        out.leaving.add(r);
       }
     } else {
       seq.append(token);
@@ -325,6 +338,7 @@ public final class EngineCore implements AutoCloseable {
   private void outOfMemory(SequenceGroup group, Outputs out) {
     CoreRequest r = active.remove(group.requestId());
     if (r == null) return;
+    latencies.left(r);
     if (!r.started) {
       out.fail(
           r,
@@ -432,6 +446,18 @@ public final class EngineCore implements AutoCloseable {
   private static final class Outputs {
     private final Map<String, RequestOutputBuilder> byRequest = new LinkedHashMap<>();
     private final List<Failure> failures = new ArrayList<>();
+    private final List<CoreRequest> leaving = new ArrayList<>();
+
+    /** Times the step's outputs that carry tokens, then the requests that finished with it. */
+    void timed(LatencyStats latencies, long now) {
+      for (RequestOutputBuilder b : byRequest.values())
+        for (ChoiceOutput c : b.choices.values())
+          if (c.tokenIds().length > 0) {
+            latencies.produced(b.request, now);
+            break;
+          }
+      for (CoreRequest r : leaving) latencies.left(r);
+    }
 
     RequestOutputBuilder of(CoreRequest r) {
       return byRequest.computeIfAbsent(r.id(), id -> new RequestOutputBuilder(r));

@@ -6,9 +6,12 @@ import com.typesafe.config.ConfigValueFactory;
 import dev.troupe.gateway.http.ApiRoutes;
 import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.gateway.http.GatewaySettings;
+import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.gateway.preview.PreviewRoutes;
 import dev.troupe.gateway.routes.StandardRoutes;
+import dev.troupe.gateway.routing.ReplicaRouter;
+import dev.troupe.gateway.routing.RoutingSettings;
 import dev.troupe.gateway.workers.ModelDirectory;
 import dev.troupe.node.DataEntities;
 import dev.troupe.node.NodeGuardian;
@@ -170,13 +173,24 @@ public final class TroupeNode implements AutoCloseable {
   private static ServerBinding bindGateway(
       ActorSystem<?> system, Config config, ServedModels models) throws Exception {
     GatewaySettings gs = GatewaySettings.fromConfig(config);
+    ServingMetrics metrics = new ServingMetrics();
+    boolean requestTemplates =
+        config.getBoolean("troupe.worker.engine.allow-request-chat-template");
+    ReplicaRouter router =
+        ReplicaRouter.start(
+            system,
+            models.models().stream().map(ServedModels.ServedModel::name).toList(),
+            RoutingSettings.fromConfig(config),
+            metrics::routed,
+            new GatewayTokenizers(models, requestTemplates));
     ModelDirectory directory =
         ModelDirectory.sharded(system, models, gs.askTimeout())
             .withTrainedModels(
-                dev.troupe.gateway.workers.TrainedModels.sharded(system, gs.askTimeout()));
+                dev.troupe.gateway.workers.TrainedModels.sharded(system, gs.askTimeout()))
+            .withRouter(router);
     var route =
         ApiRoutes.builder(gs)
-            .addAll(StandardRoutes.of(directory))
+            .addAll(StandardRoutes.of(directory, metrics))
             .addAll(PreviewRoutes.all(PreviewContext.sharded(system, gs.askTimeout())))
             .addAll(
                 dev.troupe.gateway.preview.training.TrainingRoutes.all(

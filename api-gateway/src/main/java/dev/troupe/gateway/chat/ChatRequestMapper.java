@@ -103,6 +103,7 @@ public final class ChatRequestMapper {
           "continue_final_message");
 
     String cacheSalt = checkCacheSalt(r.cacheSalt());
+    KvTransferParams.check(r.kvTransferParams());
     Long seed = checkSeed(r.seed());
 
     Integer truncate = r.truncatePromptTokens();

@@ -12,11 +12,13 @@ import dev.troupe.gateway.chat.ChatPlan;
 import dev.troupe.gateway.chat.ChatRequestMapper;
 import dev.troupe.gateway.chat.ChatResponseFolder;
 import dev.troupe.gateway.chat.GenerationStream;
+import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.http.RequestIds;
 import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.gateway.workers.ModelDirectory;
+import dev.troupe.gateway.workers.ModelDirectory.Destination;
 import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
@@ -56,6 +58,9 @@ public final class ChatCompletionsRoute implements ApiRoute {
   private static final ContentType EVENT_STREAM = MediaTypes.TEXT_EVENT_STREAM.toContentType();
 
   private static final ByteString SPACE = ByteString.fromString(" ");
+
+  /** The debug header naming the chosen replica and why ({@code RouteDecision#headerValue}). */
+  public static final String ROUTE_HEADER = "X-Troupe-Route";
 
   private final ModelDirectory models;
   private final Duration heartbeat;
@@ -122,10 +127,7 @@ public final class ChatCompletionsRoute implements ApiRoute {
                                                                         .substring(
                                                                             "chatcmpl-".length());
                                                                 Route answer =
-                                                                    completeWithFuture(
-                                                                        plan.stream()
-                                                                            ? stream(model, plan)
-                                                                            : whole(model, plan));
+                                                                    routed(model, plan, facts);
                                                                 // A body request_id may hold
                                                                 // characters a
                                                                 // header cannot; it stays in the
@@ -140,10 +142,35 @@ public final class ChatCompletionsRoute implements ApiRoute {
                                                         })))))));
   }
 
-  private Source<GenerationEvent, NotUsed> events(ServedModel model, ChatPlan plan) {
+  /**
+   * Chooses the replica (cache-aware routing tokenizes the prompt first, off this thread), then
+   * answers from it; with {@code debug-header} on, {@code X-Troupe-Route} tells which and why.
+   */
+  private Route routed(ServedModel model, ChatPlan plan, ModelFacts facts) {
+    return onSuccess(
+        models.route(model, plan.generation(), facts.maxModelLen()),
+        destination -> {
+          Route answer =
+              completeWithFuture(
+                  plan.stream()
+                      ? stream(model, plan, destination)
+                      : whole(model, plan, destination));
+          if (!models.router().settings().debugHeader()) return answer;
+          return respondWithHeader(
+              RawHeader.create(ROUTE_HEADER, destination.decision().headerValue()), () -> answer);
+        });
+  }
+
+  /** The generation's events from its replica; the replica's in-flight count drops at the end. */
+  private Source<GenerationEvent, NotUsed> events(ServedModel model, Destination destination) {
     return metrics.observe(
         model.name(),
-        GenerationStream.events(models.pick(model), plan.generation(), models.askTimeout()));
+        GenerationStream.events(destination.worker(), destination.request(), models.askTimeout())
+            .watchTermination(
+                (mat, done) -> {
+                  done.whenComplete((ok, error) -> destination.lease().close());
+                  return mat;
+                }));
   }
 
   /**
@@ -152,10 +179,11 @@ public final class ChatCompletionsRoute implements ApiRoute {
    * (JSON allows leading whitespace): writing them is how a client that went away is noticed, and
    * its request cancelled, instead of generating to the end for nobody.
    */
-  private CompletionStage<HttpResponse> whole(ServedModel model, ChatPlan plan) {
+  private CompletionStage<HttpResponse> whole(
+      ServedModel model, ChatPlan plan, Destination destination) {
     long created = System.currentTimeMillis() / 1000;
     Pair<UniqueKillSwitch, CompletionStage<ChatResponseFolder>> run =
-        events(model, plan)
+        events(model, destination)
             .viaMat(KillSwitches.single(), Keep.right())
             .toMat(
                 Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add),
@@ -213,9 +241,10 @@ public final class ChatCompletionsRoute implements ApiRoute {
         .withEntity(HttpEntities.createChunked(ContentTypes.APPLICATION_JSON, body));
   }
 
-  private CompletionStage<HttpResponse> stream(ServedModel model, ChatPlan plan) {
+  private CompletionStage<HttpResponse> stream(
+      ServedModel model, ChatPlan plan, Destination destination) {
     long created = System.currentTimeMillis() / 1000;
-    return GenerationStream.firstEvent(events(model, plan), models.system())
+    return GenerationStream.firstEvent(events(model, destination), models.system())
         .thenApply(
             first -> {
               ChatChunkWriter writer = new ChatChunkWriter(plan, created);

@@ -23,7 +23,14 @@ public final class StandardRoutes {
   private static final Duration SCRAPE_TIMEOUT = Duration.ofSeconds(2);
 
   public static List<ApiRoute> of(ModelDirectory models) {
-    ServingMetrics metrics = new ServingMetrics();
+    return of(models, new ServingMetrics());
+  }
+
+  /**
+   * With the gateway's request metrics: pass the {@link ServingMetrics} the models' router records
+   * its decisions into, so they show in {@code /metrics} with the rest.
+   */
+  public static List<ApiRoute> of(ModelDirectory models, ServingMetrics metrics) {
     Duration scrapeTimeout =
         models.askTimeout().compareTo(SCRAPE_TIMEOUT) < 0 ? models.askTimeout() : SCRAPE_TIMEOUT;
     return List.of(

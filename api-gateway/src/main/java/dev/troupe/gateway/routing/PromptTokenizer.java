@@ -15,9 +15,12 @@ public interface PromptTokenizer {
    * The prompt's token ids, or null when this gateway cannot tokenize for {@code model}, or the
    * prompt cannot be rendered (the worker then reports the error in its words). Never throws;
    * thread-safe; may take milliseconds (call it off the HTTP threads).
+   *
+   * @param maxModelLen the model's context length (as its workers report it): truncation and the
+   *     prompt bound depend on it
    */
-  int[] promptTokenIds(String model, GenerationRequest request);
+  int[] promptTokenIds(String model, int maxModelLen, GenerationRequest request);
 
   /** Tokenizes nothing: routing falls back to load. */
-  PromptTokenizer NONE = (model, request) -> null;
+  PromptTokenizer NONE = (model, maxModelLen, request) -> null;
 }

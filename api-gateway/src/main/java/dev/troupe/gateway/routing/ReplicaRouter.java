@@ -1,6 +1,5 @@
 package dev.troupe.gateway.routing;
 
-import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.kv.BlockHash;
 import dev.troupe.protocol.kv.BlockHasher;
@@ -34,7 +33,7 @@ public final class ReplicaRouter {
   private final RoutingTable table;
   private final RoutingStrategy strategy;
   private final RoutingSettings settings;
-  private final ServingMetrics metrics;
+  private final RouteRecorder recorder;
   private final PromptTokenizer tokenizer;
   private final ExecutorService tokenizing;
 
@@ -42,12 +41,12 @@ public final class ReplicaRouter {
       RoutingTable table,
       RoutingStrategy strategy,
       RoutingSettings settings,
-      ServingMetrics metrics,
+      RouteRecorder recorder,
       PromptTokenizer tokenizer) {
     this.table = table;
     this.strategy = strategy;
     this.settings = settings;
-    this.metrics = metrics;
+    this.recorder = recorder;
     this.tokenizer = tokenizer;
     int threads = Math.max(1, Runtime.getRuntime().availableProcessors());
     AtomicInteger n = new AtomicInteger();
@@ -73,11 +72,11 @@ public final class ReplicaRouter {
       ActorSystem<?> system,
       Collection<String> models,
       RoutingSettings settings,
-      ServingMetrics metrics,
+      RouteRecorder recorder,
       PromptTokenizer tokenizer) {
     RoutingTable table = new RoutingTable();
     if (!settings.cacheAware())
-      return new ReplicaRouter(table, new RoundRobinRouting(), settings, metrics, tokenizer);
+      return new ReplicaRouter(table, new RoundRobinRouting(), settings, recorder, tokenizer);
     int i = 0;
     for (String model : models)
       system.systemActorOf(
@@ -85,7 +84,7 @@ public final class ReplicaRouter {
           "prefix-cache-reports-" + i++,
           Props.empty());
     return new ReplicaRouter(
-        table, new CacheAwareRouting(table, settings), settings, metrics, tokenizer);
+        table, new CacheAwareRouting(table, settings), settings, recorder, tokenizer);
   }
 
   public RoutingSettings settings() {
@@ -100,9 +99,11 @@ public final class ReplicaRouter {
    * Tokenizes {@code request}'s prompt (only when routing is cache-aware), then chooses a replica
    * among {@code candidates} as {@link #route(String, List, int[], String, String)} does. The
    * result carries the token ids, for the worker to use instead of tokenizing again.
+   *
+   * @param maxModelLen the model's context length, as its workers report it
    */
   public CompletionStage<Routed> route(
-      String model, List<Integer> candidates, GenerationRequest request) {
+      String model, List<Integer> candidates, GenerationRequest request, int maxModelLen) {
     String adapterKey = adapterKey(request.adapter());
     if (!settings.cacheAware())
       return CompletableFuture.completedFuture(
@@ -110,7 +111,8 @@ public final class ReplicaRouter {
     CompletableFuture<int[]> ids;
     try {
       ids =
-          CompletableFuture.supplyAsync(() -> tokenizer.promptTokenIds(model, request), tokenizing);
+          CompletableFuture.supplyAsync(
+              () -> tokenizer.promptTokenIds(model, maxModelLen, request), tokenizing);
     } catch (RejectedExecutionException full) {
       ids = CompletableFuture.completedFuture(null); // busy: route on load rather than wait
     }
@@ -147,7 +149,7 @@ public final class ReplicaRouter {
         strategy.choose(new RouteRequest(model, candidates, chain, length, adapterKey));
     long promptBlocks = blockSize == 0 ? 0 : (length + blockSize - 1) / blockSize;
     ReplicaView.Lease lease = table.started(model, decision.replica(), promptBlocks);
-    metrics.routed(model, decision.replica(), decision.reason());
+    recorder.routed(model, decision.replica(), decision.reason());
     if (log.isDebugEnabled())
       log.debug(
           "route {}#{}: {} ({} prompt tokens, {} cached there, best {})",

@@ -2,6 +2,15 @@ package dev.troupe.gateway.workers;
 
 import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.routing.PromptTokenizer;
+import dev.troupe.gateway.routing.ReplicaRouter;
+import dev.troupe.gateway.routing.ReplicaView;
+import dev.troupe.gateway.routing.RoundRobinRouting;
+import dev.troupe.gateway.routing.RouteDecision;
+import dev.troupe.gateway.routing.RouteRecorder;
+import dev.troupe.gateway.routing.RoutingSettings;
+import dev.troupe.gateway.routing.RoutingTable;
+import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
@@ -14,6 +23,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.stream.IntStream;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.RecipientRef;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -24,8 +34,9 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
  * {@code model} (404 if unknown), picks a replica, and knows each model's facts (name, context
  * length), asked once from a worker with {@link ModelWorkerProtocol.GetStatus} and cached.
  *
- * <p>Replica choice is round-robin per model: with continuous batching every replica absorbs
- * concurrent requests, and round-robin spreads them without a load query on the request path.
+ * <p>A generation's replica is chosen by the {@link ReplicaRouter} ({@link #route}): by cached
+ * prefix and load when the gateway runs cache-aware routing, else round-robin. Other asks (the
+ * tokenizer endpoints, facts) take replicas in turn ({@link #pick}).
  *
  * <p>Thread-safe; shared by all routes.
  */
@@ -37,6 +48,7 @@ public final class ModelDirectory {
   private final Map<String, CompletableFuture<ModelFacts>> facts = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> nextReplica = new ConcurrentHashMap<>();
   private final TrainedModels trained;
+  private final ReplicaRouter router;
 
   /**
    * @param refs entity id ({@code model#replica}) to the worker's address
@@ -46,7 +58,17 @@ public final class ModelDirectory {
       List<ServedModel> models,
       Function<String, RecipientRef<Command>> refs,
       Duration askTimeout) {
-    this(system, models, refs, askTimeout, null);
+    this(system, models, refs, askTimeout, null, roundRobin());
+  }
+
+  private static ReplicaRouter roundRobin() {
+    RoutingSettings settings = RoutingSettings.DEFAULTS.withCacheAware(false);
+    return new ReplicaRouter(
+        new RoutingTable(),
+        new RoundRobinRouting(),
+        settings,
+        RouteRecorder.NONE,
+        PromptTokenizer.NONE);
   }
 
   private ModelDirectory(
@@ -54,7 +76,8 @@ public final class ModelDirectory {
       List<ServedModel> models,
       Function<String, RecipientRef<Command>> refs,
       Duration askTimeout,
-      TrainedModels trained) {
+      TrainedModels trained,
+      ReplicaRouter router) {
     if (models.isEmpty())
       throw new IllegalArgumentException("at least one served model is required");
     this.system = system;
@@ -62,6 +85,7 @@ public final class ModelDirectory {
     this.refs = refs;
     this.askTimeout = askTimeout;
     this.trained = trained;
+    this.router = router;
   }
 
   /** Trained models served on top of the served ones, or null when this directory serves none. */
@@ -71,8 +95,59 @@ public final class ModelDirectory {
 
   /** This directory, also serving trained models' checkpoints (resolved with {@code trained}). */
   public ModelDirectory withTrainedModels(TrainedModels trainedModels) {
-    return new ModelDirectory(system, models, refs, askTimeout, trainedModels);
+    return new ModelDirectory(system, models, refs, askTimeout, trainedModels, router);
   }
+
+  /** This directory, choosing generations' replicas with {@code replicaRouter}. */
+  public ModelDirectory withRouter(ReplicaRouter replicaRouter) {
+    return new ModelDirectory(system, models, refs, askTimeout, trained, replicaRouter);
+  }
+
+  /** How generations' replicas are chosen. */
+  public ReplicaRouter router() {
+    return router;
+  }
+
+  /**
+   * Where a generation goes: the replica of {@code model} the router chooses among all of its
+   * replicas, and the request to send it (carrying the prompt's token ids when the gateway computed
+   * them). Close {@link Destination#lease()} when the generation ends, however it ends.
+   *
+   * @param maxModelLen the model's context length (its facts)
+   */
+  public CompletionStage<Destination> route(
+      ServedModel model, GenerationRequest request, int maxModelLen) {
+    List<Integer> candidates = IntStream.range(0, model.replicas()).boxed().toList();
+    return router
+        .route(model.name(), candidates, request, maxModelLen)
+        .thenApply(
+            routed -> {
+              int[] ids = routed.promptTokenIds();
+              GenerationRequest sent =
+                  ids == null
+                      ? request
+                      : request.withPromptTokenIds(IntStream.of(ids).boxed().toList());
+              return new Destination(
+                  replica(model, routed.decision().replica()),
+                  sent,
+                  routed.decision(),
+                  routed.lease());
+            });
+  }
+
+  /**
+   * A generation's replica and why it was chosen.
+   *
+   * @param worker the chosen replica
+   * @param request what to send it
+   * @param decision the routing decision (replica index, reason, expected cached tokens)
+   * @param lease the request's place in the replica's in-flight count, until closed
+   */
+  public record Destination(
+      RecipientRef<Command> worker,
+      GenerationRequest request,
+      RouteDecision decision,
+      ReplicaView.Lease lease) {}
 
   /**
    * Workers reached through Cluster Sharding. The {@link ModelWorkerProtocol#TYPE_KEY} entity must

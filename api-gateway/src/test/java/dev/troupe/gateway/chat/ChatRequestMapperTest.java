@@ -147,6 +147,14 @@ class ChatRequestMapperTest {
         Arguments.of("\"cache_salt\":\"\"", "cache_salt", "non-empty string"),
         Arguments.of("\"cache_salt\":5", "cache_salt", "non-empty string"),
         Arguments.of(
+            "\"kv_transfer_params\":{\"do_remote_prefill\":true,\"remote_engine_id\":\"e1\"}",
+            "kv_transfer_params.do_remote_prefill",
+            "no KV connector"),
+        Arguments.of(
+            "\"kv_transfer_params\":{\"do_remote_decode\":1}",
+            "kv_transfer_params.do_remote_decode",
+            "disaggregated"),
+        Arguments.of(
             "\"mm_processor_kwargs\":{\"num_crops\":4}", "mm_processor_kwargs", "text-only"),
         Arguments.of("\"logits_processors\":[5]", "logits_processors[0]", "qualified name"),
         Arguments.of(

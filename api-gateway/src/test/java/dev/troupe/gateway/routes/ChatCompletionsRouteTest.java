@@ -173,7 +173,7 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
                 + "\"frequency_penalty\":-0.5,\"repetition_penalty\":1.1,\"logit_bias\":{\"5\":150,\"6\":-3},"
                 + "\"stop_token_ids\":[9],\"min_tokens\":2,\"ignore_eos\":true,\"bad_words\":[\"darn\"],"
                 + "\"allowed_token_ids\":[1,2,3],\"skip_special_tokens\":false,\"include_stop_str_in_output\":true,"
-                + "\"truncate_prompt_tokens\":64,\"cache_salt\":\"s4lt\",\"kv_transfer_params\":{\"do_remote_decode\":true},"
+                + "\"truncate_prompt_tokens\":64,\"cache_salt\":\"s4lt\",\"kv_transfer_params\":{\"do_remote_decode\":false,\"remote_engine_id\":null},"
                 + "\"documents\":[{\"title\":\"t\",\"text\":\"x\"}],\"chat_template_kwargs\":{\"enable_thinking\":false},"
                 + "\"reasoning_effort\":\"low\",\"add_special_tokens\":true,\"return_token_ids\":true,"
                 + "\"logits_processors\":[\"a.B\",{\"qualname\":\"c.D\",\"args\":[1],\"kwargs\":{\"k\":2}}],"

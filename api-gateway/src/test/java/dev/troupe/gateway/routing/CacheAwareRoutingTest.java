@@ -222,7 +222,7 @@ class CacheAwareRoutingTest {
   void theRouterHashesTheTokensCountsTheDecisionAndHoldsALease() throws Exception {
     ServingMetrics metrics = new ServingMetrics();
     ReplicaRouter router =
-        new ReplicaRouter(table, routing, settings, metrics, PromptTokenizer.NONE);
+        new ReplicaRouter(table, routing, settings, metrics::routed, PromptTokenizer.NONE);
     int[] prompt = tokens(0, 100);
     report(0, List.of(), load(0));
     report(1, hasher.chain(prompt, BS, "a:step1", "s"), load(0));
@@ -259,10 +259,10 @@ class CacheAwareRoutingTest {
             .build();
     ReplicaRouter router =
         new ReplicaRouter(
-            table, routing, settings, new ServingMetrics(), (model, r) -> prompt.clone());
+            table, routing, settings, RouteRecorder.NONE, (model, len, r) -> prompt.clone());
     ReplicaRouter.Routed routed =
         router
-            .route("m", TWO, request)
+            .route("m", TWO, request, 4096)
             .toCompletableFuture()
             .get(5, java.util.concurrent.TimeUnit.SECONDS);
     assertEquals(1, routed.decision().replica());
@@ -274,13 +274,13 @@ class CacheAwareRoutingTest {
             table,
             routing,
             settings,
-            new ServingMetrics(),
-            (model, r) -> {
+            RouteRecorder.NONE,
+            (model, len, r) -> {
               throw new IllegalStateException("template exploded");
             });
     ReplicaRouter.Routed fallback =
         failing
-            .route("m", TWO, request)
+            .route("m", TWO, request, 4096)
             .toCompletableFuture()
             .get(5, java.util.concurrent.TimeUnit.SECONDS);
     assertEquals(RouteDecision.LEAST_LOADED, fallback.decision().reason());

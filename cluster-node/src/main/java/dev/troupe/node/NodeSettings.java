@@ -3,6 +3,7 @@ package dev.troupe.node;
 import com.typesafe.config.Config;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.runner.DeviceSettings;
+import dev.troupe.engine.structured.StructuredOutputSettings;
 import dev.troupe.protocol.cluster.ServedModels;
 import java.time.Duration;
 
@@ -13,13 +14,15 @@ import java.time.Duration;
  * @param metricsLogInterval how often each worker logs its engine metrics; zero = never
  * @param startReplicas worker nodes wake every configured replica at start
  * @param device where replicas run ({@code troupe.worker.device})
+ * @param structuredOutputs grammar bounds and cache ({@code troupe.worker.structured-outputs})
  */
 public record NodeSettings(
     ServedModels models,
     EngineSettings engine,
     Duration metricsLogInterval,
     boolean startReplicas,
-    DeviceSettings device) {
+    DeviceSettings device,
+    StructuredOutputSettings structuredOutputs) {
 
   /** Config path of the dispatcher ModelWorker entities run on. */
   public static final String WORKER_DISPATCHER = "troupe.worker.dispatcher";
@@ -30,6 +33,7 @@ public record NodeSettings(
         EngineSettings.fromConfig(config.getConfig("troupe.worker.engine")),
         config.getDuration("troupe.worker.metrics-log-interval"),
         config.getBoolean("troupe.node.start-replicas"),
-        DeviceSettings.fromConfig(config.getConfig("troupe.worker.device")));
+        DeviceSettings.fromConfig(config.getConfig("troupe.worker.device")),
+        StructuredOutputSettings.fromConfig(config.getConfig("troupe.worker.structured-outputs")));
   }
 }

@@ -4,6 +4,7 @@ import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.engine.serving.Engine;
 import dev.troupe.engine.serving.Engines;
+import dev.troupe.engine.structured.StructuredOutputSettings;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 
 /** Opens the engine of one model replica; tests substitute small engines. */
@@ -18,6 +19,12 @@ public interface EngineProvider {
 
   /** Loads each replica on the device {@code device} picks (GPUs round-robin for several). */
   static EngineProvider loading(EngineSettings settings, DeviceSettings device) {
-    return (model, replica) -> Engines.open(model, settings, device);
+    return loading(settings, device, StructuredOutputSettings.defaults());
+  }
+
+  /** As above, with the node's structured-output bounds and cache sizes. */
+  static EngineProvider loading(
+      EngineSettings settings, DeviceSettings device, StructuredOutputSettings structured) {
+    return (model, replica) -> Engines.open(model, settings, device, structured);
   }
 }

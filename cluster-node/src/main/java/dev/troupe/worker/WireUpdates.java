@@ -6,6 +6,7 @@ import dev.troupe.engine.output.RequestUpdate;
 import dev.troupe.engine.output.RequestUpdate.LogprobsText;
 import dev.troupe.engine.output.RequestUpdate.TokenText;
 import dev.troupe.engine.serving.Engine;
+import dev.troupe.engine.toolcall.ToolCallDelta;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
@@ -18,6 +19,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ToolCallPiece;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
 import java.util.ArrayList;
@@ -55,7 +57,9 @@ final class WireUpdates {
               boxed(c.tokenIds()),
               c.logprobs() == null ? null : entries(c.logprobs()),
               c.finishReason() == null ? null : FinishReason.valueOf(c.finishReason().name()),
-              c.stopReason()));
+              c.stopReason(),
+              c.reasoning(),
+              c.toolCalls().isEmpty() ? List.of() : pieces(c.toolCalls())));
     Usage usage =
         u.usage() == null
             ? null
@@ -145,6 +149,13 @@ final class WireUpdates {
 
   private static TokenLogprob token(TokenText t) {
     return new TokenLogprob(t.tokenId(), t.token(), t.logprob(), t.rank());
+  }
+
+  private static List<ToolCallPiece> pieces(List<ToolCallDelta> deltas) {
+    List<ToolCallPiece> out = new ArrayList<>(deltas.size());
+    for (ToolCallDelta d : deltas)
+      out.add(new ToolCallPiece(d.index(), d.id(), d.name(), d.arguments()));
+    return out;
   }
 
   static List<Integer> boxed(int[] ids) {

@@ -32,6 +32,12 @@ import java.util.Map;
  * @param metricsWithoutAuth serve {@code GET /metrics} without an API key
  * @param enablePrefixCaching this node's replicas reuse cached prompt prefixes ({@code
  *     --no-enable-prefix-caching} turns it off, as in vLLM)
+ * @param reasoningParsers reasoning parser per model name ({@code qwen3}, {@code deepseek_r1} or
+ *     {@code none}); a model without one takes the config's default ({@code qwen3} for the demo)
+ * @param toolCallParsers tool-call parser per model name ({@code hermes}, {@code llama3_json},
+ *     {@code mistral})
+ * @param enableAutoToolChoice serve {@code tool_choice: "auto"} on the models with a tool-call
+ *     parser
  */
 public record LaunchOptions(
     int port,
@@ -48,7 +54,10 @@ public record LaunchOptions(
     Path dataDir,
     DeviceSettings device,
     boolean metricsWithoutAuth,
-    boolean enablePrefixCaching) {
+    boolean enablePrefixCaching,
+    Map<String, String> reasoningParsers,
+    Map<String, String> toolCallParsers,
+    boolean enableAutoToolChoice) {
 
   public static final String USAGE =
       """
@@ -79,6 +88,11 @@ public record LaunchOptions(
         --no-enable-prefix-caching  this node's replicas compute every prompt in full instead of
                                  reusing the KV blocks of cached prefixes (on by default, as vLLM's
                                  --enable-prefix-caching)
+        --reasoning-parser NAME=P  split model NAME's <think> reasoning out of the content:
+                                 qwen3, deepseek_r1 or none (default: qwen3 for the demo model)
+        --tool-call-parser NAME=P  parse model NAME's tool calls: hermes (Qwen), llama3_json,
+                                 mistral
+        --enable-auto-tool-choice  serve tool_choice "auto" on models with a tool-call parser
       """;
 
   public LaunchOptions {
@@ -110,6 +124,24 @@ public record LaunchOptions(
     if (host == null || host.isBlank()) throw new IllegalArgumentException("--host is empty");
     if (bind == null) bind = host;
     if (bind.isBlank()) throw new IllegalArgumentException("--bind is empty");
+    reasoningParsers = Map.copyOf(reasoningParsers);
+    for (var e : reasoningParsers.entrySet()) {
+      if (!models.containsKey(e.getKey()))
+        throw new IllegalArgumentException("--reasoning-parser names unknown model " + e.getKey());
+      if (!List.of("qwen3", "deepseek_r1", "none").contains(e.getValue()))
+        throw new IllegalArgumentException(
+            "--reasoning-parser must be qwen3, deepseek_r1 or none, got " + e.getValue());
+    }
+    toolCallParsers = Map.copyOf(toolCallParsers);
+    for (var e : toolCallParsers.entrySet()) {
+      if (!models.containsKey(e.getKey()))
+        throw new IllegalArgumentException("--tool-call-parser names unknown model " + e.getKey());
+      if (!List.of("hermes", "llama3_json", "mistral").contains(e.getValue()))
+        throw new IllegalArgumentException(
+            "--tool-call-parser must be hermes, llama3_json or mistral, got " + e.getValue());
+    }
+    if (enableAutoToolChoice && toolCallParsers.isEmpty())
+      throw new IllegalArgumentException("--enable-auto-tool-choice needs --tool-call-parser");
   }
 
   /**
@@ -123,6 +155,9 @@ public record LaunchOptions(
     Map<String, String> models = new LinkedHashMap<>();
     Map<String, Integer> replicas = new LinkedHashMap<>();
     Map<String, String> policies = new LinkedHashMap<>();
+    Map<String, String> reasoning = new LinkedHashMap<>();
+    Map<String, String> toolParsers = new LinkedHashMap<>();
+    boolean autoToolChoice = false;
     List<String> keys = new ArrayList<>();
     List<String> roles = List.of(Roles.GATEWAY, Roles.WORKER, Roles.TRAINER);
     List<String> seeds = List.of();
@@ -167,6 +202,15 @@ public record LaunchOptions(
           String[] kv = pair(flag, value);
           policies.put(kv[0], kv[1]);
         }
+        case "--reasoning-parser" -> {
+          String[] kv = pair(flag, value);
+          reasoning.put(kv[0], kv[1]);
+        }
+        case "--tool-call-parser" -> {
+          String[] kv = pair(flag, value);
+          toolParsers.put(kv[0], kv[1]);
+        }
+        case "--enable-auto-tool-choice" -> autoToolChoice = bool(flag, value);
         case "--api-key" -> keys.add(value);
         case "--roles" -> roles = list(value);
         case "--seed-nodes" -> seeds = list(value);
@@ -210,12 +254,19 @@ public record LaunchOptions(
         dataDir,
         new DeviceSettings(device, gpuMem, dtype),
         metricsWithoutAuth,
-        prefixCaching);
+        prefixCaching,
+        reasoning,
+        toolParsers,
+        autoToolChoice);
   }
 
   /** Flags that take no value ({@code --flag}, or {@code --flag=true|false}). */
   private static final List<String> BOOLEAN_FLAGS =
-      List.of("--metrics-without-auth", "--enable-prefix-caching", "--no-enable-prefix-caching");
+      List.of(
+          "--metrics-without-auth",
+          "--enable-prefix-caching",
+          "--no-enable-prefix-caching",
+          "--enable-auto-tool-choice");
 
   private static boolean bool(String flag, String value) {
     return switch (value.trim().toLowerCase(java.util.Locale.ROOT)) {

@@ -96,7 +96,9 @@ public final class TroupeNode implements AutoCloseable {
                   ctx -> {
                     ctx.spawn(
                         NodeGuardian.create(
-                            node, EngineProvider.loading(node.engine(), node.device())),
+                            node,
+                            EngineProvider.loading(
+                                node.engine(), node.device(), node.structuredOutputs())),
                         "models");
                     return Behaviors.empty();
                   }),
@@ -211,6 +213,11 @@ public final class TroupeNode implements AutoCloseable {
       m.put("path", e.getValue());
       m.put("replicas", o.replicasOf(e.getKey()));
       m.put("scheduling-policy", o.policyOf(e.getKey()));
+      String reasoning = o.reasoningParsers().get(e.getKey());
+      if (reasoning != null) m.put("reasoning-parser", reasoning);
+      String tools = o.toolCallParsers().get(e.getKey());
+      if (tools != null) m.put("tool-call-parser", tools);
+      m.put("enable-auto-tool-choice", o.enableAutoToolChoice() && tools != null);
       models.add(m);
     }
     Map<String, Object> values = new LinkedHashMap<>();

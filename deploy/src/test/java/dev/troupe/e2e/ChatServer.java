@@ -24,23 +24,31 @@ final class ChatServer implements AutoCloseable {
   static final String MODEL = "demo";
   static final String PRIORITY_MODEL = "demo-priority";
 
-  /** Test-only settings on top of the flags: no JVM exit, a small KV cache, two models. */
-  private static final Config OVERRIDES =
-      ConfigFactory.parseString(
-          """
-      pekko.coordinated-shutdown.exit-jvm = off
-      pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-      pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-      pekko.loglevel = WARNING
-      pekko.cluster.log-info = off
-      troupe.models = [
+  /** The two models of the default server. */
+  static final String MODELS =
+      """
+      [
         { name = "%s", path = "demo" },
         { name = "%s", path = "demo", scheduling-policy = "priority" }
       ]
-      troupe.worker.engine { num-blocks = 64, block-size = 16, max-num-seqs = 8 }
-      troupe.worker.metrics-log-interval = 0s
       """
-              .formatted(MODEL, PRIORITY_MODEL));
+          .formatted(MODEL, PRIORITY_MODEL);
+
+  /** Test-only settings on top of the flags: no JVM exit, a small KV cache, the models. */
+  private static Config overrides(String models) {
+    return ConfigFactory.parseString(
+        """
+        pekko.coordinated-shutdown.exit-jvm = off
+        pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+        pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+        pekko.loglevel = WARNING
+        pekko.cluster.log-info = off
+        troupe.models = %s
+        troupe.worker.engine { num-blocks = 64, block-size = 16, max-num-seqs = 8 }
+        troupe.worker.metrics-log-interval = 0s
+        """
+            .formatted(models));
+  }
 
   private final TroupeNode node;
   private final Path dataDir;
@@ -51,6 +59,11 @@ final class ChatServer implements AutoCloseable {
   }
 
   static ChatServer start() throws Exception {
+    return start(MODELS);
+  }
+
+  /** A server with these {@code troupe.models} (HOCON list). */
+  static ChatServer start(String models) throws Exception {
     Path dir = Files.createTempDirectory("troupe-e2e");
     List<String> flags =
         List.of(
@@ -64,7 +77,8 @@ final class ChatServer implements AutoCloseable {
             KEY,
             "--data-dir",
             dir.toString());
-    TroupeNode node = TroupeNode.start(LaunchOptions.parse(flags, null), OVERRIDES, key -> {});
+    TroupeNode node =
+        TroupeNode.start(LaunchOptions.parse(flags, null), overrides(models), key -> {});
     ChatServer server = new ChatServer(node, dir);
     try {
       server.awaitHealthy(Duration.ofMinutes(3));

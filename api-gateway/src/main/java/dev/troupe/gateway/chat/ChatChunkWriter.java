@@ -5,12 +5,15 @@ import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.protocol.api.chat.ChatCompletionChunk;
 import dev.troupe.protocol.api.chat.ChatCompletionChunk.ChunkChoice;
 import dev.troupe.protocol.api.chat.ChatCompletionChunk.Delta;
+import dev.troupe.protocol.api.chat.ChatCompletionChunk.DeltaFunction;
+import dev.troupe.protocol.api.chat.ChatCompletionChunk.DeltaToolCall;
 import dev.troupe.protocol.api.chat.Usage;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ToolCallPiece;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -91,6 +94,10 @@ public final class ChatChunkWriter {
   }
 
   private void onChoice(ChoiceUpdate c, List<ByteString> out) {
+    if (plan.parsed()) {
+      onParsedChoice(c, out);
+      return;
+    }
     boolean news = !c.text().isEmpty() || !c.tokenIds().isEmpty();
     if (!news && !c.finished()) return; // nothing new (vLLM skips these)
     completionTokens.merge(c.index(), c.tokenIds().size(), Integer::sum);
@@ -107,6 +114,47 @@ public final class ChatChunkWriter {
                     c.stopReason(),
                     news && plan.returnTokenIds() ? c.tokenIds() : null),
                 null)));
+  }
+
+  /**
+   * A choice whose text a parser split (vLLM's parser paths): the delta holds only what is new
+   * ({@code content}, {@code reasoning}/{@code reasoning_content}, {@code tool_calls}); a step with
+   * none of it is skipped unless it finishes the choice or carries logprobs or token ids that would
+   * otherwise be lost.
+   */
+  private void onParsedChoice(ChoiceUpdate c, List<ByteString> out) {
+    String reasoning = plan.includeReasoning() && !c.reasoning().isEmpty() ? c.reasoning() : null;
+    String content = c.text().isEmpty() ? null : c.text();
+    List<DeltaToolCall> calls = c.toolCalls().isEmpty() ? null : deltaCalls(c.toolCalls());
+    boolean text = reasoning != null || content != null || calls != null;
+    boolean tokens = !c.tokenIds().isEmpty() && (plan.logprobs() || plan.returnTokenIds());
+    if (!text && !tokens && !c.finished()) return;
+    completionTokens.merge(c.index(), c.tokenIds().size(), Integer::sum);
+    out.add(
+        frame(
+            chunk(
+                new ChunkChoice(
+                    c.index(),
+                    new Delta(null, content, reasoning, reasoning, calls),
+                    plan.logprobs() && c.logprobs() != null && !c.tokenIds().isEmpty()
+                        ? ChatResponseFolder.logprobs(c.logprobs(), plan.topLogprobs())
+                        : null,
+                    c.finished() ? c.finishReason().wireName() : null,
+                    c.stopReason(),
+                    plan.returnTokenIds() && !c.tokenIds().isEmpty() ? c.tokenIds() : null),
+                null)));
+  }
+
+  private static List<DeltaToolCall> deltaCalls(List<ToolCallPiece> pieces) {
+    List<DeltaToolCall> out = new ArrayList<>(pieces.size());
+    for (ToolCallPiece p : pieces)
+      out.add(
+          new DeltaToolCall(
+              p.index(),
+              p.id(),
+              p.id() == null ? null : "function",
+              new DeltaFunction(p.name(), p.arguments())));
+    return out;
   }
 
   private void onDone(

@@ -1,6 +1,7 @@
 package dev.troupe.gateway.chat;
 
 import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.ToolCalling;
 
 /**
  * A validated chat request, converted: what to ask the worker, and how to shape the answer.
@@ -22,6 +23,9 @@ import dev.troupe.protocol.cluster.GenerationRequest;
  * @param includeReasoning write reasoning text (none is produced without a reasoning parser)
  * @param systemFingerprint written as {@code system_fingerprint}: the served checkpoint ({@code
  *     <model id>:step<N>}) of a trained model, else null
+ * @param parsed the text is split (a reasoning parser, or tool calls): vLLM's parsing paths shape
+ *     the answer (empty content is null, steps with no news are skipped)
+ * @param toolMode how tool calls are made ({@code REQUIRED}/{@code NAMED}: content is "")
  */
 public record ChatPlan(
     GenerationRequest generation,
@@ -37,12 +41,15 @@ public record ChatPlan(
     boolean promptLogprobs,
     boolean returnTokenIds,
     boolean includeReasoning,
-    String systemFingerprint) {
+    String systemFingerprint,
+    boolean parsed,
+    ToolCalling.Mode toolMode) {
 
   public ChatPlan {
     if (generation == null) throw new IllegalArgumentException("generation is required");
     if (responseId == null || responseId.isBlank())
       throw new IllegalArgumentException("responseId is required");
+    if (toolMode == null) toolMode = ToolCalling.Mode.NONE;
   }
 
   /**
@@ -64,6 +71,8 @@ public record ChatPlan(
         promptLogprobs,
         returnTokenIds,
         includeReasoning,
-        adapter.name());
+        adapter.name(),
+        parsed,
+        toolMode);
   }
 }

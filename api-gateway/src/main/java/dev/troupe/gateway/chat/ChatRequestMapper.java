@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.RequestIds;
+import dev.troupe.gateway.structured.ConstraintMapper;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest.ResponseFormat;
@@ -13,6 +14,7 @@ import dev.troupe.protocol.api.chat.StructuredOutputs;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.SamplingParams.LogitsProcessorSpec;
+import dev.troupe.protocol.cluster.ToolCalling;
 import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -133,6 +135,11 @@ public final class ChatRequestMapper {
 
     // --- sampling parameters (vLLM's to_sampling_params + SamplingParams verification)
     SamplingParams sampling = sampling(r, model, seed, logprobs, topLogprobs, promptLogprobs);
+    // --- structured outputs, response_format and tool choice: one constraint, one tool mode
+    ConstraintMapper.Result constraint =
+        ConstraintMapper.map(r, model.autoToolParser(), sampling.useBeamSearch());
+    if (constraint.constraint() != null)
+      sampling = sampling.toBuilder().structuredOutputs(constraint.constraint()).build();
 
     // --- ids: header beats body, the engine id gets a suffix so equal client ids never collide
     String id =
@@ -169,6 +176,8 @@ public final class ChatRequestMapper {
             .sampling(sampling)
             .returnTokenIds(isTrue(r.returnTokenIds()))
             .returnTokensAsTokenIds(isTrue(r.returnTokensAsTokenIds()))
+            .toolCalling(constraint.toolCalling())
+            .streamed(stream)
             .build();
 
     Map<String, Object> last = messages.get(messages.size() - 1);
@@ -196,7 +205,9 @@ public final class ChatRequestMapper {
         sampling.promptLogprobs() != null,
         isTrue(r.returnTokenIds()),
         r.includeReasoning() == null || r.includeReasoning(),
-        null);
+        null,
+        model.reasoningParser() != null || constraint.toolCalling().mode() != ToolCalling.Mode.NONE,
+        constraint.toolCalling().mode());
   }
 
   private static SamplingParams sampling(
@@ -398,12 +409,7 @@ public final class ChatRequestMapper {
           throw bad("Field required: `function.name`.", "tools[" + i + "].function.name");
       }
     }
-    // Tool calling is not served: only "none" (or absent, which means none here) is accepted.
-    if (toolChoice == null || toolChoice.isNull()) return;
-    if (toolChoice.isTextual() && toolChoice.asText().equals("none")) return;
-    throw bad(
-        "Invalid value for `tool_choice`: " + toolChoice + ". Only \"none\" is supported.",
-        "tool_choice");
+    // tool_choice itself: ConstraintMapper (with the model's auto tool parser)
   }
 
   private static String checkCacheSalt(JsonNode salt) {

@@ -12,7 +12,9 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ToolCallPiece;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
+import dev.troupe.protocol.cluster.ToolCalling;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -45,6 +47,13 @@ public final class ChatResponseFolder {
     for (ChoiceUpdate c : u.choices()) {
       ChoiceState st = choices.computeIfAbsent(c.index(), i -> new ChoiceState());
       st.text.append(c.text());
+      st.reasoning.append(c.reasoning());
+      for (ToolCallPiece p : c.toolCalls()) {
+        String[] call = st.calls.computeIfAbsent(p.index(), k -> new String[] {null, null, ""});
+        if (p.id() != null) call[0] = p.id();
+        if (p.name() != null) call[1] = p.name();
+        if (p.arguments() != null) call[2] += p.arguments();
+      }
       st.tokenIds.addAll(c.tokenIds());
       if (c.logprobs() != null) st.logprobs.addAll(c.logprobs());
       if (c.finished()) {
@@ -68,7 +77,7 @@ public final class ChatResponseFolder {
       out.add(
           new Choice(
               e.getKey(),
-              ChatMessage.of(plan.responseRole(), content, null),
+              message(st, content),
               plan.logprobs() ? logprobs(st.logprobs, plan.topLogprobs()) : null,
               st.finishReason,
               st.stopReason,
@@ -89,8 +98,38 @@ public final class ChatResponseFolder {
         null);
   }
 
+  /**
+   * The message: without a parser, the text as content; with one (vLLM's parser paths), empty
+   * content is null, except for forced tool calls ({@code required}, a named function) where vLLM
+   * writes ""; reasoning in {@code reasoning} and {@code reasoning_content} unless {@code
+   * include_reasoning} is false; the tool calls in order.
+   */
+  private ChatMessage message(ChoiceState st, String content) {
+    if (!plan.parsed()) return ChatMessage.of(plan.responseRole(), content, null);
+    boolean forced =
+        plan.toolMode() == ToolCalling.Mode.REQUIRED || plan.toolMode() == ToolCalling.Mode.NAMED;
+    String c = content.isEmpty() ? (forced ? "" : null) : content;
+    String reasoning =
+        plan.includeReasoning() && st.reasoning.length() > 0 ? st.reasoning.toString() : null;
+    List<Map<String, Object>> calls = new ArrayList<>();
+    for (String[] call : st.calls.values()) {
+      Map<String, Object> function = new LinkedHashMap<>();
+      function.put("name", call[1]);
+      function.put("arguments", call[2]);
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("id", call[0]);
+      m.put("type", "function");
+      m.put("function", function);
+      calls.add(m);
+    }
+    return new ChatMessage(
+        plan.responseRole(), c, null, null, null, null, calls, reasoning, reasoning);
+  }
+
   private static final class ChoiceState {
     final StringBuilder text = new StringBuilder();
+    final StringBuilder reasoning = new StringBuilder();
+    final Map<Integer, String[]> calls = new TreeMap<>(); // index -> {id, name, arguments}
     final List<Integer> tokenIds = new ArrayList<>();
     final List<LogprobEntry> logprobs = new ArrayList<>();
     String finishReason;

@@ -169,7 +169,16 @@ public final class ModelDirectory {
     long created = System.currentTimeMillis() / 1000;
     List<ServedModel> served =
         configured.models().stream()
-            .map(m -> new ServedModel(m.name(), m.replicas(), m.path(), null, created))
+            .map(
+                m ->
+                    new ServedModel(
+                        m.name(),
+                        m.replicas(),
+                        m.path(),
+                        null,
+                        created,
+                        m.reasoningParser(),
+                        m.autoToolParser()))
             .toList();
     return sharded(system, served, askTimeout);
   }
@@ -258,7 +267,12 @@ public final class ModelDirectory {
                         "Model `"
                             + model.name()
                             + "` cannot serve right now (its worker failed to load it).");
-                  return new ModelFacts(model.name(), s.maxModelLen(), false);
+                  return new ModelFacts(
+                      model.name(),
+                      s.maxModelLen(),
+                      false,
+                      model.reasoningParser(),
+                      model.autoToolParser());
                 })
             .toCompletableFuture();
     facts.put(model.name(), asked);

@@ -8,8 +8,24 @@ package dev.troupe.gateway.workers;
  * @param root where the weights come from (shown by {@code /v1/models})
  * @param parent the base model of an adapter, else null
  * @param created seconds since the epoch (shown by {@code /v1/models})
+ * @param reasoningParser the model's reasoning parser (its answers carry reasoning), or null
+ * @param autoToolParser the parser of {@code tool_choice: "auto"}, or null when auto tool choice is
+ *     not enabled for the model
  */
-public record ServedModel(String name, int replicas, String root, String parent, long created) {
+public record ServedModel(
+    String name,
+    int replicas,
+    String root,
+    String parent,
+    long created,
+    String reasoningParser,
+    String autoToolParser) {
+
+  /** A model without reasoning or tool-call parsing. */
+  public ServedModel(String name, int replicas, String root, String parent, long created) {
+    this(name, replicas, root, parent, created, null, null);
+  }
+
   public ServedModel {
     if (name == null || name.isBlank()) throw new IllegalArgumentException("name is required");
     if (replicas < 1) throw new IllegalArgumentException("replicas must be at least 1");

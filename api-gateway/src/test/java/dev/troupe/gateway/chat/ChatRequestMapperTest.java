@@ -91,12 +91,44 @@ class ChatRequestMapperTest {
         Arguments.of("\"frequency_penalty\":-2.5", "frequency_penalty", "[-2, 2]"),
         Arguments.of("\"repetition_penalty\":0", "repetition_penalty", "greater than zero"),
         // tools
-        Arguments.of("\"tool_choice\":\"auto\"", "tool_choice", "Only \"none\""),
-        Arguments.of("\"tool_choice\":\"required\"", "tool_choice", "none"),
+        Arguments.of("\"tool_choice\":\"auto\"", "tool_choice", "`tools` must be set"),
+        Arguments.of("\"tool_choice\":\"required\"", "tool_choice", "`tools` must be set"),
         Arguments.of(
             "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}",
             "tool_choice",
-            "none"),
+            "`tools` must be set"),
+        Arguments.of(
+            "\"tools\":" + TOOLS + ",\"tool_choice\":\"auto\"",
+            "tool_choice",
+            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser"),
+        Arguments.of(
+            "\"tools\":[],\"tool_choice\":\"required\"", "tools", "must not be an empty array"),
+        Arguments.of(
+            "\"tools\":" + TOOLS + ",\"tool_choice\":\"any\"", "tool_choice", "Only named tools"),
+        Arguments.of(
+            "\"tools\":"
+                + TOOLS
+                + ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}",
+            "tool_choice",
+            "does not match any of the specified `tools`"),
+        Arguments.of(
+            "\"tools\":" + TOOLS + ",\"tool_choice\":{\"type\":\"function\"}",
+            "tool_choice.function",
+            "Invalid value for `function`"),
+        Arguments.of(
+            "\"tools\":"
+                + TOOLS
+                + ",\"tool_choice\":\"required\",\"structured_outputs\":{\"regex\":\"a\"}",
+            "tool_choice",
+            "either use constraints for structured outputs or tools"),
+        Arguments.of(
+            "\"response_format\":{\"type\":\"json_object\"},\"structured_outputs\":{\"regex\":\"a\"}",
+            "response_format",
+            "only use one kind"),
+        Arguments.of(
+            "\"n\":2,\"temperature\":0,\"use_beam_search\":true,\"structured_outputs\":{\"choice\":[\"a\"]}",
+            "use_beam_search",
+            "not supported with beam search"),
         Arguments.of("\"tools\":[{\"type\":\"retrieval\"}]", "tools[0].type", "'function'"),
         Arguments.of(
             "\"tools\":[{\"type\":\"function\",\"function\":{}}]",
@@ -195,6 +227,9 @@ class ChatRequestMapperTest {
         e.getMessage().contains(messagePart),
         () -> "'" + e.getMessage() + "' lacks '" + messagePart + "'");
   }
+
+  static final String TOOLS =
+      "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}]";
 
   static Stream<Arguments> invalidMessages() {
     return Stream.of(

@@ -283,6 +283,12 @@ public final class EngineCore implements AutoCloseable {
     int token = sample.token();
     choice.sampler.accept(token);
     Finish finish = choice.stops.check(token);
+    if (finish == null && choice.sampler.constraintFinished())
+      finish =
+          new Finish(
+              dev.troupe.engine.sampling.FinishReason.STOP,
+              null,
+              samplers.eos().isEos(token) ? null : token);
     generatedTokens++;
     Integer k = r.params().logprobs();
     List<StepLogprobs> logprobs =

@@ -23,6 +23,7 @@ import dev.troupe.protocol.cluster.SamplingParams;
  * @param logprobTokenIds logprob tokens are written {@code token_id:N} instead of their text
  * @param resumed the output a lost replica already delivered, to replay before generating (request
  *     migration); null for a new request
+ * @param parsing how the output processor splits the text (reasoning, tool calls)
  */
 public record EngineRequest(
     String requestId,
@@ -36,7 +37,8 @@ public record EngineRequest(
     long weightVersion,
     boolean returnPromptTokenIds,
     boolean logprobTokenIds,
-    Resumed resumed) {
+    Resumed resumed,
+    TextParsing parsing) {
 
   /**
    * What a request continued from another replica had already delivered, per choice: its tokens and
@@ -70,6 +72,7 @@ public record EngineRequest(
     if (adapterId < 0) throw new IllegalArgumentException("adapterId must be >= 0");
     if (resumed != null && resumed.tokens().length != sampling.n())
       throw new IllegalArgumentException("a resumed request needs one entry per choice");
+    if (parsing == null) parsing = TextParsing.NONE;
   }
 
   /**
@@ -89,6 +92,8 @@ public record EngineRequest(
         version,
         returnPromptTokenIds,
         logprobTokenIds,
-        resumed);
+        resumed,
+
+        parsing);
   }
 }

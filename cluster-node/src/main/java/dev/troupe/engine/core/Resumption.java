@@ -23,16 +23,27 @@ final class Resumption {
       CoreRequest.Choice c = choices[i];
       int[] tokens = resumed.tokens()[i];
       for (int j = 0; j < tokens.length; j++) {
-        c.sampler.replay(tokens[j]);
+        try {
+          c.sampler.replay(tokens[j]); // advances a structured-output matcher too
+        } catch (IllegalStateException refused) {
+          return Rejection.internal(
+              "The request cannot be resumed on this replica: token "
+                  + j
+                  + " of choice "
+                  + i
+                  + " is not allowed by its structured-output constraint here.");
+        }
         Finish f = c.stops.check(tokens[j]);
-        if (f != null && !resumed.finished()[i])
+        String ends = f != null ? f.reason().wire() : null;
+        if (ends == null && c.sampler.constraintFinished()) ends = "its constraint is complete";
+        if (ends != null && !resumed.finished()[i])
           return Rejection.internal(
               "The request cannot be resumed on this replica: token "
                   + j
                   + " of choice "
                   + i
                   + " ends the choice here ("
-                  + f.reason()
+                  + ends
                   + ") but did not on the first replica.");
       }
       c.finished = resumed.finished()[i];

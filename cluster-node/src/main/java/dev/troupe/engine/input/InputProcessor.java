@@ -4,9 +4,12 @@ import dev.troupe.engine.ChatTemplate;
 import dev.troupe.engine.core.EngineRequest;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.core.Rejection;
+import dev.troupe.engine.core.TextParsing;
+import dev.troupe.engine.reasoning.ReasoningParser;
 import dev.troupe.engine.sampling.InvalidSamplingParamsException;
 import dev.troupe.engine.sampling.SamplerFactory;
 import dev.troupe.engine.sampling.SamplingSetup;
+import dev.troupe.engine.structured.Constraints;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.SamplingDefaults;
@@ -44,6 +47,8 @@ public final class InputProcessor {
   private final SchedulingPolicy policy;
   private final EngineSettings settings;
   private final int maxModelLen;
+  private final Constraints constraints;
+  private final ReasoningParser reasoning;
 
   /**
    * @param templateCompiler compiles request-supplied chat templates (null: none accepted)
@@ -60,6 +65,36 @@ public final class InputProcessor {
       int maxModelLen,
       SamplerFactory samplers,
       SamplingDefaults defaults) {
+    this(
+        modelName,
+        text,
+        templateCompiler,
+        settings,
+        policy,
+        maxModelLen,
+        samplers,
+        defaults,
+        null,
+        null);
+  }
+
+  /**
+   * @param constraints compiles structured-output constraints (null: a request with one is refused)
+   * @param reasoning the model's reasoning parser, or null
+   */
+  public InputProcessor(
+      String modelName,
+      TokenizerBundle text,
+      Function<String, ChatTemplate> templateCompiler,
+      EngineSettings settings,
+      SchedulingPolicy policy,
+      int maxModelLen,
+      SamplerFactory samplers,
+      SamplingDefaults defaults,
+      Constraints constraints,
+      ReasoningParser reasoning) {
+    this.constraints = constraints;
+    this.reasoning = reasoning;
     this.modelName = modelName;
     this.settings = settings;
     this.policy = policy;
@@ -158,6 +193,16 @@ public final class InputProcessor {
     }
     stage.at("preparing the sampling parameters", null);
     SamplingSetup setup = samplers.prepare(params);
+    if (params.structuredOutputs() != null) {
+      if (constraints == null)
+        throw Rejection.badRequest(
+            "Structured outputs are not available for this model.",
+            params.structuredOutputs().param());
+      stage.at("compiling the structured-output constraint", params.structuredOutputs().param());
+      setup = setup.withConstraints(constraints.forRequest(params, prompt, r.chatTemplateKwargs()));
+    }
+    TextParsing parsing =
+        new TextParsing(reasoning, r.chatTemplateKwargs(), r.toolCalling(), r.streamed());
     return new EngineRequest(
         r.requestId(),
         prompt,
@@ -170,7 +215,9 @@ public final class InputProcessor {
         0,
         r.returnTokenIds(),
         r.returnTokensAsTokenIds(),
-        resumed);
+        resumed,
+
+        parsing.active() ? parsing : TextParsing.NONE);
   }
 
   private int[] promptIds(GenerationRequest r, Stage stage, String param) {

@@ -7,16 +7,23 @@ import dev.troupe.engine.core.StepOutput;
 import dev.troupe.engine.core.StepOutput.ChoiceOutput;
 import dev.troupe.engine.core.StepOutput.Failure;
 import dev.troupe.engine.core.StepOutput.RequestOutput;
+import dev.troupe.engine.core.TextParsing;
 import dev.troupe.engine.output.RequestUpdate.ChoiceUpdate;
 import dev.troupe.engine.output.RequestUpdate.LogprobsText;
 import dev.troupe.engine.output.RequestUpdate.Started;
 import dev.troupe.engine.output.RequestUpdate.TokenText;
 import dev.troupe.engine.output.RequestUpdate.Usage;
+import dev.troupe.engine.reasoning.ReasoningParser;
 import dev.troupe.engine.sampling.FinishReason;
 import dev.troupe.engine.sampling.StepLogprobs;
 import dev.troupe.engine.sampling.StopChecker;
 import dev.troupe.engine.sampling.TokenLogprob;
+import dev.troupe.engine.toolcall.ForcedToolCalls;
+import dev.troupe.engine.toolcall.ToolCallDelta;
+import dev.troupe.engine.toolcall.ToolCallIds;
+import dev.troupe.engine.toolcall.ToolCallParser;
 import dev.troupe.protocol.cluster.SamplingParams;
+import dev.troupe.protocol.cluster.ToolCalling;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -106,7 +113,7 @@ public final class OutputProcessor {
       if (r.finished[i]) continue;
       r.finished[i] = true;
       String text = r.text[i] == null ? "" : r.text[i].abort().delta();
-      choices.add(new ChoiceUpdate(i, text, new int[0], null, FinishReason.ABORT, null));
+      choices.add(r.parsed(i, text, true, new int[0], null, FinishReason.ABORT, null));
     }
     return new RequestUpdate(requestId, started(r, null), choices, usage(r));
   }
@@ -122,7 +129,7 @@ public final class OutputProcessor {
       StopChecker.Finish finish;
       String text;
       if (c.whole()) { // a beam: its whole output, decoded at once
-        text = tokenizer.decode(textTokens(c), skipSpecial(r), spacesBetween(r));
+        text = tokenizer.decode(textTokens(c), r.skipSpecial, spacesBetween(r));
         finish = c.finish();
       } else if (r.text[i] == null) { // a beam search ended before its results
         text = "";
@@ -138,9 +145,10 @@ public final class OutputProcessor {
       }
       if (finish != null) r.finished[i] = true;
       choices.add(
-          new ChoiceUpdate(
+          r.parsed(
               i,
               text,
+              finish != null,
               c.tokenIds(),
               logprobs,
               finish == null ? null : finish.reason(),
@@ -206,19 +214,20 @@ public final class OutputProcessor {
     return new TokenText(t.tokenId(), text, t.logprob(), t.rank());
   }
 
-  private static boolean skipSpecial(RequestText r) {
-    return r.request.sampling().skipSpecialTokens();
-  }
-
   private static boolean spacesBetween(RequestText r) {
     return r.request.sampling().spacesBetweenSpecialTokens();
   }
 
-  /** One request's text state: per choice its detokenizer and stop strings (none for beams). */
+  /**
+   * One request's text state: per choice its detokenizer and stop strings (none for beams) and,
+   * when the request splits reasoning or parses tool calls, its {@link ChoiceParsing}.
+   */
   private static final class RequestText {
     final EngineRequest request;
     final StopChecker[] text;
+    final ChoiceParsing[] parsing;
     final boolean[] finished;
+    final boolean skipSpecial;
     int completionTokens;
     int cachedPromptTokens;
     boolean started;
@@ -226,17 +235,26 @@ public final class OutputProcessor {
     RequestText(EngineRequest request, Tokenizer tokenizer) {
       this.request = request;
       SamplingParams p = request.sampling();
+      TextParsing tp = request.parsing();
+      ToolCallParser autoParser =
+          tp.toolCalling().mode() == ToolCalling.Mode.AUTO
+              ? ToolCallParser.named(tp.toolCalling().parser())
+              : null;
+      // vLLM's adjust_request: a parser whose markers are special tokens sees them in the text
+      this.skipSpecial =
+          p.skipSpecialTokens() && (autoParser == null || !autoParser.needsSpecialTokens());
       this.text = new StopChecker[p.n()];
+      this.parsing = new ChoiceParsing[p.n()];
       this.finished = new boolean[p.n()];
-      if (!p.useBeamSearch())
-        for (int i = 0; i < text.length; i++)
+      for (int i = 0; i < text.length; i++) {
+        if (!p.useBeamSearch())
           text[i] =
               new StopChecker(
                   p,
                   tokenizer.newDetokenizer(
-                      request.promptTokenIds(),
-                      p.skipSpecialTokens(),
-                      p.spacesBetweenSpecialTokens()));
+                      request.promptTokenIds(), skipSpecial, p.spacesBetweenSpecialTokens()));
+        if (tp.active()) parsing[i] = parsing(request, tp, autoParser, p.useBeamSearch());
+      }
       EngineRequest.Resumed resumed = request.resumed();
       if (resumed != null && !p.useBeamSearch()) replay(resumed);
     }
@@ -253,6 +271,9 @@ public final class OutputProcessor {
         if (finished[i]) continue;
         for (int token : resumed.tokens()[i]) {
           StopChecker.Update u = text[i].append(token, null);
+          // the parser's state follows; its pieces were delivered (or, for a non-streamed
+          // extraction, are still held in it)
+          if (parsing[i] != null) parsing[i].push(u.delta());
           if (u.finish() != null)
             throw Rejection.internal(
                 "The request cannot be resumed on this replica: a stop string ends choice "
@@ -260,6 +281,58 @@ public final class OutputProcessor {
                     + " within the tokens the first replica delivered.");
         }
       }
+    }
+
+    private static ChoiceParsing parsing(
+        EngineRequest request, TextParsing tp, ToolCallParser autoParser, boolean whole) {
+      ReasoningParser.Session session =
+          tp.reasoning() == null
+              ? null
+              : tp.reasoning().open(request.promptTokenIds(), tp.chatTemplateKwargs());
+      ToolCalling calling = tp.toolCalling();
+      ToolCallParser tools =
+          switch (calling.mode()) {
+            case NONE -> null;
+            case AUTO -> ToolCallParser.named(calling.parser());
+            case REQUIRED -> ForcedToolCalls.required(ToolCallIds::vllm);
+            case NAMED -> ForcedToolCalls.named(calling.function(), ToolCallIds::vllm);
+          };
+      return new ChoiceParsing(session, tools, tp.streamed() && !whole, !calling.parallel());
+    }
+
+    /**
+     * A choice's news with its text split into reasoning, content and tool calls; a choice that
+     * ended with {@code stop} after tool calls (auto that called, or required) ends with {@code
+     * tool_calls}, as vLLM's serving layer reports it.
+     */
+    ChoiceUpdate parsed(
+        int i,
+        String delta,
+        boolean last,
+        int[] tokenIds,
+        List<LogprobsText> logprobs,
+        FinishReason reason,
+        Object stopReason) {
+      ChoiceParsing cp = parsing[i];
+      if (cp == null) return new ChoiceUpdate(i, delta, tokenIds, logprobs, reason, stopReason);
+      ChoiceParsing.Piece a = cp.push(delta);
+      ChoiceParsing.Piece b = last ? cp.finish() : ChoiceParsing.Piece.EMPTY;
+      List<ToolCallDelta> calls = new ArrayList<>(a.toolCalls());
+      calls.addAll(b.toolCalls());
+      ToolCalling.Mode mode = request.parsing().toolCalling().mode();
+      boolean toolFinish =
+          reason == FinishReason.STOP
+              && (mode == ToolCalling.Mode.REQUIRED
+                  || (mode == ToolCalling.Mode.AUTO && cp.toolCalls() > 0));
+      return new ChoiceUpdate(
+          i,
+          a.content() + b.content(),
+          tokenIds,
+          logprobs,
+          toolFinish ? FinishReason.TOOL_CALLS : reason,
+          stopReason,
+          a.reasoning() + b.reasoning(),
+          calls);
     }
 
     String id() {

@@ -1,6 +1,7 @@
 package dev.troupe.engine.output;
 
 import dev.troupe.engine.sampling.FinishReason;
+import dev.troupe.engine.toolcall.ToolCallDelta;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -55,6 +56,8 @@ public record RequestUpdate(
    * @param logprobs one entry per token when asked, else null
    * @param finishReason null while the choice runs
    * @param stopReason the matched stop string, the stop token id, or null
+   * @param reasoning new reasoning text (a reasoning parser split it from {@code text})
+   * @param toolCalls new tool-call pieces (header, argument fragments)
    */
   public record ChoiceUpdate(
       int index,
@@ -62,9 +65,24 @@ public record RequestUpdate(
       int[] tokenIds,
       List<LogprobsText> logprobs,
       FinishReason finishReason,
-      Object stopReason) {
+      Object stopReason,
+      String reasoning,
+      List<ToolCallDelta> toolCalls) {
     public ChoiceUpdate {
       logprobs = logprobs == null ? null : List.copyOf(logprobs);
+      reasoning = reasoning == null ? "" : reasoning;
+      toolCalls = toolCalls == null ? List.of() : List.copyOf(toolCalls);
+    }
+
+    /** A choice's plain text news (no reasoning, no tool calls). */
+    public ChoiceUpdate(
+        int index,
+        String text,
+        int[] tokenIds,
+        List<LogprobsText> logprobs,
+        FinishReason finishReason,
+        Object stopReason) {
+      this(index, text, tokenIds, logprobs, finishReason, stopReason, "", List.of());
     }
   }
 

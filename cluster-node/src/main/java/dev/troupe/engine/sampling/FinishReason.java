@@ -7,7 +7,9 @@ public enum FinishReason {
   /** {@code max_tokens} (or the context) reached. */
   LENGTH,
   /** Cancelled by the client or the server. */
-  ABORT;
+  ABORT,
+  /** Ended with tool calls ({@code tool_choice} auto that called, or required). */
+  TOOL_CALLS;
 
   public String wire() {
     return name().toLowerCase(java.util.Locale.ROOT);

@@ -227,6 +227,11 @@ public final class Sampler {
     accept(token);
   }
 
+  /** Whether the choice's token constraint is complete (see {@link TokenConstraint#finished}). */
+  public boolean constraintFinished() {
+    return constraint != null && constraint.finished();
+  }
+
   public int outputLength() {
     return outputLength;
   }

@@ -19,4 +19,13 @@ public interface TokenConstraint {
 
   /** Advances the constraint by the token the choice appended. */
   void accept(int token);
+
+  /**
+   * Whether the last accepted token completed the constraint, so nothing may follow: the core ends
+   * the choice with {@code stop} even when the token would not end it by itself ({@code
+   * ignore_eos}, {@code min_tokens} not reached).
+   */
+  default boolean finished() {
+    return false;
+  }
 }

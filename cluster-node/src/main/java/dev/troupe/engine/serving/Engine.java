@@ -10,9 +10,16 @@ import dev.troupe.engine.core.StepOutput.Failure;
 import dev.troupe.engine.input.InputProcessor;
 import dev.troupe.engine.output.OutputProcessor;
 import dev.troupe.engine.output.RequestUpdate;
+import dev.troupe.engine.reasoning.ReasoningParser;
 import dev.troupe.engine.sampling.EosTokens;
 import dev.troupe.engine.sampling.LogitsProcessorRegistry;
 import dev.troupe.engine.sampling.SamplerFactory;
+import dev.troupe.engine.structured.Constraints;
+import dev.troupe.engine.structured.GrammarCache;
+import dev.troupe.engine.structured.GrammarHelpers;
+import dev.troupe.engine.structured.StructuredOutputCompiler;
+import dev.troupe.engine.structured.StructuredOutputSettings;
+import dev.troupe.engine.structured.TokenVocabularies;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
 import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.scheduler.SchedulingPolicy;
@@ -56,6 +63,32 @@ public final class Engine implements AutoCloseable {
       SchedulingPolicy policy,
       Function<String, ChatTemplate> templateCompiler,
       SamplingDefaults defaults) {
+    return create(
+        modelName,
+        runner,
+        text,
+        settings,
+        policy,
+        templateCompiler,
+        defaults,
+        null,
+        StructuredOutputSettings.defaults());
+  }
+
+  /**
+   * As above, with the model's reasoning parser ({@code --reasoning-parser}, or null) and the
+   * structured-output bounds.
+   */
+  public static Engine create(
+      String modelName,
+      ModelRunner runner,
+      TokenizerBundle text,
+      EngineSettings settings,
+      SchedulingPolicy policy,
+      Function<String, ChatTemplate> templateCompiler,
+      SamplingDefaults defaults,
+      String reasoningParser,
+      StructuredOutputSettings structured) {
     int eosId = text.eosTokenId() != null ? text.eosTokenId() : -1;
     List<Integer> configEos = runner.config().eosTokenIds();
     if (eosId < 0 && !configEos.isEmpty()) eosId = configEos.get(0);
@@ -70,6 +103,19 @@ public final class Engine implements AutoCloseable {
             EosTokens.of(eosId, configEos),
             processors);
     EngineCore core = new EngineCore(runner, settings, policy, samplers);
+    ReasoningParser reasoning =
+        reasoningParser == null ? null : ReasoningParser.named(reasoningParser, text.tokenizer());
+    // grammars see the model's whole logits row; EOS and the config's EOS ids end a constrained
+    // choice where the grammar may end
+    List<Integer> stops = new java.util.ArrayList<>(configEos);
+    if (eosId >= 0) stops.add(eosId);
+    StructuredOutputCompiler compiler =
+        new StructuredOutputCompiler(
+            () -> TokenVocabularies.of(text.tokenizer(), runner.config().vocabSize(), stops),
+            structured.limits(),
+            new GrammarCache(structured.cacheEntries(), structured.cacheBytes()),
+            structured.compileThreads() > 1 ? GrammarHelpers.executor() : null,
+            structured.compileThreads());
     InputProcessor inputs =
         new InputProcessor(
             modelName,
@@ -79,7 +125,9 @@ public final class Engine implements AutoCloseable {
             policy,
             core.maxModelLen(),
             samplers,
-            defaults);
+            defaults,
+            new Constraints(compiler, reasoning),
+            reasoning);
     return new Engine(modelName, inputs, core, new OutputProcessor(text.tokenizer()));
   }
 

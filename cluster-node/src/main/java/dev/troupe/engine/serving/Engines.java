@@ -5,6 +5,7 @@ import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.engine.runner.ModelRunners;
+import dev.troupe.engine.structured.StructuredOutputSettings;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
 import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
@@ -31,6 +32,20 @@ public final class Engines {
    * @throws IllegalArgumentException when the directory is missing or cannot be run
    */
   public static Engine open(ServedModel model, EngineSettings settings, DeviceSettings device) {
+    return open(model, settings, device, StructuredOutputSettings.defaults());
+  }
+
+  /**
+   * Loads {@code model} on {@code device}, with the model's reasoning parser and the node's
+   * structured-output bounds.
+   *
+   * @throws IllegalArgumentException when the directory is missing or cannot be run
+   */
+  public static Engine open(
+      ServedModel model,
+      EngineSettings settings,
+      DeviceSettings device,
+      StructuredOutputSettings structured) {
     ModelRunner runner;
     TokenizerBundle text;
     // The demo model has no generation_config.json: OpenAI's defaults apply to it.
@@ -66,6 +81,8 @@ public final class Engines {
         settings,
         SchedulingPolicy.parse(model.schedulingPolicy()),
         text::compileTemplate,
-        defaults);
+        defaults,
+        model.reasoningParser(),
+        structured);
   }
 }

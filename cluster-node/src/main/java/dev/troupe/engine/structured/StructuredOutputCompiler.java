@@ -8,6 +8,7 @@ import dev.troupe.engine.structured.grammar.Limits;
 import dev.troupe.engine.structured.grammar.TokenVocabulary;
 import dev.troupe.protocol.cluster.StructuredOutputsParams;
 import java.util.concurrent.Executor;
+import java.util.function.Supplier;
 
 /**
  * Turns a request's {@link StructuredOutputsParams} into a {@link CompiledGrammar} for one model's
@@ -18,7 +19,8 @@ import java.util.concurrent.Executor;
  */
 public final class StructuredOutputCompiler {
 
-  private final TokenVocabulary vocabulary;
+  private final Supplier<TokenVocabulary> vocabularySource;
+  private volatile TokenVocabulary vocabulary;
   private final Limits limits;
   private final GrammarCache cache;
   private final Executor helpers;
@@ -38,7 +40,20 @@ public final class StructuredOutputCompiler {
       GrammarCache cache,
       Executor helpers,
       int parallelism) {
-    this.vocabulary = vocabulary;
+    this(() -> vocabulary, limits, cache, helpers, parallelism);
+  }
+
+  /**
+   * With the vocabulary built on first use (building it costs about half a second for a 150k-token
+   * vocabulary: models that never see a constraint never pay it).
+   */
+  public StructuredOutputCompiler(
+      Supplier<TokenVocabulary> vocabulary,
+      Limits limits,
+      GrammarCache cache,
+      Executor helpers,
+      int parallelism) {
+    this.vocabularySource = vocabulary;
     this.limits = limits;
     this.cache = cache;
     this.helpers = helpers;
@@ -46,7 +61,14 @@ public final class StructuredOutputCompiler {
   }
 
   public TokenVocabulary vocabulary() {
-    return vocabulary;
+    TokenVocabulary v = vocabulary;
+    if (v == null) {
+      synchronized (this) {
+        v = vocabulary;
+        if (v == null) vocabulary = v = vocabularySource.get();
+      }
+    }
+    return v;
   }
 
   /**
@@ -65,12 +87,13 @@ public final class StructuredOutputCompiler {
    *     the bounds
    */
   public CompiledGrammar compile(StructuredOutputsParams params) {
+    TokenVocabulary v = vocabulary();
     return cache.get(
-        new Key(vocabulary, params.cacheKey()),
+        new Key(v, params.cacheKey()),
         () -> {
           Grammar g = StructuredOutputGrammars.of(params);
           try {
-            return CompiledGrammar.compile(g, vocabulary, limits, helpers, parallelism);
+            return CompiledGrammar.compile(g, v, limits, helpers, parallelism);
           } catch (GrammarException e) {
             throw StructuredOutputGrammars.tooLarge(params, e);
           }

@@ -44,6 +44,9 @@ import java.util.Map;
  * @param resume the output already delivered when the request continues on another replica after
  *     its first one was lost (migration); null for a new request. Set by the gateway only, never
  *     from a client's body
+ * @param toolCalling how the output becomes tool calls ({@link ToolCalling#NONE}: plain content)
+ * @param streamed the client streams: tool calls are parsed as the text grows; otherwise once, from
+ *     the whole output (vLLM's full and stream generators differ in that)
  */
 public record GenerationRequest(
     String requestId,
@@ -65,7 +68,10 @@ public record GenerationRequest(
     boolean returnTokensAsTokenIds,
     Adapter adapter,
     List<Integer> promptTokenIds,
-    Resume resume)
+    Resume resume,
+
+    ToolCalling toolCalling,
+    boolean streamed)
     implements CborSerializable {
 
   /**
@@ -152,6 +158,7 @@ public record GenerationRequest(
     documents = documents == null ? null : List.copyOf(documents);
     chatTemplateKwargs = jsonObject(chatTemplateKwargs);
     promptTokenIds = promptTokenIds == null ? null : List.copyOf(promptTokenIds);
+    if (toolCalling == null) toolCalling = ToolCalling.NONE;
   }
 
   /** JSON objects may hold null values, which {@code Map.copyOf} refuses; keep insertion order. */
@@ -227,6 +234,8 @@ public record GenerationRequest(
     private Adapter adapter;
     private List<Integer> promptTokenIds;
     private Resume resume;
+    private ToolCalling toolCalling = ToolCalling.NONE;
+    private boolean streamed;
 
     private Builder(String requestId) {
       this.requestId = requestId;
@@ -253,6 +262,11 @@ public record GenerationRequest(
       adapter = r.adapter;
       promptTokenIds = r.promptTokenIds;
       resume = r.resume;
+      return this;
+    }
+
+      toolCalling = r.toolCalling;
+      streamed = r.streamed;
     }
 
     public Builder requestId(String v) {
@@ -356,6 +370,13 @@ public record GenerationRequest(
 
     public Builder resume(Resume v) {
       resume = v;
+    public Builder toolCalling(ToolCalling v) {
+      toolCalling = v;
+      return this;
+    }
+
+    public Builder streamed(boolean v) {
+      streamed = v;
       return this;
     }
 
@@ -380,7 +401,10 @@ public record GenerationRequest(
           returnTokensAsTokenIds,
           adapter,
           promptTokenIds,
-          resume);
+          resume,
+
+          toolCalling,
+          streamed);
     }
   }
 }

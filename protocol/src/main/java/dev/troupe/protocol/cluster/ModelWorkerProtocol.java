@@ -364,6 +364,9 @@ public final class ModelWorkerProtocol {
    * @param logprobs one entry per id when logprobs were asked for, else null
    * @param finishReason why the choice ended with this step, or null while it runs
    * @param stopReason the matched stop string (String), stop token id (Integer), or null
+   * @param reasoning newly final reasoning text (the model's reasoning parser split it from the
+   *     content); empty when none
+   * @param toolCalls new tool-call pieces of this step, in order; empty when none
    */
   public record ChoiceUpdate(
       int index,
@@ -371,11 +374,27 @@ public final class ModelWorkerProtocol {
       List<Integer> tokenIds,
       List<LogprobEntry> logprobs,
       FinishReason finishReason,
-      Object stopReason)
+      Object stopReason,
+      String reasoning,
+      List<ToolCallPiece> toolCalls)
       implements CborSerializable {
+
+    /** News without reasoning or tool calls. */
+    public ChoiceUpdate(
+        int index,
+        String text,
+        List<Integer> tokenIds,
+        List<LogprobEntry> logprobs,
+        FinishReason finishReason,
+        Object stopReason) {
+      this(index, text, tokenIds, logprobs, finishReason, stopReason, "", List.of());
+    }
+
     public ChoiceUpdate {
       if (index < 0) throw new IllegalArgumentException("index must be >= 0");
       if (text == null) text = "";
+      if (reasoning == null) reasoning = "";
+      toolCalls = toolCalls == null ? List.of() : List.copyOf(toolCalls);
       tokenIds = tokenIds == null ? List.of() : List.copyOf(tokenIds);
       logprobs = logprobs == null ? null : List.copyOf(logprobs);
       if (stopReason instanceof Number number) stopReason = number.intValue();
@@ -390,11 +409,29 @@ public final class ModelWorkerProtocol {
     }
   }
 
+  /**
+   * One streamed piece of a tool call (OpenAI's {@code delta.tool_calls[]}): the first piece of a
+   * call carries {@code id} and {@code name} (its type is {@code function}), later ones a fragment
+   * of the arguments; a call's fragments concatenate to its arguments JSON string.
+   *
+   * @param index the call's position among the choice's calls
+   * @param id the call id (first piece only), else null
+   * @param name the function name (first piece only), else null
+   * @param arguments a fragment of the arguments, or null
+   */
+  public record ToolCallPiece(int index, String id, String name, String arguments)
+      implements CborSerializable {
+    public ToolCallPiece {
+      if (index < 0) throw new IllegalArgumentException("index must be >= 0");
+    }
+  }
+
   /** Why a choice ended; {@link #wireName()} is the OpenAI/vLLM value. */
   public enum FinishReason {
     STOP,
     LENGTH,
-    ABORT;
+    ABORT,
+    TOOL_CALLS;
 
     public String wireName() {
       return name().toLowerCase(java.util.Locale.ROOT);

@@ -48,6 +48,8 @@ import java.util.Map;
  * @param lengthPenalty beam score = cumulative logprob / length^lengthPenalty
  * @param logitsProcessors custom processors, by qualified class name and constructor arguments
  * @param engineXargs free-form extension arguments handed to logits processors
+ * @param structuredOutputs the constraint every generated token must respect (a grammar the worker
+ *     compiles), or null
  */
 public record SamplingParams(
     int n,
@@ -75,7 +77,8 @@ public record SamplingParams(
     boolean useBeamSearch,
     double lengthPenalty,
     List<LogitsProcessorSpec> logitsProcessors,
-    Map<String, Object> engineXargs)
+    Map<String, Object> engineXargs,
+    StructuredOutputsParams structuredOutputs)
     implements CborSerializable {
 
   /** Below this temperature sampling is greedy, as in vLLM. */
@@ -258,6 +261,7 @@ public record SamplingParams(
     private double lengthPenalty = 1.0;
     private List<LogitsProcessorSpec> logitsProcessors = List.of();
     private Map<String, Object> engineXargs = Map.of();
+    private StructuredOutputsParams structuredOutputs;
 
     private Builder() {}
 
@@ -288,6 +292,7 @@ public record SamplingParams(
       lengthPenalty = p.lengthPenalty;
       logitsProcessors = p.logitsProcessors;
       engineXargs = p.engineXargs;
+      structuredOutputs = p.structuredOutputs;
     }
 
     public Builder n(int v) {
@@ -420,6 +425,11 @@ public record SamplingParams(
       return this;
     }
 
+    public Builder structuredOutputs(StructuredOutputsParams v) {
+      structuredOutputs = v;
+      return this;
+    }
+
     public SamplingParams build() {
       return new SamplingParams(
           n,
@@ -447,7 +457,8 @@ public record SamplingParams(
           useBeamSearch,
           lengthPenalty,
           logitsProcessors,
-          engineXargs);
+          engineXargs,
+          structuredOutputs);
     }
   }
 

@@ -24,18 +24,31 @@ public record ServedModels(List<ServedModel> models) {
         throw new IllegalArgumentException("model '" + m.name() + "' is configured twice");
   }
 
-  /** Reads {@code troupe.models}, a list of {@code {name, path, replicas, scheduling-policy}}. */
+  /**
+   * Reads {@code troupe.models}, a list of {@code {name, path, replicas, scheduling-policy,
+   * reasoning-parser, tool-call-parser, enable-auto-tool-choice}}.
+   */
   public static ServedModels fromConfig(Config config) {
     List<ServedModel> out = new ArrayList<>();
     for (Config c : config.getConfigList("troupe.models")) {
+      String path = c.hasPath("path") ? c.getString("path") : ServedModel.DEMO_PATH;
       out.add(
           new ServedModel(
               c.getString("name"),
-              c.hasPath("path") ? c.getString("path") : ServedModel.DEMO_PATH,
+              path,
               c.hasPath("replicas") ? c.getInt("replicas") : 1,
-              c.hasPath("scheduling-policy") ? c.getString("scheduling-policy") : "fcfs"));
+              c.hasPath("scheduling-policy") ? c.getString("scheduling-policy") : "fcfs",
+              c.hasPath("reasoning-parser")
+                  ? blankToNull(c.getString("reasoning-parser"))
+                  : ServedModel.DEMO_PATH.equals(path) ? "qwen3" : null,
+              c.hasPath("tool-call-parser") ? blankToNull(c.getString("tool-call-parser")) : null,
+              c.hasPath("enable-auto-tool-choice") && c.getBoolean("enable-auto-tool-choice")));
     }
     return new ServedModels(out);
+  }
+
+  private static String blankToNull(String s) {
+    return s == null || s.isBlank() || s.equals("none") ? null : s;
   }
 
   public Optional<ServedModel> find(String name) {
@@ -55,10 +68,35 @@ public record ServedModels(List<ServedModel> models) {
    * @param replicas number of ModelWorker entities ({@code name#0 .. name#replicas-1})
    * @param schedulingPolicy {@code fcfs} (requests with a priority other than 0 are refused) or
    *     {@code priority}
+   * @param reasoningParser vLLM's {@code --reasoning-parser} for this model ({@code qwen3}, {@code
+   *     deepseek_r1}), or null: reasoning is split out of the content
+   * @param toolCallParser vLLM's {@code --tool-call-parser} ({@code hermes}, {@code llama3_json},
+   *     {@code mistral}), or null
+   * @param enableAutoToolChoice vLLM's {@code --enable-auto-tool-choice}: {@code tool_choice:
+   *     "auto"} is served (with {@code toolCallParser})
    */
-  public record ServedModel(String name, String path, int replicas, String schedulingPolicy) {
+  public record ServedModel(
+      String name,
+      String path,
+      int replicas,
+      String schedulingPolicy,
+      String reasoningParser,
+      String toolCallParser,
+      boolean enableAutoToolChoice) {
     /** The {@code path} of the built-in demo model. */
     public static final String DEMO_PATH = "demo";
+
+    /** The reasoning parsers a model may be configured with. */
+    public static final List<String> REASONING_PARSERS = List.of("qwen3", "deepseek_r1");
+
+    /** The tool-call parsers a model may be configured with. */
+    public static final List<String> TOOL_CALL_PARSERS =
+        List.of("hermes", "llama3_json", "mistral");
+
+    /** A model without reasoning or tool-call parsing. */
+    public ServedModel(String name, String path, int replicas, String schedulingPolicy) {
+      this(name, path, replicas, schedulingPolicy, null, null, false);
+    }
 
     public ServedModel {
       if (name == null || name.isBlank())
@@ -69,6 +107,30 @@ public record ServedModels(List<ServedModel> models) {
       if (!schedulingPolicy.equals("fcfs") && !schedulingPolicy.equals("priority"))
         throw new IllegalArgumentException(
             "scheduling-policy of " + name + " must be fcfs or priority, got " + schedulingPolicy);
+      if (reasoningParser != null && !REASONING_PARSERS.contains(reasoningParser))
+        throw new IllegalArgumentException(
+            "reasoning-parser of "
+                + name
+                + " must be one of "
+                + REASONING_PARSERS
+                + ", got "
+                + reasoningParser);
+      if (toolCallParser != null && !TOOL_CALL_PARSERS.contains(toolCallParser))
+        throw new IllegalArgumentException(
+            "tool-call-parser of "
+                + name
+                + " must be one of "
+                + TOOL_CALL_PARSERS
+                + ", got "
+                + toolCallParser);
+      if (enableAutoToolChoice && toolCallParser == null)
+        throw new IllegalArgumentException(
+            "enable-auto-tool-choice for " + name + " needs a tool-call-parser");
+    }
+
+    /** The parser {@code tool_choice: "auto"} runs, or null when auto tool choice is off. */
+    public String autoToolParser() {
+      return enableAutoToolChoice ? toolCallParser : null;
     }
 
     public boolean isDemo() {

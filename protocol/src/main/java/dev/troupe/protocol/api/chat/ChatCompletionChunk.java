@@ -54,11 +54,24 @@ public record ChatCompletionChunk(
       @JsonInclude(JsonInclude.Include.NON_NULL) Object stopReason,
       @JsonInclude(JsonInclude.Include.NON_NULL) List<Integer> tokenIds) {}
 
-  /** The increment of a choice's message: {@code role} only on the first chunk of a choice. */
+  /**
+   * The increment of a choice's message: {@code role} only on the first chunk of a choice;
+   * reasoning in both {@code reasoning} and {@code reasoning_content} (vLLM v0.11); tool-call
+   * pieces as OpenAI streams them.
+   */
   @JsonInclude(JsonInclude.Include.NON_NULL)
-  @JsonPropertyOrder({"role", "content", "reasoning", "reasoning_content"})
+  @JsonPropertyOrder({"role", "content", "reasoning", "reasoning_content", "tool_calls"})
   @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-  public record Delta(String role, String content, String reasoning, String reasoningContent) {
+  public record Delta(
+      String role,
+      String content,
+      String reasoning,
+      String reasoningContent,
+      List<DeltaToolCall> toolCalls) {
+    public Delta(String role, String content, String reasoning, String reasoningContent) {
+      this(role, content, reasoning, reasoningContent, null);
+    }
+
     public static Delta role(String role) {
       return new Delta(role, "", null, null);
     }
@@ -71,4 +84,17 @@ public record ChatCompletionChunk(
       return new Delta(null, null, null, null);
     }
   }
+
+  /**
+   * One piece of a streamed tool call: the first piece of a call has {@code id}, {@code type} and
+   * {@code function.name}; later pieces a fragment of {@code function.arguments}.
+   */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  @JsonPropertyOrder({"index", "id", "type", "function"})
+  public record DeltaToolCall(int index, String id, String type, DeltaFunction function) {}
+
+  /** {@code delta.tool_calls[].function}. */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  @JsonPropertyOrder({"name", "arguments"})
+  public record DeltaFunction(String name, String arguments) {}
 }

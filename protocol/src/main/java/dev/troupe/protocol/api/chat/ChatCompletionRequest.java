@@ -89,9 +89,23 @@ public record ChatCompletionRequest(
   @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
   public record StreamOptions(Boolean includeUsage, Boolean continuousUsageStats) {}
 
-  /** {@code response_format}: {@code type} plus, for {@code json_schema}, the schema. */
+  /**
+   * {@code response_format}: {@code type} plus, for {@code json_schema}, the schema; for {@code
+   * structural_tag}, vLLM's {@code structures} and {@code triggers} (or xgrammar's {@code format},
+   * which is refused).
+   */
   @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-  public record ResponseFormat(String type, JsonSchema jsonSchema) {}
+  public record ResponseFormat(
+      String type,
+      JsonSchema jsonSchema,
+      List<Map<String, Object>> structures,
+      List<String> triggers,
+      Map<String, Object> format) {
+    /** A {@code text}, {@code json_object} or {@code json_schema} format. */
+    public ResponseFormat(String type, JsonSchema jsonSchema) {
+      this(type, jsonSchema, null, null, null);
+    }
+  }
 
   /** {@code response_format.json_schema}. */
   @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)

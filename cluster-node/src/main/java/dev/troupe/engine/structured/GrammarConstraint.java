@@ -1,0 +1,111 @@
+package dev.troupe.engine.structured;
+
+import dev.troupe.engine.reasoning.ReasoningParser;
+import dev.troupe.engine.reasoning.ReasoningParser.Phase;
+import dev.troupe.engine.sampling.TokenConstraint;
+import dev.troupe.engine.structured.grammar.GrammarMatcher;
+
+/**
+ * One choice's structured-output constraint, the {@link TokenConstraint} the sampler applies after
+ * every other logits processor: logits of tokens the grammar does not allow next become −inf.
+ *
+ * <p>With a reasoning parser the grammar applies to the content only, as vLLM does: while the
+ * choice is reasoning nothing is masked; while it is undecided (its first token decides) the
+ * parser's start token ({@code <think>}) is allowed next to the grammar's tokens.
+ *
+ * <p>Validity wins over other controls: when {@code min_tokens}, {@code logit_bias}, {@code
+ * bad_words} or {@code allowed_token_ids} removed every token the grammar allows, those tokens are
+ * put back with equal logits (vLLM would sample a token outside the grammar instead).
+ *
+ * <p>Engine thread only; the matcher survives preemption (it depends only on accepted tokens).
+ */
+public final class GrammarConstraint implements TokenConstraint {
+
+  private final GrammarMatcher matcher;
+  private final ReasoningParser.Session reasoning; // null: no reasoning parser
+  private final long[] bits;
+
+  /**
+   * @param matcher a fresh matcher of the request's grammar (a fork per choice)
+   * @param reasoning the choice's reasoning session, or null when the model has no parser
+   */
+  public GrammarConstraint(GrammarMatcher matcher, ReasoningParser.Session reasoning) {
+    this.matcher = matcher;
+    this.reasoning = reasoning;
+    this.bits = new long[(matcher.grammar().vocabulary().size() + 63) >>> 6];
+  }
+
+  private Phase phase() {
+    return reasoning == null ? Phase.CONTENT : reasoning.phase();
+  }
+
+  @Override
+  public void mask(float[] logits) {
+    Phase phase = phase();
+    if (phase == Phase.REASONING) return;
+    matcher.fillNextTokenMask(bits);
+    if (phase == Phase.UNDECIDED) {
+      int start = reasoning.startTokenId();
+      if (start >= 0 && start < logits.length) bits[start >>> 6] |= 1L << start;
+    }
+    if (!apply(logits)) {
+      // nothing the grammar allows survived the other processors: allow it all, evenly
+      for (int w = 0; w < bits.length; w++) {
+        long m = bits[w];
+        while (m != 0) {
+          int id = (w << 6) + Long.numberOfTrailingZeros(m);
+          if (id < logits.length) logits[id] = 0f;
+          m &= m - 1;
+        }
+      }
+    }
+  }
+
+  /** Masks the row; returns whether an allowed token kept a finite logit. */
+  private boolean apply(float[] x) {
+    boolean finite = false;
+    int n = x.length;
+    for (int w = 0; w < bits.length; w++) {
+      long m = bits[w];
+      int base = w << 6;
+      int end = Math.min(64, n - base);
+      if (m == 0) {
+        java.util.Arrays.fill(x, base, base + end, Float.NEGATIVE_INFINITY);
+        continue;
+      }
+      if (m == -1L) {
+        if (!finite)
+          for (int i = base; i < base + end && !finite; i++)
+            finite = x[i] != Float.NEGATIVE_INFINITY;
+        continue;
+      }
+      for (int i = 0; i < end; i++) {
+        if ((m & (1L << i)) == 0) x[base + i] = Float.NEGATIVE_INFINITY;
+        else if (!finite && x[base + i] != Float.NEGATIVE_INFINITY) finite = true;
+      }
+    }
+    return finite;
+  }
+
+  @Override
+  public void accept(int token) {
+    Phase phase = phase();
+    if (reasoning != null) reasoning.onToken(token);
+    if (phase == Phase.REASONING) return;
+    if (phase == Phase.UNDECIDED && token == reasoning.startTokenId()) return;
+    if (!matcher.accept(token))
+      throw new IllegalStateException(
+          "token " + token + " is not allowed by the request's grammar");
+  }
+
+  /** The grammar accepted a stop token: the choice is complete and must end. */
+  @Override
+  public boolean finished() {
+    return matcher.isTerminated();
+  }
+
+  /** The matcher (tests). */
+  GrammarMatcher matcher() {
+    return matcher;
+  }
+}

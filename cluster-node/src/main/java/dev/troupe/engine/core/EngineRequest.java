@@ -93,7 +93,6 @@ public record EngineRequest(
         returnPromptTokenIds,
         logprobTokenIds,
         resumed,
-
         parsing);
   }
 }

@@ -216,7 +216,6 @@ public final class InputProcessor {
         r.returnTokenIds(),
         r.returnTokensAsTokenIds(),
         resumed,
-
         parsing.active() ? parsing : TextParsing.NONE);
   }
 

@@ -69,7 +69,6 @@ public record GenerationRequest(
     Adapter adapter,
     List<Integer> promptTokenIds,
     Resume resume,
-
     ToolCalling toolCalling,
     boolean streamed)
     implements CborSerializable {
@@ -262,9 +261,6 @@ public record GenerationRequest(
       adapter = r.adapter;
       promptTokenIds = r.promptTokenIds;
       resume = r.resume;
-      return this;
-    }
-
       toolCalling = r.toolCalling;
       streamed = r.streamed;
     }
@@ -370,6 +366,9 @@ public record GenerationRequest(
 
     public Builder resume(Resume v) {
       resume = v;
+      return this;
+    }
+
     public Builder toolCalling(ToolCalling v) {
       toolCalling = v;
       return this;
@@ -402,7 +401,6 @@ public record GenerationRequest(
           adapter,
           promptTokenIds,
           resume,
-
           toolCalling,
           streamed);
     }

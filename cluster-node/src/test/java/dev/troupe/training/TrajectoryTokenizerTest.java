@@ -73,6 +73,28 @@ class TrajectoryTokenizerTest {
   }
 
   @Test
+  void reasoningIsTrainedAsTheModelsOwnTokens() throws Exception {
+    // a served answer with a reasoning parser: the <think> text is in reasoning_content, not in
+    // content, but logprobs.content lists every sampled token, tags included
+    int[] sampled =
+        concat(tok.encode("<think>\nadd them\n</think>\n\nFour.", false), new int[] {imEnd});
+    double[] lps = new double[sampled.length];
+    for (int i = 0; i < lps.length; i++) lps[i] = -0.05 * (i + 1);
+    String c =
+        choice(sampled, lps, "Four.")
+            .replace(
+                "'content':'Four.'}",
+                "'content':'Four.','reasoning_content':'add them','reasoning':'add them'}");
+    JsonNode t =
+        json("{'reward':1,'messages_and_choices':[{'role':'user','content':'2+2?'}," + c + "]}");
+    TokenizedHistory h = tt.tokenize(t).get(0);
+    int[] prompt = tok.encode("<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n", false);
+    assertArrayEquals(concat(prompt, sampled), h.tokens());
+    assertEquals(sampled.length, h.numTrainable(), "the reasoning tokens are trained too");
+    for (int i = 0; i < sampled.length; i++) assertEquals(lps[i], h.logprobs()[prompt.length + i]);
+  }
+
+  @Test
   void multiTurnKeepsEarlierChoicesAndDoesNotRepeatEndOfTurn() throws Exception {
     int[] first = concat(tok.encode("Hi", false), new int[] {imEnd});
     int[] second = tok.encode("Bye", false); // stopped by length: no end token

@@ -165,8 +165,14 @@ public final class CacheReporter extends AbstractBehavior<CacheReporter.Command>
       removed.remove(h);
       stored.add(h);
     }
+    boolean wasBusy = load != null && (load.running() > 0 || load.waiting() > 0);
     loadChanged |= !c.load().equals(load);
     load = c.load();
+    // Fallen idle: report at once instead of at the next tick. An agent sends its next turn as
+    // soon as the answer arrives; a report up to one interval old would still count the finished
+    // request's blocks as load there and could send that turn away from its cached prefix. One
+    // extra report per busy period at most.
+    if (wasBusy && load.running() == 0 && load.waiting() == 0) return onTick();
     return this;
   }
 

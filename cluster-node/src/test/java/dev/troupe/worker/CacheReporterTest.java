@@ -92,6 +92,40 @@ class CacheReporterTest {
     assertEquals(beat.seq() + 1, next.seq());
   }
 
+  @Test
+  void aReplicaThatFallsIdleReportsAtOnceNotAtTheNextTick() {
+    TestProbe<CacheReport> gateway = testKit.createTestProbe();
+    ActorRef<Topic.Command<CacheReport>> reports =
+        testKit.spawn(Topic.create(CacheReport.class, CacheReports.reportTopic("idle")));
+    reports.tell(Topic.subscribe(gateway.getRef()));
+    // No tick and no heartbeat within the test: every report below is the idle one.
+    ActorRef<CacheReporter.Command> reporter =
+        testKit.spawn(
+            CacheReporter.create(
+                "idle#0", "idle", 16, Duration.ofMinutes(10), Duration.ofMinutes(10)));
+    ReplicaLoad busy = new ReplicaLoad(0, 1, 0, 4, 64, List.of());
+    ReplicaLoad idle = new ReplicaLoad(0, 0, 0, 0, 64, List.of());
+    CacheDelta none = new CacheDelta(false, List.of(), List.of());
+    gateway.awaitAssert(
+        Duration.ofSeconds(5),
+        () -> {
+          reporter.tell(new CacheReporter.Changed(none, busy));
+          reporter.tell(new CacheReporter.Changed(none, idle));
+          gateway.receiveMessage(Duration.ofMillis(300));
+          return null;
+        });
+    BlockHash a = new BlockHash(7, 7);
+    reporter.tell(new CacheReporter.Changed(new CacheDelta(false, List.of(a), List.of()), busy));
+    gateway.expectNoMessage(Duration.ofMillis(300)); // busy: coalesced until the tick
+    reporter.tell(new CacheReporter.Changed(none, idle));
+    CacheReport r = gateway.receiveMessage(Duration.ofSeconds(2));
+    assertEquals(0, r.load().running());
+    assertEquals(0, r.load().kvBlocksUsed());
+    assertEquals(Set.of(a), new HashSet<>(r.storedHashes()));
+    reporter.tell(new CacheReporter.Changed(none, idle)); // still idle: nothing new to say
+    gateway.expectNoMessage(Duration.ofMillis(300));
+  }
+
   private static CacheReport nextWithChanges(TestProbe<CacheReport> probe) {
     for (int i = 0; i < 20; i++) {
       CacheReport r = probe.receiveMessage(Duration.ofSeconds(2));

@@ -83,8 +83,8 @@ class CacheAwareRoutingMultiNodeTest {
     return node;
   }
 
-  /** A chat's answer: the route header and the cached prompt tokens it reported. */
-  private record Answer(String route, int cachedTokens, int promptTokens) {
+  /** A chat's answer: the route header, the cached prompt tokens it reported, its token ids. */
+  private record Answer(String route, int cachedTokens, int promptTokens, List<Integer> tokenIds) {
     String replica() {
       return field("replica");
     }
@@ -102,6 +102,15 @@ class CacheAwareRoutingMultiNodeTest {
 
   private Answer chat(TroupeNode gateway, String system, String user, String salt)
       throws Exception {
+    return chat(gateway, system, user, salt, false);
+  }
+
+  /**
+   * One greedy chat; streamed with {@code stream_options.include_usage} when {@code stream}, the
+   * usage then read from the last chunk that has it.
+   */
+  private Answer chat(TroupeNode gateway, String system, String user, String salt, boolean stream)
+      throws Exception {
     Map<String, Object> body = new HashMap<>();
     body.put("model", "demo");
     body.put(
@@ -110,6 +119,11 @@ class CacheAwareRoutingMultiNodeTest {
             Map.of("role", "system", "content", system), Map.of("role", "user", "content", user)));
     body.put("max_tokens", 3);
     body.put("temperature", 0);
+    body.put("return_token_ids", true);
+    if (stream) {
+      body.put("stream", true);
+      body.put("stream_options", Map.of("include_usage", true));
+    }
     if (salt != null) body.put("cache_salt", salt);
     HttpResponse<String> r =
         http.send(
@@ -122,11 +136,27 @@ class CacheAwareRoutingMultiNodeTest {
                 .build(),
             HttpResponse.BodyHandlers.ofString());
     assertEquals(200, r.statusCode(), r.body());
-    JsonNode usage = JSON.readTree(r.body()).path("usage");
+    List<Integer> ids = new ArrayList<>();
+    JsonNode usage = null;
+    if (stream) {
+      for (String line : r.body().split("\n")) {
+        if (!line.startsWith("data: ") || line.equals("data: [DONE]")) continue;
+        JsonNode chunk = JSON.readTree(line.substring(6));
+        for (JsonNode choice : chunk.path("choices"))
+          for (JsonNode id : choice.path("token_ids")) ids.add(id.asInt());
+        if (chunk.path("usage").isObject()) usage = chunk.path("usage");
+      }
+      assertTrue(usage != null, "no usage chunk: " + r.body());
+    } else {
+      JsonNode answer = JSON.readTree(r.body());
+      for (JsonNode id : answer.path("choices").path(0).path("token_ids")) ids.add(id.asInt());
+      usage = answer.path("usage");
+    }
     return new Answer(
         r.headers().firstValue("X-Troupe-Route").orElseThrow(),
         usage.path("prompt_tokens_details").path("cached_tokens").asInt(0),
-        usage.path("prompt_tokens").asInt());
+        usage.path("prompt_tokens").asInt(),
+        ids);
   }
 
   private String metrics(TroupeNode gateway) throws Exception {
@@ -182,7 +212,10 @@ class CacheAwareRoutingMultiNodeTest {
     assertTrue(warm.route().contains("cached_tokens=" + warm.cachedTokens()), warm.route());
     // Affinity holds for the following requests of that prefix.
     String held = system(k - 1);
+    // (Each after a pause: the replica's report that its last request ended and released its
+    // blocks crosses to the gateway on its own path; until it arrives, those blocks count as load.)
     for (int i = 0; i < 3; i++) {
+      Thread.sleep(200);
       Answer again = chat(gateway, held, "Question " + i + " again?", null);
       assertEquals(replica, again.replica(), again.route());
       assertEquals("prefix", again.reason(), again.route());
@@ -192,6 +225,15 @@ class CacheAwareRoutingMultiNodeTest {
     Answer salted = chat(gateway, held, "Second question, a different one?", "tenant-b");
     assertEquals(0, salted.cachedTokens(), salted.toString());
     assertTrue(salted.route().contains("cached_tokens=0"), salted.route());
+    // The same prompt computed from scratch (other salt) and with its prefix cached: same tokens.
+    assertEquals(3, salted.tokenIds().size(), salted.toString());
+    assertEquals(salted.tokenIds(), warm.tokenIds());
+    // Streamed, the usage chunk reports the hit too, and the tokens are the same.
+    Thread.sleep(200);
+    Answer streamed = chat(gateway, held, "Second question, a different one?", null, true);
+    assertEquals(replica, streamed.replica(), streamed.route());
+    assertTrue(streamed.cachedTokens() > 0, streamed.toString());
+    assertEquals(warm.tokenIds(), streamed.tokenIds());
 
     String m = metrics(gateway);
     assertTrue(

@@ -88,6 +88,46 @@ class PrefixCachingEngineTest {
   }
 
   @Test
+  void underPressureTheOldestPrefixIsEvictedAndRecomputedToTheSameTokens() {
+    String[] texts = {
+      "Alpha team notes: the rollout workers restart every night, the gateway keeps its routes, and"
+          + " the trainer writes a checkpoint after each step so that nothing is lost when a node"
+          + " goes down in the middle of a long run of many episodes.",
+      "Bravo team notes: reward models are scored on held-out prompts, every score is logged with"
+          + " its checkpoint, and a regression of more than two points blocks the release until a"
+          + " person has looked at the failing trajectories one by one.",
+      "Charlie team notes: the tokenizer files live next to the weights, the chat template is read"
+          + " from the tokenizer configuration, and a model without one is refused at load time"
+          + " with a message naming the file that should have held it."
+    };
+    for (int i = 0; i < texts.length; i++) texts[i] = texts[i] + " " + texts[i]; // more blocks
+    int[] a = EngineTest.encode(texts[0]);
+    int cacheable = (a.length - 1) / 16 * 16;
+    assertTrue(cacheable >= 48, "the test needs several full blocks: " + a.length);
+    List<Integer> expected = EngineTest.referenceGreedy(a, 8);
+    // Room for two of the three requests: the third must evict the first's blocks (LRU).
+    int[] b = EngineTest.encode(texts[1]);
+    int[] c = EngineTest.encode(texts[2]);
+    int blocks = (Math.max(a.length, Math.max(b.length, c.length)) + 8 + 15) / 16 * 2 + 1;
+    try (Driver e =
+        EngineTest.engine(EngineSettings.small().withNumBlocks(blocks), SchedulingPolicy.FCFS)) {
+      assertEquals(expected, tokens(run(e, request("a", texts[0], EngineTest.greedy(8))), 0));
+      run(e, request("b", texts[1], EngineTest.greedy(8)));
+      run(e, request("c", texts[2], EngineTest.greedy(8)));
+      assertTrue(e.engine.core().scheduler().blocks().numEvictions() > 0, "nothing was evicted");
+      List<RequestUpdate> again = run(e, request("a2", texts[0], EngineTest.greedy(8)));
+      assertEquals(expected, tokens(again, 0), "recomputed after eviction: the same tokens");
+      assertTrue(
+          usage(again).cachedPromptTokens() < cacheable,
+          "a's tail blocks were evicted: " + usage(again).cachedPromptTokens());
+      List<RequestUpdate> third = run(e, request("a3", texts[0], EngineTest.greedy(8)));
+      assertEquals(expected, tokens(third, 0));
+      assertEquals(cacheable, usage(third).cachedPromptTokens(), "cached again in full");
+      assertEquals(0, e.engine.core().scheduler().blocks().numUsed(), "every block free again");
+    }
+  }
+
+  @Test
   void seededSamplingIsIdenticalWithAndWithoutTheCache() {
     SamplingParams p = EngineTest.seeded(2, 7, 8);
     List<Integer> plain0, plain1;

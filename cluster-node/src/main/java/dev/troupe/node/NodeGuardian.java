@@ -4,6 +4,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 import dev.troupe.worker.EngineProvider;
+import dev.troupe.worker.HandOff;
 import dev.troupe.worker.ModelWorker;
 import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -57,6 +58,8 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
                             engines,
                             settings.metricsLogInterval()))
                 .withRole(ModelWorkerProtocol.ROLE)
+                // On hand-off in-flight requests migrate instead of being aborted.
+                .withStopMessage(HandOff.INSTANCE)
                 .withSettings(ClusterShardingSettings.create(system).withRememberEntities(true))
                 .withEntityProps(DispatcherSelector.fromConfig(NodeSettings.WORKER_DISPATCHER)));
   }

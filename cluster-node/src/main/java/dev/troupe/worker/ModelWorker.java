@@ -9,6 +9,7 @@ import dev.troupe.engine.output.RequestUpdate;
 import dev.troupe.engine.serving.Engine;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Accepted;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenize;
@@ -17,6 +18,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GetStatus;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Migrate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ReplicaId;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
@@ -68,7 +70,9 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * restart or a move to another node); requests naming it wait for it, others keep running.
  *
  * <p>Isolation: what fails on one request's data fails only that request (the engine reports it);
- * an exception escaping a step is a bug or a broken engine and restarts the entity.
+ * an exception escaping a step is a bug or a broken engine and restarts the entity. A replica that
+ * stops ({@link HandOff} when its shard moves, a node shutting down) hands its requests back with
+ * {@link Migrate}: the gateway resumes them on another replica.
  *
  * <p>Thread: the pinned dispatcher {@code troupe.worker.dispatcher} (the CPU runner is confined to
  * one thread). Nothing survives a restart: in-flight requests are failed, the model is reloaded;
@@ -222,8 +226,9 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         .onMessageEquals(Step.INSTANCE, this::onStep)
         .onMessage(RequesterGone.class, this::onRequesterGone)
         .onMessageEquals(LogMetrics.INSTANCE, this::onLogMetrics)
-        .onSignal(PostStop.class, s -> onStop("the worker stopped"))
-        .onSignal(PreRestart.class, s -> onStop("the worker restarted after a failure"))
+        .onMessageEquals(HandOff.INSTANCE, Behaviors::stopped) // PostStop: they migrate
+        .onSignal(PostStop.class, s -> onStop(entityId + " stopped", true))
+        .onSignal(PreRestart.class, s -> onStop("the worker restarted after a failure", false))
         .build();
   }
 
@@ -242,6 +247,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
       return this;
     }
     requesters.track(id, g.replyTo());
+    if (g.acknowledge()) g.replyTo().tell(new Accepted(id, entityId, getContext().getSelf()));
     Adapter adapter = g.request().adapter();
     if (adapter != null && !adapter.isBase()) load(adapter); // read while the input is prepared
     InputProcessor inputs = engine.inputs();
@@ -450,9 +456,18 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     return WireUpdates.status(entityId, engine);
   }
 
-  private Behavior<Command> onStop(String why) {
+  /**
+   * A stopping replica (its shard handed off to another node, the node shutting down) hands each
+   * request in flight back to be resumed elsewhere ({@link Migrate}); a restart after a failure
+   * fails them (the request may be what broke the engine: it is not passed on).
+   */
+  private Behavior<Command> onStop(String why, boolean migrate) {
     for (Map.Entry<String, ActorRef<GenerationEvent>> e : requesters.clear().entrySet())
-      e.getValue().tell(new Failed(e.getKey(), ErrorKind.INTERNAL, why, null));
+      e.getValue()
+          .tell(
+              migrate
+                  ? new Migrate(e.getKey(), why)
+                  : new Failed(e.getKey(), ErrorKind.INTERNAL, why, null));
     inputExecutor.shutdownNow();
     engine.close();
     return this;
@@ -481,13 +496,6 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   }
 
   private Rejection overloaded() {
-    return new Rejection(
-        Rejection.Kind.OVERLOADED,
-        "The server is overloaded: model replica "
-            + entityId
-            + " has "
-            + inputExecutor.getQueue().size()
-            + " requests waiting to be prepared. Retry later.",
-        null);
+    return WireUpdates.overloaded(entityId, inputExecutor.getQueue().size());
   }
 }

@@ -43,6 +43,7 @@ final class UnavailableWorker {
               return Behaviors.same();
             })
         .onMessage(AdapterCheckpoint.class, c -> Behaviors.same())
+        .onMessageEquals(HandOff.INSTANCE, Behaviors::stopped)
         .onMessage(
             GetStatus.class,
             s -> {

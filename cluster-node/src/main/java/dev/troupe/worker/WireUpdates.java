@@ -117,6 +117,18 @@ final class WireUpdates {
     return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
   }
 
+  /** A replica whose input queue is full. */
+  static Rejection overloaded(String entityId, int queued) {
+    return new Rejection(
+        Rejection.Kind.OVERLOADED,
+        "The server is overloaded: model replica "
+            + entityId
+            + " has "
+            + queued
+            + " requests waiting to be prepared. Retry later.",
+        null);
+  }
+
   static Failed failed(String requestId, Rejection r) {
     return new Failed(requestId, kind(r.kind()), String.valueOf(r.getMessage()), r.param());
   }

@@ -107,6 +107,30 @@ class ModelWorkerTest {
   }
 
   @Test
+  void aHandedOffReplicaAcknowledgesThenHandsItsRequestsBackToMigrate() {
+    ActorRef<Command> worker = spawn(EngineSettings.small().withNumBlocks(48));
+    TestProbe<GenerationEvent> a = testKit.createTestProbe();
+    worker.tell(new Generate(request("a", 300), a.ref(), true));
+    Accepted accepted = assertInstanceOf(Accepted.class, a.receiveMessage(WAIT));
+    assertEquals("demo#0", accepted.servedBy());
+    assertEquals(worker, accepted.worker(), "who to watch");
+    GenerationUpdate first = assertInstanceOf(GenerationUpdate.class, a.receiveMessage(WAIT));
+    assertEquals(worker, first.started().worker());
+    // Sharding's stop message when the shard moves: the request is handed back, not aborted.
+    worker.tell(HandOff.INSTANCE);
+    GenerationEvent e = a.receiveMessage(WAIT);
+    while (e instanceof GenerationUpdate u) {
+      assertTrue(u.choices().isEmpty() || u.choices().get(0).finishReason() == null, "not ended");
+      e = a.receiveMessage(WAIT);
+    }
+    Migrate migrate = assertInstanceOf(Migrate.class, e);
+    assertEquals("a", migrate.requestId());
+    TestProbe<Object> watcher = testKit.createTestProbe();
+    watcher.expectTerminated(worker, WAIT);
+    a.expectNoMessage(Duration.ofMillis(200));
+  }
+
+  @Test
   void cancelFreesTheCacheWithinAStep() {
     ActorRef<Command> worker = spawn(EngineSettings.small().withNumBlocks(48));
     TestProbe<GenerationEvent> a = testKit.createTestProbe();

@@ -186,7 +186,11 @@ public final class TroupeNode implements AutoCloseable {
             metrics::routed,
             new GatewayTokenizers(models, requestTemplates));
     ModelDirectory directory =
-        ModelDirectory.sharded(system, models, gs.askTimeout())
+        ModelDirectory.sharded(
+                system,
+                models,
+                gs.askTimeout(),
+                dev.troupe.gateway.chat.MigrationSettings.fromConfig(config))
             .withTrainedModels(
                 dev.troupe.gateway.workers.TrainedModels.sharded(system, gs.askTimeout()))
             .withRouter(router);

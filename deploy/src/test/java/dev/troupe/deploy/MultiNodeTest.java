@@ -22,6 +22,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.cluster.MemberStatus;
@@ -37,8 +39,9 @@ import org.junit.jupiter.api.io.TempDir;
  * Three nodes of the real distribution in one JVM on loopback, as {@code deploy/local-cluster.sh}
  * starts them: a gateway-only node and two worker nodes. A request sent on the gateway node is
  * served by a worker on another node (over HTTP and through the sharding proxy); when the worker
- * node hosting the replica leaves, remember-entities restarts it on the remaining worker node and
- * requests are served again.
+ * node hosting the replica leaves, remember-entities restarts it on the remaining worker node, a
+ * stream in flight there moves with it token for token (hand-off → Migrate → resume), and requests
+ * are served again.
  */
 class MultiNodeTest {
   private static final Duration WAIT = Duration.ofSeconds(90);
@@ -166,9 +169,24 @@ class MultiNodeTest {
     TroupeNode other = host == workerA ? workerB : workerA;
     assertEquals(Set.of("demo#0"), hosted(host));
 
+    // A seeded stream in flight when the hosting node leaves: its shard is handed off, the worker
+    // hands the request back (Migrate), and the gateway resumes it on the replica's new home.
+    ChatClient client = new ChatClient(gateway.httpPort(), "sk-multi");
+    List<Integer> expected = ChatClient.tokenIds(client.whole(64).get(2, TimeUnit.MINUTES));
+    AtomicInteger seen = new AtomicInteger();
+    var moving = client.stream(64, seen);
+    wait.awaitAssert(
+        WAIT,
+        Duration.ofMillis(50),
+        () -> {
+          assertTrue(seen.get() >= 5, "tokens so far: " + seen);
+          return null;
+        });
+
     // The hosting node leaves: remember-entities restarts the replica on the other worker node.
     nodes.remove(host);
     host.close();
+    assertEquals(expected, moving.get(2, TimeUnit.MINUTES), "the moved stream, token for token");
     wait.awaitAssert(
         WAIT,
         () -> {

@@ -1,6 +1,7 @@
 package dev.troupe.gateway.chat;
 
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.liveness.ReplicaLiveness;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
@@ -14,9 +15,10 @@ import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.RecipientRef;
 import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.OverflowStrategy;
@@ -29,10 +31,10 @@ import org.slf4j.LoggerFactory;
 /**
  * One generation as a stream of the worker's events — one {@link GenerationUpdate} per engine step
  * with news for it, the single code path behind streaming and non-streaming answers. Materializing
- * it sends {@link Generate} with a stream-backed reply address; the stream ends after the last
- * update or a {@link Failed}. If it ends any other way (client gone, timeout) the worker is told to
- * {@link Cancel}, and since the reply address dies with the stream, a worker that watches it
- * cancels as well.
+ * it starts the request's {@link GenerationOwner}, which sends {@link Generate} to a reachable
+ * replica, forwards its events, and resumes the request on another replica if that worker is lost;
+ * the stream ends after the last update or a {@link Failed}. If it ends any other way (the client
+ * went away) the owner tells the worker to {@link Cancel}; the worker also watches the owner.
  */
 public final class GenerationStream {
   private static final Logger log = LoggerFactory.getLogger(GenerationStream.class);
@@ -43,40 +45,57 @@ public final class GenerationStream {
    */
   private static final int BUFFER = 16_384;
 
+  private static final AtomicLong OWNERS = new AtomicLong();
+
   private GenerationStream() {}
 
-  /** The worker's events for {@code request}, ending with its last update or Failed. */
+  /** The events of {@code request} on {@code replicas}, ending with its last update or Failed. */
   public static Source<GenerationEvent, NotUsed> events(
-      RecipientRef<Command> worker, GenerationRequest request, Duration firstEventTimeout) {
-    AtomicBoolean finished = new AtomicBoolean();
+      Replicas replicas, GenerationRequest request) {
     return ActorSource.<GenerationEvent>actorRef(
             e -> false, e -> Optional.empty(), BUFFER, OverflowStrategy.fail())
         .mapMaterializedValue(
-            ref -> {
-              worker.tell(new Generate(request, ref));
+            out -> {
+              replicas
+                  .system()
+                  .systemActorOf(
+                      GenerationOwner.create(out, request, replicas),
+                      "generation-" + OWNERS.incrementAndGet(),
+                      Props.empty());
               return NotUsed.getInstance();
             })
-        .initialTimeout(firstEventTimeout)
-        .takeWhile(e -> !isLast(e), true)
-        .map(
-            e -> {
-              if (isLast(e)) finished.set(true);
-              return e;
-            })
-        .watchTermination(
-            (mat, done) -> {
-              done.whenComplete(
-                  (ok, error) -> {
-                    if (!finished.get()) {
-                      log.debug(
-                          "Generation {} ended before completion ({}); cancelling",
-                          request.requestId(),
-                          error == null ? "cancelled" : error.toString());
-                      worker.tell(new Cancel(request.requestId()));
-                    }
-                  });
-              return mat;
-            });
+        .takeWhile(e -> !isLast(e), true);
+  }
+
+  /**
+   * The events of {@code request} on one fixed worker, without migration (tests, tools): a worker
+   * that does not acknowledge within {@code firstEventTimeout} is a 503.
+   */
+  public static Source<GenerationEvent, NotUsed> events(
+      RecipientRef<Command> worker,
+      GenerationRequest request,
+      Duration firstEventTimeout,
+      ActorSystem<?> system) {
+    ReplicaPicker only =
+        new ReplicaPicker() {
+          @Override
+          public String model() {
+            return "the model";
+          }
+
+          @Override
+          public Optional<ReplicaPicker.Replica> pick(java.util.Set<String> avoid) {
+            return Optional.of(new ReplicaPicker.Replica("worker", worker));
+          }
+        };
+    return events(
+        new Replicas(
+            system,
+            only,
+            ReplicaLiveness.assumeAllLive(),
+            firstEventTimeout,
+            MigrationSettings.DISABLED),
+        request);
   }
 
   /** The event after which nothing follows: a failure, or the update carrying the usage. */

@@ -1,11 +1,13 @@
 package dev.troupe.gateway.routes;
 
 import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
+import static org.apache.pekko.http.javadsl.server.Directives.extractRequest;
 import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
 import static org.apache.pekko.http.javadsl.server.Directives.pathEndOrSingleSlash;
 import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
 import static org.apache.pekko.http.javadsl.server.Directives.post;
 import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
+import static org.apache.pekko.http.javadsl.server.Directives.withoutRequestTimeout;
 
 import dev.troupe.gateway.chat.ChatChunkWriter;
 import dev.troupe.gateway.chat.ChatPlan;
@@ -14,6 +16,8 @@ import dev.troupe.gateway.chat.ChatResponseFolder;
 import dev.troupe.gateway.chat.GenerationStream;
 import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.http.ApiRoute;
+import dev.troupe.gateway.http.ClientConnections;
+import dev.troupe.gateway.http.ClientConnections.Connection;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.http.RequestIds;
 import dev.troupe.gateway.metrics.ServingMetrics;
@@ -22,28 +26,22 @@ import dev.troupe.gateway.workers.ModelDirectory.Destination;
 import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
-import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.NotUsed;
-import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.http.javadsl.model.ContentType;
-import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
-import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.MediaTypes;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
-import org.apache.pekko.japi.Pair;
 import org.apache.pekko.japi.pf.PFBuilder;
 import org.apache.pekko.stream.KillSwitches;
-import org.apache.pekko.stream.UniqueKillSwitch;
-import org.apache.pekko.stream.javadsl.Keep;
+import org.apache.pekko.stream.SharedKillSwitch;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
@@ -57,31 +55,21 @@ import org.apache.pekko.util.ByteString;
 public final class ChatCompletionsRoute implements ApiRoute {
   private static final ContentType EVENT_STREAM = MediaTypes.TEXT_EVENT_STREAM.toContentType();
 
-  private static final ByteString SPACE = ByteString.fromString(" ");
-
   /** The debug header naming the chosen replica and why ({@code RouteDecision#headerValue}). */
   public static final String ROUTE_HEADER = "X-Troupe-Route";
 
   private final ModelDirectory models;
-  private final Duration heartbeat;
   private final ServingMetrics metrics;
 
   public ChatCompletionsRoute(ModelDirectory models) {
-    this(models, Duration.ofSeconds(5));
-  }
-
-  public ChatCompletionsRoute(ModelDirectory models, Duration heartbeat) {
-    this(models, heartbeat, new ServingMetrics());
+    this(models, new ServingMetrics());
   }
 
   /**
-   * @param heartbeat how long a non-streaming answer may take before its status is committed and
-   *     whitespace keeps the connection checked
    * @param metrics where finished requests and their latencies are recorded ({@code GET /metrics})
    */
-  public ChatCompletionsRoute(ModelDirectory models, Duration heartbeat, ServingMetrics metrics) {
+  public ChatCompletionsRoute(ModelDirectory models, ServingMetrics metrics) {
     this.models = models;
-    this.heartbeat = heartbeat;
     this.metrics = metrics;
   }
 
@@ -144,28 +132,39 @@ public final class ChatCompletionsRoute implements ApiRoute {
 
   /**
    * Chooses the replica (cache-aware routing tokenizes the prompt first, off this thread), then
-   * answers from it; with {@code debug-header} on, {@code X-Troupe-Route} tells which and why.
+   * answers from it; with {@code debug-header} on, {@code X-Troupe-Route} tells which and why. The
+   * answer runs without Pekko's request timeout: the request's owner bounds the wait for a worker
+   * (the ask timeout, the migration deadline), and a generation may then take as long as it needs.
    */
   private Route routed(ServedModel model, ChatPlan plan, ModelFacts facts) {
     return onSuccess(
         models.route(model, plan.generation(), facts.maxModelLen()),
         destination -> {
           Route answer =
-              completeWithFuture(
-                  plan.stream()
-                      ? stream(model, plan, destination)
-                      : whole(model, plan, destination));
+              withoutRequestTimeout(
+                  () ->
+                      extractRequest(
+                          request -> {
+                            Optional<Connection> connection = ClientConnections.of(request);
+                            return completeWithFuture(
+                                plan.stream()
+                                    ? stream(model, plan, destination, connection)
+                                    : whole(model, plan, destination, connection));
+                          }));
           if (!models.router().settings().debugHeader()) return answer;
           return respondWithHeader(
               RawHeader.create(ROUTE_HEADER, destination.decision().headerValue()), () -> answer);
         });
   }
 
-  /** The generation's events from its replica; the replica's in-flight count drops at the end. */
+  /**
+   * The generation's events, from the routed replica and, if its worker is lost, from the replicas
+   * that continue it; the routed replica's in-flight count drops at the end.
+   */
   private Source<GenerationEvent, NotUsed> events(ServedModel model, Destination destination) {
     return metrics.observe(
         model.name(),
-        GenerationStream.events(destination.worker(), destination.request(), models.askTimeout())
+        GenerationStream.events(models.replicas(model, destination), destination.request())
             .watchTermination(
                 (mat, done) -> {
                   done.whenComplete((ok, error) -> destination.lease().close());
@@ -174,111 +173,91 @@ public final class ChatCompletionsRoute implements ApiRoute {
   }
 
   /**
-   * The folded answer. If it is ready within {@link #heartbeat} it is a plain response with its own
-   * status. Otherwise the 200 status is committed and the body starts with a space per heartbeat
-   * (JSON allows leading whitespace): writing them is how a client that went away is noticed, and
-   * its request cancelled, instead of generating to the end for nobody.
+   * The folded answer, sent whole when the generation ends, with its own status: 200, or the
+   * error's — a 503 when the request's worker was lost and no replica could continue it, never a
+   * 200 with an error body. Nothing is written before, so the connection is held open however long
+   * that takes ({@link ClientConnections}), and a client that closes it meanwhile cancels the
+   * generation.
    */
   private CompletionStage<HttpResponse> whole(
-      ServedModel model, ChatPlan plan, Destination destination) {
+      ServedModel model, ChatPlan plan, Destination destination, Optional<Connection> connection) {
     long created = System.currentTimeMillis() / 1000;
-    Pair<UniqueKillSwitch, CompletionStage<ChatResponseFolder>> run =
+    SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
+    CompletionStage<HttpResponse> done =
         events(model, destination)
-            .viaMat(KillSwitches.single(), Keep.right())
-            .toMat(
+            .via(gone.flow())
+            .runWith(
                 Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add),
-                Keep.both())
-            .run(models.system());
-    CompletableFuture<HttpResponse> done =
-        run.second()
+                models.system())
             .handle(
                 (folder, error) -> {
                   if (error != null) throw GenerationStream.toApiException(error);
                   return JsonBodies.response(StatusCodes.OK, folder.response());
-                })
-            .toCompletableFuture();
-    CompletableFuture<HttpResponse> answer = new CompletableFuture<>();
-    Cancellable timer =
-        models
-            .system()
-            .scheduler()
-            .scheduleOnce(
-                heartbeat,
-                () -> answer.complete(heartbeating(done, run.first())),
-                models.system().executionContext());
-    done.whenComplete(
-        (response, error) -> {
-          timer.cancel();
-          if (error != null) answer.completeExceptionally(error);
-          else answer.complete(response);
-        });
-    return answer;
-  }
-
-  private HttpResponse heartbeating(
-      CompletableFuture<HttpResponse> done, UniqueKillSwitch generation) {
-    CompletionStage<ByteString> json =
-        done.handle(
-            (response, error) ->
-                error == null
-                    ? ((HttpEntity.Strict) response.entity()).getData()
-                    // Too late for an error status: the body is the error object.
-                    : ByteString.fromArray(
-                        JsonBodies.bytes(GenerationStream.toApiException(error).body())));
-    Source<ByteString, NotUsed> body =
-        Source.completionStage(json)
-            .keepAlive(heartbeat, () -> SPACE)
-            .watchTermination(
-                (mat, terminated) -> {
-                  terminated.whenComplete(
-                      (ok, error) -> {
-                        if (!done.isDone())
-                          generation.abort(new CancellationException("the client went away"));
-                      });
-                  return mat;
                 });
-    return HttpResponse.create()
-        .withEntity(HttpEntities.createChunked(ContentTypes.APPLICATION_JSON, body));
+    return held(connection, done, gone);
   }
 
+  /**
+   * Holds the connection open until {@code response} is ready, cancelling the generation if the
+   * client closes it first.
+   */
+  private static <T> CompletionStage<T> held(
+      Optional<Connection> connection, CompletionStage<T> response, SharedKillSwitch generation) {
+    if (connection.isEmpty()) return response;
+    connection
+        .get()
+        .onCloseUntil(
+            response, () -> generation.abort(new CancellationException("the client went away")));
+    return connection.get().holdOpenUntil(response);
+  }
+
+  /**
+   * Server-sent events from the first event on (errors before it are plain HTTP errors); until it
+   * comes the connection is held open, and a client that leaves cancels the generation. After it, a
+   * client that leaves cancels the response body, which cancels the generation.
+   */
   private CompletionStage<HttpResponse> stream(
-      ServedModel model, ChatPlan plan, Destination destination) {
+      ServedModel model, ChatPlan plan, Destination destination, Optional<Connection> connection) {
     long created = System.currentTimeMillis() / 1000;
-    return GenerationStream.firstEvent(events(model, destination), models.system())
-        .thenApply(
-            first -> {
-              ChatChunkWriter writer = new ChatChunkWriter(plan, created);
-              Source<ByteString, NotUsed> frames =
-                  Source.single(first.first())
-                      .concat(first.second())
-                      // one update per engine step: written as it comes
-                      .mapConcat(writer::onEvent)
-                      // A failure after the stream opened is an error event, then [DONE] (HTTP
-                      // status stays 200).
-                      .recoverWithRetries(
-                          1,
-                          new PFBuilder<Throwable, Source<ByteString, NotUsed>>()
-                              .match(
-                                  Throwable.class,
-                                  e ->
-                                      Source.from(writer.error(GenerationStream.toApiException(e))))
-                              .build())
-                      // The worker's stream always ends with its last update or Failed; if not,
-                      // still end the SSE properly.
-                      .concatLazy(
-                          Source.lazySource(
-                              () ->
-                                  Source.from(
-                                      writer.isDone()
-                                          ? List.<ByteString>of()
-                                          : writer.error(
-                                              GenerationStream.toApiException(
-                                                  new IllegalStateException(
-                                                      "generation "
-                                                          + plan.generation().requestId()
-                                                          + " ended without completing"))))));
-              return HttpResponse.create()
-                  .withEntity(HttpEntities.createChunked(EVENT_STREAM, frames));
-            });
+    SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
+    CompletionStage<HttpResponse> response =
+        GenerationStream.firstEvent(events(model, destination).via(gone.flow()), models.system())
+            .thenApply(
+                first -> {
+                  ChatChunkWriter writer = new ChatChunkWriter(plan, created);
+                  Source<ByteString, NotUsed> frames =
+                      Source.single(first.first())
+                          .concat(first.second())
+                          // one update per engine step: written as it comes
+                          .mapConcat(writer::onEvent)
+                          // A failure after the stream opened is an error event, then [DONE] (HTTP
+                          // status stays 200).
+                          .recoverWithRetries(
+                              1,
+                              new PFBuilder<Throwable, Source<ByteString, NotUsed>>()
+                                  .match(
+                                      Throwable.class,
+                                      e ->
+                                          Source.from(
+                                              writer.error(GenerationStream.toApiException(e))))
+                                  .build())
+                          // The worker's stream always ends with its last update or Failed; if not,
+                          // still end the SSE properly.
+                          .concatLazy(
+                              Source.lazySource(
+                                  () ->
+                                      Source.from(
+                                          writer.isDone()
+                                              ? List.<ByteString>of()
+                                              : writer.error(
+                                                  GenerationStream.toApiException(
+                                                      new IllegalStateException(
+                                                          "generation "
+                                                              + plan.generation().requestId()
+                                                              + " ended without completing"))))));
+                  return HttpResponse.create()
+                      .withEntity(HttpEntities.createChunked(EVENT_STREAM, frames));
+                });
+    return held(connection, response, gone);
   }
 }

@@ -11,7 +11,8 @@ import java.util.List;
  * The OpenAI/vLLM endpoints served by every gateway, for {@code ApiRoutes.addAll}:
  *
  * <pre>{@code
- * ModelDirectory models = ModelDirectory.sharded(system, servedModels, settings.askTimeout());
+ * ModelDirectory models =
+ *     ModelDirectory.sharded(system, servedModels, settings.askTimeout(), migration);
  * Route route = ApiRoutes.builder(settings).addAll(StandardRoutes.of(models)).add(...).build();
  * GatewayServer.bind(system, settings, route);
  * }</pre>
@@ -34,7 +35,7 @@ public final class StandardRoutes {
     Duration scrapeTimeout =
         models.askTimeout().compareTo(SCRAPE_TIMEOUT) < 0 ? models.askTimeout() : SCRAPE_TIMEOUT;
     return List.of(
-        new ChatCompletionsRoute(models, Duration.ofSeconds(5), metrics),
+        new ChatCompletionsRoute(models, metrics),
         new MetricsRoute(models, metrics, scrapeTimeout),
         new ModelsRoute(models),
         new TokenizeRoute(models),

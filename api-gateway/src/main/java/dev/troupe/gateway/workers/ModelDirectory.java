@@ -1,7 +1,11 @@
 package dev.troupe.gateway.workers;
 
+import dev.troupe.gateway.chat.MigrationSettings;
 import dev.troupe.gateway.chat.ModelFacts;
+import dev.troupe.gateway.chat.ReplicaPicker;
+import dev.troupe.gateway.chat.Replicas;
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.liveness.ReplicaLiveness;
 import dev.troupe.gateway.routing.PromptTokenizer;
 import dev.troupe.gateway.routing.ReplicaRouter;
 import dev.troupe.gateway.routing.ReplicaView;
@@ -16,11 +20,15 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
 import dev.troupe.protocol.cluster.ServedModels;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.stream.IntStream;
@@ -34,9 +42,13 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
  * {@code model} (404 if unknown), picks a replica, and knows each model's facts (name, context
  * length), asked once from a worker with {@link ModelWorkerProtocol.GetStatus} and cached.
  *
- * <p>A generation's replica is chosen by the {@link ReplicaRouter} ({@link #route}): by cached
- * prefix and load when the gateway runs cache-aware routing, else round-robin. Other asks (the
- * tokenizer endpoints, facts) take replicas in turn ({@link #pick}).
+ * <p>Every replica choice first keeps only the replicas {@link ReplicaLiveness} says are reachable
+ * (a replica on an unreachable node gets nothing, so new requests during an outage go to live
+ * replicas at once; with none, a 503 at once). Among those, a generation's replica is chosen by the
+ * {@link ReplicaRouter} ({@link #route}): by cached prefix and load when the gateway runs
+ * cache-aware routing, else round-robin. A generation whose worker is lost continues on a replica
+ * taken in turn ({@link #replicas}); other asks (the tokenizer endpoints, facts) also take replicas
+ * in turn ({@link #pick}).
  *
  * <p>Thread-safe; shared by all routes.
  */
@@ -49,8 +61,13 @@ public final class ModelDirectory {
   private final Map<String, AtomicInteger> nextReplica = new ConcurrentHashMap<>();
   private final TrainedModels trained;
   private final ReplicaRouter router;
+  private final ReplicaLiveness liveness;
+  private final MigrationSettings migration;
 
   /**
+   * Round-robin routing, workers assumed reachable (no cluster membership to consult), requests not
+   * migrated: tests and embedded gateways.
+   *
    * @param refs entity id ({@code model#replica}) to the worker's address
    */
   public ModelDirectory(
@@ -58,7 +75,15 @@ public final class ModelDirectory {
       List<ServedModel> models,
       Function<String, RecipientRef<Command>> refs,
       Duration askTimeout) {
-    this(system, models, refs, askTimeout, null, roundRobin());
+    this(
+        system,
+        models,
+        refs,
+        askTimeout,
+        null,
+        roundRobin(),
+        ReplicaLiveness.assumeAllLive(),
+        MigrationSettings.DISABLED);
   }
 
   private static ReplicaRouter roundRobin() {
@@ -77,7 +102,9 @@ public final class ModelDirectory {
       Function<String, RecipientRef<Command>> refs,
       Duration askTimeout,
       TrainedModels trained,
-      ReplicaRouter router) {
+      ReplicaRouter router,
+      ReplicaLiveness liveness,
+      MigrationSettings migration) {
     if (models.isEmpty())
       throw new IllegalArgumentException("at least one served model is required");
     this.system = system;
@@ -86,6 +113,8 @@ public final class ModelDirectory {
     this.askTimeout = askTimeout;
     this.trained = trained;
     this.router = router;
+    this.liveness = liveness;
+    this.migration = migration;
   }
 
   /** Trained models served on top of the served ones, or null when this directory serves none. */
@@ -95,12 +124,28 @@ public final class ModelDirectory {
 
   /** This directory, also serving trained models' checkpoints (resolved with {@code trained}). */
   public ModelDirectory withTrainedModels(TrainedModels trainedModels) {
-    return new ModelDirectory(system, models, refs, askTimeout, trainedModels, router);
+    return new ModelDirectory(
+        system, models, refs, askTimeout, trainedModels, router, liveness, migration);
   }
 
   /** This directory, choosing generations' replicas with {@code replicaRouter}. */
   public ModelDirectory withRouter(ReplicaRouter replicaRouter) {
-    return new ModelDirectory(system, models, refs, askTimeout, trained, replicaRouter);
+    return new ModelDirectory(
+        system, models, refs, askTimeout, trained, replicaRouter, liveness, migration);
+  }
+
+  /**
+   * This directory, choosing only replicas {@code replicaLiveness} says are reachable and moving
+   * requests whose worker is lost as {@code settings} say.
+   */
+  public ModelDirectory withLiveness(ReplicaLiveness replicaLiveness, MigrationSettings settings) {
+    return new ModelDirectory(
+        system, models, refs, askTimeout, trained, router, replicaLiveness, settings);
+  }
+
+  /** Which replicas are reachable: the filter before any replica choice. */
+  public ReplicaLiveness liveness() {
+    return liveness;
   }
 
   /** How generations' replicas are chosen. */
@@ -109,15 +154,17 @@ public final class ModelDirectory {
   }
 
   /**
-   * Where a generation goes: the replica of {@code model} the router chooses among all of its
+   * Where a generation goes: the replica of {@code model} the router chooses among its reachable
    * replicas, and the request to send it (carrying the prompt's token ids when the gateway computed
-   * them). Close {@link Destination#lease()} when the generation ends, however it ends.
+   * them). Close {@link Destination#lease()} when the generation ends, however it ends. Fails with
+   * a 503 at once when no replica is reachable.
    *
    * @param maxModelLen the model's context length (its facts)
    */
   public CompletionStage<Destination> route(
       ServedModel model, GenerationRequest request, int maxModelLen) {
-    List<Integer> candidates = IntStream.range(0, model.replicas()).boxed().toList();
+    List<Integer> candidates = liveness.candidates(model.name(), model.replicas());
+    if (candidates.isEmpty()) return CompletableFuture.failedFuture(noneReachable(model));
     return router
         .route(model.name(), candidates, request, maxModelLen)
         .thenApply(
@@ -127,8 +174,10 @@ public final class ModelDirectory {
                   ids == null
                       ? request
                       : request.withPromptTokenIds(IntStream.of(ids).boxed().toList());
+              int replica = routed.decision().replica();
               return new Destination(
-                  replica(model, routed.decision().replica()),
+                  ModelWorkerProtocol.entityId(model.name(), replica),
+                  replica(model, replica),
                   sent,
                   routed.decision(),
                   routed.lease());
@@ -138,34 +187,50 @@ public final class ModelDirectory {
   /**
    * A generation's replica and why it was chosen.
    *
+   * @param entityId the chosen replica's entity id ({@code model#replica})
    * @param worker the chosen replica
    * @param request what to send it
    * @param decision the routing decision (replica index, reason, expected cached tokens)
    * @param lease the request's place in the replica's in-flight count, until closed
    */
   public record Destination(
+      String entityId,
       RecipientRef<Command> worker,
       GenerationRequest request,
       RouteDecision decision,
       ReplicaView.Lease lease) {}
 
   /**
-   * Workers reached through Cluster Sharding. The {@link ModelWorkerProtocol#TYPE_KEY} entity must
-   * be initialized on this node (as host on worker nodes, as proxy on gateway-only nodes) before
-   * use.
+   * Workers reached through Cluster Sharding, chosen among the replicas this node's cluster view
+   * says are reachable, requests migrated as {@code migration} says; round-robin until {@link
+   * #withRouter}. The {@link ModelWorkerProtocol#TYPE_KEY} entity must be initialized on this node
+   * (as host on worker nodes, as proxy on gateway-only nodes) before use.
    */
   public static ModelDirectory sharded(
-      ActorSystem<?> system, List<ServedModel> models, Duration askTimeout) {
+      ActorSystem<?> system,
+      List<ServedModel> models,
+      Duration askTimeout,
+      MigrationSettings migration) {
     ClusterSharding sharding = ClusterSharding.get(system);
     return new ModelDirectory(
-        system, models, id -> sharding.entityRefFor(ModelWorkerProtocol.TYPE_KEY, id), askTimeout);
+        system,
+        models,
+        id -> sharding.entityRefFor(ModelWorkerProtocol.TYPE_KEY, id),
+        askTimeout,
+        null,
+        roundRobin(),
+        ReplicaLiveness.start(system),
+        migration);
   }
 
   /**
    * Workers reached through Cluster Sharding, for the cluster's configured {@code troupe.models}.
    */
   public static ModelDirectory sharded(
-      ActorSystem<?> system, ServedModels configured, Duration askTimeout) {
+      ActorSystem<?> system,
+      ServedModels configured,
+      Duration askTimeout,
+      MigrationSettings migration) {
     long created = System.currentTimeMillis() / 1000;
     List<ServedModel> served =
         configured.models().stream()
@@ -180,7 +245,7 @@ public final class ModelDirectory {
                         m.reasoningParser(),
                         m.autoToolParser()))
             .toList();
-    return sharded(system, served, askTimeout);
+    return sharded(system, served, askTimeout, migration);
   }
 
   public List<ServedModel> models() {
@@ -237,13 +302,62 @@ public final class ModelDirectory {
   public record ChatTarget(
       ServedModel model, dev.troupe.protocol.cluster.GenerationRequest.Adapter adapter) {}
 
-  /** The next replica of {@code model} to send work to. */
+  /**
+   * The next reachable replica of {@code model} to send work to, in turn.
+   *
+   * @throws ApiException 503 when no replica of the model is reachable
+   */
   public RecipientRef<Command> pick(ServedModel model) {
-    int i =
-        Math.floorMod(
-            nextReplica.computeIfAbsent(model.name(), k -> new AtomicInteger()).getAndIncrement(),
-            model.replicas());
-    return refs.apply(ModelWorkerProtocol.entityId(model.name(), i));
+    return pick(model, Set.of()).orElseThrow(() -> noneReachable(model)).ref();
+  }
+
+  private static ApiException noneReachable(ServedModel model) {
+    return ApiException.overloaded(
+        "No replica of model `" + model.name() + "` is reachable right now; retry later.");
+  }
+
+  /**
+   * A reachable replica of {@code model} in turn ({@link ReplicaLiveness#candidates}), one not in
+   * {@code avoid} when there is one; empty when none is reachable.
+   */
+  public Optional<ReplicaPicker.Replica> pick(ServedModel model, Set<String> avoid) {
+    List<Integer> candidates = liveness.candidates(model.name(), model.replicas());
+    if (candidates.isEmpty()) return Optional.empty();
+    List<Integer> preferred = new ArrayList<>(candidates.size());
+    for (int i : candidates)
+      if (!avoid.contains(ModelWorkerProtocol.entityId(model.name(), i))) preferred.add(i);
+    List<Integer> from = preferred.isEmpty() ? new ArrayList<>(candidates) : preferred;
+    from.sort(null); // turns go round the replica indices, whatever their liveness order
+    int turn =
+        nextReplica.computeIfAbsent(model.name(), k -> new AtomicInteger()).getAndIncrement();
+    int replica = from.get(Math.floorMod(turn, from.size()));
+    String id = ModelWorkerProtocol.entityId(model.name(), replica);
+    return Optional.of(new ReplicaPicker.Replica(id, refs.apply(id)));
+  }
+
+  /**
+   * How a generation on {@code model} reaches, watches and replaces its workers: its first attempt
+   * goes to {@code first} (the router's choice), a continuation after a lost worker to a reachable
+   * replica in turn, preferring ones the request has not lost. (Continuations are not routed by
+   * cache: the router's choice was for the original prompt, and a lost worker's replica is gone.)
+   */
+  public Replicas replicas(ServedModel model, Destination first) {
+    AtomicBoolean firstTaken = new AtomicBoolean();
+    ReplicaPicker picker =
+        new ReplicaPicker() {
+          @Override
+          public String model() {
+            return model.name();
+          }
+
+          @Override
+          public Optional<Replica> pick(Set<String> avoid) {
+            if (!firstTaken.getAndSet(true) && !avoid.contains(first.entityId()))
+              return Optional.of(new Replica(first.entityId(), first.worker()));
+            return ModelDirectory.this.pick(model, avoid);
+          }
+        };
+    return new Replicas(system, picker, liveness, askTimeout, migration);
   }
 
   /** Replica {@code replica} of {@code model}. */

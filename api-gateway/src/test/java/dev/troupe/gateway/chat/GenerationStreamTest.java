@@ -52,7 +52,8 @@ class GenerationStreamTest {
   void endsAfterTheLastUpdateWithoutCancelling() {
     TestProbe<Command> worker = testKit.createTestProbe();
     var result =
-        GenerationStream.events(worker.ref(), request("r1"), Duration.ofSeconds(3))
+        GenerationStream.events(
+                worker.ref(), request("r1"), Duration.ofSeconds(3), testKit.system())
             .runWith(Sink.seq(), testKit.system());
     Generate g = worker.expectMessageClass(Generate.class);
     g.replyTo().tell(new GenerationUpdate("r1", started(), List.of(), null));
@@ -68,7 +69,8 @@ class GenerationStreamTest {
     TestProbe<Command> worker = testKit.createTestProbe();
     // take(1): the consumer stops after the first event, as an SSE client that disconnects.
     var result =
-        GenerationStream.events(worker.ref(), request("r2"), Duration.ofSeconds(3))
+        GenerationStream.events(
+                worker.ref(), request("r2"), Duration.ofSeconds(3), testKit.system())
             .take(1)
             .runWith(Sink.seq(), testKit.system());
     Generate g = worker.expectMessageClass(Generate.class);
@@ -82,7 +84,8 @@ class GenerationStreamTest {
     TestProbe<Command> worker = testKit.createTestProbe();
     var first =
         GenerationStream.firstEvent(
-            GenerationStream.events(worker.ref(), request("r3"), Duration.ofMillis(200)),
+            GenerationStream.events(
+                worker.ref(), request("r3"), Duration.ofMillis(200), testKit.system()),
             testKit.system());
     worker.expectMessageClass(Generate.class);
     CompletionException e =

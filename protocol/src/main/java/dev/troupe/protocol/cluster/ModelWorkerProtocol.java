@@ -14,10 +14,12 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
  * entity per model replica, entity id {@code <model>#<replica>} (see {@link #entityId}), hosted on
  * nodes with role {@link #ROLE}; gateways reach it through a sharding proxy.
  *
- * <p>A {@link Generate} is answered by a stream of {@link GenerationEvent}s to {@code replyTo}: one
- * {@link GenerationUpdate} per engine step with news for the request (the first carries {@link
- * Started}, the last the usage), or a {@link Failed} (before or after updates). The worker watches
- * {@code replyTo}: when it stops, the request is cancelled and its KV blocks freed within one step.
+ * <p>A {@link Generate} is answered by a stream of {@link GenerationEvent}s to {@code replyTo}: an
+ * {@link Accepted} first when asked for, then one {@link GenerationUpdate} per engine step with
+ * news for the request (the first carries {@link Started}, the last the usage), or a {@link Failed}
+ * (before or after updates), or a {@link Migrate} when the replica leaves while the request is in
+ * flight. The worker watches {@code replyTo}: when it stops, the request is cancelled and its KV
+ * blocks freed within one step.
  */
 public final class ModelWorkerProtocol {
 
@@ -67,12 +69,24 @@ public final class ModelWorkerProtocol {
   /** Everything a model worker accepts. */
   public interface Command extends CborSerializable {}
 
-  /** Starts a generation; events go to {@code replyTo} until the last update or Failed. */
-  public record Generate(GenerationRequest request, ActorRef<GenerationEvent> replyTo)
+  /**
+   * Starts a generation; events go to {@code replyTo} until the last update, a {@link Failed} or a
+   * {@link Migrate}.
+   *
+   * @param acknowledge answer {@link Accepted} at once, before any update: the requester learns
+   *     which worker to watch while the request is still queued (the gateway always asks)
+   */
+  public record Generate(
+      GenerationRequest request, ActorRef<GenerationEvent> replyTo, boolean acknowledge)
       implements Command {
     public Generate {
       if (request == null) throw new IllegalArgumentException("request is required");
       if (replyTo == null) throw new IllegalArgumentException("replyTo is required");
+    }
+
+    /** A generation without the {@link Accepted} acknowledgement. */
+    public Generate(GenerationRequest request, ActorRef<GenerationEvent> replyTo) {
+      this(request, replyTo, false);
     }
   }
 
@@ -297,8 +311,40 @@ public final class ModelWorkerProtocol {
    * news for it (the last one carries the usage), or a single {@link Failed}.
    */
   public sealed interface GenerationEvent extends CborSerializable
-      permits GenerationUpdate, Failed {
+      permits Accepted, GenerationUpdate, Failed, Migrate {
     String requestId();
+  }
+
+  /**
+   * The worker took the request (sent only when {@link Generate#acknowledge()} asked for it, before
+   * anything else): who to watch from now on, though the request may still wait in its queues.
+   *
+   * @param servedBy the replica's entity id ({@code model#replica})
+   * @param worker the replica's actor, for death watch and to locate its node
+   */
+  public record Accepted(String requestId, String servedBy, ActorRef<Command> worker)
+      implements GenerationEvent {
+    public Accepted {
+      if (requestId == null || requestId.isBlank())
+        throw new IllegalArgumentException("requestId is required");
+      if (servedBy == null || servedBy.isBlank())
+        throw new IllegalArgumentException("servedBy is required");
+    }
+  }
+
+  /**
+   * The replica is going away (its shard is handed off to another node, or its node shuts down) and
+   * has dropped the request: resubmit it elsewhere with what was received so far ({@link
+   * GenerationRequest#resume()}). Nothing more follows from this replica for the request.
+   *
+   * @param reason why, for the logs
+   */
+  public record Migrate(String requestId, String reason) implements GenerationEvent {
+    public Migrate {
+      if (requestId == null || requestId.isBlank())
+        throw new IllegalArgumentException("requestId is required");
+      if (reason == null) throw new IllegalArgumentException("reason is required");
+    }
   }
 
   /**

@@ -103,6 +103,7 @@ class ModelWorkerProtocolSerializationTest {
     List<Object> messages =
         List.of(
             new Generate(request(), events.ref()),
+            new Generate(request(), events.ref(), true),
             new Generate(
                 request()
                     .withResume(
@@ -165,6 +166,8 @@ class ModelWorkerProtocolSerializationTest {
                     new ChoiceUpdate(2, "", List.of(), null, FinishReason.LENGTH, null)),
                 new Usage(10, 4, 0)),
             new Failed("r", ErrorKind.OVERLOADED, "queue full", null),
+            new Accepted("r", "demo#0", worker.ref()),
+            new Migrate("r", "demo#0 stopped"),
             new Tokenized(List.of(1, 2), List.of("a", "b"), 2048),
             new Tokenized(List.of(1, 2), null, 2048),
             new Detokenized("hello"),

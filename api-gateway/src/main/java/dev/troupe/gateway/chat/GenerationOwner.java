@@ -1,0 +1,343 @@
+package dev.troupe.gateway.chat;
+
+import dev.troupe.gateway.chat.ReplicaPicker.Replica;
+import dev.troupe.gateway.liveness.ReplicaLiveness.NodeLost;
+import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.GenerationRequest.Resume;
+import dev.troupe.protocol.cluster.GenerationRequest.ResumedChoice;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Accepted;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Migrate;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.NoSerializationVerificationNeeded;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.eventstream.EventStream;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+
+/**
+ * The gateway's owner of one generation: sends it to a replica, passes the worker's events on to
+ * the HTTP response ({@code out}), and moves the request when its worker is lost — token-exact
+ * request migration, on by default.
+ *
+ * <p><b>Who watches what.</b> The worker acknowledges each request at once ({@link Accepted}, with
+ * its actor): the owner then death-watches that actor and listens for {@link NodeLost} (its node
+ * unreachable, downed or removed, from the gateway's {@code LivenessWatcher}); a replica that stops
+ * on purpose (its shard handed off, its node leaving) says {@link Migrate}. No timeout decides that
+ * a worker is lost, except a replica that never acknowledges (the ask timeout). The worker watches
+ * the owner in turn, so a request whose owner stops (client gone) is cancelled.
+ *
+ * <p><b>Resuming.</b> The owner keeps the original request and, per choice, the token ids already
+ * passed on and whether the choice ended. On loss it cancels the old attempt (in case its node is
+ * only unreachable), picks another reachable replica (preferring ones this request has not lost)
+ * and sends the request again with a {@link Resume} of those tokens: the new worker replays them
+ * and continues, so the client sees one uninterrupted stream, the same tokens for greedy and seeded
+ * sampling as without the failure. Each attempt has its own request id ({@code <id>~<attempt>}), so
+ * late events of a lost attempt are told apart and dropped; the client sees the original id, one
+ * {@code Started} (later ones are stripped) and the usage of the last worker, which counts the
+ * replayed tokens. A request lost before anything was generated, or a beam search (which reports
+ * its beams at the end), is simply sent again from scratch.
+ *
+ * <p><b>Bounds.</b> At most {@link MigrationSettings#maxMigrations()} moves; when no replica is
+ * reachable the owner looks again every {@link MigrationSettings#retryInterval()} until {@link
+ * MigrationSettings#deadline()} after the loss, then ends the request with {@link Failed} {@code
+ * OVERLOADED} (503): an error event and {@code [DONE]} on a stream, a 503 status otherwise. A new
+ * request with no reachable replica fails the same way at once.
+ *
+ * <p>One per request, a system actor on the gateway node; it stops with the request.
+ */
+final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
+
+  /** Local messages of the owner. */
+  interface Command extends NoSerializationVerificationNeeded {}
+
+  private record FromWorker(GenerationEvent event) implements Command {}
+
+  private record WorkerStopped(String attemptId) implements Command {}
+
+  private record NodeWentAway(NodeLost lost) implements Command {}
+
+  private record NotAccepted(String attemptId) implements Command {}
+
+  private enum Retry implements Command {
+    INSTANCE
+  }
+
+  /** The HTTP side stopped listening (client gone, stream failed). */
+  private enum ConsumerGone implements Command {
+    INSTANCE
+  }
+
+  private static final Object ACCEPT_TIMER = "accept";
+
+  private final ActorRef<GenerationEvent> out;
+  private final GenerationRequest request;
+  private final Replicas replicas;
+  private final TimerScheduler<Command> timers;
+  private final ActorRef<GenerationEvent> self;
+  private final ActorRef<NodeLost> nodeLost;
+  private final boolean beam;
+  private final List<List<Integer>> tokens = new ArrayList<>();
+  private final boolean[] finished;
+  private final Set<String> avoid = new HashSet<>();
+  private boolean started;
+  private int attempt;
+  private String attemptId;
+  private Replica replica; // null while looking for one
+  private ActorRef<ModelWorkerProtocol.Command> worker; // once known
+  private boolean accepted;
+  private boolean everAccepted;
+  private int migrations;
+  private long lostAt = -1;
+  private String lostWhy;
+
+  static Behavior<Command> create(
+      ActorRef<GenerationEvent> out, GenerationRequest request, Replicas replicas) {
+    return Behaviors.setup(
+        ctx ->
+            Behaviors.withTimers(
+                timers -> new GenerationOwner(ctx, timers, out, request, replicas).submit()));
+  }
+
+  private GenerationOwner(
+      ActorContext<Command> ctx,
+      TimerScheduler<Command> timers,
+      ActorRef<GenerationEvent> out,
+      GenerationRequest request,
+      Replicas replicas) {
+    super(ctx);
+    this.out = out;
+    this.request = request;
+    this.replicas = replicas;
+    this.timers = timers;
+    this.self = ctx.messageAdapter(GenerationEvent.class, FromWorker::new);
+    this.nodeLost = ctx.messageAdapter(NodeLost.class, NodeWentAway::new);
+    this.beam = request.sampling().useBeamSearch();
+    int n = request.sampling().n();
+    for (int i = 0; i < n; i++) tokens.add(new ArrayList<>());
+    this.finished = new boolean[n];
+    ctx.getSystem().eventStream().tell(new EventStream.Subscribe<>(NodeLost.class, nodeLost));
+    ctx.watchWith(out, ConsumerGone.INSTANCE);
+  }
+
+  @Override
+  public Receive<Command> createReceive() {
+    return newReceiveBuilder()
+        .onMessage(FromWorker.class, m -> onEvent(m.event()))
+        .onMessage(WorkerStopped.class, this::onWorkerStopped)
+        .onMessage(NodeWentAway.class, this::onNodeLost)
+        .onMessage(NotAccepted.class, this::onNotAccepted)
+        .onMessageEquals(Retry.INSTANCE, this::onRetry)
+        .onMessageEquals(ConsumerGone.INSTANCE, this::onConsumerGone)
+        .onSignal(PostStop.class, s -> onStop())
+        .build();
+  }
+
+  // ------------------------------------------------------------------ attempts
+
+  /** Sends the request (or its continuation) to a reachable replica, or waits for one. */
+  private Behavior<Command> submit() {
+    Optional<Replica> next = replicas.picker().pick(avoid);
+    if (next.isEmpty()) {
+      replica = null;
+      if (lostAt < 0)
+        return finish(
+            "No replica of model `"
+                + replicas.picker().model()
+                + "` is reachable right now; retry later.");
+      if (System.nanoTime() - lostAt >= replicas.migration().deadline().toNanos())
+        return finish(
+            gaveUp(
+                "no replica of model `"
+                    + replicas.picker().model()
+                    + "` could continue it within "
+                    + seconds(replicas.migration().deadline())
+                    + "; retry later."));
+      timers.startSingleTimer(Retry.INSTANCE, replicas.migration().retryInterval());
+      return this;
+    }
+    replica = next.get();
+    attempt++;
+    attemptId = attempt == 1 ? request.requestId() : request.requestId() + "~" + attempt;
+    accepted = false;
+    Resume resume = resume();
+    replica
+        .ref()
+        .tell(
+            new Generate(
+                request.toBuilder().requestId(attemptId).resume(resume).build(), self, true));
+    timers.startSingleTimer(ACCEPT_TIMER, new NotAccepted(attemptId), replicas.acceptTimeout());
+    if (attempt > 1)
+      getContext()
+          .getLog()
+          .info(
+              "request {} continues on {} (attempt {}, {} tokens delivered)",
+              request.requestId(),
+              replica.entityId(),
+              attempt,
+              resume == null ? 0 : resume.totalTokens());
+    return this;
+  }
+
+  /** What the client has: null when the request starts over (nothing yet, or beam search). */
+  private Resume resume() {
+    if (!started || beam) return null;
+    List<ResumedChoice> choices = new ArrayList<>(tokens.size());
+    for (int i = 0; i < tokens.size(); i++)
+      choices.add(new ResumedChoice(tokens.get(i), finished[i]));
+    return new Resume(choices);
+  }
+
+  private Behavior<Command> onRetry() {
+    return replica == null ? submit() : this;
+  }
+
+  // ------------------------------------------------------------------ the worker's events
+
+  private Behavior<Command> onEvent(GenerationEvent e) {
+    if (replica == null || !e.requestId().equals(attemptId)) return this; // a lost attempt's
+    if (e instanceof Accepted a) {
+      onAccepted(a.worker());
+      return a.worker() != null && !replicas.liveness().reachable(address(a.worker()))
+          ? lose("its node is unreachable", true)
+          : this;
+    }
+    if (e instanceof Migrate m) return lose(m.reason());
+    if (e instanceof Failed f) {
+      // A replica taken as a continuation that cannot take it now: another one may.
+      if (attempt > 1 && f.kind() == ErrorKind.OVERLOADED)
+        return lose(replica.entityId() + " is overloaded");
+      out.tell(new Failed(request.requestId(), f.kind(), f.message(), f.param()));
+      return Behaviors.stopped();
+    }
+    GenerationUpdate u = (GenerationUpdate) e;
+    if (!accepted) onAccepted(u.started() == null ? null : u.started().worker());
+    else if (worker == null && u.started() != null) watch(u.started().worker());
+    for (ChoiceUpdate c : u.choices()) {
+      tokens.get(c.index()).addAll(c.tokenIds());
+      if (c.finished()) finished[c.index()] = true;
+    }
+    // The client saw one Started; a continuation's only says who serves it now.
+    out.tell(
+        new GenerationUpdate(
+            request.requestId(), started ? null : u.started(), u.choices(), u.usage()));
+    started |= u.started() != null;
+    return u.done() ? Behaviors.stopped() : this;
+  }
+
+  /** The attempt reached a worker: watch it from now on; a loss from here starts a new clock. */
+  private void onAccepted(ActorRef<ModelWorkerProtocol.Command> by) {
+    accepted = true;
+    everAccepted = true;
+    lostAt = -1;
+    timers.cancel(ACCEPT_TIMER);
+    watch(by);
+  }
+
+  private void watch(ActorRef<ModelWorkerProtocol.Command> by) {
+    if (by == null) return;
+    worker = by;
+    replicas.liveness().located(replica.entityId(), by);
+    getContext().watchWith(by, new WorkerStopped(attemptId));
+  }
+
+  // ------------------------------------------------------------------ losses
+
+  private Behavior<Command> onWorkerStopped(WorkerStopped s) {
+    return replica != null && s.attemptId().equals(attemptId)
+        ? lose(replica.entityId() + " stopped")
+        : this;
+  }
+
+  private Behavior<Command> onNodeLost(NodeWentAway m) {
+    if (replica == null) return this;
+    Address where =
+        worker != null ? address(worker) : replicas.liveness().location(replica.entityId());
+    return m.lost().address().equals(where) ? lose(m.lost().reason(), true) : this;
+  }
+
+  private Behavior<Command> onNotAccepted(NotAccepted m) {
+    if (replica == null || !m.attemptId().equals(attemptId) || accepted) return this;
+    if (!everAccepted) // as before migration: nothing took the request in time
+    return finish("No model worker answered in time; retry later.");
+    return lose(
+        replica.entityId() + " did not answer within " + seconds(replicas.acceptTimeout()), true);
+  }
+
+  /** The current attempt's worker is gone (or said it dropped the request): resume elsewhere. */
+  private Behavior<Command> lose(String why) {
+    return lose(why, false);
+  }
+
+  /**
+   * The current attempt is lost: resume elsewhere, within the bounds.
+   *
+   * @param mayStillRun the worker may only be cut off: cancel it, in case it comes back
+   */
+  private Behavior<Command> lose(String why, boolean mayStillRun) {
+    if (mayStillRun) replica.ref().tell(new Cancel(attemptId));
+    if (worker != null) getContext().unwatch(worker);
+    worker = null;
+    timers.cancel(ACCEPT_TIMER);
+    avoid.add(replica.entityId());
+    replica = null;
+    if (lostAt < 0) lostAt = System.nanoTime();
+    lostWhy = why;
+    if (!replicas.migration().enabled())
+      return finish("The model worker generating this request was lost (" + why + "); retry.");
+    if (++migrations > replicas.migration().maxMigrations())
+      return finish(
+          gaveUp(
+              "it has moved " + replicas.migration().maxMigrations() + " times already, and it"));
+    getContext().getLog().info("request {}: worker lost ({}), migrating", request.requestId(), why);
+    return submit();
+  }
+
+  private String gaveUp(String tail) {
+    return "The model worker generating this request was lost (" + lostWhy + ") and " + tail;
+  }
+
+  // ------------------------------------------------------------------ the end
+
+  private Behavior<Command> onConsumerGone() {
+    if (replica != null) replica.ref().tell(new Cancel(attemptId));
+    return Behaviors.stopped();
+  }
+
+  /** Ends the request with a 503: an error event on a stream, the status otherwise. */
+  private Behavior<Command> finish(String message) {
+    if (replica != null) replica.ref().tell(new Cancel(attemptId));
+    out.tell(new Failed(request.requestId(), ErrorKind.OVERLOADED, message, null));
+    return Behaviors.stopped();
+  }
+
+  private Behavior<Command> onStop() {
+    getContext().getSystem().eventStream().tell(new EventStream.Unsubscribe<>(nodeLost));
+    return this;
+  }
+
+  private static Address address(ActorRef<?> ref) {
+    return ref.path().address();
+  }
+
+  private static String seconds(java.time.Duration d) {
+    return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
+  }
+}

@@ -1,0 +1,43 @@
+package dev.troupe.gateway.chat;
+
+import com.typesafe.config.Config;
+import java.time.Duration;
+
+/**
+ * How the gateway moves a request whose worker is lost (read once from {@code
+ * troupe.gateway.migration}; every key is commented in the module's {@code reference.conf}).
+ *
+ * @param enabled resume a lost request on another replica; off: the request ends with a 503
+ * @param maxMigrations how many times one request may move before it is given up
+ * @param deadline how long a lost request may wait for a replica to take it
+ * @param retryInterval how often a waiting request looks for a reachable replica again
+ */
+public record MigrationSettings(
+    boolean enabled, int maxMigrations, Duration deadline, Duration retryInterval) {
+
+  /** On, 3 moves, 60 s to find a replica (covers the downing and restart of a lone replica). */
+  public static final MigrationSettings DEFAULT =
+      new MigrationSettings(true, 3, Duration.ofSeconds(60), Duration.ofMillis(500));
+
+  /** A lost worker ends its requests with a 503. */
+  public static final MigrationSettings DISABLED =
+      new MigrationSettings(false, 0, Duration.ofSeconds(1), Duration.ofMillis(500));
+
+  public MigrationSettings {
+    if (maxMigrations < 0) throw new IllegalArgumentException("max-migrations must be >= 0");
+    if (deadline == null || deadline.isNegative() || deadline.isZero())
+      throw new IllegalArgumentException("deadline must be positive");
+    if (retryInterval == null || retryInterval.isNegative() || retryInterval.isZero())
+      throw new IllegalArgumentException("retry-interval must be positive");
+  }
+
+  /** Reads {@code troupe.gateway.migration}. */
+  public static MigrationSettings fromConfig(Config config) {
+    Config c = config.getConfig("troupe.gateway.migration");
+    return new MigrationSettings(
+        c.getBoolean("enabled"),
+        c.getInt("max-migrations"),
+        c.getDuration("deadline"),
+        c.getDuration("retry-interval"));
+  }
+}

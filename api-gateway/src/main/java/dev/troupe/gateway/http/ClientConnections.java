@@ -1,0 +1,176 @@
+package dev.troupe.gateway.http;
+
+import java.time.Duration;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.Done;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.Cancellable;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.http.javadsl.model.AttributeKey;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.ResponseEntity;
+import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.stream.KillSwitches;
+import org.apache.pekko.stream.SharedKillSwitch;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * The HTTP API's connections as its routes see them: each request carries its {@link Connection},
+ * which tells a route when the client has closed it ({@link Connection#closed()}) and lets a route
+ * keep it open while a long answer is computed ({@link Connection#holdOpenUntil}).
+ *
+ * <p>Why: a non-streaming chat completion may take minutes and must end with its real status (a 5xx
+ * when its worker is lost for good, never a 200 with an error body), so nothing can be written
+ * before it is done. Pekko's {@code idle-timeout} counts silence in both directions, so it would
+ * close such a connection; and a client that gave up would not be noticed until the end. Instead,
+ * as uvicorn does for vLLM, the idle timeout here applies only while no held request is pending
+ * (between requests, or while a response streams without progress), and a client closing its side
+ * of the connection (its socket's FIN, seen as the end of the connection's request stream) is
+ * reported at once, so the route cancels the generation.
+ *
+ * <p>Installed by {@link GatewayServer}, which turns Pekko's own idle timeout off.
+ */
+public final class ClientConnections {
+  private static final AttributeKey<Connection> KEY =
+      AttributeKey.create("troupe-client-connection", Connection.class);
+
+  private ClientConnections() {}
+
+  /** The connection {@code request} arrived on; empty when the server was bound otherwise. */
+  public static Optional<Connection> of(HttpRequest request) {
+    return request.getAttribute(KEY);
+  }
+
+  /** One client connection. Thread-safe. */
+  public static final class Connection {
+    private final CompletableFuture<Done> closed = new CompletableFuture<>();
+    private final AtomicInteger held = new AtomicInteger();
+    private final AtomicLong lastActivity = new AtomicLong(System.nanoTime());
+    private final Set<Runnable> onClose = ConcurrentHashMap.newKeySet();
+
+    /** Completes when the client has closed the connection (or it failed). */
+    public CompletionStage<Done> closed() {
+      return closed.copy();
+    }
+
+    /**
+     * Runs {@code action} if the client closes the connection before {@code until} completes (at
+     * once if it is closed already); forgotten once {@code until} completes, so a long-lived
+     * connection does not collect the callbacks of its past requests.
+     */
+    public void onCloseUntil(CompletionStage<?> until, Runnable action) {
+      if (closed.isDone()) {
+        action.run();
+        return;
+      }
+      onClose.add(action);
+      until.whenComplete((r, e) -> onClose.remove(action));
+      if (closed.isDone() && onClose.remove(action)) action.run(); // closed meanwhile
+    }
+
+    private void close() {
+      closed.complete(Done.getInstance());
+      for (Runnable r : onClose) if (onClose.remove(r)) r.run();
+    }
+
+    /**
+     * Keeps the connection open, however long it stays silent, until {@code response} completes;
+     * returns it.
+     */
+    public <T> CompletionStage<T> holdOpenUntil(CompletionStage<T> response) {
+      held.incrementAndGet();
+      return response.whenComplete(
+          (r, e) -> {
+            touch();
+            held.decrementAndGet();
+          });
+    }
+
+    void touch() {
+      lastActivity.set(System.nanoTime());
+    }
+
+    boolean idleLongerThan(Duration timeout) {
+      return held.get() == 0 && System.nanoTime() - lastActivity.get() > timeout.toNanos();
+    }
+  }
+
+  /**
+   * The per-connection handler of {@code route}: materialized once per connection by {@code
+   * bindFlow}, it attaches the {@link Connection} to each request, closes the connection after
+   * {@code idleTimeout} without progress and without a held request, and completes {@link
+   * Connection#closed()} when the client's side ends.
+   */
+  public static Flow<HttpRequest, HttpResponse, NotUsed> handler(
+      Route route, ActorSystem<?> system, Duration idleTimeout) {
+    Flow<HttpRequest, HttpResponse, NotUsed> routes = route.flow(system);
+    Duration tick =
+        idleTimeout.dividedBy(4).compareTo(Duration.ofSeconds(1)) < 0
+            ? Duration.ofSeconds(1)
+            : idleTimeout.dividedBy(4);
+    return Flow.<HttpRequest, HttpResponse, NotUsed>fromMaterializer(
+            (mat, attributes) -> {
+              Connection c = new Connection();
+              SharedKillSwitch idle = KillSwitches.shared("idle-client-connection");
+              Cancellable check =
+                  mat.scheduleWithFixedDelay(
+                      scala.concurrent.duration.FiniteDuration.fromNanos(tick.toNanos()),
+                      scala.concurrent.duration.FiniteDuration.fromNanos(tick.toNanos()),
+                      () -> {
+                        if (c.idleLongerThan(idleTimeout)) idle.shutdown();
+                      });
+              return Flow.of(HttpRequest.class)
+                  .watchTermination(
+                      (m, done) -> {
+                        done.whenComplete(
+                            (ok, error) -> {
+                              check.cancel();
+                              c.close();
+                            });
+                        return m;
+                      })
+                  .map(
+                      r -> {
+                        c.touch();
+                        return r.addAttribute(KEY, c);
+                      })
+                  .via(routes)
+                  .map(r -> withProgress(r, c))
+                  .via(idle.flow());
+            })
+        .mapMaterializedValue(f -> NotUsed.getInstance());
+  }
+
+  /** A streamed body counts each chunk it writes as activity; a stalled one goes idle. */
+  private static HttpResponse withProgress(HttpResponse response, Connection c) {
+    c.touch();
+    ResponseEntity entity = response.entity();
+    if (entity.isStrict()) return response;
+    Source<ByteString, ?> data =
+        entity
+            .getDataBytes()
+            .map(
+                b -> {
+                  c.touch();
+                  return b;
+                });
+    if (entity instanceof HttpEntity.Chunked)
+      return response.withEntity(HttpEntities.createChunked(entity.getContentType(), data));
+    if (entity instanceof HttpEntity.CloseDelimited)
+      return response.withEntity(HttpEntities.createCloseDelimited(entity.getContentType(), data));
+    return response.withEntity(
+        HttpEntities.create(
+            entity.getContentType(), entity.getContentLengthOption().getAsLong(), data));
+  }
+}

@@ -113,7 +113,7 @@ class ConstrainedResumeTest {
               .temperature(1.0)
               .seed(3L)
               .maxTokens(80)
-              .logitBias(Map.of(thinkEnd, 6.0))
+              .logitBias(Map.of(thinkEnd, 11.0)) // ends the reasoning after a few tokens
               .structuredOutputs(ReasoningAndToolsEngineTest.COMPACT_OBJECT)
               .build();
       GenerationRequest r =
@@ -122,7 +122,13 @@ class ConstrainedResumeTest {
               .sampling(p)
               .streamed(streamed)
               .build();
-      resumesExactly(ReasoningAndToolsEngineTest::engine, r, 4);
+      List<RequestUpdate> whole = run(ReasoningAndToolsEngineTest::engine, r);
+      for (int i = 0; i < 2; i++) {
+        int end = tokens(whole, i).indexOf(thinkEnd);
+        assertTrue(end > 0, "reasoning, then content: " + tokens(whole, i));
+        assertTrue(!text(whole, i).isEmpty(), "the constrained content");
+      }
+      resumesExactly(ReasoningAndToolsEngineTest::engine, r, 6);
     }
   }
 

@@ -305,7 +305,9 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     if (++migrations > replicas.migration().maxMigrations())
       return finish(
           gaveUp(
-              "it has moved " + replicas.migration().maxMigrations() + " times already, and it"));
+              "it has already moved "
+                  + replicas.migration().maxMigrations()
+                  + " times; retry later."));
     getContext().getLog().info("request {}: worker lost ({}), migrating", request.requestId(), why);
     return submit();
   }

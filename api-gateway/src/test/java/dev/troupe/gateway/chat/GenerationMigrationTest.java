@@ -294,7 +294,10 @@ class GenerationMigrationTest {
     }
     List<GenerationEvent> got = events.toCompletableFuture().join();
     Failed f = assertInstanceOf(Failed.class, got.get(got.size() - 1));
-    assertTrue(f.message().contains("moved 2 times"), f.message());
+    assertEquals(
+        "The model worker generating this request was lost (m#0 stopped) and it has already moved"
+            + " 2 times; retry later.",
+        f.message());
   }
 
   @Test

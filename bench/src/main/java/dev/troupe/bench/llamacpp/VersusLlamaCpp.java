@@ -35,8 +35,11 @@ import java.util.concurrent.Future;
  *
  * <p>Usage: {@code VersusLlamaCpp [--sizes small,medium] [--rounds 3] [--work DIR] [--tokenizer
  * DIR] [--jar deploy/target/troupe.jar] [--xmx 3g] [--threads 2] [--num-blocks 400] [--troupe-jvm
- * "OPTIONS"]}. Build the jar first ({@code mvn -B -q -DskipTests package}). Not a test: results go
- * to docs/benchmarks.md.
+ * "OPTIONS"] [--llama-poll 50] [--llama-threads N]} ({@code --llama-poll}: llama.cpp's busy-wait
+ * level, 0–100, its default 50; 0 sleeps instead, which suits a loaded machine; {@code
+ * --llama-threads}: llama.cpp's threads, default {@code --threads}: on a loaded machine one thread
+ * avoids its barriers waiting for a preempted second thread). Build the jar first ({@code mvn -B -q
+ * -DskipTests package}). Not a test: results go to docs/benchmarks.md.
  */
 public final class VersusLlamaCpp {
   private static final int PROMPT = 256, DECODE = 128, STREAM_PROMPT = 32, STREAM_NEW = 64;
@@ -79,7 +82,9 @@ public final class VersusLlamaCpp {
           xmx,
           numBlocks,
           work,
-          o.getOrDefault("--troupe-jvm", ""));
+          o.getOrDefault("--troupe-jvm", ""),
+          Integer.parseInt(o.getOrDefault("--llama-poll", "50")),
+          Integer.parseInt(o.getOrDefault("--llama-threads", Integer.toString(threads))));
     System.exit(0);
   }
 
@@ -92,7 +97,9 @@ public final class VersusLlamaCpp {
       String xmx,
       int numBlocks,
       Path work,
-      String troupeJvm)
+      String troupeJvm,
+      int poll,
+      int llamaThreads)
       throws Exception {
     m.ensureWritten(tokenizer);
     var c = m.config();
@@ -109,6 +116,14 @@ public final class VersusLlamaCpp {
         c.vocabSize(),
         m.safetensorsBytes() >> 20,
         m.gguf().toFile().length() >> 20);
+    System.out.printf(
+        Locale.ROOT,
+        "troupe: %d engine threads, -Xmx%s %s; llama.cpp: %d threads, poll %d, 8 slots%n",
+        threads,
+        xmx,
+        troupeJvm,
+        llamaThreads,
+        poll);
     Path data = Files.createTempDirectory(work, "data");
     List<String> jvm =
         new ArrayList<>(
@@ -121,12 +136,14 @@ public final class VersusLlamaCpp {
     ModelParameters mp =
         new ModelParameters()
             .setModel(m.gguf().toString())
-            .setThreads(threads)
-            .setThreadsBatch(threads)
+            .setThreads(llamaThreads)
+            .setThreadsBatch(llamaThreads)
             .setParallel(8)
             .setCtxSize(8 * 512)
             .setBatchSize(512)
             .setGpuLayers(0)
+            .setPoll(poll)
+            .setPollBatch(poll)
             .disableLog()
             .skipWarmup();
     try (TroupeServer troupe =

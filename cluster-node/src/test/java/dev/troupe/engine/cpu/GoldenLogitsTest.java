@@ -24,6 +24,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  * golden.json} under {@code src/test/resources/golden/} are written by {@code
  * tools/golden/make_golden.py} (Debian python3-torch, the transformers model math in torch): Llama
  * with llama3 rope scaling in BF16, Qwen3 with q/k norm and tied embeddings in F16.
+ *
+ * <p>Tolerance 1e-4 on logits of magnitude ~1: a 16-bit weight widens to FP32 exactly, so we and
+ * PyTorch sum the same FP32 products in different orders (rounding ~6e-8 relative per term, sums of
+ * at most a few hundred terms: ~1e-6 on these logits), while one BF16 rounding step is 2⁻⁸ relative
+ * and an F16 step 2⁻¹¹, so weights held at another precision than PyTorch's would show far above
+ * it.
  */
 class GoldenLogitsTest {
 

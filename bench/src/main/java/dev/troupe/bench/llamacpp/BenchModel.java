@@ -6,12 +6,14 @@ import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.RandomWeights;
 import dev.troupe.engine.model.RoundedWeights;
+import dev.troupe.engine.model.SafetensorsWeights;
 import dev.troupe.engine.model.SafetensorsWriter;
 import dev.troupe.engine.model.TransformerLayout;
 import dev.troupe.engine.model.WeightSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -82,7 +84,10 @@ record BenchModel(String name, ModelConfig config, Path dir) {
     cfg.put("eos_token_id", config.eosTokenIds().get(0));
     cfg.put("torch_dtype", "bfloat16");
     json.writerWithDefaultPrettyPrinter().writeValue(dir.resolve("config.json").toFile(), cfg);
-    Files.copy(tokenizerDir.resolve("tokenizer.json"), dir.resolve("tokenizer.json"));
+    Files.copy(
+        tokenizerDir.resolve("tokenizer.json"),
+        dir.resolve("tokenizer.json"),
+        StandardCopyOption.REPLACE_EXISTING);
     ObjectNode tc =
         (ObjectNode) json.readTree(tokenizerDir.resolve("tokenizer_config.json").toFile());
     tc.put("chat_template", "{{ bos_token }}{{ messages[0]['content'] }}");
@@ -90,8 +95,15 @@ record BenchModel(String name, ModelConfig config, Path dir) {
     List<String> names = new ArrayList<>(TransformerLayout.of(config).tensors().keySet());
     SafetensorsWriter.write(
         dir.resolve("model.safetensors"), w, names, DType.BF16, Map.of("format", "pt"));
-    GgufWriter.write(
-        gguf(), config, w, tokenizerDir.resolve("tokenizer.json"), "troupe-bench-" + name);
+    // written aside and moved in place: an interrupted run leaves no half file that looks done
+    // from the file just written (the same BF16 values, read row by row far faster than the
+    // random source regenerates its blocks)
+    Path part = gguf().resolveSibling("model.gguf.part");
+    try (WeightSource written = SafetensorsWeights.open(dir)) {
+      GgufWriter.write(
+          part, config, written, tokenizerDir.resolve("tokenizer.json"), "troupe-bench-" + name);
+    }
+    Files.move(part, gguf(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
   }
 
   long safetensorsBytes() {

@@ -231,8 +231,9 @@ public record SamplingParams(
   }
 
   /**
-   * Builds {@link SamplingParams} by name, so that a new field touches only this record, the
-   * gateway's mapper and the engine code that reads it. Starts from OpenAI's defaults.
+   * Builds {@link SamplingParams} by name, so that a new field touches three files: this record,
+   * the HTTP record ({@code ChatCompletionRequest}) and the gateway's {@code ChatSamplingMapper};
+   * then the engine code that reads it (docs/architecture.md). Starts from OpenAI's defaults.
    */
   public static final class Builder {
     private int n = 1;

@@ -3,9 +3,8 @@ package dev.troupe.engine.core;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.core.Outputs.RequestOutputBuilder;
 import dev.troupe.engine.core.StepOutput.ChoiceOutput;
-import dev.troupe.engine.core.StepOutput.Failure;
-import dev.troupe.engine.core.StepOutput.RequestOutput;
 import dev.troupe.engine.sampling.BatchSampler;
 import dev.troupe.engine.sampling.BeamSearch;
 import dev.troupe.engine.sampling.FinishReason;
@@ -28,7 +27,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -444,61 +442,5 @@ public final class EngineCore implements AutoCloseable {
   @Override
   public void close() {
     runner.close();
-  }
-
-  // ------------------------------------------------------------------ outputs of one step
-
-  /** Collects one step's outputs per request, in the order the step met them. */
-  private static final class Outputs {
-    private final Map<String, RequestOutputBuilder> byRequest = new LinkedHashMap<>();
-    private final List<Failure> failures = new ArrayList<>();
-    private final List<CoreRequest> leaving = new ArrayList<>();
-
-    /** Times the step's outputs that carry tokens, then the requests that finished with it. */
-    void timed(LatencyStats latencies, long now) {
-      for (RequestOutputBuilder b : byRequest.values())
-        for (ChoiceOutput c : b.choices.values())
-          if (c.tokenIds().length > 0) {
-            latencies.produced(b.request, now);
-            break;
-          }
-      for (CoreRequest r : leaving) latencies.left(r);
-    }
-
-    RequestOutputBuilder of(CoreRequest r) {
-      return byRequest.computeIfAbsent(r.id(), id -> new RequestOutputBuilder(r));
-    }
-
-    void fail(CoreRequest r, Rejection why) {
-      byRequest.remove(r.id());
-      failures.add(new Failure(r.id(), why));
-    }
-
-    StepOutput build() {
-      List<RequestOutput> outputs = new ArrayList<>(byRequest.size());
-      for (RequestOutputBuilder b : byRequest.values()) outputs.add(b.build());
-      return new StepOutput(outputs, failures);
-    }
-  }
-
-  private static final class RequestOutputBuilder {
-    final CoreRequest request;
-    final Map<Integer, ChoiceOutput> choices = new TreeMap<>();
-    boolean first;
-    boolean finished;
-
-    RequestOutputBuilder(CoreRequest request) {
-      this.request = request;
-    }
-
-    RequestOutput build() {
-      return new RequestOutput(
-          request.id(),
-          first,
-          first ? request.promptLogprobs : null,
-          List.copyOf(choices.values()),
-          finished,
-          request.group.numCachedTokens());
-    }
   }
 }

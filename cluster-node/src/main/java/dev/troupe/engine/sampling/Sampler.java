@@ -97,7 +97,7 @@ public final class Sampler {
       TokenConstraint constraint) {
     if (!p.resolved())
       throw new IllegalArgumentException("unresolved sampling parameters (see withDefaults)");
-    validate(p, factory.vocabSize());
+    SamplerFactory.checkVocabulary(p, factory.vocabSize());
     if (choiceIndex < 0) throw new IllegalArgumentException("negative choice index");
     this.ws = factory.workspace;
     this.vocab = factory.vocabSize();
@@ -158,32 +158,6 @@ public final class Sampler {
       seen = null;
     }
     outputCounts = frequency != 0f || presence != 0f ? new IntCounts() : null;
-  }
-
-  /** The vocabulary-dependent checks (400s) shared with {@link SamplerFactory#validate}. */
-  static void validate(SamplingParams p, int vocab) {
-    List<Integer> badBias = new ArrayList<>();
-    for (int id : p.logitBias().keySet()) if (id < 0 || id >= vocab) badBias.add(id);
-    if (!badBias.isEmpty()) {
-      badBias.sort(null);
-      throw new InvalidSamplingParamsException(
-          "logit_bias",
-          "token_id(s) "
-              + badBias
-              + " in logit_bias contain out-of-vocab token ids. Vocabulary size: "
-              + vocab);
-    }
-    if (p.allowedTokenIds() != null) {
-      for (int id : p.allowedTokenIds())
-        if (id < 0 || id >= vocab)
-          throw new InvalidSamplingParamsException(
-              "allowed_token_ids", "allowed_token_ids contains out-of-vocab token id!");
-    }
-    for (int id : p.stopTokenIds())
-      if (id < 0 || id >= vocab)
-        throw new InvalidSamplingParamsException(
-            "stop_token_ids",
-            "stop_token_ids contain out-of-vocab token id " + id + ". Vocabulary size: " + vocab);
   }
 
   /**

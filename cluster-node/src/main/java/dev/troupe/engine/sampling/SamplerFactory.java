@@ -2,6 +2,8 @@ package dev.troupe.engine.sampling;
 
 import dev.troupe.engine.Tokenizer;
 import dev.troupe.protocol.cluster.SamplingParams;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Makes the per-choice {@link Sampler}s of one model and owns the scratch buffers they share (one
@@ -77,7 +79,7 @@ public final class SamplerFactory {
    * @throws InvalidSamplingParamsException as {@link #create}
    */
   public SamplingSetup prepare(SamplingParams params) {
-    Sampler.validate(params, vocabSize);
+    checkVocabulary(params, vocabSize);
     BadWords badWords = BadWords.of(params.badWords(), tokenizer, vocabSize);
     java.util.List<java.util.List<dev.troupe.engine.spi.LogitsProcessor>> perChoice =
         new java.util.ArrayList<>();
@@ -91,9 +93,38 @@ public final class SamplerFactory {
 
   /** Runs every check {@link #create} runs, without constructing processors. */
   public void validate(SamplingParams params) {
-    Sampler.validate(params, vocabSize);
+    checkVocabulary(params, vocabSize);
     processors.check(params.logitsProcessors());
     BadWords.of(params.badWords(), tokenizer, vocabSize);
+  }
+
+  /**
+   * The vocabulary-dependent checks (400s) of {@code logit_bias}, {@code allowed_token_ids} and
+   * {@code stop_token_ids}: run by {@link #prepare}, {@link #validate} and every {@link Sampler}.
+   */
+  static void checkVocabulary(SamplingParams p, int vocab) {
+    List<Integer> badBias = new ArrayList<>();
+    for (int id : p.logitBias().keySet()) if (id < 0 || id >= vocab) badBias.add(id);
+    if (!badBias.isEmpty()) {
+      badBias.sort(null);
+      throw new InvalidSamplingParamsException(
+          "logit_bias",
+          "token_id(s) "
+              + badBias
+              + " in logit_bias contain out-of-vocab token ids. Vocabulary size: "
+              + vocab);
+    }
+    if (p.allowedTokenIds() != null) {
+      for (int id : p.allowedTokenIds())
+        if (id < 0 || id >= vocab)
+          throw new InvalidSamplingParamsException(
+              "allowed_token_ids", "allowed_token_ids contains out-of-vocab token id!");
+    }
+    for (int id : p.stopTokenIds())
+      if (id < 0 || id >= vocab)
+        throw new InvalidSamplingParamsException(
+            "stop_token_ids",
+            "stop_token_ids contain out-of-vocab token id " + id + ". Vocabulary size: " + vocab);
   }
 
   public int vocabSize() {

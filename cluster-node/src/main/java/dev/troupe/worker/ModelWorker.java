@@ -21,10 +21,10 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.GetStatus;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Migrate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ReplicaId;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 import dev.troupe.protocol.cluster.TrainingJobProtocol.AdapterCheckpoint;
+import dev.troupe.protocol.cluster.WorkerStatus;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -407,26 +407,13 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   // ------------------------------------------------------------------ tokenizer endpoints
 
   private Behavior<Command> onTokenize(Tokenize t) {
-    offInput(
-        TokenizerTasks.tokenize(engine.inputs(), t),
-        () -> t.replyTo().tell(WireUpdates.rejected(overloaded())));
+    TokenizerTasks.tokenize(inputExecutor, engine.inputs(), t, this::overloaded);
     return this;
   }
 
   private Behavior<Command> onDetokenize(Detokenize d) {
-    offInput(
-        TokenizerTasks.detokenize(engine.inputs(), d),
-        () -> d.replyTo().tell(WireUpdates.rejected(overloaded())));
+    TokenizerTasks.detokenize(inputExecutor, engine.inputs(), d, this::overloaded);
     return this;
-  }
-
-  /** Runs {@code task} on the input executor, or {@code refused} when its queue is full. */
-  private void offInput(Runnable task, Runnable refused) {
-    try {
-      inputExecutor.execute(task);
-    } catch (RejectedExecutionException e) {
-      refused.run();
-    }
   }
 
   // ------------------------------------------------------------------ status

@@ -1,8 +1,8 @@
 package dev.troupe.node;
 
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
+import dev.troupe.protocol.cluster.WorkerStatus;
 import dev.troupe.worker.EngineProvider;
 import dev.troupe.worker.HandOff;
 import dev.troupe.worker.ModelWorker;

@@ -10,8 +10,8 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.GetStatus;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ReplicaId;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.WorkerStatus;
 import dev.troupe.protocol.cluster.TrainingJobProtocol.AdapterCheckpoint;
+import dev.troupe.protocol.cluster.WorkerStatus;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 

@@ -13,6 +13,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.*;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
+import dev.troupe.protocol.cluster.WorkerStatus;
 import dev.troupe.scheduler.SchedulingPolicy;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -71,7 +71,8 @@ class ArchitectureTest {
         .resideInAnyPackage("dev.troupe.engine..", "dev.troupe.scheduler..")
         .should()
         .dependOnClassesThat()
-        .haveNameMatching("dev\\.troupe\\.protocol\\.cluster\\.ModelWorkerProtocol.*")
+        .haveNameMatching(
+            "dev\\.troupe\\.protocol\\.cluster\\.(ModelWorkerProtocol|WorkerStatus)\\b.*")
         .check(classes);
   }
 }

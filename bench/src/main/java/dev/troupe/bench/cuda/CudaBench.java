@@ -1,15 +1,21 @@
 package dev.troupe.bench.cuda;
 
+import dev.troupe.engine.DeviceSampling;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.cuda.CudaModelRunner;
 import dev.troupe.engine.cuda.CudaProbe;
-import dev.troupe.engine.cuda.DeviceSampler;
 import dev.troupe.engine.cuda.Gpu;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.SafetensorsWeights;
 import dev.troupe.engine.model.TransformerLayout;
 import dev.troupe.engine.model.WeightSource;
+import dev.troupe.engine.sampling.EosTokens;
+import dev.troupe.engine.sampling.LogitsProcessorRegistry;
+import dev.troupe.engine.sampling.Sampler;
+import dev.troupe.engine.sampling.SamplerFactory;
+import dev.troupe.protocol.cluster.SamplingDefaults;
+import dev.troupe.protocol.cluster.SamplingParams;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,8 +27,9 @@ import java.util.Random;
  * (bench/gpu/make_random_model.py writes random-weight Qwen3-1.7B / Llama-3.1-8B shapes from a
  * seed), prefill tok/s and decode tok/s at batch 1, 8, 32, 128, 256, against the bandwidth limit
  * (BF16 weight bytes per decode step ÷ the device-to-device copy bandwidth measured here), and the
- * host's share of a decode step (time the JVM spends before the GPU work of the step is queued,
- * i.e. packing and launching, and copying logits back, over the step's wall time).
+ * host's share of a decode step with device sampling (the step's wall time minus its waits for the
+ * device, over the wall time), and decode tok/s with the logits copied to the host and sampled
+ * there by the CPU {@code Sampler} (what the engine does for rows the device cannot sample).
  *
  * <p>Usage: {@code CudaBench MODEL_DIR [prompt-tokens] [decode-steps]}. Prints a table.
  */
@@ -71,8 +78,18 @@ public final class CudaBench {
         copyGBs,
         copyGBs * 1e9 / weightBytes);
     System.out.println(
-        "| batch | prefill tok/s | decode tok/s | decode step ms | host share of step |");
-    System.out.println("|---|---|---|---|---|");
+        "| batch | prefill tok/s | decode tok/s | decode step ms | host share of step "
+            + "| decode tok/s, logits to host + CPU sampler |");
+    System.out.println("|---|---|---|---|---|---|");
+    SamplerFactory samplers =
+        new SamplerFactory(cfg.vocabSize(), null, EosTokens.none(), LogitsProcessorRegistry.none());
+    SamplingParams random =
+        SamplingParams.builder()
+            .temperature(1.0)
+            .seed(1L)
+            .maxTokens(1 << 20)
+            .build()
+            .withDefaults(SamplingDefaults.NONE);
     Random rnd = new Random(1);
     for (int b : batches) {
       List<int[]> tables = new ArrayList<>();
@@ -97,26 +114,30 @@ public final class CudaBench {
       double prefill = (double) b * prompt / ((System.nanoTime() - t0) / 1e9);
       // decode: warm up 2 steps, then time `steps` steps; sampling on the device (temperature 1
       // over the whole vocabulary, a fresh uniform per row and step), then the same with the
-      // logits copied to the host (what the engine does until it calls forwardSample)
+      // logits copied to the host and sampled there (the engine's host path)
       long decodeNs = 0, hostNs = 0, hostPathNs = 0;
       int pos = prompt;
       for (int step = 0; step < steps + 2; step++, pos++) {
         List<SequenceChunk> d = new ArrayList<>(b);
-        List<DeviceSampler.Row> rows = new ArrayList<>(b);
+        List<DeviceSampling.Row> rows = new ArrayList<>(b);
         for (int s = 0; s < b; s++) {
           d.add(
               new SequenceChunk(
                   new int[] {rnd.nextInt(cfg.vocabSize())}, pos, tables.get(s), false));
-          rows.add(DeviceSampler.Row.simple(false, 1f, 0, 1f, 0f, rnd.nextDouble()));
+          rows.add(
+              new DeviceSampling.Row(
+                  s, DeviceSampling.Params.simple(false, 1f, 0, 1f, 0f, rnd.nextDouble())));
         }
         long a = System.nanoTime();
-        r.forwardSample(d, rows);
+        r.forwardSample(d, null, rows);
         long e = System.nanoTime();
         if (step >= 2) {
           decodeNs += e - a;
           hostNs += r.lastHostNanos();
         }
       }
+      List<Sampler> hostSamplers = new ArrayList<>(b);
+      for (int s = 0; s < b; s++) hostSamplers.add(samplers.create(random, prompts.get(s), s));
       for (int step = 0; step < steps + 2; step++, pos++) {
         List<SequenceChunk> d = new ArrayList<>(b);
         for (int s = 0; s < b; s++)
@@ -124,7 +145,8 @@ public final class CudaBench {
               new SequenceChunk(
                   new int[] {rnd.nextInt(cfg.vocabSize())}, pos, tables.get(s), false));
         long a = System.nanoTime();
-        r.forward(d);
+        List<float[][]> logits = r.forward(d);
+        for (int s = 0; s < b; s++) hostSamplers.get(s).next(logits.get(s)[0]);
         if (step >= 2) hostPathNs += System.nanoTime() - a;
       }
       double stepMs = decodeNs / 1e6 / steps;

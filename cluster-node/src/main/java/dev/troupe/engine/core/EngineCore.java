@@ -11,6 +11,7 @@ import dev.troupe.engine.sampling.FinishReason;
 import dev.troupe.engine.sampling.InvalidSamplingParamsException;
 import dev.troupe.engine.sampling.Sample;
 import dev.troupe.engine.sampling.SamplerFactory;
+import dev.troupe.engine.sampling.SamplingStage;
 import dev.troupe.engine.sampling.StepLogprobs;
 import dev.troupe.engine.sampling.StopChecker.Finish;
 import dev.troupe.engine.sampling.StopTokens;
@@ -33,10 +34,11 @@ import org.slf4j.LoggerFactory;
 /**
  * One model replica's engine core, as vLLM v1's {@code EngineCore}: the {@link Scheduler}, the
  * {@link ModelRunner} and the sampling stage. It takes prepared requests ({@link #add}), runs one
- * step at a time ({@link #step}: schedule, one forward pass over every chunk, one {@link
- * BatchSampler} call over every row that needs a token, token stops) and reports plain per-request
- * outputs: token ids, finishes, logprobs as ids and floats. No text, no wire types: the output
- * processor turns outputs into text and the worker into messages.
+ * step at a time ({@link #step}: schedule, one forward pass over every chunk together with one
+ * sampling stage over every row that needs a token ({@link SamplingStage}: on the runner's device
+ * where it can), token stops) and reports plain per-request outputs: token ids, finishes, logprobs
+ * as ids and floats. No text, no wire types: the output processor turns outputs into text and the
+ * worker into messages.
  *
  * <p>The n choices of a request share one prefill: its prompt is one sequence, forked into n when
  * its logits exist; each choice samples from them with its own RNG. Beam search runs through a
@@ -59,7 +61,7 @@ public final class EngineCore implements AutoCloseable {
   private final ModelRunner runner;
   private final Scheduler scheduler;
   private final SamplerFactory samplers;
-  private final BatchSampler sampling = new BatchSampler();
+  private final SamplingStage sampling;
   private final SchedulingPolicy policy;
   private final int maxModelLen;
   private final Map<String, CoreRequest> active = new LinkedHashMap<>();
@@ -76,6 +78,7 @@ public final class EngineCore implements AutoCloseable {
     this.policy = policy;
     this.samplers = samplers;
     this.maxModelLen = settings.maxModelLen(runner);
+    this.sampling = SamplingStage.of(runner);
     this.scheduler =
         new Scheduler(settings.schedulerConfig(policy), runner.numBlocks(), runner.blockSize());
   }
@@ -91,6 +94,11 @@ public final class EngineCore implements AutoCloseable {
 
   public Scheduler scheduler() {
     return scheduler;
+  }
+
+  /** The sampling stage: where rows are sampled, and how many on the device and on the host. */
+  public SamplingStage sampling() {
+    return sampling;
   }
 
   /** Prompt tokens of the requests admitted since start, once per request whatever n is. */
@@ -195,23 +203,35 @@ public final class EngineCore implements AutoCloseable {
     for (SequenceGroup group : plan.outOfMemory()) outOfMemory(group, out);
     if (plan.isEmpty()) return out.build();
 
-    List<SequenceChunk> batch = new ArrayList<>(plan.chunks().size());
+    // The step's chunks; before the forward pass (a device samples inside it): the rows that need
+    // a token, and the chunks whose logits the core itself needs (prompt logprobs, beam search).
+    int chunks = plan.chunks().size();
+    List<SequenceChunk> batch = new ArrayList<>(chunks);
     long scheduledAt = System.nanoTime();
-    for (ScheduledChunk c : plan.chunks()) {
+    boolean[] hostLogits = new boolean[chunks];
+    List<SamplingStage.Row> rows = new ArrayList<>();
+    List<RowOwner> owners = new ArrayList<>();
+    for (int i = 0; i < chunks; i++) {
+      ScheduledChunk c = plan.chunks().get(i);
       CoreRequest r = active.get(c.sequence().group().requestId());
       latencies.scheduled(r, scheduledAt);
+      boolean all = r.wantsPromptLogits(c);
       batch.add(
-          new SequenceChunk(
-              c.tokens(),
-              c.start(),
-              c.blockTable(),
-              r.wantsPromptLogits(c),
-              r.request.adapterId()));
+          new SequenceChunk(c.tokens(), c.start(), c.blockTable(), all, r.request.adapterId()));
+      hostLogits[i] = all || (c.last() && r.beam != null);
+      if (!c.last() || r.beam != null) continue;
+      // a prefilled prompt is sampled once per choice (forked below); a choice's own sequence once
+      boolean prompt = !c.sequence().group().forked();
+      int from = prompt ? 0 : c.sequence().index(), to = prompt ? r.choices.length : from + 1;
+      for (int k = from; k < to; k++) {
+        rows.add(new SamplingStage.Row(i, r.choices[k].sampler));
+        owners.add(new RowOwner(r, k));
+      }
     }
-    List<float[][]> logits;
+    SamplingStage.Result step;
     try {
       for (ScheduleResult.BlockCopy copy : plan.copies()) runner.copyBlock(copy.src(), copy.dst());
-      logits = runner.forward(batch);
+      step = sampling.run(batch, hostLogits, rows);
     } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
       recomputeAfterFailedForward(plan, e, out);
       return out.build();
@@ -219,18 +239,15 @@ public final class EngineCore implements AutoCloseable {
     // The step's keys and values exist now: the blocks it filled become prefix-cache entries.
     scheduler.computed(plan);
 
-    List<Sequence> rowsFor = new ArrayList<>();
-    List<BatchSampler.Row> rows = new ArrayList<>();
     Set<CoreRequest> beams = new LinkedHashSet<>();
-    for (int i = 0; i < batch.size(); i++) {
+    for (int i = 0; i < chunks; i++) {
       ScheduledChunk chunk = plan.chunks().get(i);
       CoreRequest r = active.get(chunk.sequence().group().requestId());
       if (r == null) continue; // failed earlier in this step
-      float[][] chunkLogits = logits.get(i);
+      float[][] chunkLogits = step.logits().get(i);
       if (batch.get(i).allLogits()
           && !perRequest(r, out, () -> r.collectPromptLogprobs(chunk, chunkLogits))) continue;
       if (!chunk.last()) continue;
-      float[] last = chunkLogits[chunkLogits.length - 1];
       Sequence seq = chunk.sequence();
       if (!seq.group().forked()) {
         scheduler.markForked(seq.group());
@@ -243,28 +260,20 @@ public final class EngineCore implements AutoCloseable {
           // The prompt is prefilled: split it into the request's choices, sharing its blocks.
           r.choices[0].sequence = seq;
           for (int c = 1; c < r.choices.length; c++) r.choices[c].sequence = scheduler.fork(seq, c);
-          for (CoreRequest.Choice c : r.choices) {
-            rowsFor.add(c.sequence);
-            rows.add(new BatchSampler.Row(c.sampler, last));
-          }
           continue;
         }
       }
       if (r.beam != null) {
-        r.beam.offer(seq, last);
+        r.beam.offer(seq, chunkLogits[chunkLogits.length - 1]);
         beams.add(r);
-      } else {
-        rowsFor.add(seq);
-        rows.add(new BatchSampler.Row(r.choices[seq.index()].sampler, last));
       }
     }
 
-    // The step's one sampling stage: every row at once (a device sampler replaces this call).
-    List<BatchSampler.Outcome> samples = sampling.sample(rows);
+    List<BatchSampler.Outcome> samples = step.outcomes();
     for (int i = 0; i < samples.size(); i++) {
-      Sequence seq = rowsFor.get(i);
-      CoreRequest r = active.get(seq.group().requestId());
-      if (r == null) continue;
+      CoreRequest r = owners.get(i).request();
+      if (active.get(r.id()) != r) continue; // failed or finished earlier in this step
+      Sequence seq = r.choices[owners.get(i).choice()].sequence;
       BatchSampler.Outcome o = samples.get(i);
       if (o.failed()) fail(r, o.error(), out);
       else perRequest(r, out, () -> advance(r, seq, o.sample(), out));
@@ -274,6 +283,9 @@ public final class EngineCore implements AutoCloseable {
     out.timed(latencies, System.nanoTime());
     return out.build();
   }
+
+  /** Whose row a sampled row is: a request and its choice index. */
+  private record RowOwner(CoreRequest request, int choice) {}
 
   /** Appends a sampled token to its choice, or finishes the choice with it. */
   private void advance(CoreRequest r, Sequence seq, Sample sample, Outputs out) {

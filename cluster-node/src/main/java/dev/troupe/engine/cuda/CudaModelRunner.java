@@ -1,5 +1,6 @@
 package dev.troupe.engine.cuda;
 
+import dev.troupe.engine.DeviceSampling;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
@@ -29,7 +30,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread: confined to its owner's thread, like every {@link ModelRunner}.
  */
-public final class CudaModelRunner implements ModelRunner {
+public final class CudaModelRunner implements ModelRunner, DeviceSampling {
   private static final Logger log = LoggerFactory.getLogger(CudaModelRunner.class);
 
   /** Logit rows computed per LM-head product (prompt-logprob chunks go in pieces). */
@@ -50,6 +51,7 @@ public final class CudaModelRunner implements ModelRunner {
   private final ByteBuffer hostLogits;
   private long hostNanos;
   private final long sampleWork; // [LOGIT_PIECE, vocab] fp32: device sampling's scratch
+  private int samplerThreads = DeviceSampler.THREADS;
   private boolean closed;
 
   private CudaModelRunner(
@@ -194,11 +196,23 @@ public final class CudaModelRunner implements ModelRunner {
   }
 
   /**
-   * Host time of the last {@link #forward}: its wall time minus the time spent waiting for the
-   * device (benchmarks: the host's share of a step).
+   * Host time of the last {@link #forward} or {@link #forwardSample}: its wall time minus the time
+   * spent waiting for the device (benchmarks: the host's share of a step).
    */
   public long lastHostNanos() {
     return hostNanos;
+  }
+
+  /**
+   * Threads per row of the sampling kernel (a multiple of 32, at most {@value
+   * DeviceSampler#THREADS}, the default): the CPU emulation runs every thread as a fiber, so its
+   * tests use fewer.
+   */
+  void samplerThreads(int threads) {
+    if (threads < 32 || threads > DeviceSampler.THREADS || threads % 32 != 0)
+      throw new IllegalArgumentException(
+          "threads: a multiple of 32 up to " + DeviceSampler.THREADS);
+    samplerThreads = threads;
   }
 
   /** The device, for logs. */
@@ -233,67 +247,114 @@ public final class CudaModelRunner implements ModelRunner {
 
   @Override
   public List<float[][]> forward(List<SequenceChunk> batch) {
-    if (closed) throw new IllegalStateException("runner closed");
-    if (batch.isEmpty()) return List.of();
-    long start = System.nanoTime();
-    BatchPlan s = layers(batch);
-    int R = s.logitRows().length;
-    float[][] all = new float[R][];
-    long waited = 0; // in downloads: the step's GPU work, then the logits copy
-    FloatBuffer fb = hostLogits.duplicate().clear().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
-    for (int r0 = 0; r0 < R; r0 += LOGIT_PIECE) {
-      int n = Math.min(LOGIT_PIECE, R - r0);
-      gpu.gemm(w.lmHead, h + (long) r0 * hidden * 2, logits, vocab, hidden, n, false, 0f);
-      hostLogits.clear().limit(n * vocab * 4);
-      long d0 = System.nanoTime();
-      gpu.download(logits, hostLogits); // waits for the step's GPU work, then copies
-      waited += System.nanoTime() - d0;
-      for (int r = 0; r < n; r++) {
-        float[] row = new float[vocab];
-        fb.get(r * vocab, row);
-        all[r0 + r] = row;
-      }
-    }
-    List<float[][]> out = new ArrayList<>(batch.size());
-    int r = 0;
-    for (int n : s.logitCounts()) {
-      out.add(java.util.Arrays.copyOfRange(all, r, r + n));
-      r += n;
-    }
-    // host time of the step: its wall time minus the waits for the device (packing, launches,
-    // unpacking logits into Java arrays)
-    hostNanos = System.nanoTime() - start - waited;
-    return out;
+    boolean[] all = new boolean[batch.size()];
+    java.util.Arrays.fill(all, true);
+    return forwardSample(batch, all, List.of()).logits();
   }
 
   /**
-   * Runs one step and samples each chunk's next token on the device ({@link DeviceSampler}): only
-   * the tokens (and the requested raw logprobs) come back to the host, never a logits row.
-   *
-   * @param rows per chunk, its sampling state; no chunk may ask for all logits
+   * Runs one step and samples rows on the device ({@link DeviceSampler}): only the tokens (and the
+   * requested raw logprobs) come back, plus the logits of the chunks {@code hostLogits} names. The
+   * rows' parameters go up before the layers run; the LM head runs in pieces of {@value
+   * #LOGIT_PIECE} logit rows, each piece sampled (and its host rows copied) before the next.
    */
-  public List<DeviceSampler.Result> forwardSample(
-      List<SequenceChunk> batch, List<DeviceSampler.Row> rows) {
+  @Override
+  public Step forwardSample(List<SequenceChunk> batch, boolean[] hostLogits, List<Row> rows) {
     if (closed) throw new IllegalStateException("runner closed");
-    if (rows.size() != batch.size())
-      throw new IllegalArgumentException(batch.size() + " chunks but " + rows.size() + " rows");
-    for (SequenceChunk c : batch)
-      if (c.allLogits())
-        throw new IllegalArgumentException("a chunk asking for all logits cannot be sampled here");
-    if (batch.isEmpty()) return List.of();
+    int chunks = batch.size();
+    if (hostLogits != null && hostLogits.length != chunks)
+      throw new IllegalArgumentException(chunks + " chunks but " + hostLogits.length + " flags");
+    if (chunks == 0) {
+      if (!rows.isEmpty()) throw new IllegalArgumentException("rows without chunks");
+      return new Step(List.of(), List.of());
+    }
     long start = System.nanoTime();
-    // the rows' parameters go up first, so nothing waits between the layers and the sampling
-    try (DeviceSampler.Batch sampling = new DeviceSampler.Batch(gpu, rows)) {
-      layers(batch);
-      for (int r0 = 0; r0 < rows.size(); r0 += LOGIT_PIECE) {
-        int n = Math.min(LOGIT_PIECE, rows.size() - r0);
+    // logit rows: per chunk its last token, or every token of an allLogits chunk
+    int[] firstLogit = new int[chunks + 1];
+    for (int c = 0; c < chunks; c++) {
+      SequenceChunk ch = batch.get(c);
+      firstLogit[c + 1] = firstLogit[c] + (ch.allLogits() ? ch.tokens().length : 1);
+    }
+    // the rows in logit-row order, so each piece samples a contiguous range of them
+    Integer[] order = new Integer[rows.size()];
+    int[] source = new int[rows.size()];
+    for (int i = 0; i < order.length; i++) {
+      int c = rows.get(i).chunk();
+      if (c >= chunks) throw new IllegalArgumentException("row " + i + ": no chunk " + c);
+      order[i] = i;
+      source[i] = firstLogit[c + 1] - 1;
+    }
+    java.util.Arrays.sort(order, java.util.Comparator.comparingInt(i -> source[i]));
+    List<DeviceSampling.Params> sorted = new ArrayList<>(order.length);
+    int[] sortedSource = new int[order.length];
+    for (int j = 0; j < order.length; j++) {
+      sorted.add(rows.get(order[j]).params());
+      sortedSource[j] = source[order[j]];
+    }
+    DeviceSampler.Batch sampling =
+        sorted.isEmpty() ? null : new DeviceSampler.Batch(gpu, sorted, sortedSource);
+    try {
+      BatchPlan s = layers(batch);
+      int total = s.logitRows().length;
+      boolean[] wanted = new boolean[total];
+      for (int c = 0; c < chunks; c++)
+        if (hostLogits != null && hostLogits[c])
+          java.util.Arrays.fill(wanted, firstLogit[c], firstLogit[c + 1], true);
+      float[][] host = new float[total][];
+      long waited = 0; // in downloads: the step's GPU work, then the copies
+      int next = 0;
+      for (int r0 = 0; r0 < total; r0 += LOGIT_PIECE) {
+        int n = Math.min(LOGIT_PIECE, total - r0);
         gpu.gemm(w.lmHead, h + (long) r0 * hidden * 2, logits, vocab, hidden, n, false, 0f);
-        sampling.launch(logits, sampleWork, vocab, r0, n, DeviceSampler.THREADS);
+        int s0 = next;
+        while (next < sortedSource.length && sortedSource[next] < r0 + n) next++;
+        for (int a = s0; a < next; a += LOGIT_PIECE)
+          sampling.launch(
+              logits, sampleWork, vocab, a, Math.min(LOGIT_PIECE, next - a), r0, samplerThreads);
+        for (int j = 0; j < n; ) {
+          if (!wanted[r0 + j]) {
+            j++;
+            continue;
+          }
+          int e = j;
+          while (e < n && wanted[r0 + e]) e++;
+          long d0 = System.nanoTime();
+          download(r0, j, e, host);
+          waited += System.nanoTime() - d0;
+          j = e;
+        }
       }
-      long d0 = System.nanoTime();
-      List<DeviceSampler.Result> out = sampling.results();
-      hostNanos = d0 - start; // everything before the wait is host work
-      return out;
+      Result[] results = new Result[order.length];
+      if (sampling != null) {
+        long d0 = System.nanoTime();
+        List<Result> got = sampling.results(); // waits for the step
+        waited += System.nanoTime() - d0;
+        for (int j = 0; j < order.length; j++) results[order[j]] = got.get(j);
+      }
+      List<float[][]> out = new ArrayList<>(chunks);
+      for (int c = 0; c < chunks; c++)
+        out.add(
+            hostLogits != null && hostLogits[c]
+                ? java.util.Arrays.copyOfRange(host, firstLogit[c], firstLogit[c + 1])
+                : null);
+      // host time of the step: its wall time minus the waits for the device (packing, launches,
+      // unpacking what came back)
+      hostNanos = System.nanoTime() - start - waited;
+      return new Step(out, java.util.Arrays.asList(results));
+    } finally {
+      if (sampling != null) sampling.close();
+    }
+  }
+
+  /** Copies logit rows {@code r0+j .. r0+e} of the current piece into {@code host}. */
+  private void download(int r0, int j, int e, float[][] host) {
+    hostLogits.clear().limit((e - j) * vocab * 4);
+    gpu.download(logits + (long) j * vocab * 4, hostLogits);
+    FloatBuffer fb = hostLogits.duplicate().clear().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+    for (int r = j; r < e; r++) {
+      float[] row = new float[vocab];
+      fb.get((r - j) * vocab, row);
+      host[r0 + r] = row;
     }
   }
 

@@ -1,113 +1,49 @@
 package dev.troupe.engine.cuda;
 
+import dev.troupe.engine.DeviceSampling.Params;
+import dev.troupe.engine.DeviceSampling.Result;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
 
 /**
  * Sampling on the device ({@code sample_rows}), so that a step's logits never leave the GPU: per
- * row the host sends its sampler's sparse state and one uniform number, and gets back the token,
- * its raw logprob and rank, and the top-k raw logprobs — a few bytes per row instead of a
- * vocabulary-sized row.
+ * row the host sends its sampler's sparse state and one uniform number ({@link Params}), and gets
+ * back the token, its raw logprob and rank, and the top-k raw logprobs — a few bytes per row
+ * instead of a vocabulary-sized row.
  *
  * <p>Semantics are the CPU {@code Sampler}'s (vLLM V1's order): raw logprobs from the unprocessed
  * row; {@code allowed_token_ids}; masked ids (the {@code bad_words} ban and the {@code min_tokens}
  * stop ids the host computes per step); {@code logit_bias} (clamped by the host); repetition
  * penalty over prompt ∪ output; frequency and presence over output counts; greedy argmax (lowest id
  * on ties) or ÷ temperature, {@code min_p}, {@code top_k} (ties at the k-th value stay), {@code
- * top_p} (a token stays when the mass strictly above it is below top_p), and an inverse-CDF draw
- * with the uniform the host drew from the choice's own seeded generator — so seeds keep their
- * per-choice meaning ({@code seed + choice index}, one uniform per random step). Differences: the
- * draw walks kept tokens in token-id order, where the CPU walks them best-first when top-k/top-p
- * sorted them (same distribution, another token for the same uniform); tokens tied exactly at the
- * top-p boundary all stay. Custom logits processors need the whole row: such rows stay on the host.
+ * top_p} (a token stays when the mass strictly above it is below top_p; ties at the boundary stay),
+ * and an inverse-CDF draw over the kept tokens in token-id order with the uniform the host drew
+ * from the choice's own seeded generator — the CPU sampler's order and draw, so the same uniform
+ * picks the same token. Custom logits processors need the whole row: such rows stay on the host.
  */
 public final class DeviceSampler {
-  /** Rows per launch are the runner's logit pieces; at most this many top logprobs per row. */
-  public static final int MAX_TOP = 20;
+  /** At most this many top logprobs per row. */
+  public static final int MAX_TOP = dev.troupe.engine.DeviceSampling.MAX_TOP_LOGPROBS;
 
   static final int THREADS = 512;
 
+  /** Ints per row in the packed parameters (the kernel's {@code ip} stride). */
+  static final int ROW_INTS = 11;
+
   private DeviceSampler() {}
-
-  /**
-   * One row's sampling state for this step.
-   *
-   * @param greedy argmax (temperature below 1e-5)
-   * @param temperature already raised to 0.01 when in (0, 0.01), as vLLM does
-   * @param topK 0 = off
-   * @param topP 1 = off
-   * @param minP 0 = off
-   * @param uniform this step's draw in [0, 1) from the choice's generator (unused when greedy)
-   * @param logprobs -1 = none, else how many top raw logprobs to return (0 … {@link #MAX_TOP})
-   * @param allowed allowed_token_ids, or empty (= all)
-   * @param masked ids set to -inf (bad words' last tokens, min_tokens stop ids)
-   * @param biasIds logit_bias ids (distinct)
-   * @param biasValues the biases, clamped to ±100
-   * @param repetition repetition penalty (1 = off), applied to {@code seen}
-   * @param seen distinct ids of prompt ∪ output
-   * @param frequency frequency penalty, with {@code presence} applied to {@code countIds}
-   * @param countIds distinct output ids, with {@code counts} their occurrences
-   */
-  public record Row(
-      boolean greedy,
-      float temperature,
-      int topK,
-      float topP,
-      float minP,
-      double uniform,
-      int logprobs,
-      int[] allowed,
-      int[] masked,
-      int[] biasIds,
-      float[] biasValues,
-      float repetition,
-      int[] seen,
-      float frequency,
-      float presence,
-      int[] countIds,
-      int[] counts) {
-    public Row {
-      if (logprobs > MAX_TOP)
-        throw new IllegalArgumentException("at most " + MAX_TOP + " top logprobs on the device");
-      if (biasIds.length != biasValues.length || countIds.length != counts.length)
-        throw new IllegalArgumentException("ids and values differ in length");
-    }
-
-    /** Plain sampling: no masks, no bias, no penalties, no logprobs. */
-    public static Row simple(
-        boolean greedy, float temperature, int topK, float topP, float minP, double u) {
-      int[] none = new int[0];
-      return new Row(
-          greedy,
-          temperature,
-          topK,
-          topP,
-          minP,
-          u,
-          -1,
-          none,
-          none,
-          none,
-          new float[0],
-          1f,
-          none,
-          0f,
-          0f,
-          none,
-          none);
-    }
-  }
-
-  /** What the device chose for a row. */
-  public record Result(int token, float logprob, int rank, int[] topIds, float[] topLogprobs) {}
 
   /** The rows' parameters packed for one upload: ip, fp, uniforms, ints, floats (bytes). */
   record Packed(ByteBuffer bytes, long ip, long fp, long uniforms, long ints, long floats) {}
 
-  static Packed pack(List<Row> rows) {
+  /**
+   * Packs {@code rows}; row i samples logits row {@code source[i]} of the step (the kernel is told
+   * which logit rows its launch holds).
+   */
+  static Packed pack(List<Params> rows, int[] source) {
     int n = rows.size(), nInts = 0, nFloats = 0;
-    for (Row r : rows) {
+    if (source.length != n) throw new IllegalArgumentException("one source row per row");
+    for (Params r : rows) {
       nInts +=
           r.allowed().length
               + r.masked().length
@@ -116,13 +52,13 @@ public final class DeviceSampler {
               + 2 * r.countIds().length;
       nFloats += r.biasValues().length + 3;
     }
-    long uniforms = 0, ip = uniforms + 8L * n, fp = ip + 40L * n, ints = fp + 16L * n;
+    long uniforms = 0, ip = uniforms + 8L * n, fp = ip + 4L * ROW_INTS * n, ints = fp + 16L * n;
     long floats = ints + 4L * nInts;
     ByteBuffer b =
         ByteBuffer.allocateDirect((int) (floats + 4L * nFloats)).order(ByteOrder.LITTLE_ENDIAN);
     int io = 0, fo = 0;
     for (int i = 0; i < n; i++) {
-      Row r = rows.get(i);
+      Params r = rows.get(i);
       b.putDouble((int) uniforms + 8 * i, r.uniform());
       int[] p = {
         r.topK(),
@@ -134,9 +70,10 @@ public final class DeviceSampler {
         r.biasIds().length,
         r.seen().length,
         r.countIds().length,
-        r.greedy() ? 1 : 0
+        r.greedy() ? 1 : 0,
+        source[i]
       };
-      for (int k = 0; k < p.length; k++) b.putInt((int) ip + 40 * i + 4 * k, p[k]);
+      for (int k = 0; k < p.length; k++) b.putInt((int) ip + 4 * (ROW_INTS * i + k), p[k]);
       b.putFloat((int) fp + 16 * i, r.temperature());
       b.putFloat((int) fp + 16 * i + 4, r.topP());
       b.putFloat((int) fp + 16 * i + 8, r.minP());
@@ -154,14 +91,15 @@ public final class DeviceSampler {
   /** The rows' parameters and result slots on the device: uploaded before the step's layers. */
   static final class Batch implements AutoCloseable {
     private final Gpu gpu;
-    private final List<Row> rows;
+    private final List<Params> rows;
     private final Packed packed;
     private final long params, out;
 
-    Batch(Gpu gpu, List<Row> rows) {
+    /** Row i samples logits row {@code source[i]} of the step. */
+    Batch(Gpu gpu, List<Params> rows, int[] source) {
       this.gpu = gpu;
       this.rows = rows;
-      this.packed = pack(rows);
+      this.packed = pack(rows, source);
       this.params = gpu.alloc(packed.bytes().capacity());
       long o;
       try {
@@ -175,9 +113,11 @@ public final class DeviceSampler {
     }
 
     /**
-     * Samples rows {@code r0 .. r0+n} whose raw logits are at {@code logits} ({@code [n, vocab]}).
+     * Samples rows {@code s0 .. s0+n}, whose source rows lie in the logit rows {@code row0 ..} held
+     * at {@code logits} ({@code [rows, vocab]} fp32), with {@code work} ({@code [n, vocab]}) as
+     * scratch.
      */
-    void launch(long logits, long work, int vocab, int r0, int n, int threads) {
+    void launch(long logits, long work, int vocab, int s0, int n, int row0, int threads) {
       int all = rows.size();
       long topIds = out + 12L * all, topLp = topIds + 4L * all * MAX_TOP;
       gpu.launch(
@@ -188,17 +128,18 @@ public final class DeviceSampler {
           logits,
           work,
           vocab,
-          params + packed.ip() + 40L * r0,
-          params + packed.fp() + 16L * r0,
-          params + packed.uniforms() + 8L * r0,
+          params + packed.ip() + 4L * ROW_INTS * s0,
+          params + packed.fp() + 16L * s0,
+          params + packed.uniforms() + 8L * s0,
           params + packed.ints(),
           params + packed.floats(),
-          out + 4L * r0,
-          out + 4L * all + 4L * r0,
-          out + 8L * all + 4L * r0,
-          topIds + 4L * r0 * MAX_TOP,
-          topLp + 4L * r0 * MAX_TOP,
-          MAX_TOP);
+          out + 4L * s0,
+          out + 4L * all + 4L * s0,
+          out + 8L * all + 4L * s0,
+          topIds + 4L * s0 * MAX_TOP,
+          topLp + 4L * s0 * MAX_TOP,
+          MAX_TOP,
+          row0);
     }
 
     /** Waits for the launches and reads every row's result (a few bytes per row). */
@@ -210,7 +151,7 @@ public final class DeviceSampler {
       int topIds = 12 * n, topLp = topIds + 4 * n * MAX_TOP;
       Result[] res = new Result[n];
       for (int i = 0; i < n; i++) {
-        Row r = rows.get(i);
+        Params r = rows.get(i);
         int k = Math.max(0, r.logprobs());
         int[] ids = new int[k];
         float[] lps = new float[k];
@@ -237,19 +178,17 @@ public final class DeviceSampler {
   }
 
   /**
-   * Samples {@code rows.size()} rows whose raw logits are at {@code logits} ({@code [rows, vocab]}
-   * fp32 on the device), using {@code work} ({@code [rows, vocab]} fp32) as scratch.
+   * Samples {@code rows.size()} rows, row i from logits row i at {@code logits} ({@code [rows,
+   * vocab]} fp32 on the device), using {@code work} ({@code [rows, vocab]} fp32) as scratch, with
+   * {@code threads} per row (a multiple of 32, at most 512; tests use fewer).
    */
-  static List<Result> sample(Gpu gpu, long logits, long work, int vocab, List<Row> rows) {
-    return sample(gpu, logits, work, vocab, rows, THREADS);
-  }
-
-  /** As above with {@code threads} per row (a multiple of 32, at most 512; tests use fewer). */
   static List<Result> sample(
-      Gpu gpu, long logits, long work, int vocab, List<Row> rows, int threads) {
+      Gpu gpu, long logits, long work, int vocab, List<Params> rows, int threads) {
     if (rows.isEmpty()) return List.of();
-    try (Batch b = new Batch(gpu, rows)) {
-      b.launch(logits, work, vocab, 0, rows.size(), threads);
+    int[] source = new int[rows.size()];
+    for (int i = 0; i < source.length; i++) source[i] = i;
+    try (Batch b = new Batch(gpu, rows, source)) {
+      b.launch(logits, work, vocab, 0, rows.size(), 0, threads);
       return b.results();
     }
   }

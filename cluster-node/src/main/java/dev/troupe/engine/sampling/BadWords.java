@@ -74,6 +74,18 @@ final class BadWords {
     }
   }
 
+  /** The distinct ids {@link #apply} would ban given the output so far, ascending. */
+  int[] banned(int[] output, int outputLength) {
+    java.util.TreeSet<Integer> out = new java.util.TreeSet<>();
+    for (int[] seq : sequences) {
+      int prefix = seq.length - 1;
+      if (prefix > outputLength) continue;
+      if (Arrays.equals(seq, 0, prefix, output, outputLength - prefix, outputLength))
+        out.add(seq[prefix]);
+    }
+    return out.stream().mapToInt(Integer::intValue).toArray();
+  }
+
   /** The token sequences in force (for tests and diagnostics). */
   List<int[]> sequences() {
     List<int[]> copy = new ArrayList<>();

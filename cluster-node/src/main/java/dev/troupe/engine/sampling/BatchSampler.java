@@ -4,10 +4,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The sampling stage of one engine step: every row that needs a token in that step goes through one
- * call, so that a runner whose logits live on a device can replace this stage with one that samples
- * there (one kernel over the batch) without the engine changing. This implementation is the CPU's:
- * each row through its choice's {@link Sampler}, in order.
+ * Host sampling of rows whose logits are on the host: each row through its choice's {@link
+ * Sampler}, in order. The step's sampling stage ({@link SamplingStage}) sends every row here on a
+ * CPU runner, and on a device runner the rows the device cannot sample exactly.
  *
  * <p>Isolation: a row whose sampling throws (a custom logits processor, a token constraint, any
  * per-request state) yields its error and the other rows are sampled as usual; only that row's

@@ -22,6 +22,11 @@ final class IntCounts {
     counts[slot]++;
   }
 
+  /** Distinct keys. */
+  int size() {
+    return size;
+  }
+
   /** First occupied slot, or -1; iterate with {@link #next}. */
   int first() {
     return next(-1);

@@ -43,6 +43,11 @@ public final class Logprobs {
     return (float) Math.max(lp, FLOOR);
   }
 
+  /** A logprob computed elsewhere (a device), floored as {@link #logprob} floors; NaN → floor. */
+  public static float floor(float logprob) {
+    return Float.isNaN(logprob) ? FLOOR : Math.max(logprob, FLOOR);
+  }
+
   /** 1-based rank: how many entries of {@code x[off .. off+n)} are >= {@code value}. */
   public static int rank(float[] x, int off, int n, float value) {
     int count = 0;

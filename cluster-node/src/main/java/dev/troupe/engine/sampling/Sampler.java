@@ -1,5 +1,6 @@
 package dev.troupe.engine.sampling;
 
+import dev.troupe.engine.DeviceSampling;
 import dev.troupe.engine.spi.LogitsProcessor;
 import dev.troupe.protocol.cluster.SamplingParams;
 import java.util.ArrayList;
@@ -9,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.TreeSet;
+import java.util.stream.IntStream;
 
 /**
  * Turns one choice's logits into its next token, exactly in vLLM V1's order ({@code
@@ -27,16 +29,17 @@ import java.util.TreeSet;
  *   <li>otherwise: ÷ temperature (values in (0, 0.01) are raised to 0.01 as vLLM does),
  *       argmax-invariant custom processors, {@code min_p} (drop p &lt; min_p·p_max), {@code top_k}
  *       (keep logits ≥ the k-th largest; 0/-1 off), {@code top_p} (keep a token when the
- *       probability of the tokens ranked above it is below p, so at least one), then sample.
+ *       probability of the tokens ranked above it is below p, so at least one; tokens tied with the
+ *       last one kept stay too), then sample.
  * </ol>
  *
  * <p>Randomness: one {@link SplittableRandom} per choice, seeded with {@code seed + choiceIndex}
- * when the request has a seed (unseeded otherwise, and for seed -1 as in vLLM), drawing one uniform
- * per random step and picking the token by inverse CDF over the kept tokens in a fixed order. The
- * draw depends only on this choice's own history, so a seeded request yields the same tokens
- * whatever else shares the batch. (vLLM draws with an exponential race over torch's generator; the
- * distribution is the same, the bit stream cannot be, and one draw per step avoids 150k
- * logarithms.)
+ * when the request has a seed (unseeded otherwise, and for seed -1 as in vLLM), drawing exactly one
+ * uniform per random step and picking the token by inverse CDF over the kept tokens in token-id
+ * order. The draw depends only on this choice's own history, so a seeded request yields the same
+ * tokens whatever else shares the batch, and the same on a device that samples with {@link
+ * #deviceParams()}. (vLLM draws with an exponential race over torch's generator; the distribution
+ * is the same, the bit stream cannot be, and one draw per step avoids 150k logarithms.)
  *
  * <p>Use: per step call {@link #next(float[])}, then {@link #accept(int)} with the token actually
  * appended (normally {@code sample.token()}); {@link #replay(int)} restores a choice from tokens
@@ -48,11 +51,6 @@ public final class Sampler {
   static final double MIN_RANDOM_TEMPERATURE = SamplingParams.MIN_RANDOM_TEMPERATURE;
 
   private static final float LOGIT_BIAS_LIMIT = 100f;
-
-  /** top_p histogram: bins over the top TOP_P_RANGE logit units (nats before temperature). */
-  static final int TOP_P_BINS = 2048;
-
-  private static final double TOP_P_RANGE = 40.0;
 
   private final SamplerFactory.Workspace ws;
   private final int vocab;
@@ -84,6 +82,7 @@ public final class Sampler {
   private final IntCounts outputCounts; // when frequency or presence != 0
 
   private float lastMax;
+  private double pendingUniform = Double.NaN; // a device row's draw for this step, until accept
   private int[] output = new int[16];
   private int outputLength;
 
@@ -178,12 +177,65 @@ public final class Sampler {
     return new Sample(token, entries.get(0).logprob(), entries.get(0).rank(), entries);
   }
 
+  /**
+   * This step's state for a device that samples the row itself ({@link DeviceSampling}): the sparse
+   * edits {@link #next} would make, the filters, and this step's uniform (drawn now and kept until
+   * {@link #accept}, so the device picks what {@code next} would pick from the same logits). Null
+   * when a device cannot apply the step exactly — custom logits processors or a token constraint
+   * (they need the whole row), logprobs of the whole vocabulary or more than {@value
+   * DeviceSampling#MAX_TOP_LOGPROBS} — and the row must be sampled on the host with {@link #next}.
+   */
+  public DeviceSampling.Params deviceParams() {
+    if (!plainProcessors.isEmpty() || !invariantProcessors.isEmpty() || constraint != null)
+      return null;
+    if (logprobs == -1 || logprobs > DeviceSampling.MAX_TOP_LOGPROBS) return null;
+    int[] none = new int[0];
+    int[] masked = badWords.isEmpty() ? none : badWords.banned(output, outputLength);
+    if (outputLength < params.minTokens() && stopIds.length > 0)
+      masked = IntStream.concat(IntStream.of(masked), IntStream.of(stopIds)).distinct().toArray();
+    int n = outputCounts == null ? 0 : outputCounts.size();
+    int[] countIds = new int[n], counts = new int[n];
+    if (n > 0)
+      for (int slot = outputCounts.first(), j = 0; slot >= 0; slot = outputCounts.next(slot), j++) {
+        countIds[j] = outputCounts.key(slot);
+        counts[j] = outputCounts.count(slot);
+      }
+    return new DeviceSampling.Params(
+        greedy,
+        temperature,
+        topK,
+        (float) topP,
+        (float) minP,
+        greedy ? 0 : keptUniform(),
+        logprobs == -2 ? -1 : logprobs,
+        allowed == null ? none : allowed,
+        masked,
+        biasIds,
+        biasValues,
+        repetition,
+        seen == null ? none : seen.stream().toArray(),
+        frequency,
+        presence,
+        countIds,
+        counts);
+  }
+
+  /**
+   * This step's uniform for a device row: drawn once and kept until {@link #accept} (or a host
+   * {@link #next}), so a step whose forward pass failed and is run again draws nothing new.
+   */
+  private double keptUniform() {
+    if (Double.isNaN(pendingUniform)) pendingUniform = random.nextDouble();
+    return pendingUniform;
+  }
+
   /** Records the token appended to this choice's output (counts for penalties, min_tokens, ...). */
   public void accept(int token) {
     if (token < 0 || token >= vocab)
       throw new IllegalArgumentException("token " + token + " outside the vocabulary");
     if (outputLength == output.length) output = Arrays.copyOf(output, output.length * 2);
     output[outputLength++] = token;
+    pendingUniform = Double.NaN;
     if (seen != null) seen.set(token);
     if (outputCounts != null) outputCounts.increment(token);
     if (constraint != null) constraint.accept(token);
@@ -197,7 +249,7 @@ public final class Sampler {
    * exactly where the original sampler was, so it continues with the same tokens.
    */
   public void replay(int token) {
-    if (!greedy) random.nextDouble();
+    if (!greedy) keptUniform(); // the step's one draw (already taken when a device row kept it)
     accept(token);
   }
 
@@ -271,10 +323,12 @@ public final class Sampler {
    * generator from the tokens alone.
    */
   private int sampleRandom(float[] x) {
-    double u = random.nextDouble();
-    int count = filterRandom(x);
-    if (count == NOTHING_ALLOWED) return argmax(x);
-    return draw(x, ws.idx, count, lastMax, u);
+    // one draw per random step, even when nothing is left to draw from (the device's rule too);
+    // the draw deviceParams kept for this step if it made one
+    double u = Double.isNaN(pendingUniform) ? random.nextDouble() : pendingUniform;
+    pendingUniform = Double.NaN;
+    if (!filterRandom(x)) return argmax(x);
+    return draw(x, u, lastMax);
   }
 
   /**
@@ -286,161 +340,56 @@ public final class Sampler {
     System.arraycopy(logits, 0, x, 0, vocab);
     process(x);
     double[] p = new double[vocab];
-    if (greedy) {
-      p[argmax(x)] = 1;
-      return p;
-    }
-    int count = filterRandom(x);
-    if (count == NOTHING_ALLOWED) {
+    if (greedy || !filterRandom(x)) {
       p[argmax(x)] = 1;
       return p;
     }
     double total = 0;
-    if (count < 0) {
-      for (int i = 0; i < vocab; i++) total += p[i] = weight(x[i], lastMax);
-    } else {
-      for (int j = 0; j < count; j++) total += p[ws.idx[j]] = weight(x[ws.idx[j]], lastMax);
-    }
+    for (int i = 0; i < vocab; i++) total += p[i] = weight(x[i], lastMax);
     for (int i = 0; i < vocab; i++) p[i] /= total;
     return p;
   }
 
-  private static final int NOTHING_ALLOWED = -2;
-
   /**
-   * Temperature, argmax-invariant processors, min_p, top_k and top_p on x in place. Returns -1 when
-   * every finite entry of x is still a candidate, else the number of candidates in ws.idx (best
-   * first), or NOTHING_ALLOWED; sets lastMax to the largest logit.
+   * Temperature, argmax-invariant processors, min_p, top_k and top_p on x in place: every token
+   * left finite is a candidate. Returns false when none is; sets lastMax to the largest logit.
    */
-  private int filterRandom(float[] x) {
+  private boolean filterRandom(float[] x) {
     for (int i = 0; i < vocab; i++) x[i] = x[i] / temperature;
     if (!invariantProcessors.isEmpty()) applyCustom(invariantProcessors, x);
     float max = max(x);
     lastMax = max;
-    if (max == Float.NEGATIVE_INFINITY || Float.isNaN(max)) return NOTHING_ALLOWED;
+    if (max == Float.NEGATIVE_INFINITY || Float.isNaN(max)) return false;
     if (minP > 0) {
       // p_i < min_p * p_max  <=>  x_i - x_max < ln(min_p)
       double cut = max + Math.log(minP);
       for (int i = 0; i < vocab; i++) if (x[i] < cut) x[i] = Float.NEGATIVE_INFINITY;
     }
-    int[] idx = ws.idx;
-    int count = -1; // -1: dense over the whole row; else idx[0..count) sorted, best first
-    if (topK > 0) {
-      int k = Logprobs.topK(x, 0, vocab, topK, idx);
-      float kth = x[idx[k - 1]];
-      count = 0;
-      for (int i = 0; i < vocab; i++)
-        if (x[i] >= kth && x[i] != Float.NEGATIVE_INFINITY) idx[count++] = i;
-      Logprobs.sortDescending(x, idx, count, ws.keys);
+    if (topK > 0 || topP < 1.0) {
+      float t = TopKTopP.threshold(x, vocab, topK, topP, max, ws);
+      for (int i = 0; i < vocab; i++) if (x[i] < t) x[i] = Float.NEGATIVE_INFINITY;
     }
-    if (topP < 1.0) count = count >= 0 ? topPCut(x, idx, count) : topPDense(x, idx, max);
-    return count;
-  }
-
-  /** Keeps the prefix of idx[0..count) where the probability mass ranked above is below top_p. */
-  private int topPCut(float[] x, int[] idx, int count) {
-    float top = x[idx[0]];
-    double z = 0;
-    for (int j = 0; j < count; j++) z += Math.exp((double) x[idx[j]] - top);
-    return prefixBelow(x, idx, count, top, z);
-  }
-
-  private int prefixBelow(float[] x, int[] idx, int count, float max, double z) {
-    double before = 0;
-    for (int j = 0; j < count; j++) {
-      if (before >= topP) return Math.max(j, 1);
-      before += Math.exp((double) x[idx[j]] - max) / z;
-    }
-    return count;
+    return true;
   }
 
   /**
-   * top_p over the whole row without sorting it: tokens are binned by logit, bins are summed from
-   * the top until the mass reaches top_p, and only the bin where it does is sorted. Tokens in
-   * higher bins are kept (less than top_p ranks above them), lower bins dropped. Leaves the kept
-   * tokens in idx (higher bins unordered, then the boundary bin best first) and returns how many.
+   * Inverse-CDF draw of {@code u} over the finite entries of x in token-id order (the device's
+   * order, so the same uniform picks the same token there).
    */
-  private int topPDense(float[] x, int[] idx, float max) {
-    float min = max;
-    for (int i = 0; i < vocab; i++) if (x[i] < min && x[i] != Float.NEGATIVE_INFINITY) min = x[i];
-    double range = Math.min((double) max - min, TOP_P_RANGE);
-    double[] mass = ws.binMass;
-    java.util.Arrays.fill(mass, 0);
-    double binsPerUnit = range > 0 ? (TOP_P_BINS - 1) / range : 0;
-    double z = 0;
-    for (int i = 0; i < vocab; i++) {
-      if (x[i] == Float.NEGATIVE_INFINITY) continue;
-      double w = Math.exp((double) x[i] - max);
-      z += w;
-      mass[bin(x[i], max, binsPerUnit)] += w;
-    }
-    double target = topP * z;
-    double above = 0;
-    int boundary = TOP_P_BINS - 1;
-    for (int b = 0; b < TOP_P_BINS; b++) {
-      if (above + mass[b] >= target) {
-        boundary = b;
-        break;
-      }
-      above += mass[b];
-    }
-    int kept = 0;
-    for (int i = 0; i < vocab; i++)
-      if (x[i] != Float.NEGATIVE_INFINITY && bin(x[i], max, binsPerUnit) < boundary)
-        idx[kept++] = i;
-    int start = kept;
-    for (int i = 0; i < vocab; i++)
-      if (x[i] != Float.NEGATIVE_INFINITY && bin(x[i], max, binsPerUnit) == boundary)
-        idx[kept++] = i;
-    int inBin = kept - start;
-    int[] bucket = ws.bucket;
-    System.arraycopy(idx, start, bucket, 0, inBin);
-    Logprobs.sortDescending(x, bucket, inBin, ws.keys);
-    double before = above / z;
-    int j = 0;
-    while (j < inBin && (before < topP || start + j == 0)) {
-      before += Math.exp((double) x[bucket[j]] - max) / z;
-      idx[start + j] = bucket[j];
-      j++;
-    }
-    return start + j;
-  }
-
-  /** Bin 0 holds the largest logits; everything more than TOP_P_RANGE below the max is last. */
-  private static int bin(float logit, float max, double binsPerUnit) {
-    double d = ((double) max - logit) * binsPerUnit;
-    return d >= TOP_P_BINS - 1 ? TOP_P_BINS - 1 : (int) d;
-  }
-
-  /** Inverse-CDF draw over idx[0..count), or over the whole row when count is -1. */
-  private int draw(float[] x, int[] idx, int count, float max, double u) {
-    if (count < 0) {
-      // x is not needed after the draw: keep the weights in it, so exp runs once per entry
-      double total = 0;
-      for (int i = 0; i < vocab; i++) total += x[i] = (float) weight(x[i], max);
-      double target = u * total, cum = 0;
-      int last = -1;
-      for (int i = 0; i < vocab; i++) {
-        double w = x[i];
-        if (w <= 0) continue;
-        cum += w;
-        last = i;
-        if (cum > target) return i;
-      }
-      return last >= 0 ? last : 0;
-    }
+  private int draw(float[] x, double u, float max) {
+    // x is not needed after the draw: keep the weights in it, so exp runs once per entry
     double total = 0;
-    for (int j = 0; j < count; j++) total += weight(x[idx[j]], max);
+    for (int i = 0; i < vocab; i++) total += x[i] = (float) weight(x[i], max);
     double target = u * total, cum = 0;
-    int last = idx[0];
-    for (int j = 0; j < count; j++) {
-      double w = weight(x[idx[j]], max);
+    int last = -1;
+    for (int i = 0; i < vocab; i++) {
+      double w = x[i];
       if (w <= 0) continue;
       cum += w;
-      last = idx[j];
-      if (cum > target) return idx[j];
+      last = i;
+      if (cum > target) return i;
     }
-    return last;
+    return last >= 0 ? last : 0;
   }
 
   private static double weight(float logit, float max) {

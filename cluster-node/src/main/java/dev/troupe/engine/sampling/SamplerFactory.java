@@ -141,7 +141,7 @@ public final class SamplerFactory {
     final int[] idx;
     final long[] keys;
     final int[] bucket;
-    final double[] binMass = new double[Sampler.TOP_P_BINS];
+    final double[] binMass = new double[TopKTopP.BINS];
 
     Workspace(int vocabSize) {
       work = new float[vocabSize];

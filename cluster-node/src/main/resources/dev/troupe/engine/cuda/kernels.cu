@@ -376,24 +376,26 @@ __device__ int block_argmax_below(const float* x, int n, float pv, int pi, float
   return bi == 0x7fffffff ? 0 : bi;
 }
 
-// Row parameters: ip[r * 10 + ...] = {top_k, logprobs k (-1 none), int offset, float offset,
-// n_allowed, n_masked, n_bias, n_seen, n_counts, greedy}; fp[r * 4 + ...] = {temperature, top_p,
-// min_p, unused}; uniforms[r]; ints at the int offset: allowed ids, masked ids, bias ids, seen ids,
-// count ids, counts; floats at the float offset: bias values, repetition, frequency, presence.
+// Row parameters: ip[r * 11 + ...] = {top_k, logprobs k (-1 none), int offset, float offset,
+// n_allowed, n_masked, n_bias, n_seen, n_counts, greedy, source logit row}; fp[r * 4 + ...] =
+// {temperature, top_p, min_p, unused}; uniforms[r]; ints at the int offset: allowed ids, masked
+// ids, bias ids, seen ids, count ids, counts; floats at the float offset: bias values, repetition,
+// frequency, presence. The launch's logits hold the step's logit rows row0, row0 + 1, ...; several
+// rows may sample the same logit row (the n choices of a prompt).
 extern "C" __global__ void sample_rows(const float* logits, float* work, int vocab, const int* ip,
                                        const float* fp, const double* uniforms, const int* ints,
                                        const float* floats, int* out_token, float* out_logprob,
                                        int* out_rank, int* out_top_ids, float* out_top_lp,
-                                       int max_top) {
+                                       int max_top, int row0) {
   __shared__ double redd[WARP];
   __shared__ float redf[WARP];
   __shared__ int redi[WARP];
   __shared__ double chunk[SAMPLE_THREADS];
   __shared__ int s_token;
   int r = blockIdx.x, tid = threadIdx.x, nt = blockDim.x;
-  const float* raw = logits + (size_t)r * vocab;
+  const int* p = ip + r * 11;
+  const float* raw = logits + (size_t)(p[10] - row0) * vocab;
   float* x = work + (size_t)r * vocab;
-  const int* p = ip + r * 10;
   int top_k = p[0], nlp = p[1];
   const int* in = ints + p[2];
   const float* fl = floats + p[3];

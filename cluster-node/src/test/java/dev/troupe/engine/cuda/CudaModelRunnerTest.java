@@ -1,9 +1,12 @@
 package dev.troupe.engine.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.troupe.engine.DeviceSampling;
+import dev.troupe.engine.DeviceSampling.Params;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
@@ -256,8 +259,9 @@ class CudaModelRunnerTest {
       int argmax = 0;
       for (int i = 1; i < la.length; i++) if (la[i] > la[argmax]) argmax = i;
       // the same chunk again, sampled on the device: greedy → the argmax, with its raw logprob
-      DeviceSampler.Row greedy =
-          new DeviceSampler.Row(
+      int[] none = new int[0];
+      Params greedy =
+          new Params(
               true,
               1f,
               0,
@@ -265,42 +269,67 @@ class CudaModelRunnerTest {
               0f,
               0.3,
               2,
-              new int[0],
-              new int[0],
-              new int[0],
+              none,
+              none,
+              none,
               new float[0],
               1f,
-              new int[0],
+              none,
               0f,
               0f,
-              new int[0],
-              new int[0]);
-      DeviceSampler.Row random = DeviceSampler.Row.simple(false, 0.9f, 20, 0.95f, 0f, 0.6180339887);
-      List<DeviceSampler.Result> alone =
+              none,
+              none);
+      Params random = Params.simple(false, 0.9f, 20, 0.95f, 0f, 0.6180339887);
+      // rows in any chunk order, two of them on one chunk, and chunk 0's logits to the host too
+      DeviceSampling.Step alone =
           gpu.forwardSample(
               List.of(
                   new SequenceChunk(a, 0, range(2, 2), false),
                   new SequenceChunk(bb, 0, range(4, 3), false)),
-              List.of(greedy, random));
-      assertEquals(argmax, alone.get(0).token());
-      assertEquals(argmax, alone.get(0).topIds()[0]);
-      assertEquals(1, alone.get(0).rank());
+              new boolean[] {true, false},
+              List.of(
+                  new DeviceSampling.Row(1, random),
+                  new DeviceSampling.Row(0, greedy),
+                  new DeviceSampling.Row(1, Params.simple(true, 1f, 0, 1f, 0f, 0.5))));
+      DeviceSampling.Result g = alone.samples().get(1);
+      assertEquals(argmax, g.token());
+      assertEquals(argmax, g.topIds()[0]);
+      assertEquals(1, g.rank());
       double lse = 0;
       for (float v : la) lse += Math.exp(v - la[argmax]);
-      assertEquals(-Math.log(lse), alone.get(0).logprob(), 1e-3);
+      assertEquals(-Math.log(lse), g.logprob(), 1e-3);
+      close(alone.logits().get(0), new float[][] {la}, 2e-3, "host logits beside sampling");
+      assertNull(alone.logits().get(1), "logits not asked for stay on the device");
       // the random row again, in another batch and another position of it: the same token
-      List<DeviceSampler.Result> mixed =
+      DeviceSampling.Step mixed =
           gpu.forwardSample(
               List.of(
                   new SequenceChunk(a, 0, range(7, 2), false),
                   new SequenceChunk(bb, 0, range(9, 3), false)),
-              List.of(DeviceSampler.Row.simple(false, 1.5f, 0, 1f, 0f, 0.1), random));
-      assertEquals(alone.get(1).token(), mixed.get(1).token());
+              null,
+              List.of(
+                  new DeviceSampling.Row(0, Params.simple(false, 1.5f, 0, 1f, 0f, 0.1)),
+                  new DeviceSampling.Row(1, random)));
+      assertEquals(alone.samples().get(0).token(), mixed.samples().get(1).token());
+      // a chunk asking for all logits: every row comes back, and a row samples its last
+      DeviceSampling.Step all =
+          gpu.forwardSample(
+              List.of(new SequenceChunk(a, 0, range(12, 2), true)),
+              new boolean[] {true},
+              List.of(new DeviceSampling.Row(0, greedy)));
+      float[][] rows = all.logits().get(0);
+      assertEquals(a.length, rows.length);
+      int last = 0;
+      for (int i = 1; i < la.length; i++)
+        if (rows[a.length - 1][i] > rows[a.length - 1][last]) last = i;
+      assertEquals(last, all.samples().get(0).token());
       assertThrows(
           IllegalArgumentException.class,
           () ->
               gpu.forwardSample(
-                  List.of(new SequenceChunk(a, 0, range(0, 2), true)), List.of(greedy)));
+                  List.of(new SequenceChunk(a, 0, range(0, 2), false)),
+                  null,
+                  List.of(new DeviceSampling.Row(1, greedy))));
     }
   }
 

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.troupe.engine.DeviceSampling.Params;
+import dev.troupe.engine.DeviceSampling.Result;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.sampling.EosTokens;
 import dev.troupe.engine.sampling.LogitsProcessorRegistry;
@@ -30,12 +32,13 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Device sampling against the CPU {@link Sampler}: the host maps each choice's sampler state to a
- * {@link DeviceSampler.Row} (as an engine integration will) and draws the uniform from the same
- * seeded generator the CPU sampler uses, so without top-k/top-p (both walk tokens in id order) the
- * device must pick the very same token, with the same raw logprob, rank and top logprobs. With
- * top-k/top-p (the device walks kept tokens in id order, the CPU best-first) the distribution is
- * checked instead: a grid of uniforms maps onto the kept tokens in proportion to their probability.
+ * Device sampling against the CPU {@link Sampler}: each choice's sampler state becomes a {@link
+ * Params} row ({@link Sampler#deviceParams()}, checked here against an independent transcription of
+ * the CPU sampler's rules) with the uniform drawn from the same seeded generator the CPU sampler
+ * uses; both walk the kept tokens in id order, so the device must pick the very same token, with
+ * the same raw logprob, rank and top logprobs, top-k and top-p included. The filters are also
+ * checked as distributions: a grid of uniforms maps onto the kept tokens in proportion to their
+ * probability under a sort-based transcription.
  */
 class DeviceSamplerTest {
   static final int V = 300;
@@ -48,9 +51,8 @@ class DeviceSamplerTest {
     return SamplingParams.builder().maxTokens(100);
   }
 
-  /** The CPU sampler's state as the device's row (what an engine integration does per step). */
-  static DeviceSampler.Row row(
-      SamplingParams p, int[] prompt, int[] output, double uniform, int logprobs) {
+  /** The CPU sampler's rules, written out independently of {@link Sampler#deviceParams()}. */
+  static Params row(SamplingParams p, int[] prompt, int[] output, double uniform, int logprobs) {
     boolean greedy = p.greedy();
     float temperature = (float) Math.max(p.temperature(), SamplingParams.MIN_RANDOM_TEMPERATURE);
     int topK = p.topK() <= 0 || p.topK() >= V ? 0 : p.topK();
@@ -83,7 +85,7 @@ class DeviceSamplerTest {
     float freq = p.frequencyPenalty().floatValue(), pres = p.presencePenalty().floatValue();
     TreeMap<Integer, Integer> counts = new TreeMap<>();
     if (freq != 0f || pres != 0f) for (int t : output) counts.merge(t, 1, Integer::sum);
-    return new DeviceSampler.Row(
+    return new Params(
         greedy,
         temperature,
         topK,
@@ -103,7 +105,38 @@ class DeviceSamplerTest {
         counts.values().stream().mapToInt(Integer::intValue).toArray());
   }
 
-  static List<DeviceSampler.Result> sampleOn(Gpu gpu, float[][] rows, List<DeviceSampler.Row> p) {
+  /** Field by field: the sampler's own row equals the transcription. */
+  static void assertSameParams(Params want, Params got, String what) {
+    assertEquals(want.greedy(), got.greedy(), what + " greedy");
+    if (!want.greedy()) {
+      assertEquals(want.temperature(), got.temperature(), what + " temperature");
+      assertEquals(want.uniform(), got.uniform(), what + " uniform");
+    }
+    assertEquals(want.topK(), got.topK(), what + " top_k");
+    assertEquals(want.topP(), got.topP(), what + " top_p");
+    assertEquals(want.minP(), got.minP(), what + " min_p");
+    assertEquals(want.logprobs(), got.logprobs(), what + " logprobs");
+    assertArrayEquals(want.allowed(), got.allowed(), what + " allowed");
+    assertArrayEquals(sorted(want.masked()), sorted(got.masked()), what + " masked");
+    assertArrayEquals(want.biasIds(), got.biasIds(), what + " bias ids");
+    assertArrayEquals(want.biasValues(), got.biasValues(), what + " bias values");
+    assertEquals(want.repetition(), got.repetition(), what + " repetition");
+    assertArrayEquals(want.seen(), got.seen(), what + " seen");
+    assertEquals(want.frequency(), got.frequency(), what + " frequency");
+    assertEquals(want.presence(), got.presence(), what + " presence");
+    Map<Integer, Integer> a = new TreeMap<>(), b = new TreeMap<>();
+    for (int j = 0; j < want.countIds().length; j++) a.put(want.countIds()[j], want.counts()[j]);
+    for (int j = 0; j < got.countIds().length; j++) b.put(got.countIds()[j], got.counts()[j]);
+    assertEquals(a, b, what + " counts");
+  }
+
+  static int[] sorted(int[] v) {
+    int[] c = v.clone();
+    Arrays.sort(c);
+    return c;
+  }
+
+  static List<Result> sampleOn(Gpu gpu, float[][] rows, List<Params> p) {
     int n = rows.length;
     long logits = gpu.alloc((long) n * V * 4), work = gpu.alloc((long) n * V * 4);
     ByteBuffer b = ByteBuffer.allocateDirect(n * V * 4).order(ByteOrder.LITTLE_ENDIAN);
@@ -135,12 +168,14 @@ class DeviceSamplerTest {
     Random r = new Random(11);
     int n = 120;
     float[][] logits = new float[n][];
-    List<DeviceSampler.Row> rows = new ArrayList<>();
+    List<Params> rows = new ArrayList<>();
     Sample[] expected = new Sample[n];
     for (int i = 0; i < n; i++) {
       SamplingParams.Builder b = base();
       b.temperature(r.nextInt(4) == 0 ? 0.0 : 0.2 + r.nextDouble() * 1.5);
       if (r.nextInt(3) == 0) b.minP(r.nextDouble() * 0.3);
+      if (r.nextInt(3) == 0) b.topK(1 + r.nextInt(40));
+      if (r.nextInt(3) == 0) b.topP(0.2 + r.nextDouble() * 0.8);
       if (r.nextBoolean()) b.repetitionPenalty(0.5 + r.nextDouble() * 1.5);
       if (r.nextBoolean()) b.frequencyPenalty(r.nextDouble() * 4 - 2);
       if (r.nextBoolean()) b.presencePenalty(r.nextDouble() * 4 - 2);
@@ -163,17 +198,22 @@ class DeviceSamplerTest {
       Sampler s = factory.create(p, prompt, 0);
       for (int t : out) s.accept(t);
       logits[i] = randomLogits(r);
+      // the sampler's row for this step keeps its draw, which the host sample of the same step
+      // then uses: the choice's first draw (SplittableRandom(seed + choice index); the accepted
+      // tokens drew nothing)
+      Params own = s.deviceParams();
       expected[i] = s.next(logits[i]);
-      // the CPU sampler's first draw of this choice: SplittableRandom(seed + choice index)
       double u = new SplittableRandom(seed).nextDouble();
-      rows.add(row(p, prompt, out, u, lp));
+      Params mine = row(p, prompt, out, p.greedy() ? 0 : u, lp);
+      assertSameParams(mine, own, "row " + i);
+      rows.add(mine);
     }
     try (Gpu gpu = backend.open(CFG, 4)) {
       gpu.loadKernels(KernelSource.generate(CFG, 4), KernelSource.KERNELS);
-      List<DeviceSampler.Result> got = sampleOn(gpu, logits, rows);
+      List<Result> got = sampleOn(gpu, logits, rows);
       for (int i = 0; i < n; i++) {
         Sample e = expected[i];
-        DeviceSampler.Result g = got.get(i);
+        Result g = got.get(i);
         assertEquals(e.token(), g.token(), "row " + i + " " + rows.get(i));
         if (rows.get(i).logprobs() < 0) continue;
         assertEquals(Math.max(e.logprob(), -9999f), g.logprob(), 1e-4, "logprob row " + i);
@@ -239,14 +279,13 @@ class DeviceSamplerTest {
         double p = (double) c[2], minP = (double) c[3];
         double[] ref = reference(x, t, k, p, minP);
         float[][] rows = new float[grid][];
-        List<DeviceSampler.Row> params = new ArrayList<>();
+        List<Params> params = new ArrayList<>();
         for (int j = 0; j < grid; j++) {
           rows[j] = x;
-          params.add(
-              DeviceSampler.Row.simple(false, t, k, (float) p, (float) minP, (j + 0.5) / grid));
+          params.add(Params.simple(false, t, k, (float) p, (float) minP, (j + 0.5) / grid));
         }
         int[] hits = new int[V];
-        for (DeviceSampler.Result res : sampleOn(gpu, rows, params)) hits[res.token()]++;
+        for (Result res : sampleOn(gpu, rows, params)) hits[res.token()]++;
         for (int i = 0; i < V; i++) {
           double freq = (double) hits[i] / grid;
           // the grid quantises each probability to 1/grid, plus one cell at each boundary
@@ -259,10 +298,10 @@ class DeviceSamplerTest {
       int[] none = new int[0];
       int[] all = new int[V];
       for (int i = 0; i < V; i++) all[i] = i;
-      List<DeviceSampler.Row> edge =
+      List<Params> edge =
           List.of(
-              DeviceSampler.Row.simple(true, 1f, 0, 1f, 0f, 0.99),
-              new DeviceSampler.Row(
+              Params.simple(true, 1f, 0, 1f, 0f, 0.99),
+              new Params(
                   false,
                   1f,
                   0,
@@ -280,7 +319,7 @@ class DeviceSamplerTest {
                   0f,
                   none,
                   none));
-      List<DeviceSampler.Result> e = sampleOn(gpu, new float[][] {x, x}, edge);
+      List<Result> e = sampleOn(gpu, new float[][] {x, x}, edge);
       int argmax = 0;
       for (int i = 1; i < V; i++) if (x[i] > x[argmax]) argmax = i;
       assertArrayEquals(new int[] {argmax, 0}, new int[] {e.get(0).token(), e.get(1).token()});

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.troupe.engine.DeviceSampling;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.model.DType;
@@ -13,6 +14,7 @@ import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.engine.runner.Devices;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.IntBuffer;
 import java.nio.file.Files;
@@ -26,6 +28,79 @@ import org.junit.jupiter.api.io.TempDir;
 /** What the CUDA path does on the host: batch packing, kernel source, BF16, device choice. */
 class HostSideTest {
   @TempDir Path tmp;
+
+  @Test
+  void samplingRowsPackTheirParametersAndSourceRowsForOneUpload() {
+    int[] none = new int[0];
+    DeviceSampling.Params a =
+        new DeviceSampling.Params(
+            false,
+            0.7f,
+            5,
+            0.9f,
+            0.05f,
+            0.25,
+            3,
+            new int[] {4, 8},
+            new int[] {2},
+            new int[] {8},
+            new float[] {-1.5f},
+            1.3f,
+            new int[] {4, 6},
+            0.5f,
+            0.25f,
+            new int[] {6},
+            new int[] {2});
+    DeviceSampling.Params b = DeviceSampling.Params.simple(true, 1f, 0, 1f, 0f, 0.75);
+    DeviceSampler.Packed p = DeviceSampler.pack(List.of(a, b), new int[] {7, 7});
+    ByteBuffer bb = p.bytes().order(ByteOrder.LITTLE_ENDIAN);
+    assertEquals(0.25, bb.getDouble((int) p.uniforms()));
+    assertEquals(0.75, bb.getDouble((int) p.uniforms() + 8));
+    int[] ipA = new int[DeviceSampler.ROW_INTS], ipB = new int[DeviceSampler.ROW_INTS];
+    for (int k = 0; k < ipA.length; k++) {
+      ipA[k] = bb.getInt((int) p.ip() + 4 * k);
+      ipB[k] = bb.getInt((int) p.ip() + 4 * (DeviceSampler.ROW_INTS + k));
+    }
+    // top_k, logprobs, int offset, float offset, allowed, masked, bias, seen, counts, greedy,
+    // source logit row (both rows sample row 7: two choices of one prompt)
+    assertArrayEquals(new int[] {5, 3, 0, 0, 2, 1, 1, 2, 1, 0, 7}, ipA);
+    assertArrayEquals(new int[] {0, -1, 8, 4, 0, 0, 0, 0, 0, 1, 7}, ipB);
+    assertEquals(0.7f, bb.getFloat((int) p.fp()));
+    assertEquals(0.9f, bb.getFloat((int) p.fp() + 4));
+    assertEquals(0.05f, bb.getFloat((int) p.fp() + 8));
+    int[] ints = new int[8];
+    for (int k = 0; k < ints.length; k++) ints[k] = bb.getInt((int) p.ints() + 4 * k);
+    // allowed, masked, bias ids, seen, count ids, counts
+    assertArrayEquals(new int[] {4, 8, 2, 8, 4, 6, 6, 2}, ints);
+    float[] floats = new float[7];
+    for (int k = 0; k < floats.length; k++) floats[k] = bb.getFloat((int) p.floats() + 4 * k);
+    // bias values, repetition, frequency, presence; then row b's 1, 0, 0
+    assertArrayEquals(new float[] {-1.5f, 1.3f, 0.5f, 0.25f, 1f, 0f, 0f}, floats);
+    assertEquals(p.floats() + 4 * 7, bb.capacity());
+    assertThrows(
+        IllegalArgumentException.class, () -> DeviceSampler.pack(List.of(a), new int[] {0, 1}));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            new DeviceSampling.Params(
+                true,
+                1f,
+                0,
+                1f,
+                0f,
+                0,
+                21,
+                none,
+                none,
+                none,
+                new float[0],
+                1f,
+                none,
+                0f,
+                0f,
+                none,
+                none));
+  }
 
   @Test
   void batchPlanPacksRowsSlotsTablesAndLogitRows() {

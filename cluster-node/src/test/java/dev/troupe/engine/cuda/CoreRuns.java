@@ -64,10 +64,39 @@ final class CoreRuns {
     Rejection failure;
   }
 
-  /** A request to run: its prompt, its parameters and optionally a constraint per choice. */
-  record Req(String id, int[] prompt, SamplingParams params, List<TokenConstraint> constraints) {
+  /**
+   * A request to run: its prompt, its parameters, optionally a constraint per choice, and the
+   * output another replica already delivered when it resumes a migrated request (else null).
+   */
+  record Req(
+      String id,
+      int[] prompt,
+      SamplingParams params,
+      List<TokenConstraint> constraints,
+      EngineRequest.Resumed resumed) {
     Req(String id, int[] prompt, SamplingParams params) {
-      this(id, prompt, params, null);
+      this(id, prompt, params, null, null);
+    }
+
+    Req(String id, int[] prompt, SamplingParams params, List<TokenConstraint> constraints) {
+      this(id, prompt, params, constraints, null);
+    }
+
+    /**
+     * This request resumed after each choice delivered its first {@code cut} tokens of {@code
+     * whole} (all of them, and its finish, when it had fewer).
+     */
+    Req resumedAfter(Result whole, int cut) {
+      int n = params.n();
+      int[][] tokens = new int[n][];
+      boolean[] finished = new boolean[n];
+      for (int i = 0; i < n; i++) {
+        List<Integer> all = whole.tokens.get(i);
+        int k = Math.min(cut, all.size());
+        tokens[i] = all.subList(0, k).stream().mapToInt(Integer::intValue).toArray();
+        finished[i] = k == all.size() && whole.finishes.containsKey(i);
+      }
+      return new Req(id, prompt, params, constraints, new EngineRequest.Resumed(tokens, finished));
     }
   }
 
@@ -80,7 +109,20 @@ final class CoreRuns {
       if (q.constraints() != null) setup = setup.withConstraints(q.constraints());
       Rejection refused =
           core.add(
-              new EngineRequest(q.id(), q.prompt(), p, setup, 0, null, 0, null, 0, false, false));
+              new EngineRequest(
+                  q.id(),
+                  q.prompt(),
+                  p,
+                  setup,
+                  0,
+                  null,
+                  0,
+                  null,
+                  0,
+                  false,
+                  false,
+                  q.resumed(),
+                  null));
       if (refused != null) throw new AssertionError(q.id() + " refused: " + refused.getMessage());
       out.put(q.id(), new Result());
     }

@@ -221,9 +221,6 @@ class DeviceSamplingEngineTest {
             CpuModelRunner.load(c, new MapWeights(c, w), DType.BF16, BLOCKS, 4),
             everything(),
             false);
-    for (var e : cpu.entrySet())
-      System.out.println(
-          "DIAG " + e.getKey() + " " + e.getValue().tokens + " " + e.getValue().finishes);
     assertSame(cpu, device, 1e-4, b + " GPU vs CPU runner");
   }
 
@@ -259,6 +256,47 @@ class DeviceSamplingEngineTest {
     Map<String, Result> want = run(cuda(b, c, w), reqs, true);
     Map<String, Result> got = run(failingAt(cuda(b, c, w), Set.of(3, 8)), reqs, true);
     assertSame(want, got, 0, b + " steps failed and recomputed");
+  }
+
+  /**
+   * Request migration over device sampling: a seeded request resumed on a fresh engine from the
+   * tokens another replica delivered ({@code Sampler.replay}: one draw per random step) continues
+   * with exactly the tokens, logprobs and finishes of the uninterrupted run, at every cut — so a
+   * device row's kept draw and the replayed draws are the same stream.
+   */
+  @ParameterizedTest
+  @EnumSource(GpuBackends.class)
+  void aResumedRequestContinuesAsTheUninterruptedRun(GpuBackends b) {
+    ModelConfig c = TinyModels.config(Arch.QWEN3);
+    Map<String, float[]> w = CudaModelRunnerTest.bf16Weights(c, 9);
+    List<Req> all = everything();
+    List<Req> reqs = List.of(all.get(1), all.get(2), all.get(4)); // seeded n = 3, penalties, min
+    Map<String, Result> whole = run(cuda(b, c, w), reqs, true);
+    for (int cut : new int[] {1, 4, 9}) {
+      List<Req> resumed = new ArrayList<>();
+      for (Req q : reqs) resumed.add(q.resumedAfter(whole.get(q.id()), cut));
+      Map<String, Result> rest = run(cuda(b, c, w), resumed, true);
+      for (Req q : reqs) {
+        Result a = whole.get(q.id()), g = rest.get(q.id());
+        String what = b + " " + q.id() + " resumed after " + cut;
+        assertNull(g.failure, what + " failed");
+        for (int i = 0; i < q.params().n(); i++) {
+          List<Integer> tokens = a.tokens.get(i);
+          int k = Math.min(cut, tokens.size());
+          List<Integer> joined = new ArrayList<>(tokens.subList(0, k));
+          joined.addAll(g.tokens.getOrDefault(i, List.of()));
+          assertEquals(tokens, joined, what + " choice " + i + " tokens");
+          if (k < tokens.size() || !a.finishes.containsKey(i))
+            assertEquals(a.finishes.get(i), g.finishes.get(i), what + " choice " + i + " finish");
+          if (a.logprobs.containsKey(i))
+            logprobs(
+                a.logprobs.get(i).subList(k, tokens.size()),
+                g.logprobs.getOrDefault(i, List.of()),
+                0,
+                what + " choice " + i);
+        }
+      }
+    }
   }
 
   /** The runner with its calls number {@code failing} (1-based) failing before they start. */

@@ -114,7 +114,7 @@ class RlLoopOverHttpTest {
                   .put("top_k", Integer.getInteger("troupe.rl.topk", 20))
                   .put("logprobs", true)
                   .put("return_tokens_as_token_ids", true)
-                  .put("seed", Long.getLong("troupe.rl.seed", 0) + 1000 * job + p);
+                  .put("seed", Long.getLong("troupe.rl.seed", 13) + 1000 * job + p);
           chat.putArray("messages").addObject().put("role", "user").put("content", PROMPTS[p]);
           JsonNode completion = call("POST", "/v1/chat/completions", chat);
           assertEquals(modelId + ":step" + job, completion.get("system_fingerprint").asText());

@@ -13,8 +13,9 @@ import java.util.Map;
 /**
  * LoRA adapters on the device, applied per request: each registered adapter gets a slot; its {@code
  * A [r, in]} and {@code B [out, r]} matrices live in device memory (FP32, they are small), and one
- * table per (layer, module) lists every slot's A and B addresses, so a single pair of launches
- * ({@code lora_shrink}, {@code lora_expand}) serves all rows of a step, each row with its own
+ * table per (layer, module) lists every slot's A and B addresses, the tables of a layer's modules
+ * consecutive, so a single pair of launches ({@code lora_shrink}, {@code lora_expand}) serves all
+ * rows of a step for the modules that share an input (q/k/v, gate/up), each row with its own
  * adapter (rows of the base model are skipped). The base weights are never merged.
  */
 final class CudaLora implements AutoCloseable {
@@ -161,6 +162,11 @@ final class CudaLora implements AutoCloseable {
     return table
         + (long) entries * capacity * 8
         + (long) (layer * MODULES.length + module) * capacity * 8;
+  }
+
+  /** Slots per (layer, module) table: module m + 1's table starts this many pointers after m's. */
+  int capacity() {
+    return capacity;
   }
 
   long ranks() {

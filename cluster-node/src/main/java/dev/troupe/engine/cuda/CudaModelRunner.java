@@ -373,7 +373,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     long slots = meta + 4L * s.offSlots(), tableOff = meta + 4L * s.offTableOffsets();
     long adapterSlots = meta + 4L * s.offAdapters(), logitRows = meta + 4L * s.offLogitRows();
     long tables = meta + 4L * s.offTables();
-    if (s.anyAdapter()) ensureAx(T, lora.maxRank);
+    if (s.anyAdapter()) ensureAx(3 * T, lora.maxRank); // [T, up to 3 modules, rank]
     float eps = (float) cfg.rmsNormEps();
     float scale = (float) (1.0 / Math.sqrt(headDim));
 
@@ -383,9 +383,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       // attention block (the previous layer's MLP output y joins the residual here)
       norm(l.attnNorm(), li == 0 ? 0 : y, 0, T, eps);
       gpu.gemm(l.qkv(), h, qkv, qkvDim, hidden, T, false, 0f);
-      loraAdd(s, li, CudaLora.Q, h, hidden, qkv, qkvDim, 0, adapterSlots, T);
-      loraAdd(s, li, CudaLora.K, h, hidden, qkv, qkvDim, qDim, adapterSlots, T);
-      loraAdd(s, li, CudaLora.V, h, hidden, qkv, qkvDim, qDim + kvDim, adapterSlots, T);
+      loraAdd(s, li, CudaLora.Q, 3, h, hidden, qkv, qkvDim, adapterSlots, T); // q, k, v
       gpu.launch(
           "qkv_rope_cache",
           T,
@@ -418,15 +416,14 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
           scale,
           attn);
       gpu.gemm(l.o(), attn, y, hidden, qDim, T, false, 0f);
-      loraAdd(s, li, CudaLora.O, attn, qDim, y, hidden, 0, adapterSlots, T);
+      loraAdd(s, li, CudaLora.O, 1, attn, qDim, y, hidden, adapterSlots, T);
       // MLP block
       norm(l.mlpNorm(), y, 0, T, eps);
       gpu.gemm(l.gateUp(), h, gu, 2 * inter, hidden, T, false, 0f);
-      loraAdd(s, li, CudaLora.GATE, h, hidden, gu, 2 * inter, 0, adapterSlots, T);
-      loraAdd(s, li, CudaLora.UP, h, hidden, gu, 2 * inter, inter, adapterSlots, T);
+      loraAdd(s, li, CudaLora.GATE, 2, h, hidden, gu, 2 * inter, adapterSlots, T); // gate, up
       gpu.launch("silu_mul", T, 1, KernelSource.ELEMENT_THREADS, gu, a, inter);
       gpu.gemm(l.down(), a, y, hidden, inter, T, false, 0f);
-      loraAdd(s, li, CudaLora.DOWN, a, inter, y, hidden, 0, adapterSlots, T);
+      loraAdd(s, li, CudaLora.DOWN, 1, a, inter, y, hidden, adapterSlots, T);
     }
     // final norm only on the logit rows (their residual gets the last MLP output), then the LM head
     int R = s.logitRows().length;
@@ -440,46 +437,60 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
         "add_rmsnorm", n, 1, KernelSource.NORM_THREADS, x, add, weight, h, rows, hidden, eps);
   }
 
+  /**
+   * Adds the LoRA deltas of modules {@code first .. first + n - 1} (consecutive, reading the same
+   * input; their outputs side by side in {@code out}'s rows) for every row with an adapter: two
+   * launches for the group, whatever the adapters (q/k/v and gate/up are one group each, so a layer
+   * takes 8 LoRA launches, not 14).
+   */
   private void loraAdd(
       BatchPlan s,
       int li,
-      int module,
+      int first,
+      int n,
       long in,
       int inDim,
       long out,
       int outStride,
-      int outOff,
       long adapterSlots,
       int T) {
     if (!s.anyAdapter()) return;
-    int outDim = lora.inOut(module)[1];
+    int[] outs = new int[3];
+    int blocks = 0;
+    for (int m = 0; m < n; m++) {
+      outs[m] = lora.inOut(first + m)[1];
+      blocks += (outs[m] + KernelSource.ELEMENT_THREADS - 1) / KernelSource.ELEMENT_THREADS;
+    }
     gpu.launch(
         "lora_shrink",
         T,
-        1,
+        n,
         KernelSource.LORA_THREADS,
         in,
         inDim,
         adapterSlots,
-        lora.aPtrs(li, module),
+        lora.aPtrs(li, first),
+        lora.capacity(),
         lora.ranks(),
         ax,
         axRank);
     gpu.launch(
         "lora_expand",
         T,
-        (outDim + KernelSource.ELEMENT_THREADS - 1) / KernelSource.ELEMENT_THREADS,
+        blocks,
         KernelSource.ELEMENT_THREADS,
         ax,
         axRank,
         adapterSlots,
-        lora.bPtrs(li, module),
+        lora.bPtrs(li, first),
+        lora.capacity(),
         lora.ranks(),
         lora.scales(),
         out,
         outStride,
-        outOff,
-        outDim);
+        outs[0],
+        outs[1],
+        outs[2]);
   }
 
   @Override

@@ -252,39 +252,59 @@ extern "C" __global__ void silu_mul(const float* gu, bf16_t* a, int inter) {
   }
 }
 
-// LoRA, first half: ax[t, r] = A_slot x[t] for rows whose adapter slot row_slot[t] >= 0 covers the
-// module (a_ptrs[slot] != 0). A [rank, in] fp32; x [T, in] bf16; ax [T, max_rank]. One warp per
-// output r. grid T, block 128.
+// LoRA, first half, for the n_mod = gridDim.y modules that read the same x (q/k/v, gate/up, or one
+// module): ax[t, m, r] = A_{slot, m} x[t] for rows whose adapter slot row_slot[t] >= 0 covers module
+// m (a_ptrs[m * cap + slot] != 0: the (layer, module) tables are consecutive, cap slots each).
+// A [rank, in] fp32; x [T, in] bf16; ax [T, n_mod, max_rank]. One warp per output r.
+// grid (T, n_mod), block 128.
 extern "C" __global__ void lora_shrink(const bf16_t* x, int in, const int* row_slot,
-                                       const unsigned long long* a_ptrs, const int* ranks, float* ax,
-                                       int max_rank) {
-  int t = blockIdx.x, lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP;
+                                       const unsigned long long* a_ptrs, int cap, const int* ranks,
+                                       float* ax, int max_rank) {
+  int t = blockIdx.x, m = blockIdx.y, lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP;
   int slot = row_slot[t];
-  if (slot < 0 || a_ptrs[slot] == 0) return; // block-uniform
-  const float* a = (const float*)a_ptrs[slot];
+  if (slot < 0) return; // block-uniform
+  unsigned long long ap = a_ptrs[(size_t)m * cap + slot];
+  if (ap == 0) return; // block-uniform
+  const float* a = (const float*)ap;
   const bf16_t* xr = x + (size_t)t * in;
+  float* out = ax + ((size_t)t * gridDim.y + m) * max_rank;
   for (int r = w; r < ranks[slot]; r += blockDim.x / WARP) {
     float d = 0.0f;
     for (int i = lane; i < in; i += WARP) d += a[(size_t)r * in + i] * bf2f(xr[i]);
     d = warp_sum(d);
-    if (lane == 0) ax[(size_t)t * max_rank + r] = d;
+    if (lane == 0) out[r] = d;
   }
 }
 
-// LoRA, second half: y[t, y_off + o] += scale_slot * (B_slot ax[t])[o]. B [out, rank] fp32.
-// grid (T, ceil(out / 256)), block 256.
+// LoRA, second half, for the modules of one lora_shrink: y[t, off_m + o] += scale_slot ·
+// (B_{slot, m} ax[t, m])[o] for o < out_m, the modules' outputs side by side in y's row (off_0 = 0,
+// off_1 = out0, off_2 = out0 + out1; out1/out2 = 0 when there are fewer modules). B [out, rank]
+// fp32. The y-blocks are module 0's ceil(out0 / 256), then module 1's, then module 2's.
+// grid (T, those blocks), block 256.
 extern "C" __global__ void lora_expand(const float* ax, int max_rank, const int* row_slot,
-                                       const unsigned long long* b_ptrs, const int* ranks,
-                                       const float* scales, float* y, int y_stride, int y_off,
-                                       int out) {
-  int t = blockIdx.x, o = blockIdx.y * blockDim.x + threadIdx.x;
+                                       const unsigned long long* b_ptrs, int cap, const int* ranks,
+                                       const float* scales, float* y, int y_stride, int out0,
+                                       int out1, int out2) {
+  int t = blockIdx.x, by = blockIdx.y, nb = blockDim.x;
+  int n_mod = out2 > 0 ? 3 : out1 > 0 ? 2 : 1;
+  int b0 = (out0 + nb - 1) / nb, b1 = (out1 + nb - 1) / nb;
+  int m = 0, out = out0, off = 0;
+  if (by >= b0 + b1) {
+    m = 2, out = out2, off = out0 + out1, by -= b0 + b1;
+  } else if (by >= b0) {
+    m = 1, out = out1, off = out0, by -= b0;
+  }
+  int o = by * nb + threadIdx.x;
   int slot = row_slot[t];
-  if (slot < 0 || b_ptrs[slot] == 0 || o >= out) return;
-  const float* b = (const float*)b_ptrs[slot];
+  if (slot < 0 || o >= out) return;
+  unsigned long long bp = b_ptrs[(size_t)m * cap + slot];
+  if (bp == 0) return;
+  const float* b = (const float*)bp;
+  const float* a = ax + ((size_t)t * n_mod + m) * max_rank;
   int rank = ranks[slot];
   float d = 0.0f;
-  for (int r = 0; r < rank; r++) d += b[(size_t)o * rank + r] * ax[(size_t)t * max_rank + r];
-  y[(size_t)t * y_stride + y_off + o] += scales[slot] * d;
+  for (int r = 0; r < rank; r++) d += b[(size_t)o * rank + r] * a[r];
+  y[(size_t)t * y_stride + off + o] += scales[slot] * d;
 }
 
 // ---- Sampling on the device (one block of SAMPLE_THREADS per row; DeviceSampler.java) ----------

@@ -14,6 +14,8 @@ import dev.troupe.engine.testing.MapWeights;
 import dev.troupe.engine.testing.ScalarReferenceModel;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -88,6 +90,23 @@ class CudaModelRunnerTest {
     int[] b = new int[n];
     for (int i = 0; i < n; i++) b[i] = from + i;
     return b;
+  }
+
+  /** {@code g}, counting its kernel launches by name into {@code launches}. */
+  static Gpu counting(Gpu g, Map<String, Integer> launches) {
+    return (Gpu)
+        Proxy.newProxyInstance(
+            Gpu.class.getClassLoader(),
+            new Class<?>[] {Gpu.class},
+            (proxy, method, args) -> {
+              if (method.getName().equals("launch"))
+                launches.merge((String) args[0], 1, Integer::sum);
+              try {
+                return method.invoke(g, args);
+              } catch (InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
   }
 
   private static CudaModelRunner gpuRunner(GpuBackends b, ModelConfig c, Map<String, float[]> w) {
@@ -215,7 +234,10 @@ class CudaModelRunnerTest {
     ScalarReferenceModel base = new ScalarReferenceModel(c, new MapWeights(c, w));
     ScalarReferenceModel m1 = new ScalarReferenceModel(c, merged(c, w, ad));
     ScalarReferenceModel m2 = new ScalarReferenceModel(c, merged(c, w, ad2));
-    try (CudaModelRunner gpu = gpuRunner(b, c, w)) {
+    Map<String, Integer> launches = new HashMap<>();
+    try (CudaModelRunner gpu =
+        CudaModelRunner.load(
+            counting(b.open(c, BS), launches), c, new MapWeights(c, w), BS, BLOCKS, 0, 16)) {
       gpu.registerAdapter(1, ad);
       gpu.registerAdapter(2, ad2);
       List<SequenceChunk> batch =
@@ -223,12 +245,21 @@ class CudaModelRunnerTest {
               new SequenceChunk(p, 0, range(0, 3), true, 1),
               new SequenceChunk(p, 0, range(3, 3), true, 0),
               new SequenceChunk(p, 0, range(6, 3), true, 2));
+      launches.clear();
       List<float[][]> g = gpu.forward(batch);
+      // per layer one shrink and one expand for each group of modules reading one input: q/k/v,
+      // o, gate/up, down — whatever modules each adapter covers
+      assertEquals(4 * c.numLayers(), launches.get("lora_shrink"), "lora_shrink launches");
+      assertEquals(4 * c.numLayers(), launches.get("lora_expand"), "lora_expand launches");
       close(g.get(0), m1.logits(p), BF16_TOL, "adapter 1 chunk");
       close(g.get(1), base.logits(p), BF16_TOL, "base chunk");
       close(g.get(2), m2.logits(p), BF16_TOL, "adapter 2 chunk");
       double diff = relErr(g.get(0)[8], g.get(1)[8]);
       assertTrue(diff > 1e-2, "the adapter changed nothing: " + diff);
+      launches.clear();
+      float[][] baseAgain = gpu.forward(List.of(new SequenceChunk(p, 0, range(3, 3), true))).get(0);
+      close(baseAgain, base.logits(p), BF16_TOL, "base chunk alone");
+      assertNull(launches.get("lora_shrink"), "a step without adapter rows launches no LoRA");
       gpu.removeAdapter(1);
       assertThrows(
           IllegalArgumentException.class,

@@ -23,10 +23,18 @@ done
 PARTS=("$@"); [ ${#PARTS[@]} -eq 0 ] && PARTS=(tests qwen3-1.7b llama-3.1-8b)
 for m in "${PARTS[@]}"; do
   if [ "$m" = tests ]; then
-    echo "== GPU tests (CUDA = the real GPU, EMULATED = the CPU emulation of the same kernels)"
-    $JAVA -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda -jar gpu-bundle/lib/junit-platform-console-standalone-*.jar \
-      execute -cp "$CP" --select-class dev.troupe.engine.cuda.CudaModelRunnerTest --disable-ansi-colors \
-      --details=tree 2>&1 | tail -60
+    # the three test classes with a CUDA variant; the CPU runner (compared against in
+    # DeviceSamplingEngineTest) wants the Vector API module. Full tree in $OUT/gpu-tests.log.
+    echo "== GPU tests (CUDA = the real GPU, EMULATED = the CPU emulation of the same kernels, skipped without g++)"
+    $JAVA -Xmx16g --add-modules jdk.incubator.vector -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda \
+      -jar gpu-bundle/lib/junit-platform-console-standalone-*.jar execute -cp "$CP" \
+      --select-class dev.troupe.engine.cuda.CudaModelRunnerTest \
+      --select-class dev.troupe.engine.cuda.DeviceSamplerTest \
+      --select-class dev.troupe.engine.cuda.DeviceSamplingEngineTest \
+      --disable-ansi-colors --details=tree --reports-dir "$OUT/junit" >"$OUT/gpu-tests.log" 2>&1
+    echo "JUnit exit status $?"
+    grep -E '✘|\[SKIPPED\]|=> ' "$OUT/gpu-tests.log" | head -60
+    tail -16 "$OUT/gpu-tests.log"
     continue
   fi
   echo "== $m"

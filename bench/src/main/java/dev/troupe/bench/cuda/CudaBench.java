@@ -37,6 +37,10 @@ public final class CudaBench {
   private CudaBench() {}
 
   public static void main(String[] args) {
+    if (args.length < 1 || args.length > 3) {
+      System.err.println("usage: CudaBench MODEL_DIR [prompt-tokens] [decode-steps]");
+      System.exit(2);
+    }
     Path dir = Path.of(args[0]);
     int prompt = args.length > 1 ? Integer.parseInt(args[1]) : 128;
     int steps = args.length > 2 ? Integer.parseInt(args[2]) : 32;

@@ -15,6 +15,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Migrate;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -41,8 +42,12 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * its actor): the owner then death-watches that actor and listens for {@link NodeLost} (its node
  * unreachable, downed or removed, from the gateway's {@code LivenessWatcher}); a replica that stops
  * on purpose (its shard handed off, its node leaving) says {@link Migrate}. No timeout decides that
- * a worker is lost, except a replica that never acknowledges (the ask timeout). The worker watches
- * the owner in turn, so a request whose owner stops (client gone) is cancelled.
+ * a worker is lost, except a replica that does not acknowledge: an attempt not {@link Accepted}
+ * within {@link MigrationSettings#acceptTimeout()} (a replica being restarted holds requests until
+ * its model is loaded) is cancelled and moves to another replica when one can take it, and the
+ * replica counts as restarting for new requests until it answers again; with no other replica the
+ * attempt waits up to the ask timeout. The worker watches the owner in turn, so a request whose
+ * owner stops (client gone) is cancelled.
  *
  * <p><b>Resuming.</b> The owner keeps the original request and, per choice, the token ids already
  * passed on and whether the choice ended. On loss it cancels the old attempt (in case its node is
@@ -76,6 +81,8 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
 
   private record NotAccepted(String attemptId) implements Command {}
 
+  private record SlowToAccept(String attemptId) implements Command {}
+
   private enum Retry implements Command {
     INSTANCE
   }
@@ -86,6 +93,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
   }
 
   private static final Object ACCEPT_TIMER = "accept";
+  private static final Object SLOW_TIMER = "slow";
 
   private final ActorRef<GenerationEvent> out;
   private final GenerationRequest request;
@@ -144,6 +152,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
         .onMessage(WorkerStopped.class, this::onWorkerStopped)
         .onMessage(NodeWentAway.class, this::onNodeLost)
         .onMessage(NotAccepted.class, this::onNotAccepted)
+        .onMessage(SlowToAccept.class, this::onSlowToAccept)
         .onMessageEquals(Retry.INSTANCE, this::onRetry)
         .onMessageEquals(ConsumerGone.INSTANCE, this::onConsumerGone)
         .onSignal(PostStop.class, s -> onStop())
@@ -173,7 +182,12 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
       timers.startSingleTimer(Retry.INSTANCE, replicas.migration().retryInterval());
       return this;
     }
-    replica = next.get();
+    return send(next.get());
+  }
+
+  /** Sends the request (or its continuation) to {@code to} as a new attempt. */
+  private Behavior<Command> send(Replica to) {
+    replica = to;
     attempt++;
     attemptId = attempt == 1 ? request.requestId() : request.requestId() + "~" + attempt;
     accepted = false;
@@ -184,6 +198,9 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
             new Generate(
                 request.toBuilder().requestId(attemptId).resume(resume).build(), self, true));
     timers.startSingleTimer(ACCEPT_TIMER, new NotAccepted(attemptId), replicas.acceptTimeout());
+    Duration soon = replicas.migration().acceptTimeout();
+    if (replicas.migration().enabled() && soon.compareTo(replicas.acceptTimeout()) < 0)
+      timers.startSingleTimer(SLOW_TIMER, new SlowToAccept(attemptId), soon);
     if (attempt > 1)
       getContext()
           .getLog()
@@ -248,6 +265,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     everAccepted = true;
     lostAt = -1;
     timers.cancel(ACCEPT_TIMER);
+    timers.cancel(SLOW_TIMER);
     watch(by);
   }
 
@@ -281,6 +299,27 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
         replica.entityId() + " did not answer within " + seconds(replicas.acceptTimeout()), true);
   }
 
+  /**
+   * The attempt was not acknowledged within the migration's accept timeout: its replica is most
+   * likely being restarted (sharding holds the request until the model is loaded). When another
+   * replica can take it, the attempt is cancelled and the request moves there like a lost one;
+   * otherwise it keeps waiting (up to the ask timeout).
+   */
+  private Behavior<Command> onSlowToAccept(SlowToAccept m) {
+    if (replica == null || !m.attemptId().equals(attemptId) || accepted) return this;
+    replicas.liveness().unacknowledged(replica.entityId());
+    Set<String> skip = new HashSet<>(avoid);
+    skip.add(replica.entityId());
+    Optional<Replica> other = replicas.picker().pick(skip);
+    if (other.isEmpty() || skip.contains(other.get().entityId())) return this; // none else
+    return lose(
+        replica.entityId()
+            + " did not acknowledge it within "
+            + seconds(replicas.migration().acceptTimeout()),
+        true,
+        other.get());
+  }
+
   /** The current attempt's worker is gone (or said it dropped the request): resume elsewhere. */
   private Behavior<Command> lose(String why) {
     return lose(why, false);
@@ -292,10 +331,19 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
    * @param mayStillRun the worker may only be cut off: cancel it, in case it comes back
    */
   private Behavior<Command> lose(String why, boolean mayStillRun) {
+    return lose(why, mayStillRun, null);
+  }
+
+  /**
+   * The current attempt is lost: resume on {@code next} (null: a replica chosen now), within the
+   * bounds.
+   */
+  private Behavior<Command> lose(String why, boolean mayStillRun, Replica next) {
     if (mayStillRun) replica.ref().tell(new Cancel(attemptId));
     if (worker != null) getContext().unwatch(worker);
     worker = null;
     timers.cancel(ACCEPT_TIMER);
+    timers.cancel(SLOW_TIMER);
     avoid.add(replica.entityId());
     replica = null;
     if (lostAt < 0) lostAt = System.nanoTime();
@@ -309,7 +357,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
                   + replicas.migration().maxMigrations()
                   + " times; retry later."));
     getContext().getLog().info("request {}: worker lost ({}), migrating", request.requestId(), why);
-    return submit();
+    return next == null ? submit() : send(next);
   }
 
   private String gaveUp(String tail) {
@@ -339,7 +387,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     return ref.path().address();
   }
 
-  private static String seconds(java.time.Duration d) {
+  private static String seconds(Duration d) {
     return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
   }
 }

@@ -11,9 +11,19 @@ import java.time.Duration;
  * @param maxMigrations how many times one request may move before it is given up
  * @param deadline how long a lost request may wait for a replica to take it
  * @param retryInterval how often a waiting request looks for a reachable replica again
+ * @param acceptTimeout how long an attempt may wait for its replica's {@code Accepted} before it
+ *     moves to another replica that can take it (a replica being restarted buffers it for tens of
+ *     seconds); with no other replica it keeps waiting, up to the gateway's ask timeout
  */
 public record MigrationSettings(
-    boolean enabled, int maxMigrations, Duration deadline, Duration retryInterval) {
+    boolean enabled,
+    int maxMigrations,
+    Duration deadline,
+    Duration retryInterval,
+    Duration acceptTimeout) {
+
+  /** The default accept timeout: well above a loaded worker's time to acknowledge, below 30 s. */
+  public static final Duration DEFAULT_ACCEPT_TIMEOUT = Duration.ofSeconds(5);
 
   /** On, 3 moves, 60 s to find a replica (covers the downing and restart of a lone replica). */
   public static final MigrationSettings DEFAULT =
@@ -29,6 +39,14 @@ public record MigrationSettings(
       throw new IllegalArgumentException("deadline must be positive");
     if (retryInterval == null || retryInterval.isNegative() || retryInterval.isZero())
       throw new IllegalArgumentException("retry-interval must be positive");
+    if (acceptTimeout == null || acceptTimeout.isNegative() || acceptTimeout.isZero())
+      throw new IllegalArgumentException("accept-timeout must be positive");
+  }
+
+  /** These bounds with the default accept timeout. */
+  public MigrationSettings(
+      boolean enabled, int maxMigrations, Duration deadline, Duration retryInterval) {
+    this(enabled, maxMigrations, deadline, retryInterval, DEFAULT_ACCEPT_TIMEOUT);
   }
 
   /** Reads {@code troupe.gateway.migration}. */
@@ -38,6 +56,7 @@ public record MigrationSettings(
         c.getBoolean("enabled"),
         c.getInt("max-migrations"),
         c.getDuration("deadline"),
-        c.getDuration("retry-interval"));
+        c.getDuration("retry-interval"),
+        c.getDuration("accept-timeout"));
   }
 }

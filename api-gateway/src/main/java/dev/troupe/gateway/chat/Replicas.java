@@ -11,7 +11,8 @@ import org.apache.pekko.actor.typed.ActorSystem;
  * @param picker chooses a reachable replica (first, and after a loss)
  * @param liveness which nodes are reachable, and where replicas were last seen
  * @param acceptTimeout how long a replica may take to acknowledge a request before it counts as
- *     lost (the gateway's ask timeout)
+ *     lost (the gateway's ask timeout; an attempt moves earlier, after the migration's own accept
+ *     timeout, when another replica can take it)
  * @param migration what happens when the worker is lost
  */
 public record Replicas(

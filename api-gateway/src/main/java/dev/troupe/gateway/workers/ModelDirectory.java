@@ -59,6 +59,7 @@ public final class ModelDirectory {
   private final Duration askTimeout;
   private final Map<String, CompletableFuture<ModelFacts>> facts = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> nextReplica = new ConcurrentHashMap<>();
+  private final Set<String> probing = ConcurrentHashMap.newKeySet();
   private final TrainedModels trained;
   private final ReplicaRouter router;
   private final ReplicaLiveness liveness;
@@ -164,6 +165,7 @@ public final class ModelDirectory {
   public CompletionStage<Destination> route(
       ServedModel model, GenerationRequest request, int maxModelLen) {
     List<Integer> candidates = liveness.candidates(model.name(), model.replicas());
+    probeRestarting(model);
     if (candidates.isEmpty()) return CompletableFuture.failedFuture(noneReachable(model));
     return router
         .route(model.name(), candidates, request, maxModelLen)
@@ -317,22 +319,49 @@ public final class ModelDirectory {
   }
 
   /**
-   * A reachable replica of {@code model} in turn ({@link ReplicaLiveness#candidates}), one not in
-   * {@code avoid} when there is one; empty when none is reachable.
+   * A reachable replica of {@code model} in turn: one not in {@code avoid} when there is one, and
+   * within that preference a live or unknown replica before a restarting one ({@link
+   * ReplicaLiveness#tiers}); empty when none is reachable.
    */
   public Optional<ReplicaPicker.Replica> pick(ServedModel model, Set<String> avoid) {
-    List<Integer> candidates = liveness.candidates(model.name(), model.replicas());
-    if (candidates.isEmpty()) return Optional.empty();
-    List<Integer> preferred = new ArrayList<>(candidates.size());
-    for (int i : candidates)
-      if (!avoid.contains(ModelWorkerProtocol.entityId(model.name(), i))) preferred.add(i);
-    List<Integer> from = preferred.isEmpty() ? new ArrayList<>(candidates) : preferred;
+    List<List<Integer>> tiers = liveness.tiers(model.name(), model.replicas());
+    probeRestarting(model);
+    if (tiers.isEmpty()) return Optional.empty();
+    List<Integer> from = null;
+    for (List<Integer> tier : tiers) {
+      List<Integer> preferred = new ArrayList<>(tier.size());
+      for (int i : tier)
+        if (!avoid.contains(ModelWorkerProtocol.entityId(model.name(), i))) preferred.add(i);
+      if (!preferred.isEmpty()) {
+        from = preferred;
+        break;
+      }
+    }
+    if (from == null) from = new ArrayList<>(tiers.get(0)); // all avoided: the best tier
     from.sort(null); // turns go round the replica indices, whatever their liveness order
     int turn =
         nextReplica.computeIfAbsent(model.name(), k -> new AtomicInteger()).getAndIncrement();
     int replica = from.get(Math.floorMod(turn, from.size()));
     String id = ModelWorkerProtocol.entityId(model.name(), replica);
     return Optional.of(new ReplicaPicker.Replica(id, refs.apply(id)));
+  }
+
+  /**
+   * Asks each restarting replica of {@code model} for its status (one ask in flight per replica):
+   * the answer comes once it runs again (sharding holds the ask until then), and makes it a
+   * candidate again although no request was sent to it meanwhile.
+   */
+  private void probeRestarting(ServedModel model) {
+    for (String id : liveness.restarting(model.name(), model.replicas())) {
+      if (!probing.add(id)) continue;
+      AskPattern.<Command, WorkerStatus>ask(
+              refs.apply(id), ModelWorkerProtocol.GetStatus::new, askTimeout, system.scheduler())
+          .whenComplete(
+              (status, failure) -> {
+                probing.remove(id);
+                if (failure == null) liveness.confirmed(id);
+              });
+    }
   }
 
   /**

@@ -278,6 +278,76 @@ class GenerationMigrationTest {
     assertTrue((System.nanoTime() - start) / 1_000_000 < 2_000, "at once");
   }
 
+  /** Migration with a short accept timeout (300 ms) under the 5 s ask timeout. */
+  private static final MigrationSettings SHORT_ACCEPT =
+      new MigrationSettings(
+          true, 3, Duration.ofSeconds(5), Duration.ofMillis(50), Duration.ofMillis(300));
+
+  @Test
+  void aNewRequestAReplicaDoesNotAcknowledgeMovesToALiveOneInsteadOfA503() {
+    // m#0 is being restarted (sharding holds what is sent to it until the model is loaded); m#1
+    // is live. The request must not wait for m#0 until the ask timeout and then fail.
+    TestReplicas picker = new TestReplicas();
+    Replica a = spawn(picker, "m#0");
+    Replica b = spawn(picker, "m#1");
+    ReplicaLiveness liveness = ReplicaLiveness.assumeAllLive();
+    long start = System.nanoTime();
+    var events =
+        run(
+            new Replicas(testKit.system(), picker, liveness, Duration.ofSeconds(5), SHORT_ACCEPT),
+            request("slow", 2));
+    Generate first = generate(a);
+    assertEquals("slow", first.request().requestId());
+    // No Accepted from m#0: after the accept timeout the attempt is cancelled and moves to m#1.
+    Generate g = generate(b);
+    long ms = (System.nanoTime() - start) / 1_000_000;
+    assertTrue(ms < 4_000, "moved after the accept timeout, not the ask timeout: " + ms + " ms");
+    assertEquals(
+        "slow", a.seen().expectMessageClass(Cancel.class, WAIT).requestId(), "not double-run");
+    assertNull(g.request().resume(), "nothing was delivered: it starts over");
+    String attempt = g.request().requestId();
+    assertEquals("slow~2", attempt);
+    assertEquals(ReplicaLiveness.State.RESTARTING, liveness.state("m#0"), "avoided from now on");
+    // m#0 comes up late and answers the cancelled attempt: nothing of it reaches the client.
+    first.replyTo().tell(new Accepted("slow", a.id(), a.ref()));
+    first.replyTo().tell(new GenerationUpdate("slow", started(a), List.of(token(0, 99)), null));
+    g.replyTo().tell(new Accepted(attempt, b.id(), b.ref()));
+    g.replyTo()
+        .tell(new GenerationUpdate(attempt, started(b), List.of(token(0, 5), token(1, 6)), null));
+    g.replyTo()
+        .tell(
+            new GenerationUpdate(
+                attempt, null, List.of(last(0, 7), last(1, 8)), new Usage(3, 4, 0)));
+    List<GenerationEvent> got = events.toCompletableFuture().join();
+    for (GenerationEvent e : got) assertInstanceOf(GenerationUpdate.class, e, "no error: " + e);
+    assertEquals(List.of(5, 7), tokens(got, 0));
+    assertEquals(List.of(6, 8), tokens(got, 1));
+    assertEquals("slow", got.get(0).requestId(), "the client's id");
+  }
+
+  @Test
+  void aSlowAcknowledgementWithNoOtherReplicaIsWaitedFor() {
+    TestReplicas picker = new TestReplicas();
+    Replica a = spawn(picker, "m#0");
+    var events =
+        run(
+            new Replicas(
+                testKit.system(),
+                picker,
+                ReplicaLiveness.assumeAllLive(),
+                Duration.ofSeconds(5),
+                SHORT_ACCEPT),
+            request("lone", 1));
+    Generate g = generate(a);
+    a.seen()
+        .expectNoMessage(Duration.ofMillis(800)); // past the accept timeout: no Cancel, no retry
+    g.replyTo().tell(new Accepted("lone", a.id(), a.ref()));
+    g.replyTo()
+        .tell(new GenerationUpdate("lone", started(a), List.of(last(0, 5)), new Usage(3, 1, 0)));
+    List<GenerationEvent> got = events.toCompletableFuture().join();
+    assertEquals(List.of(5), tokens(got, 0));
+  }
+
   @Test
   void movesAreBounded() {
     TestReplicas picker = new TestReplicas();

@@ -36,8 +36,9 @@ import java.util.stream.Stream;
  * OpenAI-shaped error event then {@code [DONE]}, or an error status with an OpenAI error body), a
  * hang (no byte for {@code hang-seconds}: the request is abandoned), or an unclear failure (a reset
  * connection, a malformed answer). Afterwards every acknowledged log write must be stored exactly
- * once. Prints the counts as JSON (also to {@code --out}); exits 1 when a request hung, failed
- * unclearly or differed from its reference, or a log write was lost or duplicated.
+ * once. Prints the counts, and each error message seen with its count ({@code error_messages}), as
+ * JSON (also to {@code --out}); exits 1 when a request hung, failed unclearly or differed from its
+ * reference, or a log write was lost or duplicated.
  *
  * <p>Usage: {@code SoakDriver --url http://127.0.0.1:8000 --key K [--streams 64] [--whole 8]
  * [--writers 4] [--seconds 600] [--max-tokens 48] [--hang-seconds 150] [--out FILE] [--events
@@ -64,6 +65,8 @@ public final class SoakDriver {
   private final Set<String> hung = ConcurrentHashMap.newKeySet();
   private final Set<String> acked = ConcurrentHashMap.newKeySet();
   private final Queue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
+  // "<status or error_event>: <message>" -> how many, so a run tells its errors' causes apart
+  private final Map<String, AtomicLong> errorMessages = new ConcurrentHashMap<>();
   private volatile boolean running = true;
 
   /**
@@ -133,6 +136,9 @@ public final class SoakDriver {
     Map<String, Long> c = new TreeMap<>();
     counts.forEach((k, v) -> c.put(k, v.get()));
     result.put("requests", c);
+    Map<String, Long> messages = new TreeMap<>();
+    errorMessages.forEach((k, v) -> messages.put(k, v.get()));
+    result.put("error_messages", messages);
     List<Long> stalls = new ArrayList<>();
     for (Outcome o : outcomes) if (o.ok() && o.stream()) stalls.add(o.maxGapMs());
     stalls.sort(null);
@@ -256,7 +262,11 @@ public final class SoakDriver {
         JsonNode chunk = JSON.readTree(data);
         if (chunk.has("error")) {
           error = chunk.path("error").path("type").asText("?");
-          System.err.println(id + ": error event: " + chunk.path("error").path("message"));
+          String message = chunk.path("error").path("message").asText("");
+          System.err.println(id + ": error event: " + message);
+          errorMessages
+              .computeIfAbsent("error_event: " + message, k -> new AtomicLong())
+              .incrementAndGet();
           continue;
         }
         for (JsonNode c : chunk.path("choices"))
@@ -296,11 +306,15 @@ public final class SoakDriver {
   }
 
   /** An error status: clear when its body is an OpenAI error object. */
-  private static String errorOutcome(int status, String body) {
+  private String errorOutcome(int status, String body) {
     try {
       JsonNode e = JSON.readTree(body).path("error");
-      if (e.hasNonNull("message") && e.hasNonNull("type"))
+      if (e.hasNonNull("message") && e.hasNonNull("type")) {
+        errorMessages
+            .computeIfAbsent(status + ": " + e.path("message").asText(), k -> new AtomicLong())
+            .incrementAndGet();
         return "error_status." + status + "." + e.path("type").asText();
+      }
     } catch (IOException notJson) {
       // unclear below
     }

@@ -211,4 +211,63 @@ final class CudaLora implements AutoCloseable {
     gpu.free(table);
     table = 0;
   }
+
+  /**
+   * Adds the LoRA deltas of modules {@code first .. first + n - 1} (consecutive, reading the same
+   * input; their outputs side by side in {@code out}'s rows) for every row with an adapter: two
+   * launches for the group, whatever the adapters (q/k/v and gate/up are one group each, so a layer
+   * takes 8 LoRA launches, not 14). {@code ax} is the caller's scratch of {@code T} rows by {@code
+   * axRank} floats.
+   */
+  void add(
+      BatchPlan s,
+      int li,
+      int first,
+      int n,
+      long in,
+      int inDim,
+      long out,
+      int outStride,
+      long adapterSlots,
+      int T,
+      long ax,
+      int axRank) {
+    if (!s.anyAdapter()) return;
+    int[] outs = new int[3];
+    int blocks = 0;
+    for (int m = 0; m < n; m++) {
+      outs[m] = inOut(first + m)[1];
+      blocks += (outs[m] + KernelSource.ELEMENT_THREADS - 1) / KernelSource.ELEMENT_THREADS;
+    }
+    gpu.launch(
+        "lora_shrink",
+        T,
+        n,
+        KernelSource.LORA_THREADS,
+        in,
+        inDim,
+        adapterSlots,
+        aPtrs(li, first),
+        capacity(),
+        ranks(),
+        ax,
+        axRank);
+    gpu.launch(
+        "lora_expand",
+        T,
+        blocks,
+        KernelSource.ELEMENT_THREADS,
+        ax,
+        axRank,
+        adapterSlots,
+        bPtrs(li, first),
+        capacity(),
+        ranks(),
+        scales(),
+        out,
+        outStride,
+        outs[0],
+        outs[1],
+        outs[2]);
+  }
 }

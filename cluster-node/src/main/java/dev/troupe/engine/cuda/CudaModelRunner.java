@@ -437,12 +437,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
         "add_rmsnorm", n, 1, KernelSource.NORM_THREADS, x, add, weight, h, rows, hidden, eps);
   }
 
-  /**
-   * Adds the LoRA deltas of modules {@code first .. first + n - 1} (consecutive, reading the same
-   * input; their outputs side by side in {@code out}'s rows) for every row with an adapter: two
-   * launches for the group, whatever the adapters (q/k/v and gate/up are one group each, so a layer
-   * takes 8 LoRA launches, not 14).
-   */
+  /** The LoRA deltas of modules {@code first .. first + n - 1} ({@link CudaLora#add}). */
   private void loraAdd(
       BatchPlan s,
       int li,
@@ -454,43 +449,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       int outStride,
       long adapterSlots,
       int T) {
-    if (!s.anyAdapter()) return;
-    int[] outs = new int[3];
-    int blocks = 0;
-    for (int m = 0; m < n; m++) {
-      outs[m] = lora.inOut(first + m)[1];
-      blocks += (outs[m] + KernelSource.ELEMENT_THREADS - 1) / KernelSource.ELEMENT_THREADS;
-    }
-    gpu.launch(
-        "lora_shrink",
-        T,
-        n,
-        KernelSource.LORA_THREADS,
-        in,
-        inDim,
-        adapterSlots,
-        lora.aPtrs(li, first),
-        lora.capacity(),
-        lora.ranks(),
-        ax,
-        axRank);
-    gpu.launch(
-        "lora_expand",
-        T,
-        blocks,
-        KernelSource.ELEMENT_THREADS,
-        ax,
-        axRank,
-        adapterSlots,
-        lora.bPtrs(li, first),
-        lora.capacity(),
-        lora.ranks(),
-        lora.scales(),
-        out,
-        outStride,
-        outs[0],
-        outs[1],
-        outs[2]);
+    lora.add(s, li, first, n, in, inDim, out, outStride, adapterSlots, T, ax, axRank);
   }
 
   @Override

@@ -52,6 +52,9 @@ final class TroupeServer implements AutoCloseable {
     cmd.addAll(
         List.of(
             "-XX:+UseG1GC", // as the ./troupe launcher
+            "-XX:MinHeapFreeRatio=10",
+            "-XX:MaxHeapFreeRatio=30",
+            "-XX:G1PeriodicGCInterval=10000",
             "--add-modules",
             "jdk.incubator.vector",
             "--add-opens",

@@ -64,7 +64,11 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * reachable the owner looks again every {@link MigrationSettings#retryInterval()} until {@link
  * MigrationSettings#deadline()} after the loss, then ends the request with {@link Failed} {@code
  * OVERLOADED} (503): an error event and {@code [DONE]} on a stream, a 503 status otherwise. A new
- * request with no reachable replica fails the same way at once.
+ * request with no reachable replica fails the same way at once. The deadline also bounds, from the
+ * owner's start, the wait for the first update: a request no worker has started by then (its
+ * attempts unacknowledged, or accepted and queued) fails the same way, which is a 503 status before
+ * the first byte on a stream too — so that a client gets an answer before any connection or client
+ * timeout (the HTTP idle timeout applies only between requests).
  *
  * <p>One per request, a system actor on the gateway node; it stops with the request.
  */
@@ -87,6 +91,11 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     INSTANCE
   }
 
+  /** The migration deadline passed and no worker has started the request. */
+  private enum NotStarted implements Command {
+    INSTANCE
+  }
+
   /** The HTTP side stopped listening (client gone, stream failed). */
   private enum ConsumerGone implements Command {
     INSTANCE
@@ -94,6 +103,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
 
   private static final Object ACCEPT_TIMER = "accept";
   private static final Object SLOW_TIMER = "slow";
+  private static final Object START_TIMER = "start";
 
   private final ActorRef<GenerationEvent> out;
   private final GenerationRequest request;
@@ -143,6 +153,8 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     this.finished = new boolean[n];
     ctx.getSystem().eventStream().tell(new EventStream.Subscribe<>(NodeLost.class, nodeLost));
     ctx.watchWith(out, ConsumerGone.INSTANCE);
+    if (replicas.migration().enabled())
+      timers.startSingleTimer(START_TIMER, NotStarted.INSTANCE, replicas.migration().deadline());
   }
 
   @Override
@@ -154,6 +166,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
         .onMessage(NotAccepted.class, this::onNotAccepted)
         .onMessage(SlowToAccept.class, this::onSlowToAccept)
         .onMessageEquals(Retry.INSTANCE, this::onRetry)
+        .onMessageEquals(NotStarted.INSTANCE, this::onNotStarted)
         .onMessageEquals(ConsumerGone.INSTANCE, this::onConsumerGone)
         .onSignal(PostStop.class, s -> onStop())
         .build();
@@ -256,6 +269,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
         new GenerationUpdate(
             request.requestId(), started ? null : u.started(), u.choices(), u.usage()));
     started |= u.started() != null;
+    if (started) timers.cancel(START_TIMER);
     return u.done() ? Behaviors.stopped() : this;
   }
 
@@ -274,6 +288,41 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     worker = by;
     replicas.liveness().located(replica.entityId(), by);
     getContext().watchWith(by, new WorkerStopped(attemptId));
+  }
+
+  /**
+   * No worker has started the request within the migration deadline of its arrival (its replicas do
+   * not acknowledge, or one accepted it but keeps it queued): a 503 naming why, before the client's
+   * first byte, rather than a wait no connection or client timeout is sure to outlast.
+   */
+  private Behavior<Command> onNotStarted() {
+    if (started) return this;
+    String why;
+    if (replica == null)
+      why =
+          "no replica of model `"
+              + replicas.picker().model()
+              + "` could take it"
+              + (lostWhy == null ? "" : "; last loss: " + lostWhy);
+    else if (!accepted)
+      why =
+          replica.entityId()
+              + " has not acknowledged it"
+              + (lostWhy == null ? "" : "; it moved there after: " + lostWhy);
+    else why = replica.entityId() + " accepted it but has not started it";
+    getContext()
+        .getLog()
+        .info(
+            "request {} not started within {}: {}",
+            request.requestId(),
+            seconds(replicas.migration().deadline()),
+            why);
+    return finish(
+        "No model worker started this request within "
+            + seconds(replicas.migration().deadline())
+            + " ("
+            + why
+            + "); retry later.");
   }
 
   // ------------------------------------------------------------------ losses

@@ -34,10 +34,16 @@ import org.apache.pekko.util.ByteString;
  * when its worker is lost for good, never a 200 with an error body), so nothing can be written
  * before it is done. Pekko's {@code idle-timeout} counts silence in both directions, so it would
  * close such a connection; and a client that gave up would not be noticed until the end. Instead,
- * as uvicorn does for vLLM, the idle timeout here applies only while no held request is pending
- * (between requests, or while a response streams without progress), and a client closing its side
- * of the connection (its socket's FIN, seen as the end of the connection's request stream) is
- * reported at once, so the route cancels the generation.
+ * as uvicorn does for vLLM, the idle timeout here applies only between requests: from a request's
+ * arrival until its response has been written to the end (a strict one when it is emitted, a
+ * streamed one when its body ends) the connection is in use, however silent — a stream waiting for
+ * its first event or stalled while its request migrates included. (Shutting the connection's
+ * response stream while a response was pending or streaming would close the socket without a
+ * response, or right after one that the client then reuses for its next request: a client sees a
+ * connection closed with no bytes either way.) A client closing its side of the connection (its
+ * socket's FIN, seen as the end of the connection's request stream) is reported at once, so the
+ * route cancels the generation. What bounds a request's wait is the route's: the chat route's owner
+ * answers 503 when no worker has started it within the migration deadline.
  *
  * <p>Installed by {@link GatewayServer}, which turns Pekko's own idle timeout off.
  */
@@ -109,7 +115,7 @@ public final class ClientConnections {
   /**
    * The per-connection handler of {@code route}: materialized once per connection by {@code
    * bindFlow}, it attaches the {@link Connection} to each request, closes the connection after
-   * {@code idleTimeout} without progress and without a held request, and completes {@link
+   * {@code idleTimeout} between requests (none pending or being written), and completes {@link
    * Connection#closed()} when the client's side ends.
    */
   public static Flow<HttpRequest, HttpResponse, NotUsed> handler(
@@ -143,6 +149,7 @@ public final class ClientConnections {
                   .map(
                       r -> {
                         c.touch();
+                        c.held.incrementAndGet(); // until its response is written (withProgress)
                         return r.addAttribute(KEY, c);
                       })
                   .via(routes)
@@ -152,11 +159,17 @@ public final class ClientConnections {
         .mapMaterializedValue(f -> NotUsed.getInstance());
   }
 
-  /** A streamed body counts each chunk it writes as activity; a stalled one goes idle. */
+  /**
+   * Ends the hold its request took when the response is written: a strict one now, a streamed one
+   * when its body ends (completed, failed or cancelled). Each chunk counts as activity.
+   */
   private static HttpResponse withProgress(HttpResponse response, Connection c) {
     c.touch();
     ResponseEntity entity = response.entity();
-    if (entity.isStrict()) return response;
+    if (entity.isStrict()) {
+      c.held.decrementAndGet();
+      return response;
+    }
     Source<ByteString, ?> data =
         entity
             .getDataBytes()
@@ -164,6 +177,15 @@ public final class ClientConnections {
                 b -> {
                   c.touch();
                   return b;
+                })
+            .watchTermination(
+                (m, done) -> {
+                  done.whenComplete(
+                      (ok, error) -> {
+                        c.touch();
+                        c.held.decrementAndGet();
+                      });
+                  return m;
                 });
     if (entity instanceof HttpEntity.Chunked)
       return response.withEntity(HttpEntities.createChunked(entity.getContentType(), data));

@@ -65,10 +65,11 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * MigrationSettings#deadline()} after the loss, then ends the request with {@link Failed} {@code
  * OVERLOADED} (503): an error event and {@code [DONE]} on a stream, a 503 status otherwise. A new
  * request with no reachable replica fails the same way at once. The deadline also bounds, from the
- * owner's start, the wait for the first update: a request no worker has started by then (its
- * attempts unacknowledged, or accepted and queued) fails the same way, which is a 503 status before
- * the first byte on a stream too — so that a client gets an answer before any connection or client
- * timeout (the HTTP idle timeout applies only between requests).
+ * owner's start, the wait for a first worker to acknowledge the request: a request no replica has
+ * accepted by then fails the same way, which is a 503 status before the first byte on a stream too,
+ * so that a client gets an answer before any connection or client timeout (the HTTP idle timeout
+ * applies only between requests). Once a worker has accepted it, the request waits in that worker's
+ * queue as it would in vLLM's: the worker is death-watched, and its queue bound answers overload.
  *
  * <p>One per request, a system actor on the gateway node; it stops with the request.
  */
@@ -280,6 +281,9 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     lostAt = -1;
     timers.cancel(ACCEPT_TIMER);
     timers.cancel(SLOW_TIMER);
+    // A live worker holds it now: it waits in that worker's queue as long as it would in vLLM's
+    // (the worker is death-watched, and its own queue bound answers overload with a 503).
+    timers.cancel(START_TIMER);
     watch(by);
   }
 
@@ -291,12 +295,12 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
   }
 
   /**
-   * No worker has started the request within the migration deadline of its arrival (its replicas do
-   * not acknowledge, or one accepted it but keeps it queued): a 503 naming why, before the client's
-   * first byte, rather than a wait no connection or client timeout is sure to outlast.
+   * No worker has accepted the request within the migration deadline of its arrival: a 503 naming
+   * why, before the client's first byte, rather than a wait no connection or client timeout is sure
+   * to outlast.
    */
   private Behavior<Command> onNotStarted() {
-    if (started) return this;
+    if (started || accepted) return this;
     String why;
     if (replica == null)
       why =
@@ -304,12 +308,11 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
               + replicas.picker().model()
               + "` could take it"
               + (lostWhy == null ? "" : "; last loss: " + lostWhy);
-    else if (!accepted)
+    else
       why =
           replica.entityId()
               + " has not acknowledged it"
               + (lostWhy == null ? "" : "; it moved there after: " + lostWhy);
-    else why = replica.entityId() + " accepted it but has not started it";
     getContext()
         .getLog()
         .info(

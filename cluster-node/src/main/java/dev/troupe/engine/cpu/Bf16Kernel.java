@@ -13,11 +13,13 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>Weights are the checkpoint's bytes read as little-endian {@code int}s: each int packs the
  * elements {@code 2k} (low half) and {@code 2k + 1} (high half) of a row, {@code half = ⌈in/2⌉}
- * ints per row. The activations come {@link Activations#put packed} to match: per row the even
- * elements, then the odd ones, so lane k of {@code lo} meets x[2k] and of {@code hi} meets x[2k +
- * 1]. Blocks of 4 weight rows × 4 activation rows (16 accumulators, 8 widened weight vectors:
- * AVX-512's 32 registers) read each weight row once for all activation rows; every row sums its
- * products in the same order whatever the batch, so a row's result does not depend on the others.
+ * ints per row, in {@link Matrix#tiled}'s layout (groups of 4 rows interleaved by vector, so a
+ * block reads one contiguous run). The activations come {@link Activations#put packed} to match:
+ * per row the even elements, then the odd ones, so lane k of {@code lo} meets x[2k] and of {@code
+ * hi} meets x[2k + 1]. Blocks of 4 weight rows × 4 activation rows (16 accumulators, 8 widened
+ * weight vectors: AVX-512's 32 registers) read each weight row once for all activation rows; every
+ * row sums its products in the same order whatever the batch and whichever path (block or single
+ * row), so a row's result does not depend on the others.
  *
  * <p>Written for C2: the widening is a constant of the class (one class per dtype rather than a
  * flag) and vectors never leave a method un-inlined (reductions happen in place), because a vector
@@ -28,12 +30,15 @@ final class Bf16Kernel {
   private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
   private static final int L = I.length();
 
+  /** Ints per vector: {@link Matrix#CHUNK}. */
+  static final int LANES = L;
+
   private Bf16Kernel() {}
 
   /**
    * {@code y[b·yStride + yOff + o] (+)= Σ_i x[b, i] · W[o, i]} for {@code o ∈ [o0, o1)} and all
-   * {@code rows} rows; {@code w} holds rows {@code [wRow0, …)} of W ({@code half} ints each), x
-   * rows are packed, {@code 2·half} floats apart.
+   * {@code rows} rows; {@code w} holds rows {@code [wRow0, …)} of W (tiled, {@code half} ints each,
+   * {@code wRow0} a group start), x rows are packed, {@code 2·half} floats apart.
    */
   static void range(
       float[] x,
@@ -48,37 +53,36 @@ final class Bf16Kernel {
       int o1,
       boolean add) {
     int o = o0;
+    for (; o < o1 && ((o - wRow0) & 3) != 0; o++)
+      single(x, rows, half, w, o - wRow0, y, yStride, yOff + o, add);
     for (; o + 3 < o1; o += 4) {
-      int wo = (o - wRow0) * half;
+      int g = (o - wRow0) * half; // the group's first int
       int b = 0;
-      for (; b + 3 < rows; b += 4) block4x4(x, b, half, w, wo, y, yStride, yOff + o, add);
-      for (; b < rows; b++) block4x1(x, b, half, w, wo, y, yStride, yOff + o, add);
+      for (; b + 3 < rows; b += 4) block4x4(x, b, half, w, g, y, yStride, yOff + o, add);
+      for (; b < rows; b++) block4x1(x, b, half, w, g, y, yStride, yOff + o, add);
     }
-    for (; o < o1; o++)
-      for (int b = 0; b < rows; b++) {
-        int xo = b * 2 * half, wo = (o - wRow0) * half;
-        FloatVector a = FloatVector.zero(F);
-        int bound = I.loopBound(half), k = 0;
-        for (; k < bound; k += L) {
-          IntVector v = IntVector.fromArray(I, w, wo + k);
-          a =
-              hi(v)
-                  .fma(
-                      FloatVector.fromArray(F, x, xo + half + k),
-                      lo(v).fma(FloatVector.fromArray(F, x, xo + k), a));
-        }
-        put(
-            y,
-            b * yStride + yOff + o,
-            add,
-            a.reduceLanes(VectorOperators.ADD),
-            x,
-            xo,
-            half,
-            w,
-            wo,
-            k);
+    for (; o < o1; o++) single(x, rows, half, w, o - wRow0, y, yStride, yOff + o, add);
+  }
+
+  /** Row {@code r} of the part alone, for every activation row: the order of the blocks. */
+  private static void single(
+      float[] x, int rows, int half, int[] w, int r, float[] y, int yStride, int yo, boolean add) {
+    int g = (r & ~3) * half, j = r & 3, bound = I.loopBound(half);
+    int tail = g + 4 * bound + j * (half - bound);
+    for (int b = 0; b < rows; b++) {
+      int xo = b * 2 * half;
+      FloatVector a = FloatVector.zero(F);
+      int k = 0;
+      for (; k < bound; k += L) {
+        IntVector v = IntVector.fromArray(I, w, g + 4 * k + j * L);
+        a =
+            hi(v)
+                .fma(
+                    FloatVector.fromArray(F, x, xo + half + k),
+                    lo(v).fma(FloatVector.fromArray(F, x, xo + k), a));
       }
+      put(y, b * yStride + yo, add, a.reduceLanes(VectorOperators.ADD), x, xo, half, w, tail, k);
+    }
   }
 
   /** Element {@code 2k} of each lane's pair, as FP32. */
@@ -92,8 +96,7 @@ final class Bf16Kernel {
   }
 
   private static void block4x4(
-      float[] x, int b, int half, int[] w, int wo, float[] y, int yStride, int yo, boolean add) {
-    int w0 = wo, w1 = w0 + half, w2 = w1 + half, w3 = w2 + half;
+      float[] x, int b, int half, int[] w, int g, float[] y, int yStride, int yo, boolean add) {
     int xs = 2 * half, x0 = b * xs, x1 = x0 + xs, x2 = x1 + xs, x3 = x2 + xs;
     FloatVector a00 = FloatVector.zero(F), a01 = a00, a02 = a00, a03 = a00;
     FloatVector a10 = a00, a11 = a00, a12 = a00, a13 = a00;
@@ -101,8 +104,10 @@ final class Bf16Kernel {
     FloatVector a30 = a00, a31 = a00, a32 = a00, a33 = a00;
     int bound = I.loopBound(half), k = 0;
     for (; k < bound; k += L) {
-      IntVector v0 = IntVector.fromArray(I, w, w0 + k), v1 = IntVector.fromArray(I, w, w1 + k);
-      IntVector v2 = IntVector.fromArray(I, w, w2 + k), v3 = IntVector.fromArray(I, w, w3 + k);
+      int at = g + 4 * k;
+      IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
+      IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
+      IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
       FloatVector l0 = lo(v0), l1 = lo(v1), l2 = lo(v2), l3 = lo(v3);
       FloatVector h0 = hi(v0), h1 = hi(v1), h2 = hi(v2), h3 = hi(v3);
       FloatVector e = FloatVector.fromArray(F, x, x0 + k);
@@ -130,6 +135,8 @@ final class Bf16Kernel {
       a32 = h2.fma(d, l2.fma(e, a32));
       a33 = h3.fma(d, l3.fma(e, a33));
     }
+    // each row's tail after the group's chunks
+    int t = half - bound, w0 = g + 4 * bound, w1 = w0 + t, w2 = w1 + t, w3 = w2 + t;
     int y0 = b * yStride + yo, y1 = y0 + yStride, y2 = y1 + yStride, y3 = y2 + yStride;
     put(y, y0, add, a00.reduceLanes(VectorOperators.ADD), x, x0, half, w, w0, k);
     put(y, y0 + 1, add, a01.reduceLanes(VectorOperators.ADD), x, x0, half, w, w1, k);
@@ -150,8 +157,8 @@ final class Bf16Kernel {
   }
 
   private static void block4x1(
-      float[] x, int b, int half, int[] w, int wo, float[] y, int yStride, int yo, boolean add) {
-    int w0 = wo, w1 = w0 + half, w2 = w1 + half, w3 = w2 + half, x0 = b * 2 * half;
+      float[] x, int b, int half, int[] w, int g, float[] y, int yStride, int yo, boolean add) {
+    int x0 = b * 2 * half;
     // the same accumulation order as block4x4 (one activation row is memory-bound: the FMA
     // chains' latency does not show)
     FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
@@ -159,13 +166,16 @@ final class Bf16Kernel {
     for (; k < bound; k += L) {
       FloatVector e = FloatVector.fromArray(F, x, x0 + k);
       FloatVector d = FloatVector.fromArray(F, x, x0 + half + k);
-      IntVector v0 = IntVector.fromArray(I, w, w0 + k), v1 = IntVector.fromArray(I, w, w1 + k);
-      IntVector v2 = IntVector.fromArray(I, w, w2 + k), v3 = IntVector.fromArray(I, w, w3 + k);
+      int at = g + 4 * k;
+      IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
+      IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
+      IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
       a0 = hi(v0).fma(d, lo(v0).fma(e, a0));
       a1 = hi(v1).fma(d, lo(v1).fma(e, a1));
       a2 = hi(v2).fma(d, lo(v2).fma(e, a2));
       a3 = hi(v3).fma(d, lo(v3).fma(e, a3));
     }
+    int t = half - bound, w0 = g + 4 * bound, w1 = w0 + t, w2 = w1 + t, w3 = w2 + t;
     int y0 = b * yStride + yo;
     put(y, y0, add, a0.reduceLanes(VectorOperators.ADD), x, x0, half, w, w0, k);
     put(y, y0 + 1, add, a1.reduceLanes(VectorOperators.ADD), x, x0, half, w, w1, k);
@@ -173,7 +183,10 @@ final class Bf16Kernel {
     put(y, y0 + 3, add, a3.reduceLanes(VectorOperators.ADD), x, x0, half, w, w3, k);
   }
 
-  /** A reduced {@code sum} plus the scalar tail {@code [from, half)}, stored or added. */
+  /**
+   * A reduced {@code sum} plus the scalar tail {@code [from, half)} of a row whose tail ints start
+   * at {@code w[tail]}, stored or added.
+   */
   private static void put(
       float[] y,
       int yi,
@@ -183,10 +196,10 @@ final class Bf16Kernel {
       int xo,
       int half,
       int[] w,
-      int wo,
+      int tail,
       int from) {
     for (int k = from; k < half; k++) {
-      int v = w[wo + k];
+      int v = w[tail + k - from];
       sum += Scalar16.lo(false, v) * x[xo + k] + Scalar16.hi(false, v) * x[xo + half + k];
     }
     y[yi] = add ? y[yi] + sum : sum;

@@ -7,8 +7,9 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Products {@code y = x · Wᵀ} with F16 (IEEE half) weights and FP32 accumulation, for 1–64
- * activation rows (Java Vector API). Weights are packed as for {@link Bf16Kernel} (two halves per
- * little-endian int, {@code half = ⌈in/2⌉} ints per row) and activations packed to match.
+ * activation rows (Java Vector API). Weights are packed and tiled as for {@link Bf16Kernel} (two
+ * halves per little-endian int, {@code half = ⌈in/2⌉} ints per row, {@link Matrix#tiled}) and
+ * activations packed to match.
  *
  * <p>F16 widening takes more steps than BF16's, and with them inlined eight times into a 4×4 block
  * C2 gives up inlining the loads (measured: "callee is too large", every vector boxed, ~10×
@@ -41,22 +42,25 @@ final class F16Kernel {
     if (tile.length < 4 * in2) TILE.set(tile = new float[4 * in2]);
     for (int o = o0; o < o1; o += 4) {
       int n = Math.min(4, o1 - o);
-      for (int r = 0; r < n; r++) widen(w, (o + r - wRow0) * half, half, tile, r * in2);
+      for (int r = 0; r < n; r++) widen(w, o + r - wRow0, half, tile, r * in2);
       Vec32.range(x, rows, in2, tile, o, y, yStride, yOff, o, o + n, add);
     }
   }
 
-  /** Row {@code w[wo .. wo+half)} as FP32 into {@code dst[d0 ..]}: low halves, then high ones. */
-  private static void widen(int[] w, int wo, int half, float[] dst, int d0) {
-    int bound = I.loopBound(half), k = 0;
+  /**
+   * Row {@code r} of the part ({@link Matrix#tiled} layout) as FP32 into {@code dst[d0 ..]}: low
+   * halves, then high ones.
+   */
+  private static void widen(int[] w, int r, int half, float[] dst, int d0) {
+    int g = (r & ~3) * half, j = r & 3, bound = I.loopBound(half), k = 0;
     for (; k < bound; k += L) {
-      IntVector v = IntVector.fromArray(I, w, wo + k);
+      IntVector v = IntVector.fromArray(I, w, g + 4 * k + j * L);
       lo(v).intoArray(dst, d0 + k);
       hi(v).intoArray(dst, d0 + half + k);
     }
-    for (; k < half; k++) {
-      dst[d0 + k] = Scalar16.lo(true, w[wo + k]);
-      dst[d0 + half + k] = Scalar16.hi(true, w[wo + k]);
+    for (int t = g + 4 * bound + j * (half - bound) - k; k < half; k++) {
+      dst[d0 + k] = Scalar16.lo(true, w[t + k]);
+      dst[d0 + half + k] = Scalar16.hi(true, w[t + k]);
     }
   }
 

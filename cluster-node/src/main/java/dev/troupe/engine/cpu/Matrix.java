@@ -6,14 +6,21 @@ import dev.troupe.engine.model.WeightSource;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
 import java.util.List;
 
 /**
  * A weight matrix {@code W [out, in]} on the Java heap in the dtype it is served in: BF16 or F16
  * kept as loaded (2 bytes per weight, packed in {@code int}s, see {@link Bf16Kernel}) or FP32.
- * Products {@code y = x · Wᵀ} for a range of output rows run on the Vector API kernels; {@link
- * Blas} converts row tiles to FP32 for GEMM-sized batches. Rows are split into parts of under 2³¹
- * elements so any tensor fits.
+ *
+ * <p>16-bit rows are stored in groups of 4 {@linkplain #tiled tiled} for the kernels: a group's 4
+ * rows interleaved in chunks of one vector ({@link #CHUNK} ints), so the kernel reading 4 rows at
+ * once streams one contiguous run of memory instead of 4 interleaved ones. Measured on the LM head
+ * of the small bench model (128,256 × 512, batch 1, one thread): 17 GB/s row-major, 31 GB/s tiled,
+ * against 37 GB/s for a plain sum of the same array; the hardware prefetcher follows one stream but
+ * not four short ones (a 512-wide BF16 row is only 16 cache lines). Products {@code y = x · Wᵀ} for
+ * a range of output rows run on the Vector API kernels; {@link Blas} converts row tiles to FP32 for
+ * GEMM-sized batches. Rows are split into parts of under 2³¹ elements so any tensor fits.
  *
  * <p>Why the heap: the Vector API reads heap arrays with the same calls on Java 17 through 25,
  * while off-heap memory needs {@code ByteBuffer} loads on 17 and {@code MemorySegment} loads after
@@ -21,6 +28,9 @@ import java.util.List;
  */
 final class Matrix {
   private static final long MAX_PART = Integer.MAX_VALUE - 64;
+
+  /** Ints per chunk of the tiled 16-bit layout: one vector of the kernels. */
+  static final int CHUNK = VectorSupport.AVAILABLE ? Bf16Kernel.LANES : 16;
 
   final int out;
   final int in;
@@ -35,7 +45,9 @@ final class Matrix {
     this.in = in;
     this.dtype = dtype;
     this.rowInts = dtype == DType.F32 ? in : (in + 1) / 2;
-    this.rowsPerPart = (int) Math.max(1, Math.min(out, MAX_PART / Math.max(1, rowInts)));
+    // whole groups of 4 rows per part
+    this.rowsPerPart =
+        (int) Math.max(4, Math.min(out + 3L, MAX_PART / Math.max(1, rowInts)) / 4 * 4);
     int parts = (out + rowsPerPart - 1) / rowsPerPart;
     if (dtype == DType.F32) {
       ints = null;
@@ -44,7 +56,7 @@ final class Matrix {
     } else {
       floats = null;
       ints = new int[parts][];
-      for (int p = 0; p < parts; p++) ints[p] = new int[partRows(p) * rowInts];
+      for (int p = 0; p < parts; p++) ints[p] = new int[(partRows(p) + 3) / 4 * 4 * rowInts];
     }
   }
 
@@ -59,7 +71,20 @@ final class Matrix {
 
   /** Bytes held. */
   long bytes() {
-    return (long) out * rowInts * 4;
+    return (long) (dtype == DType.F32 ? out : (out + 3) / 4 * 4) * rowInts * 4;
+  }
+
+  /**
+   * Where int {@code k} of row {@code r} (counted from its part's first row) lies in the tiled
+   * 16-bit layout of {@code half} ints per row: group {@code r / 4} holds its rows' full chunks
+   * interleaved (chunk c of rows 0–3, then chunk c + 1, …), then each row's tail of {@code half mod
+   * CHUNK} ints. A group starts at {@code (r − r mod 4) · half}.
+   */
+  static int tiled(int r, int k, int half) {
+    int full = half - half % CHUNK, group = (r & ~3) * half, j = r & 3;
+    return k < full
+        ? group + 4 * (k - k % CHUNK) + j * CHUNK + k % CHUNK
+        : group + 4 * full + j * (half - full) + (k - full);
   }
 
   boolean packed() {
@@ -136,16 +161,18 @@ final class Matrix {
         b.clear();
         w.copyTo(name, off, count, b.asShortBuffer(), dtype);
         for (int r = 0; r < rows; r++) {
-          int row = dst + done + r, p = row / rowsPerPart, base = (row - p * rowsPerPart) * rowInts;
+          int row = dst + done + r, p = row / rowsPerPart, local = row - p * rowsPerPart;
           if ((in & 1) == 0) {
-            b.position(r * in * 2);
-            b.asIntBuffer().get(ints[p], base, rowInts);
+            IntBuffer ib = b.position(r * in * 2).asIntBuffer();
+            int full = rowInts - rowInts % CHUNK;
+            for (int k = 0; k < full; k += CHUNK) ib.get(ints[p], tiled(local, k, rowInts), CHUNK);
+            if (full < rowInts) ib.get(ints[p], tiled(local, full, rowInts), rowInts - full);
           } else { // odd width: pairs restart at each row, the last int is half padding
             for (int k = 0; k < rowInts; k++) {
               int e = r * in + 2 * k;
               int lo = b.getShort(2 * e) & 0xffff;
               int hi = 2 * k + 1 < in ? b.getShort(2 * e + 2) & 0xffff : 0;
-              ints[p][base + k] = lo | hi << 16;
+              ints[p][tiled(local, k, rowInts)] = lo | hi << 16;
             }
           }
         }
@@ -161,9 +188,9 @@ final class Matrix {
    */
   private void refuseF16Specials(String name, int dst, int n) {
     for (int row = dst; row < dst + n; row++) {
-      int p = row / rowsPerPart, base = (row - p * rowsPerPart) * rowInts;
+      int p = row / rowsPerPart, local = row - p * rowsPerPart;
       for (int k = 0; k < rowInts; k++) {
-        int v = ints[p][base + k];
+        int v = ints[p][tiled(local, k, rowInts)];
         if ((v & 0x7c00) == 0x7c00 || (v & 0x7c000000) == 0x7c000000)
           throw new ModelLoadException(
               "tensor "
@@ -175,21 +202,24 @@ final class Matrix {
     }
   }
 
-  /** Row {@code r} as FP32 into {@code dst[off .. off+in)} (embedding lookup). */
+  /** Row {@code r} as FP32 into {@code dst[off .. off+in)} (embedding lookup, GEMM tiles). */
   void rowTo(int r, float[] dst, int off) {
-    int p = r / rowsPerPart, base = (r - p * rowsPerPart) * rowInts;
+    int p = r / rowsPerPart, local = r - p * rowsPerPart;
     if (dtype == DType.F32) {
-      System.arraycopy(floats[p], base, dst, off, in);
+      System.arraycopy(floats[p], local * rowInts, dst, off, in);
       return;
     }
     boolean f16 = dtype == DType.F16;
     int[] w = ints[p];
-    for (int k = 0; k < in / 2; k++) {
-      int v = w[base + k];
-      dst[off + 2 * k] = Scalar16.lo(f16, v);
-      dst[off + 2 * k + 1] = Scalar16.hi(f16, v);
+    // runs of contiguous ints: each full chunk, then the tail
+    for (int k0 = 0; k0 < rowInts; k0 += CHUNK) {
+      int at = tiled(local, k0, rowInts), n = Math.min(CHUNK, rowInts - k0);
+      for (int i = 0; i < n; i++) {
+        int k = k0 + i, v = w[at + i];
+        dst[off + 2 * k] = Scalar16.lo(f16, v);
+        if (2 * k + 1 < in) dst[off + 2 * k + 1] = Scalar16.hi(f16, v);
+      }
     }
-    if ((in & 1) == 1) dst[off + in - 1] = Scalar16.lo(f16, w[base + in / 2]);
   }
 
   /** Rows {@code [r0, r1)} as FP32, row-major, into {@code dst} (a GEMM tile). */

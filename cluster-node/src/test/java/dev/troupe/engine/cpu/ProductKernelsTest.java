@@ -64,6 +64,36 @@ class ProductKernelsTest {
   }
 
   @Test
+  void tiledRowsReadBackAsTheTensorRoundedToTheirDtype() {
+    // the tiled layout is internal: every row must read back as the source row, whatever the
+    // shape (partial last group, widths below, at and across a chunk, a tail, odd widths)
+    int c = Matrix.CHUNK;
+    int[] outs = {1, 3, 4, 6, 9};
+    int[] ins = {1, 2, 3, 2 * c - 2, 2 * c, 2 * c + 1, 4 * c + 6, 4 * c + 7};
+    for (DType dt : new DType[] {DType.BF16, DType.F16})
+      for (int out : outs)
+        for (int in : ins) {
+          float[] src = random(out * in);
+          Map<String, InMemoryWeights.Tensor> t = new LinkedHashMap<>();
+          t.put("w", new InMemoryWeights.Tensor(src, new long[] {out, in}));
+          Matrix m = Matrix.load(new InMemoryWeights(t, "test"), dt, List.of("w"));
+          float[] row = new float[in];
+          for (int r = 0; r < out; r++) {
+            m.rowTo(r, row, 0);
+            for (int i = 0; i < in; i++) {
+              float v = src[r * in + i];
+              float want =
+                  dt == DType.BF16
+                      ? DType.bf16ToFloat(DType.floatToBf16(v))
+                      : DType.f16ToFloat(DType.floatToF16(v));
+              assertEquals(
+                  want, row[i], dt + " out=" + out + " in=" + in + " [" + r + "," + i + "]");
+            }
+          }
+        }
+  }
+
+  @Test
   void everyDtypeMatchesDoublePrecisionOnOddShapes() {
     int[] rowsList = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64};
     int[] outs = {1, 3, 4, 5, 8, 13, 131};

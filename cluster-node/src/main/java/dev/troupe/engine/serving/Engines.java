@@ -74,6 +74,17 @@ public final class Engines {
               settings.maxNumBatchedTokens());
       defaults = ModelConfigs.samplingDefaults(dir);
     }
+    try {
+      Warmup.run(
+          runner,
+          model.name(),
+          settings.maxNumSeqs(),
+          settings.maxNumBatchedTokens(),
+          Warmup.BUDGET_MILLIS);
+    } catch (RuntimeException | Error e) {
+      runner.close();
+      throw e;
+    }
     return Engine.create(
         model.name(),
         runner,

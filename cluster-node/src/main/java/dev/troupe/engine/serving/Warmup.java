@@ -16,22 +16,26 @@ import org.slf4j.LoggerFactory;
  * (measured over HTTP on the small bench model: batch-1 decode 68-70 tok/s for its first ~10 s,
  * then 130-160; the first burst of 8 streams at 142 tok/s, later ones 390-430).
  *
- * <p>Bounded by {@code troupe.engine.warmupMillis} (default 3000; 0 turns it off): each round runs
- * every shape once, rounds repeat up to {@link #ROUNDS} while time remains, so a large model whose
- * single step already compiles its kernels does one round and a small one does several. Uses the KV
- * cache's first blocks, which no sequence owns yet; whatever it writes there is overwritten before
- * any request reads it (a sequence writes each position's keys and values before attending to it,
- * and the prefix cache only hands out blocks computed for real requests).
+ * <p>Bounded by {@code troupe.engine.warmupMillis} (default 5000; 0 turns it off): each round runs
+ * every decode batch once and then a prefill chunk (256 tokens in the first round, 48 after),
+ * rounds repeat up to {@link #ROUNDS} while time remains, so a large model whose single step
+ * already compiles its kernels does one round and a small one does several. Uses the KV cache's
+ * first blocks, which no sequence owns yet; whatever it writes there is overwritten before any
+ * request reads it (a sequence writes each position's keys and values before attending to it, and
+ * the prefix cache only hands out blocks computed for real requests).
  */
 final class Warmup {
   private static final Logger log = LoggerFactory.getLogger(Warmup.class);
 
-  static final long BUDGET_MILLIS = Long.getLong("troupe.engine.warmupMillis", 3000);
+  static final long BUDGET_MILLIS = Long.getLong("troupe.engine.warmupMillis", 5000);
 
   /** Rounds at most, each every shape once. */
   static final int ROUNDS = 12;
 
   private static final int[] DECODE_BATCHES = {1, 2, 4, 8, 16, 32};
+
+  /** Tokens of the prefill chunk of later rounds (the kernel path, not GEMM). */
+  private static final int SHORT_PREFILL = 48;
 
   private Warmup() {}
 
@@ -50,13 +54,7 @@ final class Warmup {
     SplittableRandom r = new SplittableRandom(0);
     int steps = 0;
     for (int round = 0; round < ROUNDS && System.nanoTime() < deadline; round++) {
-      // a prefill chunk in a sequence of its own blocks
-      int[] table = new int[(prompt + bs - 1) / bs];
-      for (int i = 0; i < table.length; i++) table[i] = i;
-      runner.forward(
-          List.of(new SequenceChunk(r.ints(prompt, 0, vocab).toArray(), 0, table, false)));
-      steps++;
-      // decode batches: one block per sequence, a position within it
+      // decode batches first (the kernels the JIT must compile): one block per sequence
       for (int batch : DECODE_BATCHES) {
         if (batch > maxBatch || System.nanoTime() >= deadline) break;
         List<SequenceChunk> step = new ArrayList<>(batch);
@@ -66,6 +64,14 @@ final class Warmup {
         runner.forward(step);
         steps++;
       }
+      // then a prefill chunk in a sequence of its own blocks: a short one every round, a long one
+      // (the GEMM path) once
+      int n = round == 0 ? prompt : Math.min(prompt, SHORT_PREFILL);
+      if (System.nanoTime() >= deadline) break;
+      int[] table = new int[(n + bs - 1) / bs];
+      for (int i = 0; i < table.length; i++) table[i] = i;
+      runner.forward(List.of(new SequenceChunk(r.ints(n, 0, vocab).toArray(), 0, table, false)));
+      steps++;
     }
     log.info(
         "{}: warm-up ran {} forward steps in {} ms (troupe.engine.warmupMillis={})",

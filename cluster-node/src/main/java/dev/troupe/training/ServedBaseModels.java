@@ -49,7 +49,7 @@ public final class ServedBaseModels implements JobRunner.BaseModels {
           t.chatTemplate());
     }
     Path dir = Path.of(m.path());
-    TokenizerBundle t = TokenizerBundle.load(dir);
+    TokenizerBundle t = TokenizerBundle.loadShared(dir);
     WeightSource w = SafetensorsWeights.open(dir);
     DType served = ServedDType.resolve(dtype, ModelConfigs.torchDType(dir), w);
     return new Loaded(

@@ -60,7 +60,7 @@ final class GatewayTokenizers implements PromptTokenizer {
               "model {}: {} is not on this node; its requests are routed by load alone", name, dir);
           return Optional.empty();
         }
-        text = TokenizerBundle.load(dir);
+        text = TokenizerBundle.loadShared(dir); // the workers' own, when they run here
       }
       return Optional.of(new PromptEncoder(text, allowRequestTemplate));
     } catch (RuntimeException e) {

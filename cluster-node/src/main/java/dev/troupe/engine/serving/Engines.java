@@ -64,7 +64,7 @@ public final class Engines {
       if (!Files.isDirectory(dir))
         throw new IllegalArgumentException(
             "model " + model.name() + ": directory " + dir + " does not exist");
-      text = TokenizerBundle.load(dir);
+      text = TokenizerBundle.loadShared(dir);
       runner =
           ModelRunners.open(
               dir,

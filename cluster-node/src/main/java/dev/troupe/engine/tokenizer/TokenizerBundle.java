@@ -8,14 +8,18 @@ import dev.troupe.engine.template.JinjaChatTemplate;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.lang.ref.WeakReference;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.zip.GZIPInputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -97,6 +101,92 @@ public record TokenizerBundle(
       return build(Files.readAllBytes(tokenizerJson), config, configPath.toString());
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read tokenizer files in " + modelDir, e);
+    }
+  }
+
+  /**
+   * {@link #load}, shared within this JVM: while a bundle of {@code modelDir} is in use and the
+   * files {@code load} reads are unchanged (same real path, sizes and modification times), every
+   * caller gets that one bundle. A node serves a model and also tokenizes its prompts for routing
+   * (the gateway) and may train on it: without sharing, each of them holds its own tokenizer, and
+   * Llama 3's is ~30 MB of native memory in the Rust library plus ~35 MB of vocabulary maps on the
+   * heap (docs/benchmarks.md, "Resident memory"). A bundle is immutable and thread-safe (as {@link
+   * #demo()}'s, shared the same way). Held weakly: once nobody uses it, it is collected as an
+   * unshared one would be, and the next call loads the directory afresh.
+   */
+  public static TokenizerBundle loadShared(Path modelDir) {
+    List<Object> key = Shared.key(modelDir);
+    if (key == null) return load(modelDir); // unreadable: load's own error
+    synchronized (Shared.LOCKS.computeIfAbsent(key, k -> new Object())) {
+      TokenizerBundle b = Shared.get(key);
+      if (b == null) {
+        b = load(modelDir);
+        Shared.put(key, b);
+      }
+      return b;
+    }
+  }
+
+  /** The bundles {@link #loadShared} hands out, by directory and file stamps. */
+  private static final class Shared {
+    /** Files and folders {@link #load} reads. */
+    static final List<String> FILES =
+        List.of(
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "special_tokens_map.json",
+            "chat_template.jinja",
+            "chat_template.json",
+            "additional_chat_templates");
+
+    /** One lock per key, so two users of one directory load it once (a few keys per node). */
+    static final Map<List<Object>, Object> LOCKS = new ConcurrentHashMap<>();
+
+    private static final Map<List<Object>, WeakReference<TokenizerBundle>> BUNDLES =
+        new HashMap<>();
+
+    static synchronized TokenizerBundle get(List<Object> key) {
+      BUNDLES.values().removeIf(r -> r.get() == null);
+      WeakReference<TokenizerBundle> r = BUNDLES.get(key);
+      return r == null ? null : r.get();
+    }
+
+    static synchronized void put(List<Object> key, TokenizerBundle b) {
+      BUNDLES.put(key, new WeakReference<>(b));
+    }
+
+    /**
+     * The real path, then each file's size and modification time (or its absence); null when the
+     * directory cannot be read.
+     */
+    static List<Object> key(Path modelDir) {
+      List<Object> key = new ArrayList<>();
+      try {
+        Path dir = modelDir.toRealPath();
+        key.add(dir.toString());
+        for (String name : FILES) {
+          Path f = dir.resolve(name);
+          stamp(f, key);
+          if (Files.isDirectory(f))
+            try (var files = Files.list(f)) {
+              for (Path g : files.sorted().toList()) stamp(g, key);
+            }
+        }
+      } catch (IOException e) {
+        return null;
+      }
+      return List.copyOf(key);
+    }
+
+    private static void stamp(Path f, List<Object> key) throws IOException {
+      key.add(f.getFileName().toString());
+      if (!Files.exists(f)) {
+        key.add("absent");
+        return;
+      }
+      BasicFileAttributes a = Files.readAttributes(f, BasicFileAttributes.class);
+      key.add(a.size());
+      key.add(a.lastModifiedTime().toMillis());
     }
   }
 

@@ -2,7 +2,9 @@ package dev.troupe.engine.tokenizer;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -169,6 +171,28 @@ class TokenizerBundleTest {
         b.chatTemplate()
             .render(new ChatTemplate.Input(messages, List.of(), null, false, false, Map.of())));
     assertEquals("Wait.", b.tokenizer().decode(b.tokenizer().encode("Wait .", false), false, true));
+  }
+
+  @Test
+  void loadSharedGivesOneBundlePerDirectoryUntilItsFilesChange(@TempDir Path dir) throws Exception {
+    Files.createSymbolicLink(
+        dir.resolve("tokenizer.json"), Fixtures.tokenizerDir("qwen3").resolve("tokenizer.json"));
+    Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": \"one\"}");
+    TokenizerBundle a = TokenizerBundle.loadShared(dir);
+    assertSame(a, TokenizerBundle.loadShared(dir));
+    assertSame(a, TokenizerBundle.loadShared(dir.resolve("."))); // the same real directory
+    assertNotSame(a, TokenizerBundle.load(dir)); // load itself stays a fresh copy
+    // a changed file (here its size) is a new bundle, never the stale one
+    Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": \"two!\"}");
+    TokenizerBundle b = TokenizerBundle.loadShared(dir);
+    assertNotSame(a, b);
+    assertEquals("two!", b.chatTemplates().get("default"));
+    assertEquals("one", a.chatTemplates().get("default"));
+    // so is a file added next to them (transformers' newer template file)
+    Files.writeString(dir.resolve("chat_template.jinja"), "three");
+    assertEquals("three", TokenizerBundle.loadShared(dir).chatTemplates().get("default"));
+    assertThrows(
+        IllegalArgumentException.class, () -> TokenizerBundle.loadShared(dir.resolve("none")));
   }
 
   @Test

@@ -25,8 +25,23 @@ import java.util.Map;
  * prompt is exactly BOS + its text's tokens) for Troupe, and {@code model.gguf} (the same BF16
  * values in F16, llama.cpp's RoPE order) for llama.cpp.
  */
-record BenchModel(String name, ModelConfig config, Path dir) {
+public record BenchModel(String name, ModelConfig config, Path dir) {
   static final int VOCAB = 128256;
+
+  /**
+   * The bench sizes: {@code small} (hidden 512, 8 layers, 298 MB BF16), {@code medium} (hidden
+   * 1024, 16 layers, 861 MB) and {@code large} (hidden 2048, 16 layers, 16/8 heads, intermediate
+   * 5632: 1.28 B parameters, 2.56 GB), all with Llama 3's 128,256-token vocabulary and an untied LM
+   * head.
+   */
+  public static BenchModel size(String size, Path root) {
+    return switch (size) {
+      case "small" -> of("small", 512, 8, 8, 4, 1536, root);
+      case "medium" -> of("medium", 1024, 16, 16, 8, 2816, root);
+      case "large" -> of("large", 2048, 16, 16, 8, 5632, root);
+      default -> throw new IllegalArgumentException("size " + size + ": small, medium or large");
+    };
+  }
 
   static BenchModel of(
       String name, int hidden, int layers, int heads, int kvHeads, int inter, Path root) {
@@ -62,6 +77,25 @@ record BenchModel(String name, ModelConfig config, Path dir) {
    */
   void ensureWritten(Path tokenizerDir) throws IOException {
     if (Files.isRegularFile(gguf())) return;
+    ensureSafetensors(tokenizerDir);
+    // from the file just written (the same BF16 values, read row by row far faster than the
+    // random source regenerates its blocks); written aside and moved in place: an interrupted run
+    // leaves no half file that looks done
+    Path part = gguf().resolveSibling("model.gguf.part");
+    try (WeightSource written = SafetensorsWeights.open(dir)) {
+      GgufWriter.write(
+          part, config, written, tokenizerDir.resolve("tokenizer.json"), "troupe-bench-" + name);
+    }
+    Files.move(part, gguf(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  /**
+   * Writes the Hugging Face directory (config, tokenizer, BF16 safetensors) unless already there,
+   * without the GGUF: what Troupe alone needs.
+   */
+  public void ensureSafetensors(Path tokenizerDir) throws IOException {
+    Path st = dir.resolve("model.safetensors");
+    if (Files.isRegularFile(st)) return;
     Files.createDirectories(dir);
     WeightSource w =
         RoundedWeights.of(new RandomWeights(config, 7L, 0.02, "bench " + name), DType.BF16);
@@ -93,20 +127,12 @@ record BenchModel(String name, ModelConfig config, Path dir) {
     tc.put("chat_template", "{{ bos_token }}{{ messages[0]['content'] }}");
     json.writeValue(dir.resolve("tokenizer_config.json").toFile(), tc);
     List<String> names = new ArrayList<>(TransformerLayout.of(config).tensors().keySet());
-    SafetensorsWriter.write(
-        dir.resolve("model.safetensors"), w, names, DType.BF16, Map.of("format", "pt"));
-    // written aside and moved in place: an interrupted run leaves no half file that looks done
-    // from the file just written (the same BF16 values, read row by row far faster than the
-    // random source regenerates its blocks)
-    Path part = gguf().resolveSibling("model.gguf.part");
-    try (WeightSource written = SafetensorsWeights.open(dir)) {
-      GgufWriter.write(
-          part, config, written, tokenizerDir.resolve("tokenizer.json"), "troupe-bench-" + name);
-    }
-    Files.move(part, gguf(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    Path part = st.resolveSibling("model.safetensors.part");
+    SafetensorsWriter.write(part, w, names, DType.BF16, Map.of("format", "pt"));
+    Files.move(part, st, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
   }
 
-  long safetensorsBytes() {
+  public long safetensorsBytes() {
     return dir.resolve("model.safetensors").toFile().length();
   }
 }

@@ -17,12 +17,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * {@code troupe serve} as a user runs it: the distribution jar in its own JVM with the launcher's
  * flags, one model, CPU runner, talked to over HTTP (OpenAI chat completions).
  */
-final class TroupeServer implements AutoCloseable {
+public final class TroupeServer implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String KEY = "sk-bench";
 
@@ -42,19 +43,33 @@ final class TroupeServer implements AutoCloseable {
    */
   static TroupeServer start(Path jar, Path modelDir, Path data, List<String> jvm, Path log)
       throws Exception {
+    return start(jar, modelDir, data, jvm, Map.of(), log);
+  }
+
+  /**
+   * As {@link #start(Path, Path, Path, List, Path)}, with {@code env} added to the launcher's
+   * environment; {@code jvm} comes after the launcher's JVM options, so it can override them.
+   */
+  public static TroupeServer start(
+      Path jar, Path modelDir, Path data, List<String> jvm, Map<String, String> env, Path log)
+      throws Exception {
     int port;
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
     }
     List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(jvm);
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    cmd.add(java);
+    if (knowsTrimNativeHeap(java)) cmd.add("-XX:TrimNativeHeapInterval=5000"); // as the launcher
     cmd.addAll(
         List.of(
             "-XX:+UseG1GC", // as the ./troupe launcher
-            "-XX:MinHeapFreeRatio=10",
-            "-XX:MaxHeapFreeRatio=30",
-            "-XX:G1PeriodicGCInterval=10000",
+            "-XX:MinHeapFreeRatio=5",
+            "-XX:MaxHeapFreeRatio=15",
+            "-XX:G1PeriodicGCInterval=10000"));
+    cmd.addAll(jvm);
+    cmd.addAll(
+        List.of(
             "--add-modules",
             "jdk.incubator.vector",
             "--add-opens",
@@ -83,6 +98,7 @@ final class TroupeServer implements AutoCloseable {
     ProcessBuilder pb =
         new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
     pb.environment().put("OMP_WAIT_POLICY", "PASSIVE"); // as the ./troupe launcher
+    pb.environment().putAll(env);
     TroupeServer t = new TroupeServer(pb.start(), port);
     long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
     while (true) {
@@ -98,19 +114,32 @@ final class TroupeServer implements AutoCloseable {
     }
   }
 
-  long pid() {
+  /**
+   * Whether {@code java} accepts {@code -XX:TrimNativeHeapInterval} (JDK 17.0.9+), as the launcher
+   * asks.
+   */
+  private static boolean knowsTrimNativeHeap(String java) throws IOException, InterruptedException {
+    Process p =
+        new ProcessBuilder(java, "-XX:TrimNativeHeapInterval=5000", "-version")
+            .redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+            .start();
+    return p.waitFor() == 0;
+  }
+
+  public long pid() {
     return process.pid();
   }
 
   /** The server process's resident set, bytes. */
-  long rssBytes() throws IOException {
+  public long rssBytes() throws IOException {
     for (String line : Files.readAllLines(Path.of("/proc/" + process.pid() + "/status")))
       if (line.startsWith("VmRSS:")) return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
     return -1;
   }
 
   /** Prompt tokens of a chat request whose only message is {@code text}. */
-  int promptTokens(String text) throws Exception {
+  public int promptTokens(String text) throws Exception {
     ObjectNode body = JSON.createObjectNode().put("model", "bench");
     body.putArray("messages").addObject().put("role", "user").put("content", text);
     return post("/tokenize", body).get("count").asInt();
@@ -120,7 +149,7 @@ final class TroupeServer implements AutoCloseable {
    * A greedy chat completion of {@code maxTokens} tokens past EOS; streamed (read to the end) or
    * not. Returns the completion tokens.
    */
-  int chat(String text, int maxTokens, boolean stream) throws Exception {
+  public int chat(String text, int maxTokens, boolean stream) throws Exception {
     ObjectNode body =
         JSON.createObjectNode()
             .put("model", "bench")

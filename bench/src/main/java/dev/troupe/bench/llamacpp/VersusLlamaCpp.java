@@ -55,12 +55,7 @@ public final class VersusLlamaCpp {
     int numBlocks = Integer.parseInt(o.getOrDefault("--num-blocks", "400"));
     List<BenchModel> models = new ArrayList<>();
     for (String s : o.getOrDefault("--sizes", "small,medium").split(","))
-      models.add(
-          switch (s) {
-            case "small" -> BenchModel.of("small", 512, 8, 8, 4, 1536, work);
-            case "medium" -> BenchModel.of("medium", 1024, 16, 16, 8, 2816, work);
-            default -> throw new IllegalArgumentException("size " + s);
-          });
+      models.add(BenchModel.size(s, work));
     LlamaModel.setLogger(
         LogFormat.TEXT,
         (level, msg) -> {

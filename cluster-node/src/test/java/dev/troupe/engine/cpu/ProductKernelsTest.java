@@ -207,6 +207,31 @@ class ProductKernelsTest {
   }
 
   @Test
+  void cacheBlockedProductsMatchRowByRow() {
+    // wide rows: a few activation rows outgrow L1, so the kernel walks the weights in chunks of
+    // rows (several here, the last one partial) and the activations 4 rows at a time
+    for (DType dt : new DType[] {DType.BF16, DType.F16}) {
+      int out = 301, in = 2048;
+      Matrix m = matrix(dt, out, in);
+      float[] w = exact(m);
+      int xs = m.xStride();
+      for (int rows : new int[] {5, 8, 9, 13}) {
+        check(m, w, rows);
+        float[] x = random(rows * in), xl = new float[rows * xs];
+        for (int b = 0; b < rows; b++) Activations.put(x, b * in, in, xl, b * xs, true);
+        float[] batched = new float[rows * out];
+        m.product(xl, rows, batched, out, 0, 0, out, false);
+        for (int b = 0; b < rows; b++) {
+          float[] alone = new float[out];
+          m.product(Arrays.copyOfRange(xl, b * xs, (b + 1) * xs), 1, alone, out, 0, 0, out, false);
+          assertArrayEquals(
+              alone, Arrays.copyOfRange(batched, b * out, (b + 1) * out), dt + " rows=" + rows);
+        }
+      }
+    }
+  }
+
+  @Test
   void gateUpInterleavingMapsBack() {
     int inter = 40, in = 6, block = 16;
     Map<String, InMemoryWeights.Tensor> t = new LinkedHashMap<>();

@@ -154,7 +154,9 @@ public final class EngineBench {
         }
         m.forward(pre);
         int pos = prompt;
-        for (int w = 0; w < 2; w++, pos++) m.forward(decodeBatch(tables, pos, r));
+        // warm-up steps: the JIT compiles the kernels for this batch shape while they run (after
+        // 2, batch 1 of the small model measured about half its warmed-up speed)
+        for (int w = 0; w < (quick ? 4 : 24); w++, pos++) m.forward(decodeBatch(tables, pos, r));
         long s = System.nanoTime(), cpu0 = processCpuNanos();
         for (int i = 0; i < steps; i++, pos++) m.forward(decodeBatch(tables, pos, r));
         double secs = (System.nanoTime() - s) / 1e9;

@@ -139,12 +139,16 @@ class RlLoopOverHttpTest {
       }
       System.out.println(
           "RL loop over HTTP, reward curve (mean reward of each job's rollouts): " + curve);
-      double baseline = (curve.get(0) + curve.get(1) + curve.get(2)) / 3;
-      // The curve is noisy (64 rollouts per job): compare means of several jobs, not single points.
+      // The baseline is the first job's rollouts: the base model's, before any training (jobs 1
+      // and 2 already sample from trained adapters). The curve is noisy (64 rollouts per job, and
+      // one Adam step per job overshoots now and then): the end is the mean of the last four
+      // jobs, and the margin 0.15 is about two standard errors of the difference (0.0625 for
+      // one job's mean near 0.5, 0.031 for four).
+      double baseline = curve.get(0);
       double end =
           (curve.get(jobs - 1) + curve.get(jobs - 2) + curve.get(jobs - 3) + curve.get(jobs - 4))
               / 4;
-      assertTrue(end >= baseline + 0.2, "reward must rise clearly above its baseline: " + curve);
+      assertTrue(end >= baseline + 0.15, "reward must rise clearly above its baseline: " + curve);
     }
   }
 

@@ -15,12 +15,12 @@ import java.util.List;
  *
  * <p>16-bit rows are stored in groups of 4 {@linkplain #tiled tiled} for the kernels: a group's 4
  * rows interleaved in chunks of one vector ({@link #CHUNK} ints), so the kernel reading 4 rows at
- * once streams one contiguous run of memory instead of 4 interleaved ones. Measured on the LM head
- * of the small bench model (128,256 × 512, batch 1, one thread): 17 GB/s row-major, 31 GB/s tiled,
- * against 37 GB/s for a plain sum of the same array; the hardware prefetcher follows one stream but
- * not four short ones (a 512-wide BF16 row is only 16 cache lines). Products {@code y = x · Wᵀ} for
- * a range of output rows run on the Vector API kernels; {@link Blas} converts row tiles to FP32 for
- * GEMM-sized batches. Rows are split into parts of under 2³¹ elements so any tensor fits.
+ * once streams one contiguous run of memory instead of 4 interleaved ones: the hardware prefetcher
+ * follows one stream but not four short ones (a 512-wide BF16 row is only 16 cache lines). The
+ * small bench model's step products at batch 1 on 2 threads went from 34 to 57 GB/s ({@code
+ * StepProductsBench}, docs/benchmarks.md). Products {@code y = x · Wᵀ} for a range of output rows
+ * run on the Vector API kernels; {@link Blas} converts row tiles to FP32 for GEMM-sized batches.
+ * Rows are split into parts of under 2³¹ elements so any tensor fits.
  *
  * <p>Why the heap: the Vector API reads heap arrays with the same calls on Java 17 through 25,
  * while off-heap memory needs {@code ByteBuffer} loads on 17 and {@code MemorySegment} loads after

@@ -12,10 +12,11 @@ import jdk.incubator.vector.VectorSpecies;
  * function before and after C2 compiles the caller ({@code Math.exp} per lane when interpreted, an
  * SVML routine when compiled, a last-bit apart), so a softmax or SwiGLU computed while the JIT was
  * warming up differed from the same one computed later, and a sequence's logits from one step to
- * another with nothing else changed (seen as a rare failure of {@code
- * CpuModelRunnerTest.batchedEqualsUnbatched}). Built from lane-wise IEEE operations only (add,
- * multiply, fused multiply-add, integer bit operations), which Java defines exactly, it gives the
- * same bits in every JIT state; within 2 ulp of {@code Math.exp} ({@code VecMathTest}).
+ * another with nothing else changed (the likely cause of a failure of {@code
+ * CpuModelRunnerTest.batchedEqualsUnbatched} seen once under load and not reproduced). Built from
+ * lane-wise IEEE operations only (add, multiply, fused multiply-add, integer bit operations), which
+ * Java defines exactly, it gives the same bits in every JIT state; within 2 ulp of {@code Math.exp}
+ * ({@code VecMathTest}).
  */
 final class VecMath {
   private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;

@@ -13,8 +13,9 @@ import org.slf4j.LoggerFactory;
  * before a replica takes requests, as vLLM's engine runs a profiling pass and captures its batch
  * sizes at start. On the CPU runner this is the JIT's warm-up: its kernels are compiled after they
  * have run a while, and a replica that has not run a shape yet serves it at half speed or less
- * (measured over HTTP on the small bench model: batch-1 decode 68-70 tok/s for its first ~10 s,
- * then 130-160; the first burst of 8 streams at 142 tok/s, later ones 390-430).
+ * (measured over HTTP on the small bench model with ad hoc {@code curl} runs at load ~3: batch-1
+ * decode 68-70 tok/s for its first ~10 s, then 130-160; the first burst of 8 streams at 142 tok/s,
+ * later ones 390-430).
  *
  * <p>Bounded by {@code troupe.engine.warmupMillis} (default 5000; 0 turns it off): each round runs
  * every decode batch once and then a prefill chunk (256 tokens in the first round, 48 after),

@@ -5,11 +5,18 @@ package dev.troupe.engine.cpu;
  * current step's are already in the cache, so prefill and decode take the same inputs: the token at
  * position p attends to positions {@code 0..p}, or the last {@code window} of them).
  *
+ * <p>The cache ({@link #store}): a block of {@code bs} positions is contiguous in each of the two
+ * arrays, KV head by KV head; its keys transposed ({@code [d][bs]}: one vector holds one key
+ * element of several positions), its values as rows ({@code [bs][d]}).
+ *
  * <p>Decode tokens and short chunks: one work item per (token, KV head), split across the team by
- * cost (positions × heads); each item streams its keys once for all query heads of the group
- * (Vector API dot products and {@code exp}). Prefill chunks of {@link #BLAS_MIN_ROWS} or more
- * tokens: two GEMMs per head ({@code S = Q Kᵀ / √d}, causal softmax, {@code O = P V}) on OpenBLAS,
- * by member 0. Outputs are written in the o-projection's input layout.
+ * cost (positions × heads); each item scores whole blocks for each query head of its group ({@link
+ * AttentionVec#scores}: multiply-adds with the query element broadcast, no horizontal sums), takes
+ * the softmax of the visible positions and sums their value rows ({@link AttentionVec#values}).
+ * Against dot products over position-major keys, this halved a decode layer's attention ({@code
+ * AttentionBench}, docs/benchmarks.md). Prefill chunks of {@link #BLAS_MIN_ROWS} or more tokens:
+ * two GEMMs per head ({@code S = Q Kᵀ / √d}, causal softmax, {@code O = P V}) on OpenBLAS, by
+ * member 0. Outputs are written in the o-projection's input layout.
  */
 final class Attention {
   /** Below this many query rows a chunk is attended token by token. */
@@ -17,6 +24,11 @@ final class Attention {
 
   private final int nH, nKv, d, bs, window, qDim, kvDim, group;
   private final float scale;
+
+  /**
+   * Decode items run on {@link AttentionVec}: the Vector API is on and a block is whole vectors.
+   */
+  private final boolean vectorBlocks;
 
   Attention(int nH, int nKv, int d, int bs, int window) {
     this.nH = nH;
@@ -28,6 +40,23 @@ final class Attention {
     this.kvDim = nKv * d;
     this.group = nH / nKv;
     this.scale = (float) (1.0 / Math.sqrt(d));
+    this.vectorBlocks = VectorSupport.AVAILABLE && bs % AttentionVec.lanes() == 0;
+  }
+
+  /**
+   * Writes one position's key and value (rows of {@code kvDim}, after RoPE) into cache slot {@code
+   * slot} (= block · bs + position in block). A block holds {@code bs · kvDim} floats of each
+   * cache, KV head by KV head: its keys transposed, {@code [nKv][d][bs]}, its values {@code
+   * [nKv][bs][d]} (see {@link AttentionVec}). Blocks stay contiguous, so a block copies as one
+   * range.
+   */
+  void store(float[] src, int keyAt, int valueAt, float[] k, float[] v, int slot) {
+    int block = slot / bs, p = slot % bs, base = block * bs * kvDim;
+    for (int g = 0; g < nKv; g++) {
+      int keys = base + g * d * bs + p, e0 = g * d;
+      for (int i = 0; i < d; i++) k[keys + i * bs] = src[keyAt + e0 + i];
+      System.arraycopy(src, valueAt + e0, v, base + (g * bs + p) * d, d);
+    }
   }
 
   /** The step's work: per-token items (token·nKv + group) with cumulative cost, BLAS chunks. */
@@ -69,15 +98,15 @@ final class Attention {
     return p;
   }
 
-  /** Scratch of one member: scores [group, positions], key offsets, one head's output. */
+  /** Scratch of one member: scores [group, positions of whole blocks], value rows, the output. */
   static final class Scratch {
     float[] scores = new float[0];
-    int[] base = new int[0];
+    int[] rows = new int[0]; // where each visible position's value row starts
     float[] head = new float[0];
 
     void ensure(int group, int n, int d) {
       if (scores.length < group * n) scores = new float[group * n];
-      if (base.length < n) base = new int[n];
+      if (rows.length < n) rows = new int[n];
       if (head.length < group * d) head = new float[group * d];
     }
   }
@@ -101,7 +130,7 @@ final class Attention {
     long total = p.cumCost[n - 1];
     long lo = total * m / members, hi = total * (m + 1) / members;
     int i = firstAbove(p.cumCost, lo), end = m == members - 1 ? n : firstAbove(p.cumCost, hi);
-    sc.ensure(group, p.maxPositions, d);
+    sc.ensure(group, p.maxPositions + 2 * bs, d); // whole blocks around the visible ones
     for (; i < end; i++)
       item(p.items[i] / nKv, p.items[i] % nKv, s, qkv, stride, k, v, out, outStride, packed, sc);
   }
@@ -132,24 +161,52 @@ final class Attention {
     int[] bt = s.blockTables[s.chunkOf[t]];
     int n = s.positions[t] + 1;
     int lo = window > 0 ? Math.max(0, n - window) : 0;
-    int len = n - lo;
-    int[] base = sc.base;
+    // whole blocks b0..b1 are scored; positions [first, last) of them are visible
+    int b0 = lo / bs, b1 = (n - 1) / bs, span = (b1 - b0 + 1) * bs;
+    int first = lo - b0 * bs, last = n - b0 * bs;
     float[] scores = sc.scores, head = sc.head;
-    for (int j = lo; j < n; j++) base[j - lo] = (bt[j / bs] * bs + j % bs) * kvDim + g * d;
+    int[] rows = sc.rows;
+    for (int b = b0, j = 0; b <= b1; b++) {
+      int from = Math.max(lo, b * bs), to = Math.min(n, (b + 1) * bs);
+      int row0 = bt[b] * bs * kvDim + (g * bs - b * bs) * d;
+      for (int pos = from; pos < to; pos++) rows[j++] = row0 + pos * d;
+    }
     int q0 = t * stride + g * group * d;
-    // scores[hh, j] = q_h · k_j / √d, keys streamed once for the group's heads
-    for (int j = 0; j < len; j++)
-      for (int hh = 0; hh < group; hh++)
-        scores[hh * len + j] = Kernels.dot(qkv, q0 + hh * d, k, base[j], d) * scale;
-    java.util.Arrays.fill(head, 0, group * d, 0f);
     for (int hh = 0; hh < group; hh++) {
-      int r = hh * len;
+      int row = hh * span, q = q0 + hh * d;
+      for (int b = b0; b <= b1; b++) {
+        int keys = bt[b] * bs * kvDim + g * d * bs, at = row + (b - b0) * bs;
+        if (vectorBlocks) AttentionVec.scores(qkv, q, k, keys, d, bs, scale, scores, at);
+        else scoresScalar(qkv, q, k, keys, scores, at);
+      }
       float max = Float.NEGATIVE_INFINITY;
-      for (int j = 0; j < len; j++) max = Math.max(max, scores[r + j]);
-      float inv = 1f / Kernels.expShift(scores, r, r + len, max);
-      for (int j = 0; j < len; j++) Kernels.axpy(scores[r + j] * inv, v, base[j], head, hh * d, d);
+      for (int j = row + first; j < row + last; j++) max = Math.max(max, scores[j]);
+      float inv = 1f / Kernels.expShift(scores, row + first, row + last, max);
+      if (vectorBlocks)
+        AttentionVec.values(scores, row + first, last - first, v, rows, d, inv, head, hh * d);
+      else valuesScalar(scores, row + first, last - first, v, rows, inv, head, hh * d);
     }
     write(head, group * d, t, g * group * d, out, outStride, packed);
+  }
+
+  /** {@code bs} scores of query {@code q} against the keys of one block (transposed layout). */
+  private void scoresScalar(float[] qkv, int q, float[] k, int keys, float[] scores, int at) {
+    for (int p = 0; p < bs; p++) {
+      float sum = 0;
+      for (int i = 0; i < d; i++) sum += qkv[q + i] * k[keys + i * bs + p];
+      scores[at + p] = sum * scale;
+    }
+  }
+
+  /** {@code head[h0 + i] = inv · Σ_j p[at + j] v[rows[j] + i]} over {@code n} positions. */
+  private void valuesScalar(
+      float[] p, int at, int n, float[] v, int[] rows, float inv, float[] head, int h0) {
+    java.util.Arrays.fill(head, h0, h0 + d, 0f);
+    for (int j = 0; j < n; j++) {
+      float w = p[at + j];
+      for (int i = 0; i < d; i++) head[h0 + i] += w * v[rows[j] + i];
+    }
+    for (int i = 0; i < d; i++) head[h0 + i] *= inv;
   }
 
   /** {@code src[0..n)} into row t of {@code out} from element {@code e0}, in its layout. */
@@ -184,16 +241,17 @@ final class Attention {
       int[] bt = s.blockTables[ci];
       buf.ensure(n, nq, d);
       for (int g = 0; g < nKv; g++) {
-        // K_g, V_g [n, d]
-        for (int j = 0; j < n; j++) {
-          int src = (bt[j / bs] * bs + j % bs) * kvDim + g * d;
-          System.arraycopy(k, src, buf.kg, j * d, d);
-          System.arraycopy(v, src, buf.vg, j * d, d);
+        // K_gᵀ [d, n] and V_g [n, d] from the chunk's blocks
+        for (int b = 0, nb = (n + bs - 1) / bs; b < nb; b++) {
+          int count = Math.min(bs, n - b * bs), base = bt[b] * bs * kvDim;
+          for (int i = 0; i < d; i++)
+            System.arraycopy(k, base + (g * d + i) * bs, buf.kg, i * n + b * bs, count);
+          System.arraycopy(v, base + g * bs * d, buf.vg, b * bs * d, count * d);
         }
         for (int h = g * group; h < (g + 1) * group; h++) {
           for (int i = 0; i < nq; i++)
             System.arraycopy(qkv, (t0 + i) * stride + h * d, buf.qh, i * d, d);
-          blas.gemm(buf.qh, buf.kg, buf.p, nq, n, d, true, scale);
+          blas.gemm(buf.qh, buf.kg, buf.p, nq, n, d, false, scale);
           // causal softmax: query i sees positions first .. start + i
           for (int i = 0; i < nq; i++) {
             int row = i * n, last = start + i;

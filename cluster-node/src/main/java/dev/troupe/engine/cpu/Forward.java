@@ -250,9 +250,8 @@ final class Forward implements AutoCloseable {
     for (int hh = 0; hh < md.nHeads; hh++) RopeTables.rotate(qkv, base + hh * d, d, me.cos, me.sin);
     for (int g = 0; g < md.nKv; g++)
       RopeTables.rotate(qkv, base + md.qDim + g * d, d, me.cos, me.sin);
-    int slot = s.slots[t] * md.kvDim;
-    System.arraycopy(qkv, base + md.qDim, l.kCache(), slot, md.kvDim);
-    System.arraycopy(qkv, base + md.qDim + md.kvDim, l.vCache(), slot, md.kvDim);
+    attention.store(
+        qkv, base + md.qDim, base + md.qDim + md.kvDim, l.kCache(), l.vCache(), s.slots[t]);
   }
 
   private static float[] grow(float[] a, long n) {

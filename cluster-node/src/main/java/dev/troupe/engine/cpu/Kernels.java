@@ -16,15 +16,6 @@ final class Kernels {
     return s;
   }
 
-  /** {@code y[yo ..] += s · x[xo ..]} over n elements. */
-  static void axpy(float s, float[] x, int xo, float[] y, int yo, int n) {
-    if (V) {
-      VecMath.axpy(s, x, xo, y, yo, n);
-      return;
-    }
-    for (int i = 0; i < n; i++) y[yo + i] += s * x[xo + i];
-  }
-
   /** {@code 1 / sqrt(mean(x²) + eps)} of {@code x[off .. off+n)}. */
   static float invRms(float[] x, int off, int n, float eps) {
     double ss;

@@ -29,8 +29,8 @@ final class Model {
       float[] mlpNorm, // [H]
       Matrix gateUp, // [2·I, H], blocks of GATE_UP_BLOCK gate rows then as many up rows
       Matrix down, // [H, I]
-      float[] kCache, // [numBlocks·bs, nKV, d]
-      float[] vCache) {}
+      float[] kCache, // [numBlocks, nKV, d, bs]: per block, KV head by KV head, transposed
+      float[] vCache) {} // [numBlocks, nKV, bs, d] (Attention.store)
 
   final ModelConfig cfg;
   final DType dtype;

@@ -33,16 +33,6 @@ final class VecMath {
     return s;
   }
 
-  static void axpy(float s, float[] x, int xo, float[] y, int yo, int n) {
-    int bound = S.loopBound(n), i = 0;
-    FloatVector sv = FloatVector.broadcast(S, s);
-    for (; i < bound; i += S.length())
-      FloatVector.fromArray(S, x, xo + i)
-          .fma(sv, FloatVector.fromArray(S, y, yo + i))
-          .intoArray(y, yo + i);
-    for (; i < n; i++) y[yo + i] += s * x[xo + i];
-  }
-
   static float sumSquares(float[] x, int off, int n) {
     return dot(x, off, x, off, n);
   }

@@ -28,7 +28,8 @@ import java.util.SplittableRandom;
  * {@code troupe serve} loads it. Prints per round the decode rate (steps after the first token),
  * the mean forward pass and the mean rest of a step, so that a server's batch-1 figure can be split
  * into the engine's part and the serving path's. Args: {@code model-dir [context=256] [rounds=8]
- * [requests-per-round=4]}; run with {@code --add-modules jdk.incubator.vector}.
+ * [groups-per-round=4] [streams=1] [new-tokens=128]}: a group is {@code streams} requests added
+ * together and run to the end; run with {@code --add-modules jdk.incubator.vector}.
  */
 public final class EngineLoop {
   private EngineLoop() {}
@@ -38,6 +39,8 @@ public final class EngineLoop {
     int context = a.length > 1 ? Integer.parseInt(a[1]) : 256;
     int rounds = a.length > 2 ? Integer.parseInt(a[2]) : 8;
     int perRound = a.length > 3 ? Integer.parseInt(a[3]) : 4;
+    int streams = a.length > 4 ? Integer.parseInt(a[4]) : 1;
+    int newTokens = a.length > 5 ? Integer.parseInt(a[5]) : 128;
     EngineSettings settings =
         EngineSettings.fromConfig(ConfigFactory.load().getConfig("troupe.worker.engine"));
     TimedRunner runner =
@@ -63,34 +66,37 @@ public final class EngineLoop {
       SamplingParams p =
           SamplingParams.builder()
               .temperature(0.0)
-              .maxTokens(128)
+              .maxTokens(newTokens)
               .ignoreEos(true)
               .build()
               .withDefaults(SamplingDefaults.NONE);
       int id = 0;
       for (int round = -2; round < rounds; round++) { // two rounds of warm-up
-        long decodeNanos = 0, forwardNanos = 0;
+        long wallNanos = 0, decodeNanos = 0, forwardNanos = 0;
         int decodeSteps = 0;
         for (int q = 0; q < perRound; q++) {
-          int[] prompt = r.ints(context, 0, c.vocabSize()).toArray();
-          Rejection refused =
-              engine.add(
-                  new EngineRequest(
-                      "r" + id++,
-                      prompt,
-                      p,
-                      samplers.prepare(p),
-                      0,
-                      null,
-                      0,
-                      null,
-                      0,
-                      false,
-                      false,
-                      null,
-                      null));
-          if (refused != null) throw new IllegalStateException(refused.getMessage());
-          engine.step(); // prefill and first token
+          long start = System.nanoTime();
+          for (int k = 0; k < streams; k++) {
+            int[] prompt = r.ints(context, 0, c.vocabSize()).toArray();
+            Rejection refused =
+                engine.add(
+                    new EngineRequest(
+                        "r" + id++,
+                        prompt,
+                        p,
+                        samplers.prepare(p),
+                        0,
+                        null,
+                        0,
+                        null,
+                        0,
+                        false,
+                        false,
+                        null,
+                        null));
+            if (refused != null) throw new IllegalStateException(refused.getMessage());
+          }
+          engine.step(); // the prompts and their first tokens
           while (engine.hasWork()) {
             runner.nanos = 0;
             long t0 = System.nanoTime();
@@ -103,13 +109,17 @@ public final class EngineLoop {
             forwardNanos += runner.nanos;
             decodeSteps++;
           }
+          wallNanos += System.nanoTime() - start;
         }
         if (round < 0) continue;
         System.out.printf(
             Locale.ROOT,
-            "round %d: %.1f tok/s decode; per step %.3f ms = forward %.3f + rest %.3f%n",
+            "round %d: %.1f tok/s with the prefill (%d streams); decode %.1f tok/s, per step %.3f"
+                + " ms = forward %.3f + rest %.3f%n",
             round,
-            decodeSteps * 1e9 / decodeNanos,
+            (double) perRound * streams * newTokens * 1e9 / wallNanos,
+            streams,
+            decodeSteps * streams * 1e9 / decodeNanos,
             decodeNanos / 1e6 / decodeSteps,
             forwardNanos / 1e6 / decodeSteps,
             (decodeNanos - forwardNanos) / 1e6 / decodeSteps);

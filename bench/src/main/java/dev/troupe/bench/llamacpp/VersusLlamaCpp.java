@@ -155,9 +155,16 @@ public final class VersusLlamaCpp {
       // warm-up both (JIT, pages)
       troupe.chat(p.text(PROMPT, 1), 8, false);
       llamaComplete(llama, p.text(PROMPT, 1), 8);
+      int k = 10;
+      // and their concurrent paths, once untimed: Troupe's streaming (HTTP, SSE, the batched
+      // steps) is otherwise JIT-compiled during the first round's figures
+      int warm = k;
+      k += 96;
+      streams(8, i -> troupe.chat(p.text(STREAM_PROMPT, warm + i), STREAM_NEW, true));
+      streams(32, i -> troupe.chat(p.text(STREAM_PROMPT, warm + 32 + i), STREAM_NEW, true));
+      streams(8, i -> llamaComplete(llama, p.text(STREAM_PROMPT, warm + 64 + i), STREAM_NEW));
       Map<String, List<double[]>> figures =
           new LinkedHashMap<>(); // name -> per round {troupe, llama}
-      int k = 10;
       for (int r = 0; r < rounds; r++) {
         String loadStart = load();
         String a = p.text(PROMPT, k++),

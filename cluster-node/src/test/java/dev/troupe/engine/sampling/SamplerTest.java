@@ -85,6 +85,34 @@ class SamplerTest {
   }
 
   @Test
+  void greedyOnAnUneditedRowTakesTheFirstMaximumAndLeavesTheRowAlone() {
+    Params p = new Params();
+    p.temperature = 0;
+    float[] logits = new float[V];
+    java.util.Arrays.fill(logits, -1f);
+    logits[7] = 3f;
+    logits[4] = 3f; // a tie: the first index wins
+    logits[0] = Float.NaN; // a NaN never wins, but a NaN at index 0 is where the scan starts
+    float[] before = logits.clone();
+    Sampler s = factory().create(p.build(), new int[0], 0);
+    assertEquals(0, s.next(logits).token());
+    logits[0] = -0f;
+    logits[5] = Float.NaN;
+    assertEquals(4, s.next(logits).token());
+    before[0] = -0f;
+    before[5] = Float.NaN;
+    assertArrayEquals(before, logits); // read in place, never written
+    // min_tokens: the row is edited on a copy (EOS masked) until the output is long enough
+    p.minTokens = 1;
+    logits[1] = 9f; // EOS
+    Sampler masked = factory().create(p.build(), new int[0], 0);
+    assertEquals(4, masked.next(logits).token());
+    assertEquals(9f, logits[1]);
+    masked.accept(4);
+    assertEquals(1, masked.next(logits).token());
+  }
+
+  @Test
   void minTokensMasksEosGenerationEosAndStopIdsUntilReached() {
     Params p = new Params();
     p.temperature = 0;

@@ -61,7 +61,6 @@ public final class TroupeServer implements AutoCloseable {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     cmd.add(java);
     if (knowsTrimNativeHeap(java)) cmd.add("-XX:TrimNativeHeapInterval=5000"); // as the launcher
-    if (thpOnRequest()) cmd.add("-XX:+UseTransparentHugePages"); // as the launcher
     cmd.addAll(
         List.of(
             "-XX:+UseG1GC", // as the ./troupe launcher
@@ -126,16 +125,6 @@ public final class TroupeServer implements AutoCloseable {
             .redirectOutput(ProcessBuilder.Redirect.DISCARD)
             .start();
     return p.waitFor() == 0;
-  }
-
-  /** Whether the kernel gives transparent huge pages to regions that ask (mode "madvise"). */
-  private static boolean thpOnRequest() {
-    try {
-      return Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled"))
-          .contains("[madvise]");
-    } catch (IOException e) {
-      return false;
-    }
   }
 
   public long pid() {

@@ -5,11 +5,11 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Vector API loops of {@link Attention}'s decode items over the cache's block layout (only touched
- * when {@link VectorSupport#AVAILABLE} and the block size is a multiple of {@link #lanes()}): a
- * block's keys of one KV head are stored transposed, {@code [d][bs]}, so one vector holds a key
- * element of {@link #lanes()} positions and the scores of a block come from {@code d} fused
- * multiply-adds with the query element broadcast, no horizontal sums; its values {@code [bs][d]},
- * one vector per {@link #lanes()} elements of a position's value.
+ * when {@link VectorSupport#AVAILABLE}; used when the block size is a multiple of {@link
+ * #lanes()}): a block's keys of one KV head are stored transposed, {@code [d][bs]}, so one vector
+ * holds a key element of {@link #lanes()} positions and the scores of a block come from {@code d}
+ * fused multiply-adds with the query element broadcast, no horizontal sums; its values {@code
+ * [bs][d]}, one vector per {@link #lanes()} elements of a position's value.
  */
 final class AttentionVec {
   private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;

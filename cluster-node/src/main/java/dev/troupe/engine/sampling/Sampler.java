@@ -275,10 +275,9 @@ public final class Sampler {
   }
 
   /**
-   * Steps 2-5: masks, biases, custom processors and penalties, in place; then the choice's {@link
-   * TokenConstraint} (structured outputs), the last word before the pick.
+   * Whether {@link #process} would leave this step's row as it is (then greedy reads the logits in
+   * place): one condition per edit {@code process} makes, so a new edit there belongs here too.
    */
-  /** Whether {@link #process} would leave this step's row as it is. */
   private boolean processKeepsRow() {
     return allowed == null
         && badWords.isEmpty()
@@ -290,6 +289,10 @@ public final class Sampler {
         && constraint == null;
   }
 
+  /**
+   * Steps 2-5: masks, biases, custom processors and penalties, in place; then the choice's {@link
+   * TokenConstraint} (structured outputs), the last word before the pick.
+   */
   private void process(float[] x) {
     if (allowed != null) {
       for (int i = 0; i < allowed.length; i++) allowedValues[i] = x[allowed[i]];

@@ -217,12 +217,19 @@ final class Attention {
     else for (int i = 0; i < n; i++) out[row + Activations.index(e0 + i, qDim, true)] = src[i];
   }
 
+  /** Units of {@link #chunk} in a plan: one per prefill chunk and KV head. */
+  int chunkUnits(Plan p) {
+    return p.blasChunks.length * nKv;
+  }
+
   /**
-   * Member 0: the step's prefill chunks as GEMMs; {@code kg, vg, qh, p, oh} are grown as needed in
-   * {@code buf}.
+   * Unit {@code u} of the step's prefill chunks as GEMMs: chunk {@code u / nKv}'s heads of KV head
+   * {@code u % nKv}; {@code kg, vg, qh, p, oh} are grown as needed in {@code buf}. Units write
+   * disjoint heads, so members run them at once, each with its own {@code blas} and {@code buf}.
    */
-  void chunks(
+  void chunk(
       Plan p,
+      int u,
       Step s,
       float[] qkv,
       int stride,
@@ -233,47 +240,43 @@ final class Attention {
       boolean packed,
       Blas blas,
       ChunkBuffers buf) {
-    for (int ci : p.blasChunks) {
-      int T = s.tokens.length;
-      int t0 = s.chunkStart[ci],
-          nq = (ci + 1 < s.chunkStart.length ? s.chunkStart[ci + 1] : T) - t0;
-      int start = s.positions[t0], n = start + nq;
-      int[] bt = s.blockTables[ci];
-      buf.ensure(n, nq, d);
-      for (int g = 0; g < nKv; g++) {
-        // K_gᵀ [d, n] and V_g [n, d] from the chunk's blocks
-        for (int b = 0, nb = (n + bs - 1) / bs; b < nb; b++) {
-          int count = Math.min(bs, n - b * bs), base = bt[b] * bs * kvDim;
-          for (int i = 0; i < d; i++)
-            System.arraycopy(k, base + (g * d + i) * bs, buf.kg, i * n + b * bs, count);
-          System.arraycopy(v, base + g * bs * d, buf.vg, b * bs * d, count * d);
-        }
-        for (int h = g * group; h < (g + 1) * group; h++) {
-          for (int i = 0; i < nq; i++)
-            System.arraycopy(qkv, (t0 + i) * stride + h * d, buf.qh, i * d, d);
-          blas.gemm(buf.qh, buf.kg, buf.p, nq, n, d, false, scale);
-          // causal softmax: query i sees positions first .. start + i
-          for (int i = 0; i < nq; i++) {
-            int row = i * n, last = start + i;
-            int first = window > 0 ? Math.max(0, last + 1 - window) : 0;
-            float max = Float.NEGATIVE_INFINITY;
-            for (int j = first; j <= last; j++) max = Math.max(max, buf.p[row + j]);
-            float inv = 1f / Kernels.expShift(buf.p, row + first, row + last + 1, max);
-            java.util.Arrays.fill(buf.p, row, row + first, 0f);
-            for (int j = first; j <= last; j++) buf.p[row + j] *= inv;
-            java.util.Arrays.fill(buf.p, row + last + 1, row + n, 0f);
-          }
-          blas.gemm(buf.p, buf.vg, buf.oh, nq, d, n, false, 1f);
-          for (int i = 0; i < nq; i++) {
-            System.arraycopy(buf.oh, i * d, buf.row, 0, d);
-            write(buf.row, d, t0 + i, h * d, out, outStride, packed);
-          }
-        }
+    int ci = p.blasChunks[u / nKv], g = u % nKv;
+    int T = s.tokens.length;
+    int t0 = s.chunkStart[ci], nq = (ci + 1 < s.chunkStart.length ? s.chunkStart[ci + 1] : T) - t0;
+    int start = s.positions[t0], n = start + nq;
+    int[] bt = s.blockTables[ci];
+    buf.ensure(n, nq, d);
+    // K_gᵀ [d, n] and V_g [n, d] from the chunk's blocks
+    for (int b = 0, nb = (n + bs - 1) / bs; b < nb; b++) {
+      int count = Math.min(bs, n - b * bs), base = bt[b] * bs * kvDim;
+      for (int i = 0; i < d; i++)
+        System.arraycopy(k, base + (g * d + i) * bs, buf.kg, i * n + b * bs, count);
+      System.arraycopy(v, base + g * bs * d, buf.vg, b * bs * d, count * d);
+    }
+    for (int h = g * group; h < (g + 1) * group; h++) {
+      for (int i = 0; i < nq; i++)
+        System.arraycopy(qkv, (t0 + i) * stride + h * d, buf.qh, i * d, d);
+      blas.gemm(buf.qh, buf.kg, buf.p, nq, n, d, false, scale);
+      // causal softmax: query i sees positions first .. start + i
+      for (int i = 0; i < nq; i++) {
+        int row = i * n, last = start + i;
+        int first = window > 0 ? Math.max(0, last + 1 - window) : 0;
+        float max = Float.NEGATIVE_INFINITY;
+        for (int j = first; j <= last; j++) max = Math.max(max, buf.p[row + j]);
+        float inv = 1f / Kernels.expShift(buf.p, row + first, row + last + 1, max);
+        java.util.Arrays.fill(buf.p, row, row + first, 0f);
+        for (int j = first; j <= last; j++) buf.p[row + j] *= inv;
+        java.util.Arrays.fill(buf.p, row + last + 1, row + n, 0f);
+      }
+      blas.gemm(buf.p, buf.vg, buf.oh, nq, d, n, false, 1f);
+      for (int i = 0; i < nq; i++) {
+        System.arraycopy(buf.oh, i * d, buf.row, 0, d);
+        write(buf.row, d, t0 + i, h * d, out, outStride, packed);
       }
     }
   }
 
-  /** Reused arrays of {@link #chunks}. */
+  /** Reused arrays of {@link #chunk}. */
   static final class ChunkBuffers {
     float[] kg = new float[0], vg = new float[0], qh = new float[0], p = new float[0];
     float[] oh = new float[0], row = new float[0];

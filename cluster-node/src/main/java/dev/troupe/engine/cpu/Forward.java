@@ -11,19 +11,25 @@ import java.util.Arrays;
  * layer's phases are its {@link dev.troupe.engine.model.LayerStep}s in order; residual adds are
  * fused into the o and down products and SwiGLU into the gate/up product.
  *
- * <p>Products of up to {@link #KERNEL_MAX_ROWS} rows run on the Vector API kernels on all members
- * (each weight row read once for all rows); larger ones (prefill) on OpenBLAS GEMM over FP32 tiles
- * by member 0 ({@link Blas}). Buffers are reused across steps; logits rows are new arrays.
+ * <p>Products of up to {@link #KERNEL_MAX_ROWS} rows run on the Vector API kernels (each weight row
+ * read once for all rows), larger ones (prefill) on single-threaded OpenBLAS GEMM over FP32 tiles
+ * ({@link Blas}); either way every member takes part, {@linkplain Team.Claims claiming} the output
+ * rows piece by piece ({@link #pieceRows}), and the prefill chunks' attention GEMMs are shared out
+ * the same way. Buffers are reused across steps; logits rows are new arrays.
  */
 final class Forward implements AutoCloseable {
   /** Most rows a product sends to the Vector API kernels; more go to BLAS GEMM (measured). */
   static final int KERNEL_MAX_ROWS = Integer.getInteger("troupe.engine.kernelMaxRows", 64);
 
+  private static final int CLAIMS_PER_LAYER = 5; // qkv, o, gate/up, down, prefill attention
+
+  /** Bytes of 16-bit weights in a claimed piece of a product: a few µs of streaming. */
+  private static final long PIECE_BYTES = 128 << 10;
+
   private final Model md;
   private final Team team;
   private final Attention attention;
-  private final Blas blas = new Blas();
-  private final Attention.ChunkBuffers chunkBuffers = new Attention.ChunkBuffers();
+  private final Team.Claims claims; // one counter per product (and prefill attention) of a step
   private final Member[] members;
 
   // activations, grown to the step's size
@@ -33,6 +39,8 @@ final class Forward implements AutoCloseable {
   /** What one member keeps between steps. */
   private static final class Member {
     final Attention.Scratch attention = new Attention.Scratch();
+    final Blas blas = new Blas();
+    final Attention.ChunkBuffers chunks = new Attention.ChunkBuffers();
     float[] row = new float[0]; // a natural activation row (LoRA)
     float[] tmp = new float[0]; // SwiGLU block
     float[] cos, sin;
@@ -41,6 +49,7 @@ final class Forward implements AutoCloseable {
   Forward(Model md, Team team, int blockSize) {
     this.md = md;
     this.team = team;
+    this.claims = new Team.Claims(team.size());
     this.attention =
         new Attention(md.nHeads, md.nKv, md.headDim, blockSize, md.cfg.slidingWindow());
     this.members = new Member[team.size()];
@@ -70,7 +79,13 @@ final class Forward implements AutoCloseable {
     logits = grow(logits, (long) R * md.vocab);
     Attention.Plan plan = attention.plan(s);
     float[][] out = new float[R][];
-    team.run(m -> program(m, s, plan, kern, packed, headKern, headPacked, out));
+    claims.reset(CLAIMS_PER_LAYER * md.layers.length + 1);
+    int blasThreads = !kern || !headKern || plan.blasChunks.length > 0 ? Blas.singleThreaded() : 0;
+    try {
+      team.run(m -> program(m, s, plan, kern, packed, headKern, headPacked, out));
+    } finally {
+      Blas.restore(blasThreads);
+    }
     return out;
   }
 
@@ -87,7 +102,7 @@ final class Forward implements AutoCloseable {
     int[] rows = Team.share(T, M, m, 1);
     for (int t = rows[0]; t < rows[1]; t++) md.embed.rowTo(s.tokens[t], x, t * H);
     int hs = Activations.stride(H, packed), qs = Activations.stride(md.qDim, packed);
-    int as = Activations.stride(md.inter, packed), qkvOut = md.qDim + 2 * md.kvDim;
+    int qkvOut = md.qDim + 2 * md.kvDim, slot = 0; // slot: the product's claim counter
     for (int li = 0; li < md.layers.length; li++) {
       Model.Layer l = md.layers[li];
       team.barrier();
@@ -96,7 +111,7 @@ final class Forward implements AutoCloseable {
         Kernels.normRow(x, t * H, H, l.attnNorm(), md.eps, h, t * hs, packed);
       team.barrier();
       // QKV_PROJ
-      product(m, M, s, li, l.qkv(), h, hs, packed, qkv, false, kern, 4);
+      product(m, M, s, li, l.qkv(), h, hs, packed, qkv, false, kern, 4, slot++, false);
       team.barrier();
       // QKV_BIAS, QK_NORM, ROPE, and the new keys/values into the cache
       for (int t = rows[0]; t < rows[1]; t++) prepare(m, s, t, l, qkvOut);
@@ -115,36 +130,39 @@ final class Forward implements AutoCloseable {
           qs,
           packed,
           members[m].attention);
-      if (plan.blasChunks.length > 0) {
-        team.barrier();
-        if (m == 0)
-          attention.chunks(
-              plan, s, qkv, qkvOut, l.kCache(), l.vCache(), attn, qs, packed, blas, chunkBuffers);
+      int units = attention.chunkUnits(plan), chunkSlot = slot++;
+      if (units > 0) { // after this member's per-token items: the keys are all stored
+        Member me = members[m];
+        for (int u; (u = claims.claim(chunkSlot, m, units)) >= 0; )
+          attention.chunk(
+              plan,
+              u,
+              s,
+              qkv,
+              qkvOut,
+              l.kCache(),
+              l.vCache(),
+              attn,
+              qs,
+              packed,
+              me.blas,
+              me.chunks);
       }
       team.barrier();
       // O_PROJ, residual
-      product(m, M, s, li, l.o(), attn, qs, packed, x, true, kern, 4);
+      product(m, M, s, li, l.o(), attn, qs, packed, x, true, kern, 4, slot++, false);
       team.barrier();
       // POST_NORM
       for (int t = rows[0]; t < rows[1]; t++)
         Kernels.normRow(x, t * H, H, l.mlpNorm(), md.eps, h, t * hs, packed);
       team.barrier();
-      // GATE_UP_PROJ and SWIGLU
+      // GATE_UP_PROJ and SWIGLU: the kernels' members apply it to the rows they computed
       int pair = 2 * Model.GATE_UP_BLOCK;
-      product(m, M, s, li, l.gateUp(), h, hs, packed, gu, false, kern, pair);
-      if (!kern) team.barrier(); // BLAS: member 0 computed all of gu
-      int[] f = kern ? Team.share(2 * md.inter, M, m, pair) : new int[] {0, 2 * md.inter};
-      int[] tr = kern ? new int[] {0, T} : rows;
-      for (int t = tr[0]; t < tr[1]; t++)
-        for (int f0 = f[0]; f0 < f[1]; f0 += pair) {
-          int g0 = f0 / 2, n = Math.min(Model.GATE_UP_BLOCK, md.inter - g0);
-          int base = t * 2 * md.inter + f0;
-          Kernels.swiglu(
-              gu, base, gu, base + n, n, members[m].tmp, act, t * as, g0, md.inter, packed);
-        }
+      product(m, M, s, li, l.gateUp(), h, hs, packed, gu, false, kern, pair, slot++, true);
       team.barrier();
       // DOWN_PROJ, residual
-      product(m, M, s, li, l.down(), act, as, packed, x, true, kern, 4);
+      int as = Activations.stride(md.inter, packed);
+      product(m, M, s, li, l.down(), act, as, packed, x, true, kern, 4, slot++, false);
     }
     team.barrier();
     // final norm of the rows whose logits are wanted, then the LM head
@@ -153,18 +171,20 @@ final class Forward implements AutoCloseable {
     for (int r = rr[0]; r < rr[1]; r++)
       Kernels.normRow(x, s.logitRows[r] * H, H, md.finalNorm, md.eps, xr, r * rs, headPacked);
     team.barrier();
-    if (headKern) {
-      int[] o = Team.share(md.vocab, M, m, 4);
-      md.lmHead.product(xr, R, logits, md.vocab, 0, o[0], o[1], false);
-    } else if (m == 0) blas.product(md.lmHead, xr, R, logits, false);
+    for (int[] piece = new int[2]; claim(m, md.lmHead, headKern, 4, M, slot, piece); )
+      if (headKern) md.lmHead.product(xr, R, logits, md.vocab, 0, piece[0], piece[1], false);
+      else members[m].blas.product(md.lmHead, xr, R, logits, false, piece[0], piece[1]);
     team.barrier();
     for (int r = rr[0]; r < rr[1]; r++)
       out[r] = Arrays.copyOfRange(logits, r * md.vocab, (r + 1) * md.vocab);
   }
 
   /**
-   * {@code y (+)= xin · Wᵀ} for this member's share of W's rows (kernel) or all of it on member 0
-   * (BLAS), plus the LoRA adapters of the rows that run one.
+   * {@code y (+)= xin · Wᵀ}: on the kernels, for the pieces of W's rows this member claims from
+   * counter {@code slot} (with the LoRA adapters of a step that runs any: this member's static
+   * share, which computes each adapter's {@code A x} once); on BLAS, all of it on member 0. With
+   * {@code swiglu} (the gate/up product) the kernels' member also applies SwiGLU to the rows it
+   * computed.
    */
   private void product(
       int m,
@@ -178,21 +198,76 @@ final class Forward implements AutoCloseable {
       float[] y,
       boolean add,
       boolean kern,
-      int align) {
+      int align,
+      int slot,
+      boolean swiglu) {
     int T = s.tokens.length;
-    int o0, o1;
-    if (kern) {
+    if (s.anyAdapter) {
       int[] r = Team.share(w.out, M, m, align);
-      o0 = r[0];
-      o1 = r[1];
-      w.product(xin, T, y, w.out, 0, o0, o1, add);
-    } else {
-      if (m != 0) return;
-      o0 = 0;
-      o1 = w.out;
-      blas.product(w, xin, T, y, add);
-    }
-    if (s.anyAdapter) lora(m, s, li, w, xin, xStride, packed, y, o0, o1);
+      rows(m, w, xin, T, y, add, kern, r[0], r[1]);
+      lora(m, s, li, w, xin, xStride, packed, y, r[0], r[1]);
+      if (swiglu) swiglu(m, 0, T, r[0], r[1], packed);
+    } else
+      for (int[] piece = new int[2]; claim(m, w, kern, align, M, slot, piece); ) {
+        rows(m, w, xin, T, y, add, kern, piece[0], piece[1]);
+        if (swiglu) swiglu(m, 0, T, piece[0], piece[1], packed);
+      }
+  }
+
+  /** Output rows {@code [o0, o1)} of the product on the kernels or on member m's BLAS. */
+  private void rows(
+      int m, Matrix w, float[] xin, int T, float[] y, boolean add, boolean kern, int o0, int o1) {
+    if (kern) w.product(xin, T, y, w.out, 0, o0, o1, add);
+    else members[m].blas.product(w, xin, T, y, add, o0, o1);
+  }
+
+  /**
+   * Claims the next piece of {@code w}'s output rows from counter {@code slot} into {@code piece}
+   * ({@code [from, to)}); false when none is left.
+   */
+  private boolean claim(
+      int m, Matrix w, boolean kern, int align, int members, int slot, int[] piece) {
+    int rows = kern ? pieceRows(w.out, w.in, align, members) : gemmRows(w.out, align, members);
+    int p = claims.claim(slot, m, (w.out + rows - 1) / rows);
+    if (p < 0) return false;
+    int from = p * rows;
+    piece[0] = from;
+    piece[1] = Math.min(w.out, from + rows);
+    return true;
+  }
+
+  /**
+   * Output rows per claimed piece: about {@link #PIECE_BYTES} of 16-bit weights, and at least 4
+   * pieces per member so that the last piece is small against the product (the small model's o
+   * product is 512 rows); a multiple of {@code align}.
+   */
+  static int pieceRows(int out, int in, int align, int members) {
+    long rows = Math.min(PIECE_BYTES / (2L * Math.max(1, in)), out / (4L * members));
+    return (int) Math.max(align, rows / align * align);
+  }
+
+  /**
+   * Output rows per claimed piece of a GEMM: 4 pieces per member (OpenBLAS keeps its speed down to
+   * a few hundred columns), a multiple of {@code align}.
+   */
+  static int gemmRows(int out, int align, int members) {
+    long rows = (out + 4L * members - 1) / (4L * members);
+    return (int) Math.max(align, (rows + align - 1) / align * align);
+  }
+
+  /**
+   * SwiGLU of tokens {@code [t0, t1)} over the gate/up rows {@code [f0, f1)} (whole gate + up block
+   * pairs) into {@code act}.
+   */
+  private void swiglu(int m, int t0, int t1, int f0, int f1, boolean packed) {
+    int pair = 2 * Model.GATE_UP_BLOCK, as = Activations.stride(md.inter, packed);
+    for (int t = t0; t < t1; t++)
+      for (int f = f0; f < f1; f += pair) {
+        int g0 = f / 2, n = Math.min(Model.GATE_UP_BLOCK, md.inter - g0);
+        int base = t * 2 * md.inter + f;
+        Kernels.swiglu(
+            gu, base, gu, base + n, n, members[m].tmp, act, t * as, g0, md.inter, packed);
+      }
   }
 
   /** Adds {@code scale · B (A x)} to outputs {@code [o0, o1)} of rows running an adapter. */
@@ -262,6 +337,6 @@ final class Forward implements AutoCloseable {
 
   @Override
   public void close() {
-    blas.close();
+    for (Member me : members) me.blas.close();
   }
 }

@@ -13,7 +13,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * {@link Attention} against attention computed in double precision from the keys and values as
  * given (not as cached): decode items (one token per sequence, {@link Attention#perToken}, split
- * over 1 and 3 members) and prefill chunks ({@link Attention#chunks}, BLAS), over shuffled block
+ * over 1 and 3 members) and prefill chunks ({@link Attention#chunk}, BLAS), over shuffled block
  * tables, partial first and last blocks, sliding windows and grouped heads. Block sizes that are a
  * multiple of the vector width run the {@link AttentionVec} loops, the others the scalar ones.
  */
@@ -107,8 +107,10 @@ class AttentionTest {
     Attention.Plan plan = attention.plan(chunk);
     assertEquals(1, plan.blasChunks.length);
     try (Blas blas = new Blas()) {
-      attention.chunks(
-          plan, chunk, cq, stride, kc, vc, out, qDim, false, blas, new Attention.ChunkBuffers());
+      Attention.ChunkBuffers buf = new Attention.ChunkBuffers();
+      assertEquals(nKv, attention.chunkUnits(plan));
+      for (int u = attention.chunkUnits(plan) - 1; u >= 0; u--) // any order: disjoint heads
+      attention.chunk(plan, u, chunk, cq, stride, kc, vc, out, qDim, false, blas, buf);
     }
     for (int i = 0; i < nq; i++) {
       double[] want = reference(qs.get(s), ks.get(s), vs.get(s), n - nq + i, nH, nKv, d, window);

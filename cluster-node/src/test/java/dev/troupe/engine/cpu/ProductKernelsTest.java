@@ -153,9 +153,18 @@ class ProductKernelsTest {
           float[] batched = new float[rows * out], gemm = new float[rows * out];
           float[] scalar = new float[rows * out];
           m.product(xl, rows, batched, out, 0, 0, out, false);
-          // BLAS at a few row counts only: each call wakes OpenBLAS's threads (slow under load)
+          // BLAS at a few row counts, in two output ranges as two members run it: the first
+          // added to what y held, the second stored over it
           boolean viaBlas = rows == 2 || rows == 5 || rows == 31 || rows == 64 || rows == 70;
-          if (viaBlas) blas.product(m, x, rows, gemm, false);
+          float[] base = random(rows * out);
+          int split = 157;
+          if (viaBlas) {
+            System.arraycopy(base, 0, gemm, 0, gemm.length);
+            blas.product(m, x, rows, gemm, true, 0, split);
+            blas.product(m, x, rows, gemm, false, split, out);
+            for (int b = 0; b < rows; b++)
+              for (int j = 0; j < split; j++) gemm[b * out + j] -= base[b * out + j];
+          }
           if (m.packed())
             Scalar16.range(
                 dt == DType.F16,

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import org.junit.jupiter.api.Test;
 
@@ -65,5 +67,49 @@ class TeamTest {
         }
         assertEquals(n, next);
       }
+  }
+
+  @Test
+  void claimsHandEachPieceOutOnceAndTheOthersTakeOverASlowMembersRest() throws Exception {
+    int members = 3, n = 300;
+    Team.Claims claims = new Team.Claims(members);
+    for (int round = 0; round < 20; round++) {
+      claims.reset(2);
+      AtomicIntegerArray owner = new AtomicIntegerArray(n);
+      for (int i = 0; i < n; i++) owner.set(i, -1);
+      List<List<Integer>> taken = new ArrayList<>();
+      List<Thread> threads = new ArrayList<>();
+      for (int m = 0; m < members; m++) {
+        int me = m;
+        List<Integer> mine = new ArrayList<>();
+        taken.add(mine);
+        threads.add(
+            new Thread(
+                () -> {
+                  for (int p; (p = claims.claim(1, me, n)) >= 0; ) {
+                    assertEquals(-1, owner.getAndSet(p, me), "piece " + p + " handed out twice");
+                    mine.add(p);
+                    if (me == 0) sleep(1); // the slow member
+                  }
+                }));
+      }
+      for (Thread t : threads) t.start();
+      for (Thread t : threads) t.join();
+      for (int i = 0; i < n; i++) assertTrue(owner.get(i) >= 0, "piece " + i + " never handed out");
+      // member 0's share is [0, 100): it took its first pieces in order, the others its tail
+      List<Integer> slow = taken.get(0);
+      for (int i = 0; i < slow.size(); i++) assertEquals(i, slow.get(i));
+      assertTrue(slow.size() < 100, "the others took over the slow member's rest: " + slow.size());
+      assertTrue(owner.get(99) != 0);
+      assertEquals(-1, claims.claim(0, 0, 0), "an empty counter has no pieces");
+    }
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }

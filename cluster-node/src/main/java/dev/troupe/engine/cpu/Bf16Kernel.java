@@ -13,32 +13,35 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>Weights are the checkpoint's bytes read as little-endian {@code int}s: each int packs the
  * elements {@code 2k} (low half) and {@code 2k + 1} (high half) of a row, {@code half = ⌈in/2⌉}
- * ints per row, in {@link Matrix#tiled}'s layout (groups of 4 rows interleaved by vector, so a
- * block reads one contiguous run). The activations come {@link Activations#put packed} to match:
- * per row the even elements, then the odd ones, so lane k of {@code lo} meets x[2k] and of {@code
- * hi} meets x[2k + 1]. Blocks of 4 weight rows × 4 activation rows (16 accumulators, 8 widened
- * weight vectors: AVX-512's 32 registers) read each weight row once for all activation rows; every
- * row sums its products in the same order whatever the batch and whichever path (block or single
- * row), so a row's result does not depend on the others.
+ * ints per row, in {@link Matrix#tiled}'s k-major layout: per pair {@code k}, a group's {@link
+ * Matrix#GROUP} rows side by side, four vectors. The activations come {@link Activations#put
+ * packed} (per row the even elements, then the odd ones), and their pair {@code k} is broadcast:
+ * lane {@code j} of a vector accumulates output row {@code j}, so no output needs a horizontal sum.
+ * A block is one group × 4 activation rows (16 accumulators) or × 1 row; each lane adds the pairs
+ * in order {@code k = 0, 1, …} with two fused multiply-adds, the same in both blocks and in {@link
+ * Scalar16}, so a row's result does not depend on the batch or the path.
  *
  * <p>Written for C2: the widening is a constant of the class (one class per dtype rather than a
- * flag) and vectors never leave a method un-inlined (reductions happen in place), because a vector
- * that C2 cannot keep in registers is boxed on the heap, which measured 40% of the kernel's time.
+ * flag) and vectors never leave a method un-inlined (the stores are written out in each block:
+ * through a helper taking the accumulators, C2 ran out of inlining budget in the 4-row block and
+ * boxed them, 5–7× slower), because a vector that C2 cannot keep in registers is boxed on the heap.
  */
 final class Bf16Kernel {
   private static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
   private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
   private static final int L = I.length();
+  private static final int G = 4 * L; // Matrix.GROUP
+  private static final ThreadLocal<float[]> PARTIAL = ThreadLocal.withInitial(() -> new float[0]);
 
-  /** Ints per vector: {@link Matrix#CHUNK}. */
+  /** Ints per vector: a quarter of {@link Matrix#GROUP}. */
   static final int LANES = L;
 
   private Bf16Kernel() {}
 
   /**
    * {@code y[b·yStride + yOff + o] (+)= Σ_i x[b, i] · W[o, i]} for {@code o ∈ [o0, o1)} and all
-   * {@code rows} rows; {@code w} holds rows {@code [wRow0, …)} of W (tiled, {@code half} ints each,
-   * {@code wRow0} a group start), x rows are packed, {@code 2·half} floats apart.
+   * {@code rows} rows; {@code w} holds rows {@code [wRow0, …)} of W ({@link Matrix#tiled}, {@code
+   * half} ints each, {@code wRow0} a group start), x rows are packed, {@code 2·half} floats apart.
    */
   static void range(
       float[] x,
@@ -53,22 +56,24 @@ final class Bf16Kernel {
       int o1,
       boolean add) {
     int o = o0;
-    for (; o < o1 && ((o - wRow0) & 3) != 0; o++)
-      single(x, rows, half, w, o - wRow0, y, yStride, yOff + o, add);
-    int full = o + (o1 - o) / 4 * 4;
+    if ((o - wRow0) % G != 0) { // a partial first group
+      int end = Math.min(o1, o - (o - wRow0) % G + G);
+      partial(x, rows, half, w, wRow0, y, yStride, yOff, o, end, add);
+      o = end;
+    }
+    int full = o + (o1 - o) / G * G;
     if ((long) rows * half * 8 <= X_IN_L1)
       groups(x, 0, rows, half, w, wRow0, y, yStride, yOff, o, full, add);
     else
-      // the activation rows outgrow L1: a chunk of weight rows that stays in L2 meets the
-      // activations 4 rows at a time, so each 4-row block of x is read from L1, the chunk's weights
-      // from L2, and the weights from memory still once (the small model's step products at 32
-      // rows: 32 -> 25-28 ms, StepProductsBench)
+      // the activation rows outgrow L1: a chunk of groups that stays in L2 meets the activations 4
+      // rows at a time, so each 4-row block of x is read from L1, the chunk's weights from L2, and
+      // the weights from memory still once
       for (int c = o; c < full; c += chunkRows(half)) {
         int c1 = Math.min(full, c + chunkRows(half));
         for (int b = 0; b < rows; b += 4)
           groups(x, b, Math.min(rows, b + 4), half, w, wRow0, y, yStride, yOff, c, c1, add);
       }
-    for (o = full; o < o1; o++) single(x, rows, half, w, o - wRow0, y, yStride, yOff + o, add);
+    if (full < o1) partial(x, rows, half, w, wRow0, y, yStride, yOff, full, o1, add);
   }
 
   /**
@@ -76,14 +81,12 @@ final class Bf16Kernel {
    */
   private static final long X_IN_L1 = 32 << 10;
 
-  /** Weight rows per chunk: about 256 KB, a part of a core's L2 (1–2 MB on recent x86). */
+  /** Weight rows per chunk: whole groups of about 256 KB, a part of a core's L2 (1–2 MB). */
   private static int chunkRows(int half) {
-    return Math.max(4, (256 << 10) / (half * 4) / 4 * 4);
+    return Math.max(G, (256 << 10) / (half * 4) / G * G);
   }
 
-  /**
-   * Groups of 4 weight rows {@code [o, o1)} (whole groups) for activation rows {@code [b0, b1)}.
-   */
+  /** Whole groups {@code [o, o1)} for activation rows {@code [b0, b1)}, stored in y. */
   private static void groups(
       float[] x,
       int b0,
@@ -97,33 +100,44 @@ final class Bf16Kernel {
       int o,
       int o1,
       boolean add) {
-    for (; o < o1; o += 4) {
+    int xs = 2 * half;
+    for (; o < o1; o += G) {
       int g = (o - wRow0) * half; // the group's first int
       int b = b0;
-      for (; b + 3 < b1; b += 4) block4x4(x, b, half, w, g, y, yStride, yOff + o, add);
-      for (; b < b1; b++) block4x1(x, b, half, w, g, y, yStride, yOff + o, add);
+      for (; b + 3 < b1; b += 4)
+        block4(x, b * xs, xs, half, w, g, y, b * yStride + yOff + o, yStride, add);
+      for (; b < b1; b++) block1(x, b * xs, half, w, g, y, b * yStride + yOff + o, add);
     }
   }
 
-  /** Row {@code r} of the part alone, for every activation row: the order of the blocks. */
-  private static void single(
-      float[] x, int rows, int half, int[] w, int r, float[] y, int yStride, int yo, boolean add) {
-    int g = (r & ~3) * half, j = r & 3, bound = I.loopBound(half);
-    int tail = g + 4 * bound + j * (half - bound);
-    for (int b = 0; b < rows; b++) {
-      int xo = b * 2 * half;
-      FloatVector a = FloatVector.zero(F);
-      int k = 0;
-      for (; k < bound; k += L) {
-        IntVector v = IntVector.fromArray(I, w, g + 4 * k + j * L);
-        a =
-            hi(v)
-                .fma(
-                    FloatVector.fromArray(F, x, xo + half + k),
-                    lo(v).fma(FloatVector.fromArray(F, x, xo + k), a));
+  /**
+   * Outputs {@code [o, end)} of one group: the whole group into a scratch, then the wanted part
+   * into y (the first or last group of a range that does not cover it).
+   */
+  private static void partial(
+      float[] x,
+      int rows,
+      int half,
+      int[] w,
+      int wRow0,
+      float[] y,
+      int yStride,
+      int yOff,
+      int o,
+      int end,
+      boolean add) {
+    int start = o - (o - wRow0) % G, g = (start - wRow0) * half;
+    float[] s = PARTIAL.get();
+    if (s.length < rows * G) PARTIAL.set(s = new float[rows * G]);
+    int xs = 2 * half, b = 0;
+    for (; b + 3 < rows; b += 4) block4(x, b * xs, xs, half, w, g, s, b * G, G, false);
+    for (; b < rows; b++) block1(x, b * xs, half, w, g, s, b * G, false);
+    for (b = 0; b < rows; b++)
+      for (int i = o; i < end; i++) {
+        int yi = b * yStride + yOff + i;
+        float v = s[b * G + i - start];
+        y[yi] = add ? y[yi] + v : v;
       }
-      put(y, b * yStride + yo, add, a.reduceLanes(VectorOperators.ADD), x, xo, half, w, tail, k);
-    }
   }
 
   /** Element {@code 2k} of each lane's pair, as FP32. */
@@ -136,78 +150,97 @@ final class Bf16Kernel {
     return v.and(0xffff0000).reinterpretAsFloats();
   }
 
-  private static void block4x4(
-      float[] x, int b, int half, int[] w, int g, float[] y, int yStride, int yo, boolean add) {
-    int xs = 2 * half, x0 = b * xs, x1 = x0 + xs, x2 = x1 + xs, x3 = x2 + xs;
+  /**
+   * One group × activation rows at {@code x0, x0 + xs, …} (4 rows) into y rows {@code ys} apart.
+   */
+  private static void block4(
+      float[] x, int x0, int xs, int half, int[] w, int g, float[] y, int y0, int ys, boolean add) {
+    int x1 = x0 + xs, x2 = x1 + xs, x3 = x2 + xs;
     FloatVector a00 = FloatVector.zero(F), a01 = a00, a02 = a00, a03 = a00;
     FloatVector a10 = a00, a11 = a00, a12 = a00, a13 = a00;
     FloatVector a20 = a00, a21 = a00, a22 = a00, a23 = a00;
     FloatVector a30 = a00, a31 = a00, a32 = a00, a33 = a00;
-    int bound = I.loopBound(half), k = 0;
-    for (; k < bound; k += L) {
-      int at = g + 4 * k;
+    for (int k = 0, at = g; k < half; k++, at += G) {
       IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
       IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
       IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
       FloatVector l0 = lo(v0), l1 = lo(v1), l2 = lo(v2), l3 = lo(v3);
       FloatVector h0 = hi(v0), h1 = hi(v1), h2 = hi(v2), h3 = hi(v3);
-      FloatVector e = FloatVector.fromArray(F, x, x0 + k);
-      FloatVector d = FloatVector.fromArray(F, x, x0 + half + k);
+      FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
+      FloatVector d = FloatVector.broadcast(F, x[x0 + half + k]);
       a00 = h0.fma(d, l0.fma(e, a00));
       a01 = h1.fma(d, l1.fma(e, a01));
       a02 = h2.fma(d, l2.fma(e, a02));
       a03 = h3.fma(d, l3.fma(e, a03));
-      e = FloatVector.fromArray(F, x, x1 + k);
-      d = FloatVector.fromArray(F, x, x1 + half + k);
+      e = FloatVector.broadcast(F, x[x1 + k]);
+      d = FloatVector.broadcast(F, x[x1 + half + k]);
       a10 = h0.fma(d, l0.fma(e, a10));
       a11 = h1.fma(d, l1.fma(e, a11));
       a12 = h2.fma(d, l2.fma(e, a12));
       a13 = h3.fma(d, l3.fma(e, a13));
-      e = FloatVector.fromArray(F, x, x2 + k);
-      d = FloatVector.fromArray(F, x, x2 + half + k);
+      e = FloatVector.broadcast(F, x[x2 + k]);
+      d = FloatVector.broadcast(F, x[x2 + half + k]);
       a20 = h0.fma(d, l0.fma(e, a20));
       a21 = h1.fma(d, l1.fma(e, a21));
       a22 = h2.fma(d, l2.fma(e, a22));
       a23 = h3.fma(d, l3.fma(e, a23));
-      e = FloatVector.fromArray(F, x, x3 + k);
-      d = FloatVector.fromArray(F, x, x3 + half + k);
+      e = FloatVector.broadcast(F, x[x3 + k]);
+      d = FloatVector.broadcast(F, x[x3 + half + k]);
       a30 = h0.fma(d, l0.fma(e, a30));
       a31 = h1.fma(d, l1.fma(e, a31));
       a32 = h2.fma(d, l2.fma(e, a32));
       a33 = h3.fma(d, l3.fma(e, a33));
     }
-    // each row's tail after the group's chunks
-    int t = half - bound, w0 = g + 4 * bound, w1 = w0 + t, w2 = w1 + t, w3 = w2 + t;
-    int y0 = b * yStride + yo, y1 = y0 + yStride, y2 = y1 + yStride, y3 = y2 + yStride;
-    put(y, y0, add, a00.reduceLanes(VectorOperators.ADD), x, x0, half, w, w0, k);
-    put(y, y0 + 1, add, a01.reduceLanes(VectorOperators.ADD), x, x0, half, w, w1, k);
-    put(y, y0 + 2, add, a02.reduceLanes(VectorOperators.ADD), x, x0, half, w, w2, k);
-    put(y, y0 + 3, add, a03.reduceLanes(VectorOperators.ADD), x, x0, half, w, w3, k);
-    put(y, y1, add, a10.reduceLanes(VectorOperators.ADD), x, x1, half, w, w0, k);
-    put(y, y1 + 1, add, a11.reduceLanes(VectorOperators.ADD), x, x1, half, w, w1, k);
-    put(y, y1 + 2, add, a12.reduceLanes(VectorOperators.ADD), x, x1, half, w, w2, k);
-    put(y, y1 + 3, add, a13.reduceLanes(VectorOperators.ADD), x, x1, half, w, w3, k);
-    put(y, y2, add, a20.reduceLanes(VectorOperators.ADD), x, x2, half, w, w0, k);
-    put(y, y2 + 1, add, a21.reduceLanes(VectorOperators.ADD), x, x2, half, w, w1, k);
-    put(y, y2 + 2, add, a22.reduceLanes(VectorOperators.ADD), x, x2, half, w, w2, k);
-    put(y, y2 + 3, add, a23.reduceLanes(VectorOperators.ADD), x, x2, half, w, w3, k);
-    put(y, y3, add, a30.reduceLanes(VectorOperators.ADD), x, x3, half, w, w0, k);
-    put(y, y3 + 1, add, a31.reduceLanes(VectorOperators.ADD), x, x3, half, w, w1, k);
-    put(y, y3 + 2, add, a32.reduceLanes(VectorOperators.ADD), x, x3, half, w, w2, k);
-    put(y, y3 + 3, add, a33.reduceLanes(VectorOperators.ADD), x, x3, half, w, w3, k);
+    int y1 = y0 + ys, y2 = y1 + ys, y3 = y2 + ys;
+    if (add) {
+      a00 = a00.add(FloatVector.fromArray(F, y, y0));
+      a01 = a01.add(FloatVector.fromArray(F, y, y0 + L));
+      a02 = a02.add(FloatVector.fromArray(F, y, y0 + 2 * L));
+      a03 = a03.add(FloatVector.fromArray(F, y, y0 + 3 * L));
+    }
+    a00.intoArray(y, y0);
+    a01.intoArray(y, y0 + L);
+    a02.intoArray(y, y0 + 2 * L);
+    a03.intoArray(y, y0 + 3 * L);
+    if (add) {
+      a10 = a10.add(FloatVector.fromArray(F, y, y1));
+      a11 = a11.add(FloatVector.fromArray(F, y, y1 + L));
+      a12 = a12.add(FloatVector.fromArray(F, y, y1 + 2 * L));
+      a13 = a13.add(FloatVector.fromArray(F, y, y1 + 3 * L));
+    }
+    a10.intoArray(y, y1);
+    a11.intoArray(y, y1 + L);
+    a12.intoArray(y, y1 + 2 * L);
+    a13.intoArray(y, y1 + 3 * L);
+    if (add) {
+      a20 = a20.add(FloatVector.fromArray(F, y, y2));
+      a21 = a21.add(FloatVector.fromArray(F, y, y2 + L));
+      a22 = a22.add(FloatVector.fromArray(F, y, y2 + 2 * L));
+      a23 = a23.add(FloatVector.fromArray(F, y, y2 + 3 * L));
+    }
+    a20.intoArray(y, y2);
+    a21.intoArray(y, y2 + L);
+    a22.intoArray(y, y2 + 2 * L);
+    a23.intoArray(y, y2 + 3 * L);
+    if (add) {
+      a30 = a30.add(FloatVector.fromArray(F, y, y3));
+      a31 = a31.add(FloatVector.fromArray(F, y, y3 + L));
+      a32 = a32.add(FloatVector.fromArray(F, y, y3 + 2 * L));
+      a33 = a33.add(FloatVector.fromArray(F, y, y3 + 3 * L));
+    }
+    a30.intoArray(y, y3);
+    a31.intoArray(y, y3 + L);
+    a32.intoArray(y, y3 + 2 * L);
+    a33.intoArray(y, y3 + 3 * L);
   }
 
-  private static void block4x1(
-      float[] x, int b, int half, int[] w, int g, float[] y, int yStride, int yo, boolean add) {
-    int x0 = b * 2 * half;
-    // the same accumulation order as block4x4 (one activation row is memory-bound: the FMA
-    // chains' latency does not show)
+  /** One group × one activation row at {@code x0}, in {@link #block4}'s order per lane. */
+  private static void block1(
+      float[] x, int x0, int half, int[] w, int g, float[] y, int y0, boolean add) {
     FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
-    int bound = I.loopBound(half), k = 0;
-    for (; k < bound; k += L) {
-      FloatVector e = FloatVector.fromArray(F, x, x0 + k);
-      FloatVector d = FloatVector.fromArray(F, x, x0 + half + k);
-      int at = g + 4 * k;
+    for (int k = 0, at = g; k < half; k++, at += G) {
+      FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
+      FloatVector d = FloatVector.broadcast(F, x[x0 + half + k]);
       IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
       IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
       IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
@@ -216,33 +249,15 @@ final class Bf16Kernel {
       a2 = hi(v2).fma(d, lo(v2).fma(e, a2));
       a3 = hi(v3).fma(d, lo(v3).fma(e, a3));
     }
-    int t = half - bound, w0 = g + 4 * bound, w1 = w0 + t, w2 = w1 + t, w3 = w2 + t;
-    int y0 = b * yStride + yo;
-    put(y, y0, add, a0.reduceLanes(VectorOperators.ADD), x, x0, half, w, w0, k);
-    put(y, y0 + 1, add, a1.reduceLanes(VectorOperators.ADD), x, x0, half, w, w1, k);
-    put(y, y0 + 2, add, a2.reduceLanes(VectorOperators.ADD), x, x0, half, w, w2, k);
-    put(y, y0 + 3, add, a3.reduceLanes(VectorOperators.ADD), x, x0, half, w, w3, k);
-  }
-
-  /**
-   * A reduced {@code sum} plus the scalar tail {@code [from, half)} of a row whose tail ints start
-   * at {@code w[tail]}, stored or added.
-   */
-  private static void put(
-      float[] y,
-      int yi,
-      boolean add,
-      float sum,
-      float[] x,
-      int xo,
-      int half,
-      int[] w,
-      int tail,
-      int from) {
-    for (int k = from; k < half; k++) {
-      int v = w[tail + k - from];
-      sum += Scalar16.lo(false, v) * x[xo + k] + Scalar16.hi(false, v) * x[xo + half + k];
+    if (add) {
+      a0 = a0.add(FloatVector.fromArray(F, y, y0));
+      a1 = a1.add(FloatVector.fromArray(F, y, y0 + L));
+      a2 = a2.add(FloatVector.fromArray(F, y, y0 + 2 * L));
+      a3 = a3.add(FloatVector.fromArray(F, y, y0 + 3 * L));
     }
-    y[yi] = add ? y[yi] + sum : sum;
+    a0.intoArray(y, y0);
+    a1.intoArray(y, y0 + L);
+    a2.intoArray(y, y0 + 2 * L);
+    a3.intoArray(y, y0 + 3 * L);
   }
 }

@@ -203,7 +203,7 @@ final class Forward implements AutoCloseable {
       boolean swiglu) {
     int T = s.tokens.length;
     if (s.anyAdapter) {
-      int[] r = Team.share(w.out, M, m, align);
+      int[] r = Team.share(w.out, M, m, Math.max(align, Matrix.GROUP)); // whole groups
       rows(m, w, xin, T, y, add, kern, r[0], r[1]);
       lora(m, s, li, w, xin, xStride, packed, y, r[0], r[1]);
       if (swiglu) swiglu(m, 0, T, r[0], r[1], packed);
@@ -227,7 +227,10 @@ final class Forward implements AutoCloseable {
    */
   private boolean claim(
       int m, Matrix w, boolean kern, int align, int members, int slot, int[] piece) {
-    int rows = kern ? pieceRows(w.out, w.in, align, members) : gemmRows(w.out, align, members);
+    int rows =
+        kern
+            ? pieceRows(w.out, w.in, Math.max(align, Matrix.GROUP), members)
+            : gemmRows(w.out, align, members);
     int p = claims.claim(slot, m, (w.out + rows - 1) / rows);
     if (p < 0) return false;
     int from = p * rows;
@@ -239,7 +242,8 @@ final class Forward implements AutoCloseable {
   /**
    * Output rows per claimed piece: about {@link #PIECE_BYTES} of 16-bit weights, and at least 4
    * pieces per member so that the last piece is small against the product (the small model's o
-   * product is 512 rows); a multiple of {@code align}.
+   * product is 512 rows); a multiple of {@code align} (whole {@link Matrix#GROUP}s: a piece that
+   * splits a group computes all of it).
    */
   static int pieceRows(int out, int in, int align, int members) {
     long rows = Math.min(PIECE_BYTES / (2L * Math.max(1, in)), out / (4L * members));

@@ -3,9 +3,9 @@ package dev.troupe.engine.cpu;
 import dev.troupe.engine.model.DType;
 
 /**
- * Plain-Java products on packed 16-bit weights (the tiled layout of {@link Matrix#tiled}), used
- * when the Vector API is not in the JVM: the same results, far slower. Also the widening of one
- * packed int.
+ * Plain-Java products on packed 16-bit weights (the layout of {@link Matrix#tiled}), used when the
+ * Vector API is not in the JVM: the kernels' results bit for bit (the same fused multiply-adds in
+ * the same order), far slower. Also the widening of one packed int.
  */
 final class Scalar16 {
   private Scalar16() {}
@@ -35,13 +35,13 @@ final class Scalar16 {
       int o1,
       boolean add) {
     for (int o = o0; o < o1; o++) {
-      int r = o - wRow0;
+      int r = o - wRow0, at = Matrix.tiled(r, 0, half);
       for (int b = 0; b < rows; b++) {
         int xo = b * 2 * half;
         float s = 0;
         for (int k = 0; k < half; k++) {
-          int v = w[Matrix.tiled(r, k, half)];
-          s += lo(f16, v) * x[xo + k] + hi(f16, v) * x[xo + half + k];
+          int v = w[at + k * Matrix.GROUP];
+          s = Math.fma(hi(f16, v), x[xo + half + k], Math.fma(lo(f16, v), x[xo + k], s));
         }
         int yi = b * yStride + yOff + o;
         y[yi] = add ? y[yi] + s : s;

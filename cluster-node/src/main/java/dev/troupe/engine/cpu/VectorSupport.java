@@ -32,8 +32,12 @@ final class VectorSupport {
       // one tiny product per kernel with a tail, checked, so a broken setup fails here once
       float[] x = {1, 2, 3}, w = {1, 1, 1, 2, 0, 1}, y = new float[2];
       Vec32.range(x, 1, 3, w, 0, y, 2, 0, 0, 2, false);
-      // BF16 1.0 = 0x3f80; packed pairs (elements 0,1) (2,pad): x packed = [1, 3 | 2, 0]
-      int[] wb = {0x3f803f80, 0x3f80};
+      // BF16 1.0 = 0x3f80; packed pairs (elements 0,1) (2,pad): x packed = [1, 3 | 2, 0]; one
+      // group of the layout (Matrix.tiled; not Matrix.GROUP, which depends on this check)
+      int group = 4 * Bf16Kernel.LANES;
+      int[] wb = new int[2 * group];
+      wb[0] = 0x3f803f80;
+      wb[group] = 0x3f80;
       float[] xp = {1, 3, 2, 0}, yb = new float[1];
       Bf16Kernel.range(xp, 1, 2, wb, 0, yb, 1, 0, 0, 1, false);
       if (y[0] != 6f || y[1] != 5f || yb[0] != 6f)

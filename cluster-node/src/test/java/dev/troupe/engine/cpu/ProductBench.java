@@ -50,7 +50,7 @@ public final class ProductBench {
               () ->
                   team.run(
                       k -> {
-                        int[] s = Team.share(out, team.size(), k, 4);
+                        int[] s = Team.share(out, team.size(), k, Matrix.GROUP);
                         m.product(xl, rows, y, out, 0, s[0], s[1], false);
                       });
           Runnable gemm = () -> blas.product(m, x, rows, y, false, 0, m.out);

@@ -65,11 +65,11 @@ class ProductKernelsTest {
 
   @Test
   void tiledRowsReadBackAsTheTensorRoundedToTheirDtype() {
-    // the tiled layout is internal: every row must read back as the source row, whatever the
-    // shape (partial last group, widths below, at and across a chunk, a tail, odd widths)
-    int c = Matrix.CHUNK;
-    int[] outs = {1, 3, 4, 6, 9};
-    int[] ins = {1, 2, 3, 2 * c - 2, 2 * c, 2 * c + 1, 4 * c + 6, 4 * c + 7};
+    // the layout is internal: every row must read back as the source row, whatever the shape
+    // (a partial last group, one or more whole groups, even and odd widths)
+    int g = Matrix.GROUP;
+    int[] outs = {1, 3, 4, 6, 9, g - 1, g, g + 5, 2 * g + 1};
+    int[] ins = {1, 2, 3, 30, 32, 33, 70, 71};
     for (DType dt : new DType[] {DType.BF16, DType.F16})
       for (int out : outs)
         for (int in : ins) {
@@ -123,6 +123,12 @@ class ProductKernelsTest {
     // add mode on top of ones
     Arrays.fill(ya, 1f);
     m.product(xl, rows, ya, out, 0, 0, out, true);
+    // the same range in two parts cut inside a group (as members' pieces may be): the same bits
+    float[] y2 = new float[rows * out];
+    int cut = Math.min(out, out / 3 | 1);
+    m.product(xl, rows, y2, out, 0, 0, cut, false);
+    m.product(xl, rows, y2, out, 0, cut, out, false);
+    assertArrayEquals(y, y2, m.dtype + " rows=" + rows + " out=" + out + " in=" + in + " cut");
     for (int b = 0; b < rows; b++)
       for (int o = 0; o < out; o++) {
         double s = 0, mag = 0;
@@ -208,6 +214,8 @@ class ProductKernelsTest {
                   scalarAlone,
                   Arrays.copyOfRange(scalar, b * out, (b + 1) * out),
                   dt + " scalar rows=" + rows + " row " + b);
+              // the same fused multiply-adds in the same order as the kernels: the same bits
+              assertArrayEquals(alone, scalarAlone, dt + " scalar = kernel, rows=" + rows);
             }
           }
         }

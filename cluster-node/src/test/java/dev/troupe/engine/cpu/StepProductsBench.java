@@ -56,7 +56,7 @@ public final class StepProductsBench {
       team.run(
           m -> {
             for (Matrix w : ms) {
-              int[] share = Team.share(w.out, team.size(), m, 4);
+              int[] share = Team.share(w.out, team.size(), m, Matrix.GROUP);
               w.product(x, rows, y, w.out, 0, share[0], share[1], false);
               team.barrier();
             }

@@ -132,7 +132,24 @@ final class Bf16Kernel {
     int xs = 2 * half, b = 0;
     for (; b + 3 < rows; b += 4) block4(x, b * xs, xs, half, w, g, s, b * G, G, false);
     for (; b < rows; b++) block1(x, b * xs, half, w, g, s, b * G, false);
-    for (b = 0; b < rows; b++)
+    copyPart(s, rows, start, o, end, y, yStride, yOff, add);
+  }
+
+  /**
+   * Outputs {@code [o, end)} of a group starting at row {@code start}, computed into {@code s}
+   * ({@code rows × GROUP}), stored or added into y.
+   */
+  static void copyPart(
+      float[] s,
+      int rows,
+      int start,
+      int o,
+      int end,
+      float[] y,
+      int yStride,
+      int yOff,
+      boolean add) {
+    for (int b = 0; b < rows; b++)
       for (int i = o; i < end; i++) {
         int yi = b * yStride + yOff + i;
         float v = s[b * G + i - start];

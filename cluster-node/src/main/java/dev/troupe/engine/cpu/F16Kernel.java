@@ -59,12 +59,7 @@ final class F16Kernel {
         int b = 0;
         for (; b + 3 < rows; b += 4) block4(x, b * xs, xs, half, tile, s, b * G, G, false);
         for (; b < rows; b++) block1(x, b * xs, half, tile, s, b * G, false);
-        for (b = 0; b < rows; b++)
-          for (int i = o; i < end; i++) {
-            int yi = b * yStride + yOff + i;
-            float v = s[b * G + i - start];
-            y[yi] = add ? y[yi] + v : v;
-          }
+        Bf16Kernel.copyPart(s, rows, start, o, end, y, yStride, yOff, add);
       }
       o = end;
     }

@@ -24,8 +24,13 @@ final class F16Kernel {
   private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
   private static final int L = I.length();
   private static final int G = 4 * L; // Matrix.GROUP
-  private static final ThreadLocal<float[]> TILE = ThreadLocal.withInitial(() -> new float[0]);
-  private static final ThreadLocal<float[]> PARTIAL = ThreadLocal.withInitial(() -> new float[0]);
+
+  /** Pairs widened at a time: 32 × 2 × 64 floats = 16 KB, in L1 with the activations. */
+  private static final int PAIRS = 32;
+
+  private static final ThreadLocal<float[]> TILE =
+      ThreadLocal.withInitial(() -> new float[2 * G * PAIRS]);
+  private static final ThreadLocal<float[]> ACC = ThreadLocal.withInitial(() -> new float[0]);
 
   private F16Kernel() {}
 
@@ -42,47 +47,68 @@ final class F16Kernel {
       int o0,
       int o1,
       boolean add) {
-    float[] tile = TILE.get();
-    if (tile.length < 2 * G * half) TILE.set(tile = new float[2 * G * half]);
+    float[] tile = TILE.get(), acc = ACC.get();
+    if (acc.length < rows * G) ACC.set(acc = new float[rows * G]);
     int xs = 2 * half;
     for (int o = o0; o < o1; ) {
-      int start = o - (o - wRow0) % G, end = Math.min(o1, start + G);
-      widen(w, (start - wRow0) * half, half, tile);
-      if (o == start && end == start + G) {
+      int start = o - (o - wRow0) % G, end = Math.min(o1, start + G), g = (start - wRow0) * half;
+      // the group's sums for every row into acc, PAIRS pairs at a time
+      for (int k0 = 0; k0 < half; k0 += PAIRS) {
+        int k1 = Math.min(half, k0 + PAIRS);
+        widen(w, g, k0, k1, tile);
         int b = 0;
-        for (; b + 3 < rows; b += 4)
-          block4(x, b * xs, xs, half, tile, y, b * yStride + yOff + o, yStride, add);
-        for (; b < rows; b++) block1(x, b * xs, half, tile, y, b * yStride + yOff + o, add);
-      } else {
-        float[] s = PARTIAL.get();
-        if (s.length < rows * G) PARTIAL.set(s = new float[rows * G]);
-        int b = 0;
-        for (; b + 3 < rows; b += 4) block4(x, b * xs, xs, half, tile, s, b * G, G, false);
-        for (; b < rows; b++) block1(x, b * xs, half, tile, s, b * G, false);
-        Bf16Kernel.copyPart(s, rows, start, o, end, y, yStride, yOff, add);
+        for (; b + 3 < rows; b += 4) block4(x, b * xs, xs, half, k0, k1, tile, acc, b * G);
+        for (; b < rows; b++) block1(x, b * xs, half, k0, k1, tile, acc, b * G);
       }
+      Bf16Kernel.copyPart(acc, rows, start, o, end, y, yStride, yOff, add);
       o = end;
     }
   }
 
-  /** The group at int {@code g} as FP32: per pair k, {@code G} low halves then {@code G} high. */
-  private static void widen(int[] w, int g, int half, float[] tile) {
-    for (int k = 0; k < half; k++)
+  /**
+   * Pairs {@code [k0, k1)} of the group at int {@code g} as FP32: per pair, the group's {@code G}
+   * low halves, then its {@code G} high ones.
+   */
+  private static void widen(int[] w, int g, int k0, int k1, float[] tile) {
+    for (int k = k0; k < k1; k++)
       for (int j = 0; j < G; j += L) {
         IntVector v = IntVector.fromArray(I, w, g + k * G + j);
-        lo(v).intoArray(tile, 2 * G * k + j);
-        hi(v).intoArray(tile, 2 * G * k + G + j);
+        lo(v).intoArray(tile, 2 * G * (k - k0) + j);
+        hi(v).intoArray(tile, 2 * G * (k - k0) + G + j);
       }
   }
 
+  /**
+   * Pairs {@code [k0, k1)} (widened in {@code t}) for 4 activation rows, continuing the sums in
+   * {@code acc} rows {@code G} apart from {@code a0} (zero at {@code k0 = 0}): the float
+   * accumulator goes through memory unchanged, so the chain is the same as in one pass.
+   */
   private static void block4(
-      float[] x, int x0, int xs, int half, float[] t, float[] y, int y0, int ys, boolean add) {
-    int x1 = x0 + xs, x2 = x1 + xs, x3 = x2 + xs;
-    FloatVector a00 = FloatVector.zero(F), a01 = a00, a02 = a00, a03 = a00;
-    FloatVector a10 = a00, a11 = a00, a12 = a00, a13 = a00;
-    FloatVector a20 = a00, a21 = a00, a22 = a00, a23 = a00;
-    FloatVector a30 = a00, a31 = a00, a32 = a00, a33 = a00;
-    for (int k = 0, at = 0; k < half; k++, at += 2 * G) {
+      float[] x, int x0, int xs, int half, int k0, int k1, float[] t, float[] acc, int a0) {
+    int x1 = x0 + xs, x2 = x1 + xs, x3 = x2 + xs, r1 = a0 + G, r2 = r1 + G, r3 = r2 + G;
+    FloatVector a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33;
+    if (k0 == 0) {
+      a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = FloatVector.zero(F);
+      a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = a00;
+    } else {
+      a00 = FloatVector.fromArray(F, acc, a0);
+      a01 = FloatVector.fromArray(F, acc, a0 + L);
+      a02 = FloatVector.fromArray(F, acc, a0 + 2 * L);
+      a03 = FloatVector.fromArray(F, acc, a0 + 3 * L);
+      a10 = FloatVector.fromArray(F, acc, r1);
+      a11 = FloatVector.fromArray(F, acc, r1 + L);
+      a12 = FloatVector.fromArray(F, acc, r1 + 2 * L);
+      a13 = FloatVector.fromArray(F, acc, r1 + 3 * L);
+      a20 = FloatVector.fromArray(F, acc, r2);
+      a21 = FloatVector.fromArray(F, acc, r2 + L);
+      a22 = FloatVector.fromArray(F, acc, r2 + 2 * L);
+      a23 = FloatVector.fromArray(F, acc, r2 + 3 * L);
+      a30 = FloatVector.fromArray(F, acc, r3);
+      a31 = FloatVector.fromArray(F, acc, r3 + L);
+      a32 = FloatVector.fromArray(F, acc, r3 + 2 * L);
+      a33 = FloatVector.fromArray(F, acc, r3 + 3 * L);
+    }
+    for (int k = k0, at = 0; k < k1; k++, at += 2 * G) {
       FloatVector l0 = FloatVector.fromArray(F, t, at), l1 = FloatVector.fromArray(F, t, at + L);
       FloatVector l2 = FloatVector.fromArray(F, t, at + 2 * L);
       FloatVector l3 = FloatVector.fromArray(F, t, at + 3 * L);
@@ -115,76 +141,50 @@ final class F16Kernel {
       a32 = h2.fma(d, l2.fma(e, a32));
       a33 = h3.fma(d, l3.fma(e, a33));
     }
-    int y1 = y0 + ys, y2 = y1 + ys, y3 = y2 + ys;
-    if (add) {
-      a00 = a00.add(FloatVector.fromArray(F, y, y0));
-      a01 = a01.add(FloatVector.fromArray(F, y, y0 + L));
-      a02 = a02.add(FloatVector.fromArray(F, y, y0 + 2 * L));
-      a03 = a03.add(FloatVector.fromArray(F, y, y0 + 3 * L));
-    }
-    a00.intoArray(y, y0);
-    a01.intoArray(y, y0 + L);
-    a02.intoArray(y, y0 + 2 * L);
-    a03.intoArray(y, y0 + 3 * L);
-    if (add) {
-      a10 = a10.add(FloatVector.fromArray(F, y, y1));
-      a11 = a11.add(FloatVector.fromArray(F, y, y1 + L));
-      a12 = a12.add(FloatVector.fromArray(F, y, y1 + 2 * L));
-      a13 = a13.add(FloatVector.fromArray(F, y, y1 + 3 * L));
-    }
-    a10.intoArray(y, y1);
-    a11.intoArray(y, y1 + L);
-    a12.intoArray(y, y1 + 2 * L);
-    a13.intoArray(y, y1 + 3 * L);
-    if (add) {
-      a20 = a20.add(FloatVector.fromArray(F, y, y2));
-      a21 = a21.add(FloatVector.fromArray(F, y, y2 + L));
-      a22 = a22.add(FloatVector.fromArray(F, y, y2 + 2 * L));
-      a23 = a23.add(FloatVector.fromArray(F, y, y2 + 3 * L));
-    }
-    a20.intoArray(y, y2);
-    a21.intoArray(y, y2 + L);
-    a22.intoArray(y, y2 + 2 * L);
-    a23.intoArray(y, y2 + 3 * L);
-    if (add) {
-      a30 = a30.add(FloatVector.fromArray(F, y, y3));
-      a31 = a31.add(FloatVector.fromArray(F, y, y3 + L));
-      a32 = a32.add(FloatVector.fromArray(F, y, y3 + 2 * L));
-      a33 = a33.add(FloatVector.fromArray(F, y, y3 + 3 * L));
-    }
-    a30.intoArray(y, y3);
-    a31.intoArray(y, y3 + L);
-    a32.intoArray(y, y3 + 2 * L);
-    a33.intoArray(y, y3 + 3 * L);
+    a00.intoArray(acc, a0);
+    a01.intoArray(acc, a0 + L);
+    a02.intoArray(acc, a0 + 2 * L);
+    a03.intoArray(acc, a0 + 3 * L);
+    a10.intoArray(acc, r1);
+    a11.intoArray(acc, r1 + L);
+    a12.intoArray(acc, r1 + 2 * L);
+    a13.intoArray(acc, r1 + 3 * L);
+    a20.intoArray(acc, r2);
+    a21.intoArray(acc, r2 + L);
+    a22.intoArray(acc, r2 + 2 * L);
+    a23.intoArray(acc, r2 + 3 * L);
+    a30.intoArray(acc, r3);
+    a31.intoArray(acc, r3 + L);
+    a32.intoArray(acc, r3 + 2 * L);
+    a33.intoArray(acc, r3 + 3 * L);
   }
 
+  /** As {@link #block4} for one activation row. */
   private static void block1(
-      float[] x, int x0, int half, float[] t, float[] y, int y0, boolean add) {
-    FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
-    for (int k = 0, at = 0; k < half; k++, at += 2 * G) {
+      float[] x, int x0, int half, int k0, int k1, float[] t, float[] acc, int a0) {
+    FloatVector z = FloatVector.zero(F);
+    FloatVector s0 = k0 == 0 ? z : FloatVector.fromArray(F, acc, a0);
+    FloatVector s1 = k0 == 0 ? z : FloatVector.fromArray(F, acc, a0 + L);
+    FloatVector s2 = k0 == 0 ? z : FloatVector.fromArray(F, acc, a0 + 2 * L);
+    FloatVector s3 = k0 == 0 ? z : FloatVector.fromArray(F, acc, a0 + 3 * L);
+    for (int k = k0, at = 0; k < k1; k++, at += 2 * G) {
       FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
       FloatVector d = FloatVector.broadcast(F, x[x0 + half + k]);
-      a0 = FloatVector.fromArray(F, t, at + G).fma(d, FloatVector.fromArray(F, t, at).fma(e, a0));
-      a1 =
+      s0 = FloatVector.fromArray(F, t, at + G).fma(d, FloatVector.fromArray(F, t, at).fma(e, s0));
+      s1 =
           FloatVector.fromArray(F, t, at + G + L)
-              .fma(d, FloatVector.fromArray(F, t, at + L).fma(e, a1));
-      a2 =
+              .fma(d, FloatVector.fromArray(F, t, at + L).fma(e, s1));
+      s2 =
           FloatVector.fromArray(F, t, at + G + 2 * L)
-              .fma(d, FloatVector.fromArray(F, t, at + 2 * L).fma(e, a2));
-      a3 =
+              .fma(d, FloatVector.fromArray(F, t, at + 2 * L).fma(e, s2));
+      s3 =
           FloatVector.fromArray(F, t, at + G + 3 * L)
-              .fma(d, FloatVector.fromArray(F, t, at + 3 * L).fma(e, a3));
+              .fma(d, FloatVector.fromArray(F, t, at + 3 * L).fma(e, s3));
     }
-    if (add) {
-      a0 = a0.add(FloatVector.fromArray(F, y, y0));
-      a1 = a1.add(FloatVector.fromArray(F, y, y0 + L));
-      a2 = a2.add(FloatVector.fromArray(F, y, y0 + 2 * L));
-      a3 = a3.add(FloatVector.fromArray(F, y, y0 + 3 * L));
-    }
-    a0.intoArray(y, y0);
-    a1.intoArray(y, y0 + L);
-    a2.intoArray(y, y0 + 2 * L);
-    a3.intoArray(y, y0 + 3 * L);
+    s0.intoArray(acc, a0);
+    s1.intoArray(acc, a0 + L);
+    s2.intoArray(acc, a0 + 2 * L);
+    s3.intoArray(acc, a0 + 3 * L);
   }
 
   /** IEEE half bit patterns, zero-extended in each int lane, as floats (tests): {@link #lo}. */

@@ -180,10 +180,10 @@ final class Forward implements AutoCloseable {
   }
 
   /**
-   * {@code y (+)= xin · Wᵀ}: on the kernels, for the pieces of W's rows this member claims from
-   * counter {@code slot} (with the LoRA adapters of a step that runs any: this member's static
-   * share, which computes each adapter's {@code A x} once); on BLAS, all of it on member 0. With
-   * {@code swiglu} (the gate/up product) the kernels' member also applies SwiGLU to the rows it
+   * {@code y (+)= xin · Wᵀ} for the pieces of W's rows this member claims from counter {@code
+   * slot}, on the kernels or on its own single-threaded OpenBLAS; in a step that runs a LoRA
+   * adapter, for this member's static share instead, so it computes each adapter's {@code A x}
+   * once. With {@code swiglu} (the gate/up product) the member also applies SwiGLU to the rows it
    * computed.
    */
   private void product(
@@ -251,8 +251,8 @@ final class Forward implements AutoCloseable {
   }
 
   /**
-   * Output rows per claimed piece of a GEMM: 4 pieces per member (OpenBLAS keeps its speed down to
-   * a few hundred columns), a multiple of {@code align}.
+   * Output rows per claimed piece of a GEMM: 4 pieces per member (not tuned), a multiple of {@code
+   * align}.
    */
   static int gemmRows(int out, int align, int members) {
     long rows = (out + 4L * members - 1) / (4L * members);

@@ -215,13 +215,13 @@ final class Team {
      * when every piece is taken.
      */
     int claim(int i, int m, int n) {
-      int p = take(i, m, m, n, true);
-      for (int k = 1; p < 0 && k < members; k++) p = take(i, (m + k) % members, m, n, false);
+      int p = take(i, m, n, true);
+      for (int k = 1; p < 0 && k < members; k++) p = take(i, (m + k) % members, n, false);
       return p;
     }
 
     /** A piece from the front ({@code own}) or the back of member {@code v}'s range. */
-    private int take(int i, int v, int m, int n, boolean own) {
+    private int take(int i, int v, int n, boolean own) {
       int at = (i * members + v) * PAD;
       while (true) {
         long r = ranges.get(at);

@@ -36,22 +36,27 @@ final class Blas implements AutoCloseable {
   private FloatPointer xp, yp, tp, ap, bp, cp;
   private float[] tile = new float[0], yTile = new float[0];
 
+  private static int singleThreadedSteps; // runners inside a BLAS step (replicas in one JVM)
+  private static int threadsBefore; // OpenBLAS's count when the first of them entered
+
   /**
-   * Sets OpenBLAS to one thread for a step's GEMMs and returns the count to {@link #restore} after
-   * it, or 0 when there is none: OpenBLAS's setting is process-wide and shared with ND4J
-   * (training), which raises it to the core count when it initializes.
+   * Sets OpenBLAS to one thread for a step's GEMMs, until the matching {@link #restore}: the
+   * setting is process-wide and shared with ND4J (training), which raises it to the core count when
+   * it initializes, so the count found when the first concurrent step began is put back when the
+   * last one ends.
    */
-  static int singleThreaded() {
-    int n = blas_get_num_threads();
-    if (n == 1) return 0;
-    blas_set_num_threads(1);
-    if (n > 1) log.debug("OpenBLAS at 1 thread for a prefill step (was {})", n);
-    return Math.max(0, n);
+  static synchronized void singleThreaded() {
+    if (singleThreadedSteps++ > 0) return;
+    threadsBefore = blas_get_num_threads();
+    if (threadsBefore != 1) {
+      blas_set_num_threads(1);
+      log.debug("OpenBLAS at 1 thread for prefill steps (was {})", threadsBefore);
+    }
   }
 
-  /** Puts back a count {@link #singleThreaded} returned. */
-  static void restore(int n) {
-    if (n > 1) blas_set_num_threads(n);
+  /** Ends a {@link #singleThreaded} step. */
+  static synchronized void restore() {
+    if (--singleThreadedSteps == 0 && threadsBefore > 1) blas_set_num_threads(threadsBefore);
   }
 
   /**

@@ -80,11 +80,12 @@ final class Forward implements AutoCloseable {
     Attention.Plan plan = attention.plan(s);
     float[][] out = new float[R][];
     claims.reset(CLAIMS_PER_LAYER * md.layers.length + 1);
-    int blasThreads = !kern || !headKern || plan.blasChunks.length > 0 ? Blas.singleThreaded() : 0;
+    boolean usesBlas = !kern || !headKern || plan.blasChunks.length > 0;
+    if (usesBlas) Blas.singleThreaded();
     try {
       team.run(m -> program(m, s, plan, kern, packed, headKern, headPacked, out));
     } finally {
-      Blas.restore(blasThreads);
+      if (usesBlas) Blas.restore();
     }
     return out;
   }

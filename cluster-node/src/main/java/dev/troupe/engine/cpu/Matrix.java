@@ -18,10 +18,11 @@ import java.util.List;
  * holds the same pair of 16 output rows and a product needs no horizontal sums: a lane accumulates
  * one output, and the group streams through memory as one contiguous run, which the hardware
  * prefetcher follows. Against the earlier layout (groups of 4 rows interleaved by vector, one dot
- * product per row and activation row), products of 8–32 activation rows measured 1.2–2.2× faster
- * and batch 1 1.0–1.3× (docs/benchmarks.md). Products {@code y = x · Wᵀ} for a range of output rows
- * run on the Vector API kernels; {@link Blas} converts row tiles to FP32 for GEMM-sized batches.
- * Rows are split into parts of under 2³¹ elements so any tensor fits.
+ * product per row and activation row), one decode step's products measured 1.19–1.35× faster at
+ * batch 1 and 1.46–2.2× at 8–32 rows ({@code StepProductsBench}, docs/benchmarks.md). Products
+ * {@code y = x · Wᵀ} for a range of output rows run on the Vector API kernels; {@link Blas}
+ * converts row tiles to FP32 for GEMM-sized batches. Rows are split into parts of under 2³¹
+ * elements so any tensor fits.
  *
  * <p>Why the heap: the Vector API reads heap arrays with the same calls on Java 17 through 25,
  * while off-heap memory needs {@code ByteBuffer} loads on 17 and {@code MemorySegment} loads after

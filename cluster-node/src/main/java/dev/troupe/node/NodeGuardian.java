@@ -6,6 +6,7 @@ import dev.troupe.protocol.cluster.WorkerStatus;
 import dev.troupe.worker.EngineProvider;
 import dev.troupe.worker.HandOff;
 import dev.troupe.worker.ModelWorker;
+import dev.troupe.worker.WorkerHealth;
 import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -73,6 +74,12 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
     if (worker && settings.startReplicas()) {
       ActorRef<WorkerStatus> up = ctx.messageAdapter(WorkerStatus.class, ReplicaUp::new);
       ClusterSharding sharding = ClusterSharding.get(ctx.getSystem());
+      // The node's startup check waits for every answer (WorkerHealth.started).
+      WorkerHealth.get(ctx.getSystem())
+          .wakingUp(
+              settings.models().models().stream()
+                  .flatMap(m -> m.entityIds().stream())
+                  .collect(java.util.stream.Collectors.toSet()));
       for (ServedModel model : settings.models().models())
         for (String id : model.entityIds())
           sharding
@@ -88,6 +95,7 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
 
   private Behavior<Command> onReplicaUp(ReplicaUp up) {
     WorkerStatus s = up.status();
+    WorkerHealth.get(getContext().getSystem()).wokeUp(s.entityId());
     if (s.maxModelLen() > 0)
       getContext()
           .getLog()

@@ -120,6 +120,12 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private final Executor loadExecutor;
   private final ThreadPoolExecutor inputExecutor;
   private final ActorRef<CacheReporter.Command> cacheReports;
+  private final WorkerHealth health;
+
+  /** Set by {@link Drain}: new requests migrate at once; these wait for the last one to end. */
+  private boolean draining;
+
+  private final List<ActorRef<Drain.Drained>> drainWaiters = new ArrayList<>();
 
   /**
    * The entity behaviour: loads the replica's model, then serves it. A model that is not configured
@@ -146,12 +152,14 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                 Behaviors.withTimers(
                     timers -> {
                       ReplicaId replica = ModelWorkerProtocol.parseEntityId(entityId);
+                      WorkerHealth health = WorkerHealth.get(ctx.getSystem());
+                      health.loading(entityId);
                       Optional<ServedModel> model = models.find(replica.model());
-                      if (model.isEmpty())
-                        return UnavailableWorker.create(
-                            entityId,
-                            ErrorKind.NOT_FOUND,
-                            "The model `" + replica.model() + "` does not exist.");
+                      if (model.isEmpty()) {
+                        String why = "The model `" + replica.model() + "` does not exist.";
+                        health.failed(entityId, why);
+                        return UnavailableWorker.create(entityId, ErrorKind.NOT_FOUND, why);
+                      }
                       Engine engine;
                       try {
                         long start = System.nanoTime();
@@ -168,10 +176,10 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                       } catch (RuntimeException e) {
                         ctx.getLog()
                             .error("{} failed to load model {}", entityId, model.get().path(), e);
-                        return UnavailableWorker.create(
-                            entityId,
-                            ErrorKind.INTERNAL,
-                            "model " + replica.model() + " failed to load: " + e.getMessage());
+                        String why =
+                            "model " + replica.model() + " failed to load: " + e.getMessage();
+                        health.failed(entityId, why);
+                        return UnavailableWorker.create(entityId, ErrorKind.INTERNAL, why);
                       }
                       if (!metricsLogInterval.isZero())
                         timers.startTimerWithFixedDelay(LogMetrics.INSTANCE, metricsLogInterval);
@@ -210,6 +218,8 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     // What the prefix cache holds, for the gateways' cache-aware routing.
     this.cacheReports =
         CacheReporter.spawn(ctx, entityId, engine.core().scheduler().blocks().blockSize());
+    this.health = WorkerHealth.get(ctx.getSystem());
+    health.serving(entityId, ctx.getSelf().narrow());
   }
 
   @Override
@@ -226,6 +236,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         .onMessageEquals(Step.INSTANCE, this::onStep)
         .onMessage(RequesterGone.class, this::onRequesterGone)
         .onMessageEquals(LogMetrics.INSTANCE, this::onLogMetrics)
+        .onMessage(Drain.class, this::onDrain)
         .onMessageEquals(HandOff.INSTANCE, Behaviors::stopped) // PostStop: they migrate
         .onSignal(PostStop.class, s -> onStop(entityId + " stopped", true))
         .onSignal(PreRestart.class, s -> onStop("the worker restarted after a failure", false))
@@ -236,6 +247,11 @@ public final class ModelWorker extends AbstractBehavior<Command> {
 
   private Behavior<Command> onGenerate(Generate g) {
     String id = g.request().requestId();
+    if (draining) {
+      // Not accepted here: the gateway sends it to another replica (nothing was generated).
+      g.replyTo().tell(new Migrate(id, entityId + " is draining (its node is shutting down)"));
+      return this;
+    }
     if (requesters.contains(id)) {
       g.replyTo()
           .tell(
@@ -301,6 +317,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     for (var f : step.failures()) fail(f.requestId(), f.rejection());
     cacheReports.tell(CacheReporter.changes(engine, adapters.names()));
     if (engine.hasWork()) scheduleStep();
+    drained();
     return this;
   }
 
@@ -315,11 +332,13 @@ public final class ModelWorker extends AbstractBehavior<Command> {
       // still being prepared or waiting for its adapter: it never started, so it ends as a refusal
       requesters.untrack(id);
       ref.tell(new Failed(id, ErrorKind.BAD_REQUEST, "The request was cancelled.", null));
+      drained();
       return this;
     }
     RequestUpdate last = engine.abort(id);
     if (last != null) send(last);
     else requesters.untrack(id);
+    drained();
     return this;
   }
 
@@ -328,6 +347,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
       engine.abort(id); // nobody listens: the update is dropped, the blocks are freed now
       getContext().getLog().debug("{}: requester of {} is gone, cancelled", entityId, id);
     }
+    drained();
     return this;
   }
 
@@ -401,6 +421,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                     "model"));
       }
     }
+    drained();
     return this;
   }
 
@@ -419,8 +440,30 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   // ------------------------------------------------------------------ status
 
   private Behavior<Command> onGetStatus(GetStatus s) {
-    s.replyTo().tell(status());
+    // A draining replica takes no new work: unanswered, a gateway's probe keeps it out of new
+    // requests until it runs again (elsewhere, after the hand-off), and readiness leaves it out.
+    if (!draining) s.replyTo().tell(status());
     return this;
+  }
+
+  // ------------------------------------------------------------------ drain
+
+  private Behavior<Command> onDrain(Drain d) {
+    if (!draining)
+      getContext()
+          .getLog()
+          .info("{}: draining, {} request(s) in flight", entityId, requesters.size());
+    draining = true;
+    drainWaiters.add(d.replyTo());
+    drained();
+    return this;
+  }
+
+  /** While draining, tells the waiters once nothing is in flight any more. */
+  private void drained() {
+    if (!draining || drainWaiters.isEmpty() || requesters.size() > 0) return;
+    for (ActorRef<Drain.Drained> w : drainWaiters) w.tell(new Drain.Drained(entityId));
+    drainWaiters.clear();
   }
 
   private Behavior<Command> onLogMetrics() {
@@ -457,6 +500,8 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                   : new Failed(e.getKey(), ErrorKind.INTERNAL, why, null));
     inputExecutor.shutdownNow();
     engine.close();
+    if (migrate) health.stopped(entityId);
+    else health.loading(entityId); // restarting: it loads again after the back-off
     return this;
   }
 
@@ -480,6 +525,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private void fail(String id, Rejection why) {
     ActorRef<GenerationEvent> ref = requesters.untrack(id);
     if (ref != null) ref.tell(WireUpdates.failed(id, why));
+    drained();
   }
 
   private Rejection overloaded() {

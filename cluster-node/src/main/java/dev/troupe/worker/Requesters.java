@@ -28,6 +28,11 @@ final class Requesters {
     this.unwatch = unwatch;
   }
 
+  /** How many requests are in flight. */
+  int size() {
+    return byId.size();
+  }
+
   boolean contains(String id) {
     return byId.containsKey(id);
   }

@@ -12,7 +12,9 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.ReplicaId;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
 import dev.troupe.protocol.cluster.TrainingJobProtocol.AdapterCheckpoint;
 import dev.troupe.protocol.cluster.WorkerStatus;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
@@ -23,6 +25,11 @@ final class UnavailableWorker {
   private UnavailableWorker() {}
 
   static Behavior<Command> create(String entityId, ErrorKind kind, String message) {
+    return Behaviors.setup(ctx -> behavior(entityId, kind, message, ctx.getSystem()));
+  }
+
+  private static Behavior<Command> behavior(
+      String entityId, ErrorKind kind, String message, ActorSystem<?> system) {
     return Behaviors.receive(Command.class)
         .onMessage(
             Generate.class,
@@ -44,6 +51,18 @@ final class UnavailableWorker {
             })
         .onMessage(AdapterCheckpoint.class, c -> Behaviors.same())
         .onMessageEquals(HandOff.INSTANCE, Behaviors::stopped)
+        .onMessage(
+            Drain.class,
+            d -> {
+              d.replyTo().tell(new Drain.Drained(entityId)); // nothing is ever in flight here
+              return Behaviors.same();
+            })
+        .onSignal(
+            PostStop.class,
+            s -> {
+              WorkerHealth.get(system).stopped(entityId);
+              return Behaviors.same();
+            })
         .onMessage(
             GetStatus.class,
             s -> {

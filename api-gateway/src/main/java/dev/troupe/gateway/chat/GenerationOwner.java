@@ -250,7 +250,12 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
           ? lose("its node is unreachable", true)
           : this;
     }
-    if (e instanceof Migrate m) return lose(m.reason());
+    if (e instanceof Migrate m) {
+      // The replica is stopping or draining: new requests go elsewhere while another can serve
+      // (it is live again once it answers, i.e. runs again after its hand-off).
+      replicas.liveness().unacknowledged(replica.entityId());
+      return lose(m.reason());
+    }
     if (e instanceof Failed f) {
       // A replica taken as a continuation that cannot take it now: another one may.
       if (attempt > 1 && f.kind() == ErrorKind.OVERLOADED)

@@ -32,6 +32,17 @@ public final class StandardRoutes {
    * its decisions into, so they show in {@code /metrics} with the rest.
    */
   public static List<ApiRoute> of(ModelDirectory models, ServingMetrics metrics) {
+    return of(models, metrics, models::healthy);
+  }
+
+  /**
+   * With {@code GET /health} answering {@code health} (a node's readiness, which also fails while
+   * the node drains) instead of the models' {@link ModelDirectory#healthy()} alone.
+   */
+  public static List<ApiRoute> of(
+      ModelDirectory models,
+      ServingMetrics metrics,
+      java.util.function.Supplier<java.util.concurrent.CompletionStage<Boolean>> health) {
     Duration scrapeTimeout =
         models.askTimeout().compareTo(SCRAPE_TIMEOUT) < 0 ? models.askTimeout() : SCRAPE_TIMEOUT;
     return List.of(
@@ -40,7 +51,7 @@ public final class StandardRoutes {
         new ModelsRoute(models),
         new TokenizeRoute(models),
         new DetokenizeRoute(models),
-        new HealthRoute(models::healthy),
+        new HealthRoute(health),
         new VersionRoute());
   }
 }

@@ -437,11 +437,48 @@ public final class ModelDirectory {
         });
   }
 
-  /** True when a worker of every served model answers (GET /health). */
+  /** A status ask slower than this counts as "not reachable" for {@link #healthy()}. */
+  private static final Duration READY_TIMEOUT = Duration.ofSeconds(2);
+
+  /**
+   * True while every served model has a replica that can take a request now ({@code GET /health},
+   * the gateway's readiness): {@link #ready(Duration)} within the ask timeout, at most 2 s.
+   */
   public CompletionStage<Boolean> healthy() {
-    CompletableFuture<?>[] all =
-        models.stream().map(m -> facts(m).toCompletableFuture()).toArray(CompletableFuture[]::new);
-    return CompletableFuture.allOf(all).handle((ok, error) -> error == null);
+    return ready(askTimeout.compareTo(READY_TIMEOUT) < 0 ? askTimeout : READY_TIMEOUT);
+  }
+
+  /**
+   * True when, for every served model, at least one replica this gateway can reach (not on an
+   * unreachable or downed node) answers a status ask within {@code timeout} with its model loaded.
+   * Asked anew on every call: a replica that stops, is cut off, or drains (it no longer answers)
+   * makes its model unready at once when it was the last one.
+   */
+  public CompletionStage<Boolean> ready(Duration timeout) {
+    List<CompletableFuture<Boolean>> perModel = new ArrayList<>(models.size());
+    for (ServedModel m : models) perModel.add(anyLoaded(m, timeout));
+    return CompletableFuture.allOf(perModel.toArray(CompletableFuture[]::new))
+        .thenApply(ok -> perModel.stream().allMatch(CompletableFuture::join));
+  }
+
+  /** True once one of {@code model}'s reachable replicas says its model is loaded. */
+  private CompletableFuture<Boolean> anyLoaded(ServedModel model, Duration timeout) {
+    List<Integer> reachable = new ArrayList<>();
+    for (List<Integer> tier : liveness.tiers(model.name(), model.replicas()))
+      reachable.addAll(tier);
+    if (reachable.isEmpty()) return CompletableFuture.completedFuture(false);
+    CompletableFuture<Boolean> any = new CompletableFuture<>();
+    java.util.concurrent.atomic.AtomicInteger left =
+        new java.util.concurrent.atomic.AtomicInteger(reachable.size());
+    for (int i : reachable)
+      AskPattern.<Command, WorkerStatus>ask(
+              replica(model, i), ModelWorkerProtocol.GetStatus::new, timeout, system.scheduler())
+          .whenComplete(
+              (status, error) -> {
+                if (error == null && status.maxModelLen() > 0) any.complete(true);
+                else if (left.decrementAndGet() == 0) any.complete(false);
+              });
+    return any;
   }
 
   /** Facts already known for {@code model}, without asking; null if not yet known. */

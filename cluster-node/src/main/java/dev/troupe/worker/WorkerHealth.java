@@ -1,0 +1,147 @@
+package dev.troupe.worker;
+
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Extension;
+import org.apache.pekko.actor.typed.ExtensionId;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+
+/**
+ * What this node's model replicas are doing, for the node's health checks and its drain: each
+ * replica hosted here reports itself loading, serving or failed ({@link ModelWorker}), and the node
+ * guardian reports which replicas it woke at start and which have answered.
+ *
+ * <p>{@link #started()} (the startup check): every replica woken at start has answered — wherever
+ * sharding placed it — and none hosted here is still loading. {@link #accepting()} (readiness):
+ * started, no replica here failed to load, none is loading (a replica moved here by a rebalance
+ * loads while the node is up), and the node is not draining.
+ *
+ * <p>One per actor system (an {@link Extension}); thread-safe: replicas on their pinned threads,
+ * the guardian and the health checks on theirs.
+ */
+public final class WorkerHealth implements Extension {
+
+  /** A replica hosted on this node. */
+  public enum State {
+    LOADING,
+    SERVING,
+    FAILED
+  }
+
+  /**
+   * A hosted replica's state; {@code reason} says why a failed one cannot serve, {@code worker} is
+   * a serving one's actor (null otherwise).
+   */
+  public record Replica(State state, String reason, ActorRef<Drain> worker) {}
+
+  private static final ExtensionId<WorkerHealth> ID =
+      new ExtensionId<>() {
+        @Override
+        public WorkerHealth createExtension(ActorSystem<?> system) {
+          return new WorkerHealth();
+        }
+      };
+
+  private final Map<String, Replica> hosted = new ConcurrentHashMap<>();
+  private final Set<String> awaiting = ConcurrentHashMap.newKeySet();
+  private volatile boolean wakeUpsSent;
+  private volatile boolean draining;
+
+  private WorkerHealth() {}
+
+  public static WorkerHealth get(ActorSystem<?> system) {
+    return system.registerExtension(ID);
+  }
+
+  /** For the classic actor system Pekko Management hands its health checks. */
+  public static WorkerHealth get(org.apache.pekko.actor.ActorSystem system) {
+    return Adapter.toTyped(system).registerExtension(ID);
+  }
+
+  // ------------------------------------------------------------------ reported by the replicas
+
+  void loading(String entityId) {
+    hosted.put(entityId, new Replica(State.LOADING, null, null));
+  }
+
+  void serving(String entityId, ActorRef<Drain> worker) {
+    hosted.put(entityId, new Replica(State.SERVING, null, worker));
+  }
+
+  void failed(String entityId, String reason) {
+    hosted.put(entityId, new Replica(State.FAILED, reason, null));
+  }
+
+  /** The replica stopped here (handed off, passivated, the node stopping). */
+  void stopped(String entityId) {
+    hosted.remove(entityId);
+  }
+
+  // ------------------------------------------------------------------ reported by the guardian
+
+  /** The guardian woke these replicas at start; {@link #started()} waits for their answers. */
+  public void wakingUp(Set<String> entityIds) {
+    awaiting.addAll(entityIds);
+    wakeUpsSent = true;
+  }
+
+  /** A replica answered its wake-up (loaded or not: a failed one answers too). */
+  public void wokeUp(String entityId) {
+    awaiting.remove(entityId);
+  }
+
+  // ------------------------------------------------------------------ read by health and drain
+
+  /** The replicas hosted here now, by entity id. */
+  public Map<String, Replica> hosted() {
+    return Map.copyOf(hosted);
+  }
+
+  /**
+   * Start-up is over: the wake-ups were sent and answered, and no replica here is loading. A
+   * replica that failed to load counts as started (the node cannot become ready: {@link
+   * #accepting()}).
+   */
+  public boolean started() {
+    if (!wakeUpsSent || !awaiting.isEmpty()) return false;
+    for (Replica r : hosted.values()) if (r.state() == State.LOADING) return false;
+    return true;
+  }
+
+  /** Started, every replica here serving, and not draining: new requests are welcome. */
+  public boolean accepting() {
+    if (draining || !started()) return false;
+    for (Replica r : hosted.values()) if (r.state() != State.SERVING) return false;
+    return true;
+  }
+
+  /** Why this node is not accepting, for logs and probes; null when it is. */
+  public String notAcceptingBecause() {
+    if (draining) return "draining";
+    if (!wakeUpsSent) return "replicas not woken yet";
+    if (!awaiting.isEmpty()) return "waiting for replicas " + awaiting;
+    for (var e : hosted.entrySet())
+      switch (e.getValue().state()) {
+        case LOADING -> {
+          return e.getKey() + " is loading";
+        }
+        case FAILED -> {
+          return e.getKey() + " failed: " + e.getValue().reason();
+        }
+        case SERVING -> {}
+      }
+    return null;
+  }
+
+  /** From now on this node is draining: not accepting, whatever its replicas say. */
+  public void drain() {
+    draining = true;
+  }
+
+  public boolean draining() {
+    return draining;
+  }
+}

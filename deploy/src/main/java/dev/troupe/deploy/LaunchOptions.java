@@ -38,6 +38,13 @@ import java.util.Map;
  *     {@code mistral})
  * @param enableAutoToolChoice serve {@code tool_choice: "auto"} on the models with a tool-call
  *     parser
+ * @param discovery how the node finds its cluster: {@code none} ({@code seedNodes}, or a cluster of
+ *     its own) or {@code kubernetes-api} (Pekko Cluster Bootstrap, contact points from the
+ *     Kubernetes API: the pods labelled {@code app=<service name>})
+ * @param requiredContactPoints with a discovery method: how many contact points must be found
+ *     before the first nodes form a new cluster (bootstrap's {@code required-contact-point-nr})
+ * @param shutdownTimeout seconds in-flight generations get to finish on SIGTERM before they migrate
+ *     to other replicas; -1 = the config's ({@code troupe.node.drain.timeout}, 30 s)
  */
 public record LaunchOptions(
     int port,
@@ -57,7 +64,10 @@ public record LaunchOptions(
     boolean enablePrefixCaching,
     Map<String, String> reasoningParsers,
     Map<String, String> toolCallParsers,
-    boolean enableAutoToolChoice) {
+    boolean enableAutoToolChoice,
+    String discovery,
+    int requiredContactPoints,
+    int shutdownTimeout) {
 
   public static final String USAGE =
       """
@@ -93,6 +103,14 @@ public record LaunchOptions(
         --tool-call-parser NAME=P  parse model NAME's tool calls: hermes (Qwen), llama3_json,
                                  mistral
         --enable-auto-tool-choice  serve tool_choice "auto" on models with a tool-call parser
+        --discovery M            find the cluster through Pekko Cluster Bootstrap: kubernetes-api
+                                 (pods labelled app=$PEKKO_CLUSTER_BOOTSTRAP_SERVICE_NAME, read from
+                                 the Kubernetes API; needs the management port) or none (default:
+                                 --seed-nodes, or a cluster of its own)
+        --required-contact-points N  with --discovery: nodes that must be found before the first
+                                 ones form a new cluster (default 2; set it to the initial count)
+        --shutdown-timeout N     on SIGTERM, seconds generations in flight get to finish before
+                                 they move to other replicas (default 30)
       """;
 
   public LaunchOptions {
@@ -142,7 +160,24 @@ public record LaunchOptions(
     }
     if (enableAutoToolChoice && toolCallParsers.isEmpty())
       throw new IllegalArgumentException("--enable-auto-tool-choice needs --tool-call-parser");
+    if (!List.of("none", KUBERNETES_API).contains(discovery))
+      throw new IllegalArgumentException(
+          "--discovery must be kubernetes-api or none, got " + discovery);
+    if (!discovery.equals("none")) {
+      if (!seedNodes.isEmpty())
+        throw new IllegalArgumentException("--seed-nodes and --discovery exclude each other");
+      if (managementPort < 0)
+        throw new IllegalArgumentException(
+            "--discovery needs the management port (contact points talk to it)");
+    }
+    if (requiredContactPoints < 1)
+      throw new IllegalArgumentException("--required-contact-points must be >= 1");
+    if (shutdownTimeout < -1)
+      throw new IllegalArgumentException("--shutdown-timeout must be >= 0 seconds");
   }
+
+  /** {@code --discovery} through the Kubernetes API. */
+  public static final String KUBERNETES_API = "kubernetes-api";
 
   /**
    * Parses {@code args} (an optional leading {@code serve}, then flags) with {@code envKeys} the
@@ -170,6 +205,9 @@ public record LaunchOptions(
     Path dataDir = Path.of("data");
     String device = "auto", dtype = "auto";
     double gpuMem = 0.9;
+    String discovery = "none";
+    int contactPoints = 2;
+    int shutdownTimeout = -1;
     int i = 0;
     if (!args.isEmpty() && args.get(0).equals("serve")) i++;
     for (; i < args.size(); i++) {
@@ -224,6 +262,9 @@ public record LaunchOptions(
         case "--data-dir" -> dataDir = Path.of(value);
         case "--device" -> device = value;
         case "--dtype" -> dtype = value;
+        case "--discovery" -> discovery = value;
+        case "--required-contact-points" -> contactPoints = integer(flag, value);
+        case "--shutdown-timeout" -> shutdownTimeout = integer(flag, value);
         case "--gpu-memory-utilization" -> {
           try {
             gpuMem = Double.parseDouble(value.trim());
@@ -257,7 +298,10 @@ public record LaunchOptions(
         prefixCaching,
         reasoning,
         toolParsers,
-        autoToolChoice);
+        autoToolChoice,
+        discovery,
+        contactPoints,
+        shutdownTimeout);
   }
 
   /** Flags that take no value ({@code --flag}, or {@code --flag=true|false}). */

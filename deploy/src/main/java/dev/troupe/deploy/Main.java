@@ -4,12 +4,15 @@ import com.typesafe.config.ConfigFactory;
 import dev.troupe.engine.runner.Devices;
 import dev.troupe.protocol.cluster.Roles;
 import java.util.Arrays;
+import org.apache.pekko.actor.CoordinatedShutdown;
 
 /**
  * Entry point of the distribution ({@code ./troupe serve [flags]}, or {@code java -jar troupe.jar
  * serve [flags]}): parses the flags (see {@link LaunchOptions#USAGE}) and runs one node until the
- * JVM is stopped (SIGTERM/Ctrl-C leave the cluster gracefully). A node that cannot start (a port in
- * use) prints one line saying why and exits with status 1; bad flags exit with status 2.
+ * JVM is stopped. SIGTERM drains the node ({@link GracefulShutdown}: readiness fails, generations
+ * in flight finish or migrate, shards hand off, the node leaves) and exits with status 0; Ctrl-C
+ * leaves the cluster without the drain's waits. A node that cannot start (a port in use) prints one
+ * line saying why and exits with status 1; bad flags exit with status 2.
  */
 public final class Main {
   private Main() {}
@@ -58,6 +61,7 @@ public final class Main {
       System.exit(1);
       return;
     }
+    onSigterm(node);
     if (node.httpPort() > 0)
       System.out.println(
           "Troupe is serving "
@@ -68,5 +72,45 @@ public final class Main {
     node.system().getWhenTerminated().toCompletableFuture().get();
     // A terminated system no longer exits the JVM itself (troupe-node.conf): leave with success.
     System.exit(0);
+  }
+
+  /** Why the node shuts down after a SIGTERM (its Coordinated Shutdown's reason). */
+  enum Sigterm implements CoordinatedShutdown.Reason {
+    INSTANCE
+  }
+
+  /**
+   * SIGTERM (Kubernetes, Slurm, systemd stopping the node) runs the graceful shutdown instead of
+   * the JVM's shutdown: the JVM would exit with 143 after its hooks, and the drain would race the
+   * JVM's exit. Coordinated Shutdown then exits the JVM with status 0 (exit-jvm).
+   */
+  private static void onSigterm(TroupeNode node) {
+    // sun.misc.Signal (module jdk.unsupported) is the JVM's way to handle a signal; it is called
+    // reflectively because javac warns on every direct use and that warning cannot be suppressed.
+    try {
+      Class<?> signal = Class.forName("sun.misc.Signal");
+      Class<?> handlerType = Class.forName("sun.misc.SignalHandler");
+      Object handler =
+          java.lang.reflect.Proxy.newProxyInstance(
+              handlerType.getClassLoader(),
+              new Class<?>[] {handlerType},
+              (proxy, method, args) ->
+                  switch (method.getName()) {
+                    case "handle" -> {
+                      CoordinatedShutdown.get(node.system()).run(Sigterm.INSTANCE);
+                      yield null;
+                    }
+                    case "hashCode" -> System.identityHashCode(proxy);
+                    case "equals" -> proxy == args[0];
+                    default -> "SIGTERM: drain and exit";
+                  });
+      signal
+          .getMethod("handle", signal, handlerType)
+          .invoke(null, signal.getConstructor(String.class).newInstance("TERM"), handler);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      // No SIGTERM to handle here: the JVM's shutdown hook still leaves the cluster (exit 143).
+      org.slf4j.LoggerFactory.getLogger(Main.class)
+          .warn("SIGTERM will not drain the node: {}", e.toString());
+    }
   }
 }

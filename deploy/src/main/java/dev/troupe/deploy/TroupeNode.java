@@ -3,6 +3,7 @@ package dev.troupe.deploy;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
+import dev.troupe.deploy.health.NodeHealth;
 import dev.troupe.gateway.http.ApiRoutes;
 import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.gateway.http.GatewaySettings;
@@ -31,10 +32,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.management.cluster.bootstrap.ClusterBootstrap;
 import org.apache.pekko.management.javadsl.PekkoManagement;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -84,7 +87,11 @@ public final class TroupeNode implements AutoCloseable {
             .withFallback(ConfigFactory.parseResources("troupe-node.conf"))
             .withFallback(ConfigFactory.load());
     PersistenceSettings persistence = PersistenceSettings.fromConfig(base);
-    Config config = Persistence.configFor(persistence).withFallback(base).resolve();
+    Config config =
+        GracefulShutdown.phaseTimeouts(
+            Persistence.configFor(persistence).withFallback(base).resolve(),
+            options.shutdownTimeout());
+    GracefulShutdown.Settings drain = GracefulShutdown.Settings.fromConfig(config);
     PersistenceInit.ensureSchema(persistence);
 
     NodeSettings node = NodeSettings.fromConfig(config);
@@ -113,8 +120,10 @@ public final class TroupeNode implements AutoCloseable {
     }
     try {
       Cluster cluster = Cluster.get(system);
-      if (options.seedNodes().isEmpty())
+      boolean bootstrap = !options.discovery().equals("none");
+      if (options.seedNodes().isEmpty() && !bootstrap)
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
+      GracefulShutdown.register(system, drain);
       // Hosts on trainer nodes, proxies elsewhere; the gateway's preview routes need them.
       DataEntities.init(system, persistence);
       dev.troupe.training.TrainingEntities.init(system);
@@ -128,11 +137,14 @@ public final class TroupeNode implements AutoCloseable {
               options.managementPort(),
               e.getCause());
         }
+        // Contact points found through discovery form the cluster, or this node joins theirs.
+        if (bootstrap) ClusterBootstrap.get(Adapter.toClassic(system)).start();
       }
       ServerBinding binding = null;
       if (options.roles().contains(Roles.GATEWAY)) {
         try {
           binding = bindGateway(system, config, node.models());
+          GracefulShutdown.registerGateway(system, binding, drain);
         } catch (java.util.concurrent.ExecutionException e) {
           throw StartupException.cannotListen(
               "the HTTP API (--port)", options.bind(), options.port(), e.getCause());
@@ -194,16 +206,21 @@ public final class TroupeNode implements AutoCloseable {
             .withTrainedModels(
                 dev.troupe.gateway.workers.TrainedModels.sharded(system, gs.askTimeout()))
             .withRouter(router);
+    NodeHealth health = NodeHealth.get(system);
     var route =
         ApiRoutes.builder(gs)
-            .addAll(StandardRoutes.of(directory, metrics))
+            // GET /health is the node's readiness: it fails while the node drains, too.
+            .addAll(StandardRoutes.of(directory, metrics, health::ready))
             .addAll(PreviewRoutes.all(PreviewContext.sharded(system, gs.askTimeout())))
             .addAll(
                 dev.troupe.gateway.preview.training.TrainingRoutes.all(
                     dev.troupe.gateway.preview.training.TrainingContext.sharded(
                         system, gs.askTimeout())))
             .build();
-    return GatewayServer.bind(system, gs, route).toCompletableFuture().get(30, TimeUnit.SECONDS);
+    ServerBinding binding =
+        GatewayServer.bind(system, gs, route).toCompletableFuture().get(30, TimeUnit.SECONDS);
+    health.gatewayBound(directory::healthy);
+    return binding;
   }
 
   /** The flags as config: cluster membership, HTTP, models, data directory. */
@@ -230,6 +247,14 @@ public final class TroupeNode implements AutoCloseable {
     values.put("pekko.remote.artery.bind.hostname", o.bind());
     values.put("pekko.cluster.roles", o.roles());
     values.put("pekko.cluster.seed-nodes", seeds);
+    if (!o.discovery().equals("none")) {
+      String bootstrap = "pekko.management.cluster.bootstrap.contact-point-discovery.";
+      values.put(bootstrap + "discovery-method", o.discovery());
+      values.put(bootstrap + "required-contact-point-nr", o.requiredContactPoints());
+      // A contact point is the pod's IP (the node's --host), not a per-pod DNS name that needs
+      // the cluster DNS's pod records.
+      values.put("pekko.discovery.kubernetes-api.use-raw-ip", true);
+    }
     values.put("pekko.management.http.hostname", o.host());
     values.put("pekko.management.http.bind-hostname", o.bind());
     values.put("pekko.management.http.port", Math.max(o.managementPort(), 0));

@@ -27,10 +27,16 @@ final class ChatClient {
   private static final Duration WAIT = Duration.ofMinutes(2);
   private final HttpClient http =
       HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private final String host;
   private final int port;
   private final String key;
 
   ChatClient(int port, String key) {
+    this("127.0.0.1", port, key);
+  }
+
+  ChatClient(String host, int port, String key) {
+    this.host = host;
     this.port = port;
     this.key = key;
   }
@@ -44,7 +50,8 @@ final class ChatClient {
   }
 
   private HttpRequest chat(String body) {
-    return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
+    return HttpRequest.newBuilder(
+            URI.create("http://" + host + ":" + port + "/v1/chat/completions"))
         .header("Content-Type", "application/json")
         .header("Authorization", "Bearer " + key)
         .timeout(WAIT)

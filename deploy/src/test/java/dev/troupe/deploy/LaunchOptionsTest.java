@@ -1,9 +1,11 @@
 package dev.troupe.deploy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.typesafe.config.Config;
 import dev.troupe.protocol.cluster.ServedModels;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,6 +55,39 @@ class LaunchOptionsTest {
     assertEquals(
         false,
         LaunchOptions.parse(List.of("--metrics-without-auth=false"), null).metricsWithoutAuth());
+  }
+
+  @Test
+  void discoveryAndShutdownFlags() {
+    LaunchOptions plain = LaunchOptions.parse(List.of(), null);
+    assertEquals("none", plain.discovery());
+    assertEquals(-1, plain.shutdownTimeout(), "the config's drain timeout");
+    LaunchOptions k8s =
+        LaunchOptions.parse(
+            List.of(
+                "--discovery=kubernetes-api",
+                "--required-contact-points",
+                "3",
+                "--shutdown-timeout",
+                "45"),
+            null);
+    assertEquals("kubernetes-api", k8s.discovery());
+    assertEquals(3, k8s.requiredContactPoints());
+    assertEquals(45, k8s.shutdownTimeout());
+    Config c = TroupeNode.config(k8s, List.of());
+    String discovery = "pekko.management.cluster.bootstrap.contact-point-discovery.";
+    assertEquals("kubernetes-api", c.getString(discovery + "discovery-method"));
+    assertEquals(3, c.getInt(discovery + "required-contact-point-nr"));
+    assertTrue(c.getBoolean("pekko.discovery.kubernetes-api.use-raw-ip"));
+    assertFalse(TroupeNode.config(plain, List.of()).hasPath(discovery + "discovery-method"));
+    for (List<String> bad :
+        List.of(
+            List.of("--discovery", "dns"),
+            List.of("--discovery", "kubernetes-api", "--seed-nodes", "h:1"),
+            List.of("--discovery", "kubernetes-api", "--management-port", "-1"),
+            List.of("--required-contact-points", "0"),
+            List.of("--shutdown-timeout", "-5")))
+      assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(bad, null), "" + bad);
   }
 
   @Test

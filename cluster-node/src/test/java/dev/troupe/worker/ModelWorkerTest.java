@@ -132,6 +132,33 @@ class ModelWorkerTest {
   }
 
   @Test
+  void aDrainingReplicaFinishesWhatRunsTurnsNewRequestsAwayAndSaysWhenIdle() {
+    ActorRef<Command> worker = spawn(EngineSettings.small().withNumBlocks(48));
+    WorkerHealth health = WorkerHealth.get(testKit.system());
+    assertEquals(WorkerHealth.State.SERVING, health.hosted().get("demo#0").state());
+    TestProbe<GenerationEvent> a = testKit.createTestProbe();
+    worker.tell(new Generate(request("a", 30), a.ref(), true));
+    assertInstanceOf(Accepted.class, a.receiveMessage(WAIT));
+    assertInstanceOf(GenerationUpdate.class, a.receiveMessage(WAIT));
+    TestProbe<Drain.Drained> drained = testKit.createTestProbe();
+    worker.tell(new Drain(drained.ref()));
+    // A new request is not accepted: it moves to another replica at once.
+    TestProbe<GenerationEvent> b = testKit.createTestProbe();
+    worker.tell(new Generate(request("b", 5), b.ref(), true));
+    Migrate turnedAway = assertInstanceOf(Migrate.class, b.receiveMessage(WAIT));
+    assertTrue(turnedAway.reason().contains("draining"), turnedAway.reason());
+    // The running one finishes on this replica, then the replica says it is idle.
+    List<GenerationEvent> rest = untilCompleted(a);
+    assertEquals(30, usage(rest).completionTokens(), "finished, not cut");
+    assertEquals("demo#0", drained.receiveMessage(WAIT).entityId());
+    // Unanswered status asks keep gateways from sending it more work.
+    TestProbe<WorkerStatus> probe = testKit.createTestProbe();
+    worker.tell(new GetStatus(probe.ref()));
+    probe.expectNoMessage(Duration.ofMillis(300));
+    testKit.stop(worker);
+  }
+
+  @Test
   void cancelFreesTheCacheWithinAStep() {
     ActorRef<Command> worker = spawn(EngineSettings.small().withNumBlocks(48));
     TestProbe<GenerationEvent> a = testKit.createTestProbe();

@@ -135,11 +135,11 @@ class ModelWorkerTest {
   void aDrainingReplicaFinishesWhatRunsTurnsNewRequestsAwayAndSaysWhenIdle() {
     ActorRef<Command> worker = spawn(EngineSettings.small().withNumBlocks(48));
     WorkerHealth health = WorkerHealth.get(testKit.system());
-    assertEquals(WorkerHealth.State.SERVING, health.hosted().get("demo#0").state());
     TestProbe<GenerationEvent> a = testKit.createTestProbe();
     worker.tell(new Generate(request("a", 30), a.ref(), true));
     assertInstanceOf(Accepted.class, a.receiveMessage(WAIT));
     assertInstanceOf(GenerationUpdate.class, a.receiveMessage(WAIT));
+    assertEquals(WorkerHealth.State.SERVING, health.hosted().get("demo#0").state());
     TestProbe<Drain.Drained> drained = testKit.createTestProbe();
     worker.tell(new Drain(drained.ref()));
     // A new request is not accepted: it moves to another replica at once.

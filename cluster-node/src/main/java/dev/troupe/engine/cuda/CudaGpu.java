@@ -48,6 +48,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.bytedeco.cuda.cublas.cublasContext;
@@ -58,7 +59,6 @@ import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.nvrtc._nvrtcProgram;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FloatPointer;
-import org.bytedeco.javacpp.LongPointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.javacpp.SizeTPointer;
@@ -83,12 +83,12 @@ public final class CudaGpu implements Gpu {
   private final Map<String, CUfunc_st> functions = new HashMap<>();
   private CUmod_st module;
   private final FloatPointer one = new FloatPointer(1f);
-  // launch arguments: 8-byte slots and the void* array pointing at them, allocated once (the
-  // driver copies the values at launch, so they are reused at once)
-  private static final int MAX_ARGS = 32;
-  private final BytePointer argSlots = new BytePointer(8L * MAX_ARGS);
-  private final LongPointer argPointers = new LongPointer(MAX_ARGS);
   private final FloatPointer beta = new FloatPointer(1);
+  private final LaunchArgs launchArgs = new LaunchArgs();
+  // live allocations (address → bytes): close frees what its users left, since the primary
+  // context outlives this object (cuBLAS's runtime retains it too) and would keep them
+  private final Map<Long, Long> allocations = new LinkedHashMap<>();
+  private final int cuDevice;
   private boolean closed;
 
   CudaGpu(int ordinal, CudaProbe.Device device) {
@@ -96,12 +96,17 @@ public final class CudaGpu implements Gpu {
     this.device = device;
     int[] dev = new int[1];
     check(cuDeviceGet(dev, ordinal), "cuDeviceGet");
-    check(cuDevicePrimaryCtxRetain(ctx, dev[0]), "cuDevicePrimaryCtxRetain");
-    current();
-    check(cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    blasCheck(cublasCreate_v2(blas), "cublasCreate");
-    blasCheck(cublasSetStream_v2(blas, stream), "cublasSetStream");
-    for (int i = 0; i < MAX_ARGS; i++) argPointers.put(i, argSlots.address() + 8L * i);
+    cuDevice = dev[0];
+    check(cuDevicePrimaryCtxRetain(ctx, cuDevice), "cuDevicePrimaryCtxRetain");
+    try {
+      current();
+      check(cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+      blasCheck(cublasCreate_v2(blas), "cublasCreate");
+      blasCheck(cublasSetStream_v2(blas, stream), "cublasSetStream");
+    } catch (RuntimeException e) {
+      cuDevicePrimaryCtxRelease(cuDevice);
+      throw e;
+    }
   }
 
   /** A device address as a JavaCPP pointer (for the APIs that take {@code void*}). */
@@ -162,12 +167,16 @@ public final class CudaGpu implements Gpu {
               + describe()
               + ": "
               + CudaProbe.errorName(rc));
+    allocations.put(p[0], bytes);
     return p[0];
   }
 
   @Override
   public void free(long ptr) {
     if (ptr == 0 || closed) return;
+    if (allocations.remove(ptr) == null)
+      throw new IllegalArgumentException(
+          "free of 0x" + Long.toHexString(ptr) + ", not allocated here (or freed already)");
     current();
     check(cuMemFree(ptr), "cuMemFree");
   }
@@ -305,23 +314,12 @@ public final class CudaGpu implements Gpu {
   public void launch(String kernel, int gridX, int gridY, int threads, Object... args) {
     CUfunc_st f = functions.get(kernel);
     if (f == null) throw new IllegalArgumentException("kernel " + kernel + " not loaded");
+    PointerPointer<Pointer> params = launchArgs.pack(kernel, args);
     current();
-    if (args.length > MAX_ARGS) throw new IllegalArgumentException(kernel + ": too many arguments");
-    for (int i = 0; i < args.length; i++) {
-      Object a = args[i];
-      if (a instanceof Long l) argSlots.putLong(8L * i, l);
-      else if (a instanceof Integer n) argSlots.putInt(8L * i, n);
-      else if (a instanceof Float x) argSlots.putFloat(8L * i, x);
-      else failArg(kernel, i, a);
-    }
     check(
-        cuLaunchKernel(f, gridX, gridY, 1, threads, 1, 1, 0, stream, argPointers, (Pointer) null),
+        cuLaunchKernel(
+            f, gridX, gridY, 1, threads, 1, 1, 0, stream, params, (PointerPointer<?>) null),
         "launch " + kernel);
-  }
-
-  private static Pointer failArg(String kernel, int i, Object a) {
-    throw new IllegalArgumentException(
-        kernel + " argument " + i + ": unsupported type " + (a == null ? "null" : a.getClass()));
   }
 
   @Override
@@ -360,19 +358,41 @@ public final class CudaGpu implements Gpu {
     check(cuStreamSynchronize(stream), "cuStreamSynchronize (a kernel failed)");
   }
 
+  /**
+   * Frees every allocation still live, then the module, the cuBLAS handle, the stream and this
+   * object's hold on the primary context. Errors of a failed step surface here at the latest: they
+   * are logged, and the rest is still released.
+   */
   @Override
   public void close() {
     if (closed) return;
-    current();
-    cuStreamSynchronize(stream);
-    cublasDestroy_v2(blas);
-    if (module != null) cuModuleUnload(module);
-    cuStreamDestroy(stream);
-    cuDevicePrimaryCtxRelease(ordinal);
-    one.close();
-    beta.close();
-    argSlots.close();
-    argPointers.close();
-    closed = true;
+    try {
+      current();
+      int rc = cuStreamSynchronize(stream);
+      if (rc != 0)
+        log.warn("{}: closing after a failed step: {}", describe(), CudaProbe.errorName(rc));
+      if (!allocations.isEmpty()) {
+        long bytes = allocations.values().stream().mapToLong(Long::longValue).sum();
+        log.debug(
+            "{}: freeing {} buffers left allocated ({} MiB)",
+            describe(),
+            allocations.size(),
+            bytes >> 20);
+      }
+      for (long p : allocations.keySet()) {
+        rc = cuMemFree(p);
+        if (rc != 0) log.warn("{}: cuMemFree at close: {}", describe(), CudaProbe.errorName(rc));
+      }
+      allocations.clear();
+      cublasDestroy_v2(blas);
+      if (module != null) cuModuleUnload(module);
+      cuStreamDestroy(stream);
+    } finally {
+      closed = true;
+      cuDevicePrimaryCtxRelease(cuDevice);
+      one.close();
+      beta.close();
+      launchArgs.close();
+    }
   }
 }

@@ -29,14 +29,6 @@ import static org.bytedeco.cuda.global.cudart.cuModuleUnload;
 import static org.bytedeco.cuda.global.cudart.cuStreamCreate;
 import static org.bytedeco.cuda.global.cudart.cuStreamDestroy;
 import static org.bytedeco.cuda.global.cudart.cuStreamSynchronize;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcCompileProgram;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcCreateProgram;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcDestroyProgram;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetCUBIN;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetCUBINSize;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetErrorString;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLog;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLogSize;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -56,7 +48,6 @@ import org.bytedeco.cuda.cudart.CUctx_st;
 import org.bytedeco.cuda.cudart.CUfunc_st;
 import org.bytedeco.cuda.cudart.CUmod_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
-import org.bytedeco.cuda.nvrtc._nvrtcProgram;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.javacpp.Pointer;
@@ -230,9 +221,7 @@ public final class CudaGpu implements Gpu {
     String key;
     try {
       MessageDigest md = MessageDigest.getInstance("SHA-256");
-      md.update(
-          (arch + "\n" + CudaProbe.nvrtcVersion() + "\n" + source)
-              .getBytes(StandardCharsets.UTF_8));
+      md.update((arch + "\n" + Nvrtc.version() + "\n" + source).getBytes(StandardCharsets.UTF_8));
       key = HexFormat.of().formatHex(md.digest()).substring(0, 32);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
@@ -245,12 +234,12 @@ public final class CudaGpu implements Gpu {
       log.warn("kernel cache {} unreadable, compiling again: {}", file, e.toString());
     }
     long t0 = System.nanoTime();
-    byte[] cubin = compile(source, arch);
+    byte[] cubin = Nvrtc.compile(source, arch).cubin();
     log.info(
         "compiled {} kernels for {} with NVRTC {} in {} ms",
         KernelSource.KERNELS.size(),
         arch,
-        CudaProbe.nvrtcVersion(),
+        Nvrtc.version(),
         (System.nanoTime() - t0) / 1_000_000);
     try {
       Files.createDirectories(dir);
@@ -261,53 +250,6 @@ public final class CudaGpu implements Gpu {
       log.warn("cannot cache compiled kernels in {}: {}", dir, e.toString());
     }
     return cubin;
-  }
-
-  /** NVRTC: CUDA C source to machine code (cubin) for {@code arch}; the log is in the error. */
-  static byte[] compile(String source, String arch) {
-    _nvrtcProgram prog = new _nvrtcProgram();
-    nvrtcOk(
-        nvrtcCreateProgram(
-            prog,
-            new BytePointer(source),
-            new BytePointer("troupe_kernels.cu"),
-            0,
-            (PointerPointer<?>) null,
-            (PointerPointer<?>) null),
-        "nvrtcCreateProgram",
-        null);
-    try {
-      String[] opts = {"--gpu-architecture=" + arch, "--std=c++17", "-default-device"};
-      PointerPointer<BytePointer> o = new PointerPointer<>(opts);
-      int rc = nvrtcCompileProgram(prog, opts.length, o);
-      if (rc != 0) nvrtcOk(rc, "NVRTC compile for " + arch, programLog(prog));
-      try (SizeTPointer size = new SizeTPointer(1)) {
-        nvrtcOk(nvrtcGetCUBINSize(prog, size), "nvrtcGetCUBINSize", null);
-        byte[] out = new byte[(int) size.get()];
-        nvrtcOk(nvrtcGetCUBIN(prog, out), "nvrtcGetCUBIN", null);
-        return out;
-      }
-    } finally {
-      nvrtcDestroyProgram(prog);
-    }
-  }
-
-  private static String programLog(_nvrtcProgram prog) {
-    try (SizeTPointer size = new SizeTPointer(1)) {
-      if (nvrtcGetProgramLogSize(prog, size) != 0) return "";
-      byte[] b = new byte[(int) size.get()];
-      nvrtcGetProgramLog(prog, b);
-      return new String(b, 0, Math.max(0, b.length - 1), StandardCharsets.UTF_8);
-    }
-  }
-
-  private static void nvrtcOk(int rc, String what, String logText) {
-    if (rc != 0)
-      throw new CudaException(
-          what
-              + " failed: "
-              + nvrtcGetErrorString(rc).getString()
-              + (logText == null || logText.isEmpty() ? "" : "\n" + logText));
   }
 
   @Override

@@ -214,10 +214,4 @@ public final class CudaProbe {
     }
     return "CUDA error " + rc;
   }
-
-  static String nvrtcVersion() {
-    int[] major = new int[1], minor = new int[1];
-    org.bytedeco.cuda.global.nvrtc.nvrtcVersion(major, minor);
-    return major[0] + "." + minor[0];
-  }
 }

@@ -9,16 +9,18 @@
 # 2. tests: the CUDA runner's tests on the real GPU only (-Dtroupe.gpu.backends=CUDA; CI runs the
 #    emulated variants). FAILS if any test failed, was skipped or aborted, or the JVM crashed;
 #    the benchmarks are then skipped;
-# 3. per shape: a random-weight model written to /dev/shm (make_random_model.py), CudaBench
-#    (Troupe) and hf_generate.py (transformers) on it, then the model deleted.
+# 3. per shape: a random-weight model written to /dev/shm (make_random_model.py); CudaBench
+#    (Troupe's speed); CudaVersusCpu (the GPU runner against the CPU runner on the same BF16
+#    weights: greedy continuations of 64 tokens, teacher-forced logits); hf_generate.py
+#    (transformers' speed); then the model deleted.
 # Each part, and each step in it, runs under `timeout`; nothing starts past the overall budget.
 # $OUT (the device tool's folder; else /tmp/troupe-gpu-out) gets at most 8 files: run.log (all of
 # stdout), tests.log (the JUnit tree), junit.tar.gz (the XML reports), and a JVM crash log
-# hs_err-<part>.log per crashed JVM (3 at most). Exit status 0 only when every part passed.
+# hs_err-<step>.log per crashed JVM (5 JVMs at most). Exit status 0 only when every part passed.
 #
 # Budgets in seconds (environment): TROUPE_GPU_BUDGET_S=540 overall; caps per part, which bind only
 # when a part hangs (a part gets at most what is left): TROUPE_GPU_TESTS_S=120,
-# TROUPE_GPU_QWEN_S=150, TROUPE_GPU_LLAMA_S=300.
+# TROUPE_GPU_QWEN_S=170, TROUPE_GPU_LLAMA_S=300.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 START=$SECONDS
@@ -133,10 +135,10 @@ tests() {
 }
 
 shape() {
-  local m=$1 cap gen bench need end dir avail
+  local m=$1 cap gen bench check need end dir avail
   case $m in
-    qwen3-1.7b) cap=${TROUPE_GPU_QWEN_S:-150} gen=60 bench=60 need=5 ;;
-    llama-3.1-8b) cap=${TROUPE_GPU_LLAMA_S:-300} gen=120 bench=100 need=18 ;;
+    qwen3-1.7b) cap=${TROUPE_GPU_QWEN_S:-170} gen=60 bench=60 check=40 need=5 ;;
+    llama-3.1-8b) cap=${TROUPE_GPU_LLAMA_S:-300} gen=120 bench=100 check=90 need=18 ;;
   esac
   end=$((SECONDS + cap))
   # random weights in memory when /dev/shm has room (GB), else on disk
@@ -148,10 +150,15 @@ shape() {
   step "$m: CudaBench (Troupe)" "$(allow $bench $end)" \
     $JAVA "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m.log" -cp "$CP" dev.troupe.bench.cuda.CudaBench "$dir" 128 32
   local rc=$?
+  # the CPU runner holds the BF16 weights on the heap
+  step "$m: GPU runner vs CPU runner" "$(allow $check $end)" \
+    $JAVA "${JVM[@]}" -Xmx40g -XX:ErrorFile="$OUT/hs_err-$m-check.log" -cp "$CP" \
+    dev.troupe.bench.cuda.CudaVersusCpu "$dir" 16 64
+  local same=$?
   step "$m: transformers generate()" "$(allow 100000 $end)" python3 bench/gpu/hf_generate.py "$dir" 128 32
   local hf=$?
   rm -rf "$dir"
-  [ $rc -eq 0 ] && [ $hf -eq 0 ]
+  [ $rc -eq 0 ] && [ $same -eq 0 ] && [ $hf -eq 0 ]
 }
 
 status=0

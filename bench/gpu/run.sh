@@ -86,20 +86,24 @@ PIP=$(
       sed 's|$|/nvidia/cu13/lib|'
   } | sort -u | while read -r d; do [ -d "$d" ] && echo "$d"; done
 )
+# the Java steps get these folders on LD_LIBRARY_PATH (the probe searches them too); Python keeps
+# its own environment, so PyTorch loads the CUDA libraries it was built with
+CUDA_LD=${LD_LIBRARY_PATH:-}
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib $PIP; do
   [ -d "$d" ] || continue
   echo "$d: $(ls "$d" | grep -E '^lib(cudart|cublas|cublasLt|nvrtc|nvrtc-builtins)\.so\.13' | tr '\n' ' ')"
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+  CUDA_LD="${CUDA_LD:+$CUDA_LD:}$d"
 done
-echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+echo "LD_LIBRARY_PATH for Java: $CUDA_LD"
 JAVA=java
 if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then
   tar -C /tmp -xJf gpu-bundle/jdk.tar.xz && JAVA=/tmp/jdk/bin/java
 fi
 $JAVA -version 2>&1 | head -1
+JAVA=(env LD_LIBRARY_PATH="$CUDA_LD" "$JAVA")
 CP="gpu-bundle/classes:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | paste -sd:)"
 JVM=(-Xmx16g --add-modules jdk.incubator.vector -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda)
-timeout 60 $JAVA "${JVM[@]}" -cp "$CP" dev.troupe.bench.cuda.CudaBench --probe 2>&1 | grep -v '^WARNING: Using incubator'
+timeout 60 "${JAVA[@]}" "${JVM[@]}" -cp "$CP" dev.troupe.bench.cuda.CudaBench --probe 2>&1 | grep -v '^WARNING: Using incubator'
 [ "${PIPESTATUS[0]}" -eq 0 ] || echo "!! the probe found no usable GPU (above): every CUDA test will abort"
 
 declare -A RESULT
@@ -110,7 +114,7 @@ tests() {
   local end=$((SECONDS + ${TROUPE_GPU_TESTS_S:-120})) rc n bad what
   rm -rf /tmp/troupe-junit
   STEP_LOG="$OUT/tests.log" step "JUnit, CUDA variants" "$(allow 100000 $end)" \
-    $JAVA "${JVM[@]}" -Dtroupe.gpu.backends=CUDA -XX:ErrorFile="$OUT/hs_err-tests.log" \
+    "${JAVA[@]}" "${JVM[@]}" -Dtroupe.gpu.backends=CUDA -XX:ErrorFile="$OUT/hs_err-tests.log" \
     -jar gpu-bundle/lib/junit-platform-console-standalone-*.jar execute -cp "$CP" \
     --select-class dev.troupe.engine.cuda.CudaModelRunnerTest \
     --select-class dev.troupe.engine.cuda.DeviceSamplerTest \
@@ -148,11 +152,11 @@ shape() {
   rm -rf "$dir"
   step "$m: random model" "$(allow $gen $end)" python3 bench/gpu/make_random_model.py "$m" "$dir" || return 1
   step "$m: CudaBench (Troupe)" "$(allow $bench $end)" \
-    $JAVA "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m.log" -cp "$CP" dev.troupe.bench.cuda.CudaBench "$dir" 128 32
+    "${JAVA[@]}" "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m.log" -cp "$CP" dev.troupe.bench.cuda.CudaBench "$dir" 128 32
   local rc=$?
   # the CPU runner holds the BF16 weights on the heap
   step "$m: GPU runner vs CPU runner" "$(allow $check $end)" \
-    $JAVA "${JVM[@]}" -Xmx40g -XX:ErrorFile="$OUT/hs_err-$m-check.log" -cp "$CP" \
+    "${JAVA[@]}" "${JVM[@]}" -Xmx40g -XX:ErrorFile="$OUT/hs_err-$m-check.log" -cp "$CP" \
     dev.troupe.bench.cuda.CudaVersusCpu "$dir" 16 64
   local same=$?
   step "$m: transformers generate()" "$(allow 100000 $end)" python3 bench/gpu/hf_generate.py "$dir" 128 32

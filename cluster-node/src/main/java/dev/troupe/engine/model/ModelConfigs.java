@@ -179,14 +179,11 @@ public final class ModelConfigs {
           ropeScaling(c.get("rope_scaling"), "rope_scaling"));
     if (!p.isObject())
       throw new IllegalArgumentException("rope_parameters must be an object, got " + p);
-    p.fields()
-        .forEachRemaining(
-            e -> {
-              // Gemma-style per-layer-type parameters ({"full_attention": {...}, ...})
-              if (e.getValue().isObject())
-                throw new IllegalArgumentException(
-                    "per-layer-type rope_parameters (" + e.getKey() + ") are not supported");
-            });
+    for (var e : p.properties())
+      // Gemma-style per-layer-type parameters ({"full_attention": {...}, ...})
+      if (e.getValue().isObject())
+        throw new IllegalArgumentException(
+            "per-layer-type rope_parameters (" + e.getKey() + ") are not supported");
     double partial = p.path("partial_rotary_factor").asDouble(1.0);
     if (partial != 1.0)
       throw new IllegalArgumentException(

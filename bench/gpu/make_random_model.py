@@ -3,9 +3,13 @@
 (BF16 safetensors, weights N(0, 0.02) from a seed, norms 1), generated on the machine: nothing to
 download. Both CudaBench (Java) and hf_generate.py (transformers) load the same directory.
 
-    python3 make_random_model.py qwen3-1.7b /tmp/qwen3-1.7b [seed]
+    python3 make_random_model.py qwen3-1.7b /dev/shm/qwen3-1.7b [seed]
+
+RoPE settings go in as transformers 5 takes them (rope_parameters) or 4.x (rope_theta,
+rope_scaling); the saved config.json is read back and must hold the intended theta and scaling in
+one form or the other, else this exits 1: a silently dropped theta makes a different model.
 """
-import sys, torch, transformers
+import json, os, sys, torch, transformers
 
 SHAPES = {
     "qwen3-1.7b": dict(cls="Qwen3", vocab_size=151936, hidden_size=2048, intermediate_size=6144,
@@ -20,11 +24,27 @@ SHAPES = {
                                        "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
 }
 
+def rope_kwargs(s):
+    """rope_theta/rope_scaling of SHAPES as this transformers version's config classes take them."""
+    theta, scaling = s.pop("rope_theta"), s.pop("rope_scaling", None)
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        return {"rope_parameters": dict(scaling or {"rope_type": "default"}, rope_theta=theta)}
+    return dict(rope_theta=theta, **({"rope_scaling": scaling} if scaling else {}))
+
+def check_rope(out, theta, scaling):
+    c = json.load(open(os.path.join(out, "config.json")))
+    p = c.get("rope_parameters") or dict(c.get("rope_scaling") or {}, rope_theta=c.get("rope_theta"))
+    ok = p.get("rope_theta") == theta and all(p.get(k) == v for k, v in (scaling or {}).items())
+    if not ok:
+        sys.exit(f"{out}/config.json lost the rope settings: wanted theta {theta} {scaling}, got {p}")
+
 def main():
     name, out = sys.argv[1], sys.argv[2]
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 20250611
     s = dict(SHAPES[name]); cls = s.pop("cls")
-    cfg = getattr(transformers, cls + "Config")(**s)
+    theta, scaling = s["rope_theta"], s.get("rope_scaling")
+    rope = rope_kwargs(s)  # takes rope_theta/rope_scaling out of s
+    cfg = getattr(transformers, cls + "Config")(**s, **rope)
     torch.manual_seed(seed)
     torch.set_default_dtype(torch.bfloat16)  # build in BF16: half the memory of FP32 then cast
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
@@ -34,7 +54,8 @@ def main():
             if n.endswith("norm.weight"): p.fill_(1.0)
             else: p.normal_(0.0, 0.02)
     model.save_pretrained(out, safe_serialization=True)
-    print("wrote", out)
+    check_rope(out, theta, scaling)
+    print("wrote", out, "with transformers", transformers.__version__)
 
 if __name__ == "__main__":
     main()

@@ -4,8 +4,8 @@
 # jars the GPU tests and CudaBench need (the JavaCPP CUDA bindings; OpenBLAS's JavaCPP jar, 20 MB,
 # for the CPU runner that DeviceSamplingEngineTest compares against; no nd4j-native, no Pekko), the
 # JUnit console launcher, and a jlinked JDK as .tar.xz in case the GPU machine has no Java 17+.
-# Then carry it: device run with carry ["gpu-bundle"] and command "bash bench/gpu/run.sh tests"
-# (then qwen3-1.7b, llama-3.1-8b: docs/benchmarks.md "GPU").
+# Then carry it: one device run with carry ["gpu-bundle"] and command "bash bench/gpu/run.sh"
+# (tests, then the qwen3-1.7b and llama-3.1-8b shapes, at most 540 s: docs/benchmarks.md "GPU").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mvn -B -q -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFile=target/gpu-cp.txt -Dmdep.includeScope=test
@@ -13,7 +13,9 @@ rm -rf gpu-bundle && mkdir -p gpu-bundle/lib gpu-bundle/classes
 for m in protocol cluster-node bench; do cp -r $m/target/classes/. gpu-bundle/classes/; done
 cp -r cluster-node/target/test-classes/. gpu-bundle/classes/
 tr ':' '\n' <cluster-node/target/gpu-cp.txt | grep -E '/(javacpp|cuda|jackson-[a-z]+|slf4j-api|logback-[a-z]+|config|junit-[a-z-]+|opentest4j|apiguardian-api|openblas)[-/][^/]*\.jar$' \
-  | grep -v -E 'nd4j' | xargs -I{} cp {} gpu-bundle/lib/
+  | grep -v -E 'nd4j|cuda-redist' | xargs -I{} cp {} gpu-bundle/lib/
+# cuda-redist (NVRTC for the GPU-less CI tests, 380 MB) must never travel: the GPU machine's own CUDA is used
+if ls gpu-bundle/lib | grep -q redist; then echo "prepare.sh: a redist jar got into the bundle" >&2; exit 1; fi
 mvn -B -q -N dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.10.2 -DoutputDirectory=gpu-bundle/lib >/dev/null
 jlink --add-modules java.base,java.logging,java.management,java.naming,java.xml,java.sql,jdk.unsupported,jdk.crypto.ec,jdk.incubator.vector \
   --strip-debug --no-header-files --no-man-pages --compress=0 --output /tmp/troupe-jdk-$$

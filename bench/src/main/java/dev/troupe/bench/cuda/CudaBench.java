@@ -31,15 +31,22 @@ import java.util.Random;
  * device, over the wall time), and decode tok/s with the logits copied to the host and sampled
  * there by the CPU {@code Sampler} (what the engine does for rows the device cannot sample).
  *
- * <p>Usage: {@code CudaBench MODEL_DIR [prompt-tokens] [decode-steps]}. Prints a table.
+ * <p>Usage: {@code CudaBench MODEL_DIR [prompt-tokens] [decode-steps]}. Prints a table. {@code
+ * CudaBench --probe} prints what the CUDA probe found (GPUs, driver, which folder each CUDA library
+ * comes from, or what is missing) and exits 0 when a GPU is usable, else 2.
  */
 public final class CudaBench {
   private CudaBench() {}
 
   public static void main(String[] args) {
     if (args.length < 1 || args.length > 3) {
-      System.err.println("usage: CudaBench MODEL_DIR [prompt-tokens] [decode-steps]");
+      System.err.println("usage: CudaBench MODEL_DIR [prompt-tokens] [decode-steps] | --probe");
       System.exit(2);
+    }
+    if (args[0].equals("--probe")) {
+      CudaProbe.Result r = CudaProbe.get();
+      System.out.println("CUDA probe: " + r.summary());
+      System.exit(r.usable() ? 0 : 2);
     }
     Path dir = Path.of(args[0]);
     int prompt = args.length > 1 ? Integer.parseInt(args[1]) : 128;
@@ -69,6 +76,13 @@ public final class CudaBench {
     try (WeightSource w = SafetensorsWeights.open(dir)) {
       r = CudaModelRunner.load(CudaProbe.open(ordinal), cfg, w, bs, maxB * blocksPerSeq, 0, 8192);
     }
+    System.out.println("CUDA probe: " + probe.summary());
+    System.out.printf(
+        Locale.ROOT,
+        "model %s: rope theta %s, scaling %s%n",
+        dir,
+        cfg.ropeTheta(),
+        cfg.ropeScaling() == null ? "none" : cfg.ropeScaling());
     System.out.printf(
         Locale.ROOT,
         "%s%nmodel %s: %d layers, hidden %d, vocab %d; %.2f GB of BF16 weights read per decode step%n"

@@ -29,14 +29,6 @@ import static org.bytedeco.cuda.global.cudart.cuModuleUnload;
 import static org.bytedeco.cuda.global.cudart.cuStreamCreate;
 import static org.bytedeco.cuda.global.cudart.cuStreamDestroy;
 import static org.bytedeco.cuda.global.cudart.cuStreamSynchronize;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcCompileProgram;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcCreateProgram;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcDestroyProgram;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetCUBIN;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetCUBINSize;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetErrorString;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLog;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLogSize;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -48,6 +40,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.bytedeco.cuda.cublas.cublasContext;
@@ -55,10 +48,8 @@ import org.bytedeco.cuda.cudart.CUctx_st;
 import org.bytedeco.cuda.cudart.CUfunc_st;
 import org.bytedeco.cuda.cudart.CUmod_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
-import org.bytedeco.cuda.nvrtc._nvrtcProgram;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FloatPointer;
-import org.bytedeco.javacpp.LongPointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.javacpp.SizeTPointer;
@@ -83,12 +74,12 @@ public final class CudaGpu implements Gpu {
   private final Map<String, CUfunc_st> functions = new HashMap<>();
   private CUmod_st module;
   private final FloatPointer one = new FloatPointer(1f);
-  // launch arguments: 8-byte slots and the void* array pointing at them, allocated once (the
-  // driver copies the values at launch, so they are reused at once)
-  private static final int MAX_ARGS = 32;
-  private final BytePointer argSlots = new BytePointer(8L * MAX_ARGS);
-  private final LongPointer argPointers = new LongPointer(MAX_ARGS);
   private final FloatPointer beta = new FloatPointer(1);
+  private final LaunchArgs launchArgs = new LaunchArgs();
+  // live allocations (address → bytes): close frees what its users left, since the primary
+  // context outlives this object (cuBLAS's runtime retains it too) and would keep them
+  private final Map<Long, Long> allocations = new LinkedHashMap<>();
+  private final int cuDevice;
   private boolean closed;
 
   CudaGpu(int ordinal, CudaProbe.Device device) {
@@ -96,12 +87,17 @@ public final class CudaGpu implements Gpu {
     this.device = device;
     int[] dev = new int[1];
     check(cuDeviceGet(dev, ordinal), "cuDeviceGet");
-    check(cuDevicePrimaryCtxRetain(ctx, dev[0]), "cuDevicePrimaryCtxRetain");
-    current();
-    check(cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    blasCheck(cublasCreate_v2(blas), "cublasCreate");
-    blasCheck(cublasSetStream_v2(blas, stream), "cublasSetStream");
-    for (int i = 0; i < MAX_ARGS; i++) argPointers.put(i, argSlots.address() + 8L * i);
+    cuDevice = dev[0];
+    check(cuDevicePrimaryCtxRetain(ctx, cuDevice), "cuDevicePrimaryCtxRetain");
+    try {
+      current();
+      check(cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+      blasCheck(cublasCreate_v2(blas), "cublasCreate");
+      blasCheck(cublasSetStream_v2(blas, stream), "cublasSetStream");
+    } catch (RuntimeException e) {
+      cuDevicePrimaryCtxRelease(cuDevice);
+      throw e;
+    }
   }
 
   /** A device address as a JavaCPP pointer (for the APIs that take {@code void*}). */
@@ -162,12 +158,16 @@ public final class CudaGpu implements Gpu {
               + describe()
               + ": "
               + CudaProbe.errorName(rc));
+    allocations.put(p[0], bytes);
     return p[0];
   }
 
   @Override
   public void free(long ptr) {
     if (ptr == 0 || closed) return;
+    if (allocations.remove(ptr) == null)
+      throw new IllegalArgumentException(
+          "free of 0x" + Long.toHexString(ptr) + ", not allocated here (or freed already)");
     current();
     check(cuMemFree(ptr), "cuMemFree");
   }
@@ -221,9 +221,7 @@ public final class CudaGpu implements Gpu {
     String key;
     try {
       MessageDigest md = MessageDigest.getInstance("SHA-256");
-      md.update(
-          (arch + "\n" + CudaProbe.nvrtcVersion() + "\n" + source)
-              .getBytes(StandardCharsets.UTF_8));
+      md.update((arch + "\n" + Nvrtc.version() + "\n" + source).getBytes(StandardCharsets.UTF_8));
       key = HexFormat.of().formatHex(md.digest()).substring(0, 32);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
@@ -236,12 +234,12 @@ public final class CudaGpu implements Gpu {
       log.warn("kernel cache {} unreadable, compiling again: {}", file, e.toString());
     }
     long t0 = System.nanoTime();
-    byte[] cubin = compile(source, arch);
+    byte[] cubin = Nvrtc.compile(source, arch).cubin();
     log.info(
         "compiled {} kernels for {} with NVRTC {} in {} ms",
         KernelSource.KERNELS.size(),
         arch,
-        CudaProbe.nvrtcVersion(),
+        Nvrtc.version(),
         (System.nanoTime() - t0) / 1_000_000);
     try {
       Files.createDirectories(dir);
@@ -254,74 +252,16 @@ public final class CudaGpu implements Gpu {
     return cubin;
   }
 
-  /** NVRTC: CUDA C source to machine code (cubin) for {@code arch}; the log is in the error. */
-  static byte[] compile(String source, String arch) {
-    _nvrtcProgram prog = new _nvrtcProgram();
-    nvrtcOk(
-        nvrtcCreateProgram(
-            prog,
-            new BytePointer(source),
-            new BytePointer("troupe_kernels.cu"),
-            0,
-            (PointerPointer<?>) null,
-            (PointerPointer<?>) null),
-        "nvrtcCreateProgram",
-        null);
-    try {
-      String[] opts = {"--gpu-architecture=" + arch, "--std=c++17", "-default-device"};
-      PointerPointer<BytePointer> o = new PointerPointer<>(opts);
-      int rc = nvrtcCompileProgram(prog, opts.length, o);
-      if (rc != 0) nvrtcOk(rc, "NVRTC compile for " + arch, programLog(prog));
-      try (SizeTPointer size = new SizeTPointer(1)) {
-        nvrtcOk(nvrtcGetCUBINSize(prog, size), "nvrtcGetCUBINSize", null);
-        byte[] out = new byte[(int) size.get()];
-        nvrtcOk(nvrtcGetCUBIN(prog, out), "nvrtcGetCUBIN", null);
-        return out;
-      }
-    } finally {
-      nvrtcDestroyProgram(prog);
-    }
-  }
-
-  private static String programLog(_nvrtcProgram prog) {
-    try (SizeTPointer size = new SizeTPointer(1)) {
-      if (nvrtcGetProgramLogSize(prog, size) != 0) return "";
-      byte[] b = new byte[(int) size.get()];
-      nvrtcGetProgramLog(prog, b);
-      return new String(b, 0, Math.max(0, b.length - 1), StandardCharsets.UTF_8);
-    }
-  }
-
-  private static void nvrtcOk(int rc, String what, String logText) {
-    if (rc != 0)
-      throw new CudaException(
-          what
-              + " failed: "
-              + nvrtcGetErrorString(rc).getString()
-              + (logText == null || logText.isEmpty() ? "" : "\n" + logText));
-  }
-
   @Override
   public void launch(String kernel, int gridX, int gridY, int threads, Object... args) {
     CUfunc_st f = functions.get(kernel);
     if (f == null) throw new IllegalArgumentException("kernel " + kernel + " not loaded");
+    PointerPointer<Pointer> params = launchArgs.pack(kernel, args);
     current();
-    if (args.length > MAX_ARGS) throw new IllegalArgumentException(kernel + ": too many arguments");
-    for (int i = 0; i < args.length; i++) {
-      Object a = args[i];
-      if (a instanceof Long l) argSlots.putLong(8L * i, l);
-      else if (a instanceof Integer n) argSlots.putInt(8L * i, n);
-      else if (a instanceof Float x) argSlots.putFloat(8L * i, x);
-      else failArg(kernel, i, a);
-    }
     check(
-        cuLaunchKernel(f, gridX, gridY, 1, threads, 1, 1, 0, stream, argPointers, (Pointer) null),
+        cuLaunchKernel(
+            f, gridX, gridY, 1, threads, 1, 1, 0, stream, params, (PointerPointer<?>) null),
         "launch " + kernel);
-  }
-
-  private static Pointer failArg(String kernel, int i, Object a) {
-    throw new IllegalArgumentException(
-        kernel + " argument " + i + ": unsupported type " + (a == null ? "null" : a.getClass()));
   }
 
   @Override
@@ -360,19 +300,41 @@ public final class CudaGpu implements Gpu {
     check(cuStreamSynchronize(stream), "cuStreamSynchronize (a kernel failed)");
   }
 
+  /**
+   * Frees every allocation still live, then the module, the cuBLAS handle, the stream and this
+   * object's hold on the primary context. Errors of a failed step surface here at the latest: they
+   * are logged, and the rest is still released.
+   */
   @Override
   public void close() {
     if (closed) return;
-    current();
-    cuStreamSynchronize(stream);
-    cublasDestroy_v2(blas);
-    if (module != null) cuModuleUnload(module);
-    cuStreamDestroy(stream);
-    cuDevicePrimaryCtxRelease(ordinal);
-    one.close();
-    beta.close();
-    argSlots.close();
-    argPointers.close();
-    closed = true;
+    try {
+      current();
+      int rc = cuStreamSynchronize(stream);
+      if (rc != 0)
+        log.warn("{}: closing after a failed step: {}", describe(), CudaProbe.errorName(rc));
+      if (!allocations.isEmpty()) {
+        long bytes = allocations.values().stream().mapToLong(Long::longValue).sum();
+        log.debug(
+            "{}: freeing {} buffers left allocated ({} MiB)",
+            describe(),
+            allocations.size(),
+            bytes >> 20);
+      }
+      for (long p : allocations.keySet()) {
+        rc = cuMemFree(p);
+        if (rc != 0) log.warn("{}: cuMemFree at close: {}", describe(), CudaProbe.errorName(rc));
+      }
+      allocations.clear();
+      cublasDestroy_v2(blas);
+      if (module != null) cuModuleUnload(module);
+      cuStreamDestroy(stream);
+    } finally {
+      closed = true;
+      cuDevicePrimaryCtxRelease(cuDevice);
+      one.close();
+      beta.close();
+      launchArgs.close();
+    }
   }
 }

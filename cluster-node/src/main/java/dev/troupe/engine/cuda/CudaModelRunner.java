@@ -452,14 +452,27 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     lora.add(s, li, first, n, in, inDim, out, outStride, adapterSlots, T, ax, axRank);
   }
 
+  /**
+   * Frees the KV cache, the work buffers, the LoRA slots and the weights, then closes the GPU. Not
+   * left to the context's release: cuBLAS's runtime also holds the primary context, so it outlives
+   * this runner and would keep its memory (CudaGpu.close frees what is left, as a second line).
+   */
   @Override
   public void close() {
     if (closed) return;
     closed = true;
     try {
       gpu.synchronize();
+      for (long p : kCache) gpu.free(p);
+      for (long p : vCache) gpu.free(p);
+      for (long p : new long[] {x, h, qkv, q, attn, y, gu, a, meta, ax, logits, sampleWork})
+        gpu.free(p);
+      gpu.free(ropeCos);
+      gpu.free(ropeSin);
+      lora.close();
+      w.close();
     } finally {
-      gpu.close(); // frees everything the context holds
+      gpu.close();
     }
   }
 }

@@ -15,11 +15,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.PointerPointer;
@@ -28,32 +24,15 @@ import org.bytedeco.javacpp.SizeTPointer;
 /**
  * Finds out whether this machine can run the CUDA runner, and why not: the NVIDIA driver ({@code
  * libcuda.so.1}), the CUDA 13 libraries ({@code libcudart.so.13}, {@code libcublas.so.13}, {@code
- * libcublasLt.so.13}, {@code libnvrtc.so.13}, from the toolkit), then the GPUs the driver reports
- * and whether each can run BF16 products (compute capability 8.0 or newer). The libraries are
- * searched where the dynamic loader looks ({@code LD_LIBRARY_PATH}, the {@code ld.so} cache) and in
- * the toolkit's usual folders ({@code $CUDA_HOME}, {@code /usr/local/cuda}); found folders are
- * handed to JavaCPP so the bindings load the machine's libraries, never bundled copies.
+ * libcublasLt.so.13}, {@code libnvrtc.so.13}), then the GPUs the driver reports and whether each
+ * can run BF16 products (compute capability 8.0 or newer). The libraries are searched where the
+ * toolkit, the dynamic loader and pip's CUDA wheels put them ({@link CudaLibraries}) and loaded
+ * from there, so the bindings use the machine's libraries, never bundled copies; the summary says
+ * which folder each came from, or what is missing and where it was looked for.
  *
  * <p>The answer is computed once per JVM ({@link #get()}).
  */
 public final class CudaProbe {
-  /** Libraries the runner needs, with what provides them. */
-  static final Map<String, String> LIBRARIES =
-      Map.of(
-          "libcuda.so.1", "the NVIDIA driver",
-          "libcudart.so.13", "the CUDA 13 runtime",
-          "libcublas.so.13", "cuBLAS 13",
-          "libcublasLt.so.13", "cuBLASLt 13",
-          "libnvrtc.so.13", "NVRTC 13");
-
-  static final List<String> ORDER =
-      List.of(
-          "libcuda.so.1",
-          "libcudart.so.13",
-          "libcublas.so.13",
-          "libcublasLt.so.13",
-          "libnvrtc.so.13");
-
   /** The oldest architecture with BF16 tensor-core products (Ampere). */
   static final int MIN_MAJOR = 8;
 
@@ -72,7 +51,11 @@ public final class CudaProbe {
    * The outcome: {@code devices} when the libraries load and the driver answers (possibly none
    * usable), else {@code reason} says what is missing.
    */
-  public record Result(List<Device> devices, String reason, int driverVersion) {
+  public record Result(List<Device> devices, String reason, int driverVersion, String libraries) {
+    public Result(List<Device> devices, String reason, int driverVersion) {
+      this(devices, reason, driverVersion, "");
+    }
+
     public List<Device> usableDevices() {
       return devices.stream().filter(Device::usable).toList();
     }
@@ -93,7 +76,11 @@ public final class CudaProbe {
             + devices.stream().map(Device::describe).toList();
       return ok.size()
           + " usable GPU(s): "
-          + ok.stream().map(d -> "cuda:" + d.ordinal() + " " + d.describe()).toList();
+          + ok.stream().map(d -> "cuda:" + d.ordinal() + " " + d.describe()).toList()
+          + (driverVersion > 0
+              ? "; driver CUDA " + driverVersion / 1000 + "." + driverVersion % 1000 / 10
+              : "")
+          + (libraries.isEmpty() ? "" : "; " + libraries);
     }
   }
 
@@ -103,7 +90,7 @@ public final class CudaProbe {
 
   /** The probe's answer, computed on first use. */
   public static synchronized Result get() {
-    if (cached == null) cached = probe(searchPath());
+    if (cached == null) cached = probe(CudaLibraries.search());
     return cached;
   }
 
@@ -129,116 +116,38 @@ public final class CudaProbe {
     return new CudaGpu(ordinal, d);
   }
 
-  /** Folders searched for the libraries, in order. */
-  static List<Path> searchPath() {
-    Set<Path> dirs = new LinkedHashSet<>();
-    String ld = System.getenv("LD_LIBRARY_PATH");
-    if (ld != null) for (String s : ld.split(":")) if (!s.isBlank()) dirs.add(Path.of(s));
-    for (String env : List.of("CUDA_HOME", "CUDA_PATH")) {
-      String h = System.getenv(env);
-      if (h != null && !h.isBlank()) {
-        dirs.add(Path.of(h, "lib64"));
-        dirs.add(Path.of(h, "targets", "x86_64-linux", "lib"));
-      }
-    }
-    dirs.addAll(ldCacheDirs());
-    for (String d :
-        List.of(
-            "/usr/local/cuda/lib64",
-            "/usr/local/cuda/targets/x86_64-linux/lib",
-            "/usr/local/cuda-13.0/lib64",
-            "/usr/local/nvidia/lib64",
-            "/usr/lib/x86_64-linux-gnu",
-            "/usr/lib64")) dirs.add(Path.of(d));
-    return new ArrayList<>(dirs);
-  }
-
-  /** Folders of the ld.so cache entries for our libraries ({@code ldconfig -p}). */
-  private static List<Path> ldCacheDirs() {
-    List<Path> out = new ArrayList<>();
-    for (String ldconfig : List.of("/sbin/ldconfig", "/usr/sbin/ldconfig")) {
-      if (!Files.isExecutable(Path.of(ldconfig))) continue;
-      try {
-        Process p = new ProcessBuilder(ldconfig, "-p").redirectErrorStream(true).start();
-        String text = new String(p.getInputStream().readAllBytes());
-        p.waitFor(5, TimeUnit.SECONDS);
-        for (String line : text.split("\n")) {
-          int arrow = line.indexOf("=> ");
-          if (arrow < 0) continue;
-          String name = line.trim().split("\\s")[0];
-          if (LIBRARIES.containsKey(name)) {
-            Path parent = Path.of(line.substring(arrow + 3).trim()).getParent();
-            if (parent != null) out.add(parent);
-          }
-        }
-      } catch (IOException e) {
-        // no cache to read: the fixed folders still apply
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      break;
-    }
-    return out;
-  }
-
-  /** Which of the libraries exist in {@code dirs}: name → folder, missing ones absent. */
-  static Map<String, Path> locate(List<Path> dirs) {
-    Map<String, Path> found = new java.util.LinkedHashMap<>();
-    for (String lib : ORDER)
-      for (Path d : dirs)
-        if (Files.exists(d.resolve(lib))) {
-          found.put(lib, d);
-          break;
-        }
-    return found;
-  }
-
-  /** The message naming what is missing, or null when every library was found. */
-  static String missing(Map<String, Path> found) {
-    List<String> miss = new ArrayList<>();
-    for (String lib : ORDER)
-      if (!found.containsKey(lib)) miss.add(lib + " (" + LIBRARIES.get(lib) + ")");
-    if (miss.isEmpty()) return null;
-    return "no usable GPU: "
-        + String.join(", ", miss)
-        + " not found in LD_LIBRARY_PATH, the ld.so cache, $CUDA_HOME or /usr/local/cuda"
-        + (found.containsKey("libcuda.so.1")
-            ? "; install the CUDA 13 toolkit (or its runtime, cuBLAS and NVRTC libraries)"
-            : "; this machine has no NVIDIA driver");
-  }
-
-  static Result probe(List<Path> dirs) {
-    Map<String, Path> found = locate(dirs);
-    String miss = missing(found);
+  static Result probe(CudaLibraries.Found libs) {
+    String miss = libs.missing();
     if (miss != null) return new Result(List.of(), miss, 0);
-    // Let JavaCPP load the machine's libraries from where they are, before its JNI wrappers.
+    String used = "CUDA libraries: " + libs.describe();
     String joined =
-        String.join(":", found.values().stream().map(Path::toString).distinct().toList());
-    String prior = System.getProperty("org.bytedeco.javacpp.platform.preloadpath");
-    System.setProperty(
-        "org.bytedeco.javacpp.platform.preloadpath",
-        prior == null || prior.isEmpty() ? joined : prior + ":" + joined);
+        String.join(":", libs.found().values().stream().map(Path::toString).distinct().toList());
     try {
-      Loader.load(org.bytedeco.cuda.global.cudart.class);
-      Loader.load(org.bytedeco.cuda.global.cublas.class);
-      Loader.load(org.bytedeco.cuda.global.nvrtc.class);
+      load(libs, joined);
     } catch (Throwable e) { // UnsatisfiedLinkError or a wrapped one: name it, no stack trace
       return new Result(
           List.of(),
-          "no usable GPU: the CUDA libraries in " + joined + " failed to load: " + rootMessage(e),
+          "no usable GPU: the CUDA libraries ("
+              + libs.describe()
+              + ") failed to load: "
+              + rootMessage(e),
           0);
     }
     int rc = cuInit(0);
     if (rc != 0)
       return new Result(
-          List.of(), "no usable GPU: the NVIDIA driver failed to start: " + errorName(rc), 0);
+          List.of(),
+          "no usable GPU: the NVIDIA driver failed to start: " + errorName(rc) + "; " + used,
+          0);
     int[] version = new int[1];
     cuDriverGetVersion(version);
     int[] count = new int[1];
     rc = cuDeviceGetCount(count);
     if (rc != 0)
       return new Result(
-          List.of(), "no usable GPU: cuDeviceGetCount failed: " + errorName(rc), version[0]);
+          List.of(),
+          "no usable GPU: cuDeviceGetCount failed: " + errorName(rc) + "; " + used,
+          version[0]);
     List<Device> devices = new ArrayList<>();
     for (int i = 0; i < count[0]; i++) {
       int[] dev = new int[1];
@@ -248,8 +157,10 @@ public final class CudaProbe {
       cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev[0]);
       String name;
       try (BytePointer b = new BytePointer(256)) {
+        b.fill(0);
         cuDeviceGetName(b, 256, dev[0]);
-        name = b.getString();
+        // getString() reads the whole buffer: cut at the C string's end
+        name = b.getString().split("\0", 2)[0];
       }
       long mem;
       try (SizeTPointer m = new SizeTPointer(1)) {
@@ -258,8 +169,35 @@ public final class CudaProbe {
       }
       devices.add(new Device(i, name, major[0], minor[0], mem));
     }
-    return new Result(List.copyOf(devices), null, version[0]);
+    return new Result(List.copyOf(devices), null, version[0], used);
   }
+
+  /**
+   * Loads the libraries from the folders the search found, before JavaCPP's wrappers need them:
+   * each by its full path, in dependency order (the wrappers' NEEDED entries then resolve to the
+   * loaded copies by soname, whatever LD_LIBRARY_PATH says; the driver has to be loaded so, since
+   * the bindings never look for it themselves), plus NVRTC's builtins beside it, which NVRTC opens
+   * at compile time. The folders also go to JavaCPP's preload path, and its properties are read
+   * again: they are cached at its first use (OpenBLAS may have been first), after which a property
+   * set here would be ignored.
+   */
+  private static void load(CudaLibraries.Found libs, String joined) throws IOException {
+    libs.found().forEach((lib, dir) -> System.load(dir.resolve(lib).toAbsolutePath().toString()));
+    Path nvrtc = libs.found().get("libnvrtc.so.13");
+    try (java.nio.file.DirectoryStream<Path> s =
+        Files.newDirectoryStream(nvrtc, "libnvrtc-builtins.so.13*")) {
+      for (Path b : s) System.load(b.toAbsolutePath().toString());
+    }
+    String prior = System.getProperty(PRELOAD_PATH);
+    System.setProperty(
+        PRELOAD_PATH, prior == null || prior.isEmpty() ? joined : prior + ":" + joined);
+    Loader.loadProperties(true);
+    Loader.load(org.bytedeco.cuda.global.cudart.class);
+    Loader.load(org.bytedeco.cuda.global.cublas.class);
+    Loader.load(org.bytedeco.cuda.global.nvrtc.class);
+  }
+
+  private static final String PRELOAD_PATH = "org.bytedeco.javacpp.platform.preloadpath";
 
   private static String rootMessage(Throwable e) {
     Throwable t = e;
@@ -275,11 +213,5 @@ public final class CudaProbe {
       // the driver library itself is missing: the number has to do
     }
     return "CUDA error " + rc;
-  }
-
-  static String nvrtcVersion() {
-    int[] major = new int[1], minor = new int[1];
-    org.bytedeco.cuda.global.nvrtc.nvrtcVersion(major, minor);
-    return major[0] + "." + minor[0];
   }
 }

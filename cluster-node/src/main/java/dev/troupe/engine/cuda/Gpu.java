@@ -54,6 +54,7 @@ public interface Gpu extends AutoCloseable {
   /** Waits for all queued work; a failed kernel surfaces here at the latest. */
   void synchronize();
 
+  /** Frees every allocation still live and releases the device. */
   @Override
   void close();
 }

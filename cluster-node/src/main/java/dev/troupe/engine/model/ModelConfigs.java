@@ -138,6 +138,7 @@ public final class ModelConfigs {
         arch.equals("MistralForCausalLM") && c.hasNonNull("sliding_window")
             ? c.get("sliding_window").asInt()
             : 0;
+    Rope rope = rope(c);
     return new ModelConfig(
         arch,
         req(c, "vocab_size"),
@@ -149,8 +150,8 @@ public final class ModelConfigs {
         headDim,
         c.path("max_position_embeddings").asInt(2048),
         c.path("rms_norm_eps").asDouble(1e-6),
-        c.path("rope_theta").asDouble(10000.0),
-        ropeScaling(c.get("rope_scaling")),
+        rope.theta(),
+        rope.scaling(),
         c.path("tie_word_embeddings").asBoolean(false),
         qwen2,
         arch.equals("Qwen3ForCausalLM"),
@@ -161,19 +162,53 @@ public final class ModelConfigs {
         window);
   }
 
-  private static ModelConfig.RopeScaling ropeScaling(JsonNode r) {
+  /** RoPE's base θ and its scaling (null: none). */
+  private record Rope(double theta, ModelConfig.RopeScaling scaling) {}
+
+  /**
+   * transformers 5 writes {@code rope_parameters} ({@code rope_theta}, {@code rope_type} and the
+   * scaling keys in one object) and no top-level {@code rope_theta}/{@code rope_scaling}; older
+   * checkpoints have only those. Either form must give the same model: θ silently falling back to
+   * 10000 would serve a different one.
+   */
+  private static Rope rope(JsonNode c) {
+    JsonNode p = c.get("rope_parameters");
+    if (p == null || p.isNull())
+      return new Rope(
+          c.path("rope_theta").asDouble(10000.0),
+          ropeScaling(c.get("rope_scaling"), "rope_scaling"));
+    if (!p.isObject())
+      throw new IllegalArgumentException("rope_parameters must be an object, got " + p);
+    for (var e : p.properties())
+      // Gemma-style per-layer-type parameters ({"full_attention": {...}, ...})
+      if (e.getValue().isObject())
+        throw new IllegalArgumentException(
+            "per-layer-type rope_parameters (" + e.getKey() + ") are not supported");
+    double partial = p.path("partial_rotary_factor").asDouble(1.0);
+    if (partial != 1.0)
+      throw new IllegalArgumentException(
+          "rope_parameters.partial_rotary_factor " + partial + " is not supported (1.0 is)");
+    JsonNode theta = p.hasNonNull("rope_theta") ? p.get("rope_theta") : c.get("rope_theta");
+    if (theta != null && !theta.isNull() && !theta.isNumber())
+      throw new IllegalArgumentException("rope_theta must be a number, got " + theta);
+    return new Rope(
+        theta == null || theta.isNull() ? 10000.0 : theta.asDouble(),
+        ropeScaling(p, "rope_parameters"));
+  }
+
+  private static ModelConfig.RopeScaling ropeScaling(JsonNode r, String field) {
     if (r == null || r.isNull()) return null;
     String type =
         r.hasNonNull("rope_type") ? r.get("rope_type").asText() : text(r, "type", "default");
     if (type.equals("default")) return null;
     if (!type.equals("llama3"))
       throw new IllegalArgumentException(
-          "unsupported rope_scaling type " + type + " (llama3 is supported)");
+          "unsupported " + field + " type " + type + " (llama3 is supported)");
     return new ModelConfig.RopeScaling(
         type,
-        reqD(r, "factor"),
-        reqD(r, "low_freq_factor"),
-        reqD(r, "high_freq_factor"),
+        reqD(r, field, "factor"),
+        reqD(r, field, "low_freq_factor"),
+        reqD(r, field, "high_freq_factor"),
         req(r, "original_max_position_embeddings"));
   }
 
@@ -196,10 +231,9 @@ public final class ModelConfigs {
     return n.asInt();
   }
 
-  private static double reqD(JsonNode c, String field) {
+  private static double reqD(JsonNode c, String object, String field) {
     JsonNode n = c.get(field);
-    if (n == null || !n.isNumber())
-      throw new IllegalArgumentException("rope_scaling lacks " + field);
+    if (n == null || !n.isNumber()) throw new IllegalArgumentException(object + " lacks " + field);
     return n.asDouble();
   }
 }

@@ -23,7 +23,6 @@ import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
-import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
@@ -49,7 +48,7 @@ class CudaModelRunnerTest {
 
   static List<Arguments> cases() {
     List<Arguments> out = new ArrayList<>();
-    for (GpuBackends b : GpuBackends.values())
+    for (GpuBackends b : GpuBackends.selected())
       for (Arch a : Arch.values()) out.add(Arguments.of(b, a));
     return out;
   }
@@ -171,7 +170,7 @@ class CudaModelRunnerTest {
   }
 
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void batchedEqualsUnbatchedPagedEqualsContiguousAndCopyBlock(GpuBackends b) {
     double SAME_DEVICE_TOL = b == GpuBackends.EMULATED ? 1e-6 : 2e-3;
     ModelConfig c = TinyModels.config(Arch.QWEN3);
@@ -213,7 +212,7 @@ class CudaModelRunnerTest {
   }
 
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void loraRowsMatchTheCpuRunnerAndBaseRowsStayBase(GpuBackends b) {
     ModelConfig c = TinyModels.config(Arch.LLAMA);
     Map<String, float[]> w = bf16Weights(c, 21);
@@ -279,7 +278,7 @@ class CudaModelRunnerTest {
   }
 
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void sampledOnTheDeviceGreedyIsTheArgmaxAndSeededDrawsRepeatWhateverTheBatch(GpuBackends b) {
     ModelConfig c = TinyModels.config(Arch.QWEN2);
     Map<String, float[]> w = bf16Weights(c, 8);
@@ -365,7 +364,7 @@ class CudaModelRunnerTest {
   }
 
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void gpuMemoryUtilizationSizesTheKvCache(GpuBackends b) {
     ModelConfig c = TinyModels.config(Arch.QWEN3);
     Map<String, float[]> w = bf16Weights(c, 1);

@@ -29,7 +29,7 @@ import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Device sampling against the CPU {@link Sampler}: each choice's sampler state becomes a {@link
@@ -162,7 +162,7 @@ class DeviceSamplerTest {
   }
 
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void sameTokensLogprobsAndRanksAsTheCpuSamplerWithTheSameSeed(GpuBackends backend) {
     SamplerFactory factory = new SamplerFactory(V, null, EOS, LogitsProcessorRegistry.none());
     Random r = new Random(11);
@@ -265,7 +265,7 @@ class DeviceSamplerTest {
   }
 
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void topKTopPAndMinPDrawFromTheReferenceDistribution(GpuBackends backend) {
     Random r = new Random(4);
     float[] x = randomLogits(r);

@@ -26,7 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The engine core over the CUDA runner samples on the device ({@code SamplingStage} → {@code
@@ -201,7 +201,7 @@ class DeviceSamplingEngineTest {
   }
 
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void deviceSamplingEqualsHostSamplingOfTheSameLogits(GpuBackends b) {
     ModelConfig c = TinyModels.config(Arch.LLAMA);
     Map<String, float[]> w = CudaModelRunnerTest.bf16Weights(c, 3);
@@ -211,7 +211,7 @@ class DeviceSamplingEngineTest {
   }
 
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void deviceSamplingOnTheGpuRunnerEqualsTheCpuRunner(GpuBackends b) {
     ModelConfig c = TinyModels.config(Arch.LLAMA);
     Map<String, float[]> w = CoreRuns.spikeModel(c, 4.0, 0.25, 0.0);
@@ -225,7 +225,7 @@ class DeviceSamplingEngineTest {
   }
 
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void greedyOverRealAttentionEqualsTheCpuRunnerWithinBf16(GpuBackends b) {
     ModelConfig c = TinyModels.config(Arch.LLAMA);
     Map<String, float[]> w = CoreRuns.spikeModel(c, 8.0, 0.05, 1.0);
@@ -248,7 +248,7 @@ class DeviceSamplingEngineTest {
   }
 
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void aFailedDeviceStepIsRunAgainWithTheSameDraws(GpuBackends b) {
     ModelConfig c = TinyModels.config(Arch.QWEN3);
     Map<String, float[]> w = CudaModelRunnerTest.bf16Weights(c, 9);
@@ -265,7 +265,7 @@ class DeviceSamplingEngineTest {
    * device row's kept draw and the replayed draws are the same stream.
    */
   @ParameterizedTest
-  @EnumSource(GpuBackends.class)
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void aResumedRequestContinuesAsTheUninterruptedRun(GpuBackends b) {
     ModelConfig c = TinyModels.config(Arch.QWEN3);
     Map<String, float[]> w = CudaModelRunnerTest.bf16Weights(c, 9);

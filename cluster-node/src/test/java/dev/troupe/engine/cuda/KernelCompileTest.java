@@ -4,18 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.engine.ModelConfig;
-import dev.troupe.engine.testing.TinyModels;
-import dev.troupe.engine.testing.TinyModels.Arch;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -24,8 +19,9 @@ import org.junit.jupiter.api.io.TempDir;
  * reports no spills and no stack frame for any kernel — checked with {@code nvcc} where it is
  * installed (the project's dev and CI machines have CUDA 13.0's nvcc; NVRTC, which the runner uses
  * at load, shares its front end and ptxas, but nvcc adds the CUDA headers NVRTC does without, so
- * this checks the CUDA C, not the header-less environment). Skipped, with the reason printed, where
- * there is no nvcc. The per-kernel register report is printed for the record.
+ * this checks the CUDA C, not the header-less environment; {@link NvrtcCompileTest} compiles with
+ * NVRTC itself, as the runner does). Skipped, with the reason printed, where there is no nvcc. The
+ * per-kernel register report is printed for the record.
  */
 class KernelCompileTest {
   @TempDir Path tmp;
@@ -47,30 +43,7 @@ class KernelCompileTest {
     GpuBackends.skipUnless(
         nvcc != null,
         "sm_90 compile check skipped: no nvcc ($CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
-    Map<String, ModelConfig> shapes = new TreeMap<>();
-    for (Arch a : Arch.values()) shapes.put("tiny-" + a, TinyModels.config(a));
-    shapes.put("llama-3.1-8b", TinyModels.llama(128256, 4096, 32, 32, 8, 14336));
-    shapes.put(
-        "qwen3-1.7b",
-        new ModelConfig(
-            "Qwen3ForCausalLM",
-            151936,
-            2048,
-            6144,
-            28,
-            16,
-            8,
-            128,
-            40960,
-            1e-6,
-            1e6,
-            null,
-            true,
-            false,
-            true,
-            null,
-            List.of(),
-            0));
+    Map<String, ModelConfig> shapes = KernelShapes.all();
     for (Map.Entry<String, ModelConfig> e : shapes.entrySet()) {
       Path src = tmp.resolve(e.getKey() + ".cu");
       Files.writeString(src, KernelSource.generate(e.getValue(), 16));
@@ -90,24 +63,7 @@ class KernelCompileTest {
       String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       assertTrue(p.waitFor(300, TimeUnit.SECONDS), "nvcc timed out");
       assertEquals(0, p.exitValue(), e.getKey() + ":\n" + log);
-      // per kernel: "Function properties for K" then "N bytes stack frame, N bytes spill stores,
-      // N bytes spill loads", then "Used R registers"
-      Matcher m =
-          Pattern.compile(
-                  "Function properties for (\\w+)\\s+(\\d+) bytes stack frame, (\\d+) bytes spill"
-                      + " stores, (\\d+) bytes spill loads\\s+ptxas info\\s+: Used (\\d+) registers")
-              .matcher(log);
-      StringBuilder report = new StringBuilder();
-      int kernels = 0;
-      while (m.find()) {
-        kernels++;
-        String k = m.group(1);
-        assertEquals("0", m.group(2), e.getKey() + " " + k + " has a stack frame:\n" + log);
-        assertEquals("0", m.group(3), e.getKey() + " " + k + " spills:\n" + log);
-        assertEquals("0", m.group(4), e.getKey() + " " + k + " spills:\n" + log);
-        report.append(' ').append(k).append('=').append(m.group(5));
-      }
-      assertEquals(KernelSource.KERNELS.size(), kernels, e.getKey() + ": kernels in\n" + log);
+      String report = KernelShapes.checkReport(e.getKey(), e.getValue(), log);
       System.out.println("[sm_90 registers, " + e.getKey() + "]" + report);
     }
   }

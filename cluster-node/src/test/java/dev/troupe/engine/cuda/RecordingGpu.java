@@ -1,0 +1,111 @@
+package dev.troupe.engine.cuda;
+
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A {@link Gpu} that writes what its user asks of it, one line per call, then passes the call on:
+ * what the runner meant, for comparing with what the driver received (StubDriverTest). Arguments
+ * are written as the driver decodes them: {@code size:0xvalue}, an Integer or Float in 4 bytes, a
+ * Long in 8.
+ */
+final class RecordingGpu implements Gpu {
+  private final Gpu gpu;
+  private final PrintStream out;
+
+  RecordingGpu(Gpu gpu, PrintStream out) {
+    this.gpu = gpu;
+    this.out = out;
+    out.println("open");
+  }
+
+  static String encode(Object a) {
+    if (a instanceof Long l) return "8:0x" + Long.toHexString(l);
+    if (a instanceof Integer i) return "4:0x" + Integer.toHexString(i);
+    if (a instanceof Float f) return "4:0x" + Integer.toHexString(Float.floatToRawIntBits(f));
+    throw new IllegalArgumentException("argument " + a);
+  }
+
+  @Override
+  public String describe() {
+    return gpu.describe();
+  }
+
+  @Override
+  public long totalMemory() {
+    return gpu.totalMemory();
+  }
+
+  @Override
+  public long freeMemory() {
+    return gpu.freeMemory();
+  }
+
+  @Override
+  public long alloc(long bytes) {
+    long p = gpu.alloc(bytes);
+    out.printf("alloc ptr=0x%x bytes=%d%n", p, bytes);
+    return p;
+  }
+
+  @Override
+  public void free(long ptr) {
+    out.printf("free ptr=0x%x%n", ptr);
+    gpu.free(ptr);
+  }
+
+  @Override
+  public void upload(long dst, ByteBuffer src) {
+    out.printf("upload dst=0x%x bytes=%d%n", dst, src.remaining());
+    gpu.upload(dst, src);
+  }
+
+  @Override
+  public void download(long src, ByteBuffer dst) {
+    out.printf("download src=0x%x bytes=%d%n", src, dst.remaining());
+    gpu.download(src, dst);
+  }
+
+  @Override
+  public void copy(long dst, long src, long bytes) {
+    out.printf("copy dst=0x%x src=0x%x bytes=%d%n", dst, src, bytes);
+    gpu.copy(dst, src, bytes);
+  }
+
+  @Override
+  public void loadKernels(String source, List<String> kernels) {
+    out.printf("loadKernels kernels=%s%n", String.join(",", kernels));
+    gpu.loadKernels(source, kernels);
+  }
+
+  @Override
+  public void launch(String kernel, int gridX, int gridY, int threads, Object... args) {
+    List<String> a = new ArrayList<>();
+    for (Object o : args) a.add(encode(o));
+    out.printf(
+        "launch name=%s grid=%d,%d,1 block=%d,1,1 args=%s%n",
+        kernel, gridX, gridY, threads, String.join(",", a));
+    gpu.launch(kernel, gridX, gridY, threads, args);
+  }
+
+  @Override
+  public void gemm(long w, long x, long y, int o, int in, int rows, boolean yBf16, float beta) {
+    out.printf(
+        "gemm w=0x%x x=0x%x y=0x%x out=%d in=%d rows=%d yBf16=%b beta=%s%n",
+        w, x, y, o, in, rows, yBf16, beta);
+    gpu.gemm(w, x, y, o, in, rows, yBf16, beta);
+  }
+
+  @Override
+  public void synchronize() {
+    gpu.synchronize();
+  }
+
+  @Override
+  public void close() {
+    out.println("close");
+    gpu.close();
+  }
+}

@@ -1,0 +1,96 @@
+package dev.troupe.engine.cuda;
+
+import dev.troupe.engine.DeviceSampling;
+import dev.troupe.engine.LoraAdapter;
+import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.testing.MapWeights;
+import dev.troupe.engine.testing.TinyModels;
+import dev.troupe.engine.testing.TinyModels.Arch;
+import java.io.FileOutputStream;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Map;
+import org.bytedeco.javacpp.BytePointer;
+
+/**
+ * The forked JVM of {@link StubDriverTest}: the real {@link CudaProbe} and {@link CudaGpu} over the
+ * stand-in driver, cuBLAS and runtime ({@link NativeStubs}) and the real NVRTC.
+ *
+ * <ul>
+ *   <li>{@code probe}: JavaCPP is used first (its properties cached, as OpenBLAS does in a node),
+ *       then the probe runs; prints its summary, exit 0 when it found a usable GPU.
+ *   <li>{@code run MEANT_LOG}: a copy round trip, then every tiny architecture through {@link
+ *       CudaModelRunner} (prefill, LoRA rows, device sampling, a block copy), each {@link Gpu}
+ *       wrapped in a {@link RecordingGpu} writing what was meant to MEANT_LOG.
+ * </ul>
+ */
+final class StubDriverRun {
+  private StubDriverRun() {}
+
+  public static void main(String[] args) throws Exception {
+    if (args[0].equals("probe")) {
+      try (BytePointer p = new BytePointer(16)) {
+        p.put(0, (byte) 1); // JavaCPP loaded and its properties cached before the probe
+      }
+      CudaProbe.Result r = CudaProbe.get();
+      System.out.println("probe: " + r.summary());
+      System.exit(r.usable() ? 0 : 3);
+    }
+    CudaProbe.Result r = CudaProbe.get();
+    System.out.println("probe: " + r.summary());
+    if (!r.usable()) System.exit(3);
+    try (PrintStream meant = new PrintStream(new FileOutputStream(args[1]), true)) {
+      roundTrip(new RecordingGpu(CudaProbe.open(0), meant));
+      for (Arch a : Arch.values()) runner(new RecordingGpu(CudaProbe.open(0), meant), a);
+    }
+    System.out.println("done");
+  }
+
+  /** Upload, device copy, download: the bytes come back; one buffer is left for close to free. */
+  static void roundTrip(Gpu g) {
+    int n = 4096;
+    ByteBuffer src = ByteBuffer.allocateDirect(n), back = ByteBuffer.allocateDirect(n);
+    for (int i = 0; i < n; i++) src.put(i, (byte) (i * 31 + 7));
+    long a = g.alloc(n), b = g.alloc(n);
+    g.alloc(100); // not freed: CudaGpu.close must
+    g.upload(a, src);
+    g.copy(b, a, n);
+    g.download(b, back);
+    if (!src.equals(back)) throw new AssertionError("round trip changed the bytes");
+    g.free(a);
+    g.free(b);
+    g.close();
+  }
+
+  static void runner(Gpu g, Arch arch) {
+    ModelConfig c = TinyModels.config(arch);
+    Map<String, float[]> w = TinyModels.randomWeights(c, 5);
+    int bs = 4;
+    int[] p = {3, 9, 27, 81, 50, 11, 2}, q = {4, 16, 64};
+    LoraAdapter lora =
+        CudaModelRunnerTest.adapter(
+            c, 2, 4.0, 9, "self_attn.q_proj", "self_attn.o_proj", "mlp.up_proj", "mlp.down_proj");
+    try (CudaModelRunner run = CudaModelRunner.load(g, c, new MapWeights(c, w), bs, 16, 0, 8)) {
+      run.registerAdapter(1, lora);
+      // two prefill chunks, one with the adapter, all logits of one (more rows than the buffers
+      // were sized for: they grow)
+      run.forward(
+          List.of(
+              new SequenceChunk(p, 0, new int[] {0, 1}, true, 1),
+              new SequenceChunk(q, 0, new int[] {2}, false)));
+      // decode both, sampled on the device, logits of the first also to the host
+      DeviceSampling.Params greedy = DeviceSampling.Params.simple(true, 1f, 0, 1f, 0f, 0.5);
+      DeviceSampling.Params drawn = DeviceSampling.Params.simple(false, 0.8f, 5, 0.9f, 0f, 0.25);
+      run.forwardSample(
+          List.of(
+              new SequenceChunk(new int[] {7}, p.length, new int[] {0, 1}, false, 1),
+              new SequenceChunk(new int[] {8}, q.length, new int[] {2}, false)),
+          new boolean[] {true, false},
+          List.of(new DeviceSampling.Row(0, greedy), new DeviceSampling.Row(1, drawn)));
+      run.copyBlock(2, 3);
+      run.removeAdapter(1);
+    }
+  }
+}

@@ -1,0 +1,234 @@
+package dev.troupe.engine.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The real {@link CudaProbe} and {@link CudaGpu} call path, through the JavaCPP bindings, against a
+ * driver and cuBLAS that record what they receive ({@link NativeStubs}) and the real NVRTC, in a
+ * forked JVM ({@link StubDriverRun}): what no GPU-less test saw before, since the emulator ({@link
+ * EmulatedGpu}) marshals its own arguments. Checked against what the runner meant ({@link
+ * RecordingGpu}): every kernel launch's name, grid, block and argument values as the driver reads
+ * them from the cubin's parameter table; every product's cuBLAS arguments; allocations, copies and
+ * frees (every allocation freed, by the runner itself, before its context is released); every
+ * pointer argument inside a live allocation; one non-blocking stream for launches and cuBLAS.
+ */
+class StubDriverTest {
+  @TempDir Path tmp;
+
+  static void assumeTools() {
+    GpuBackends.skipUnless(
+        NativeStubs.compiler() != null, "stub-driver tests skipped: no C compiler (gcc)");
+    GpuBackends.skipUnless(
+        NativeStubs.nvrtcOnClasspath(),
+        "stub-driver tests skipped: org.bytedeco:cuda-redist (NVRTC, test scope) not on the classpath");
+  }
+
+  private ForkedJvm fork(Map<String, String> env, String... args) {
+    Map<String, String> e = new HashMap<>(env);
+    e.putIfAbsent("CUDA_HOME", null);
+    e.putIfAbsent("CUDA_PATH", null);
+    e.put("TROUPE_CUDA_STUB_LOG", tmp.resolve("driver.log").toString());
+    return ForkedJvm.run(
+        // without the redistributable jar: JavaCPP must load what the probe found
+        ForkedJvm.classpath(s -> s.contains("cuda-redist")),
+        e,
+        List.of("-Dtroupe.cuda.cacheDir=" + tmp.resolve("kernels")),
+        tmp.resolve("child.log"),
+        StubDriverRun.class,
+        args);
+  }
+
+  @Test
+  void everyLaunchProductCopyAndFreeReachesTheDriverAsTheRunnerMeantIt() throws Exception {
+    assumeTools();
+    Path stubs = NativeStubs.recording();
+    Path meantLog = tmp.resolve("meant.log");
+    ForkedJvm run = fork(Map.of("LD_LIBRARY_PATH", stubs.toString()), "run", meantLog.toString());
+    String driverText = ForkedJvm.read(tmp.resolve("driver.log"));
+    String context =
+        "\n--- child:\n" + run.output() + "\n--- driver log (tail):\n" + tail(driverText);
+    assertEquals(0, run.exitCode(), "the forked JVM failed" + context);
+    assertTrue(run.output().contains("Troupe recording stub"), run.output());
+    List<DriverCall> driver = DriverCall.parse(driverText);
+    List<DriverCall> meant = DriverCall.parse(Files.readString(meantLog));
+
+    // launches: name, grid, block and every argument as the driver decodes it
+    List<DriverCall> wanted = DriverCall.only(meant, "launch");
+    List<DriverCall> got = DriverCall.only(driver, "cuLaunchKernel");
+    assertEquals(wanted.size(), got.size(), "launches" + context);
+    Set<String> streams = new HashSet<>();
+    for (DriverCall c : DriverCall.only(driver, "cuStreamCreate")) {
+      assertEquals("1", c.get("flags"), "CU_STREAM_NON_BLOCKING: " + c.line());
+      streams.add(c.get("stream"));
+    }
+    for (int i = 0; i < wanted.size(); i++) {
+      DriverCall w = wanted.get(i), g = got.get(i);
+      for (String k : List.of("name", "grid", "block", "args"))
+        assertEquals(
+            w.get(k),
+            g.get(k),
+            "launch " + i + " " + k + ":\n meant " + w.line() + "\n got   " + g.line());
+      assertEquals("0", g.get("shared"), g.line());
+      assertTrue(streams.contains(g.get("stream")), "launch on an unknown stream: " + g.line());
+    }
+    Set<String> launched = new HashSet<>();
+    got.forEach(g -> launched.add(g.get("name")));
+    assertEquals(new HashSet<>(KernelSource.KERNELS), launched, "kernels launched");
+    List<DriverCall> modules = DriverCall.only(driver, "cuModuleLoadData");
+    assertFalse(modules.isEmpty());
+    for (DriverCall m : modules) {
+      assertEquals("sm_90", m.get("arch"), m.line());
+      assertEquals(KernelSource.KERNELS.size(), (int) m.number("kernels"), m.line());
+    }
+    assertEquals(modules.size(), DriverCall.only(driver, "cuModuleUnload").size(), "unloads");
+    for (DriverCall s : DriverCall.only(driver, "cublasSetStream"))
+      assertTrue(streams.contains(s.get("stream")), "cuBLAS on another stream: " + s.line());
+
+    // products: cuBLAS column-major, y[rows, out] = x · wᵀ as yᵀ = W(ᵀ) · xᵀ
+    List<DriverCall> gemms = DriverCall.only(meant, "gemm");
+    List<DriverCall> blas = DriverCall.only(driver, "cublasGemmEx");
+    assertEquals(gemms.size(), blas.size(), "products" + context);
+    for (int i = 0; i < gemms.size(); i++) {
+      DriverCall w = gemms.get(i), g = blas.get(i);
+      Map<String, Long> want = new TreeMap<>();
+      want.put("opA", 1L); // CUBLAS_OP_T
+      want.put("opB", 0L);
+      want.put("m", w.number("out"));
+      want.put("n", w.number("rows"));
+      want.put("k", w.number("in"));
+      want.put("A", w.number("w"));
+      want.put("lda", w.number("in"));
+      want.put("B", w.number("x"));
+      want.put("ldb", w.number("in"));
+      want.put("C", w.number("y"));
+      want.put("ldc", w.number("out"));
+      want.put("typeA", 14L); // CUDA_R_16BF
+      want.put("typeB", 14L);
+      want.put("typeC", Boolean.parseBoolean(w.get("yBf16")) ? 14L : 0L); // CUDA_R_32F
+      want.put("compute", 68L); // CUBLAS_COMPUTE_32F
+      want.put("algo", -1L); // CUBLAS_GEMM_DEFAULT
+      Map<String, Long> have = new TreeMap<>();
+      for (String k : want.keySet()) have.put(k, g.number(k));
+      assertEquals(want, have, "product " + i + ":\n meant " + w.line() + "\n got   " + g.line());
+      assertEquals(1f, Float.parseFloat(g.get("alpha")), g.line());
+      assertEquals(Float.parseFloat(w.get("beta")), Float.parseFloat(g.get("beta")), g.line());
+    }
+
+    // allocations and copies, in order
+    same(meant, "alloc", driver, "cuMemAlloc", "ptr", "bytes");
+    same(meant, "upload", driver, "cuMemcpyHtoDAsync", "dst", "bytes");
+    same(meant, "download", driver, "cuMemcpyDtoHAsync", "src", "bytes");
+    same(meant, "copy", driver, "cuMemcpyDtoDAsync", "dst", "src", "bytes");
+
+    // device pointers inside live allocations; nothing live when a context is released
+    Map<Long, Long> live = new HashMap<>();
+    int releases = 0;
+    for (DriverCall c : driver) {
+      switch (c.fn()) {
+        case "cuMemAlloc" -> live.put(c.number("ptr"), c.number("bytes"));
+        case "cuMemFree" -> assertTrue(live.remove(c.number("ptr")) != null, c.line());
+        case "cuLaunchKernel" -> {
+          for (String a : c.get("args").split(",")) {
+            if (!a.startsWith("8:")) continue;
+            long p = Long.parseUnsignedLong(a.substring(4), 16);
+            assertTrue(p == 0 || inside(live, p, 1), "pointer outside allocations: " + c.line());
+          }
+        }
+        case "cublasGemmEx" -> {
+          long m = c.number("m"), n = c.number("n"), k = c.number("k");
+          long cb = c.number("typeC") == 14 ? 2 : 4;
+          assertTrue(inside(live, c.number("A"), m * k * 2), "A outside: " + c.line());
+          assertTrue(inside(live, c.number("B"), k * n * 2), "B outside: " + c.line());
+          assertTrue(inside(live, c.number("C"), m * n * cb), "C outside: " + c.line());
+        }
+        case "cuDevicePrimaryCtxRelease" -> {
+          releases++;
+          assertEquals(0, c.number("live"), "allocations left at " + c.line() + context);
+        }
+        default -> {}
+      }
+    }
+    int opens = DriverCall.only(meant, "open").size();
+    assertEquals(opens, releases, "every opened GPU released its context");
+    assertEquals(
+        opens, DriverCall.only(driver, "cublasDestroy").size(), "cuBLAS handles destroyed");
+
+    // the runner frees what it allocated before it closes the GPU (not only CudaGpu's safety net)
+    Set<Long> mine = new HashSet<>();
+    boolean runner = false;
+    for (DriverCall c : meant) {
+      switch (c.fn()) {
+        case "open" -> {
+          mine.clear();
+          runner = false;
+        }
+        case "loadKernels" -> runner = true;
+        case "alloc" -> mine.add(c.number("ptr"));
+        case "free" -> mine.remove(c.number("ptr"));
+        case "close" ->
+            assertTrue(
+                !runner || mine.isEmpty(),
+                "the runner left "
+                    + mine.stream().map(Long::toHexString).toList()
+                    + " allocated at its close");
+        default -> {}
+      }
+    }
+  }
+
+  @Test
+  void theProbeLoadsTheLibrariesItFoundAfterJavaCppHasStarted() throws Exception {
+    assumeTools();
+    // only $CUDA_HOME/lib64 holds them: not LD_LIBRARY_PATH, not the ld.so cache
+    Path home = tmp.resolve("cuda-home");
+    Files.createDirectories(home);
+    Files.createSymbolicLink(home.resolve("lib64"), NativeStubs.recording());
+    Map<String, String> env = new HashMap<>();
+    env.put("LD_LIBRARY_PATH", null);
+    env.put("CUDA_HOME", home.toString());
+    ForkedJvm run = fork(env, "probe");
+    assertEquals(0, run.exitCode(), run.output());
+    assertTrue(run.output().contains("1 usable GPU(s)"), run.output());
+    assertTrue(run.output().contains(home.resolve("lib64").toString()), run.output());
+  }
+
+  private static boolean inside(Map<Long, Long> live, long p, long bytes) {
+    for (Map.Entry<Long, Long> a : live.entrySet())
+      if (p >= a.getKey() && p - a.getKey() + bytes <= a.getValue()) return true;
+    return false;
+  }
+
+  /**
+   * The meant calls {@code fn} and the driver's {@code driverFn} agree on {@code keys}, in order.
+   */
+  private static void same(
+      List<DriverCall> meant, String fn, List<DriverCall> driver, String driverFn, String... keys) {
+    List<DriverCall> w = DriverCall.only(meant, fn), g = DriverCall.only(driver, driverFn);
+    assertEquals(w.size(), g.size(), fn + " calls");
+    List<String> diffs = new ArrayList<>();
+    for (int i = 0; i < w.size(); i++)
+      for (String k : keys)
+        if (w.get(i).number(k) != g.get(i).number(k))
+          diffs.add(w.get(i).line() + " / " + g.get(i).line());
+    assertTrue(diffs.isEmpty(), fn + ": " + diffs);
+  }
+
+  private static String tail(String text) {
+    String[] lines = text.split("\n");
+    return String.join("\n", List.of(lines).subList(Math.max(0, lines.length - 40), lines.length));
+  }
+}

@@ -6,6 +6,7 @@ import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
+import dev.troupe.engine.tokenizer.TokenizerFixtures;
 import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 import java.io.IOException;
@@ -23,8 +24,7 @@ class EnginesTest {
   @Test
   void aHuggingFaceDirectoryReportsItsGenerationConfigDefaults() throws IOException {
     Path dir = TinyModels.write(tmp.resolve("m"), Arch.QWEN3, DType.F32, 1, false);
-    Path tokenizers =
-        Path.of(System.getProperty("troupe.shared.dir", "../shared"), "fixtures/tokenizers/qwen3");
+    Path tokenizers = TokenizerFixtures.dir("qwen3");
     for (String f : new String[] {"tokenizer.json", "tokenizer_config.json"})
       Files.copy(tokenizers.resolve(f), dir.resolve(f));
     Files.writeString(

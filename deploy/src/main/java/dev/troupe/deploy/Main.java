@@ -8,7 +8,8 @@ import java.util.Arrays;
 /**
  * Entry point of the distribution ({@code ./troupe serve [flags]}, or {@code java -jar troupe.jar
  * serve [flags]}): parses the flags (see {@link LaunchOptions#USAGE}) and runs one node until the
- * JVM is stopped (SIGTERM/Ctrl-C leave the cluster gracefully). A node that cannot start (a port in
+ * JVM is stopped (SIGTERM/Ctrl-C leave the cluster gracefully). {@code --help} and {@code
+ * --version} print to standard output and exit with status 0. A node that cannot start (a port in
  * use) prints one line saying why and exits with status 1; bad flags exit with status 2.
  */
 public final class Main {
@@ -18,10 +19,13 @@ public final class Main {
     LaunchOptions options;
     try {
       options = LaunchOptions.parse(Arrays.asList(args), System.getenv("TROUPE_API_KEYS"));
+    } catch (LaunchOptions.InfoRequested info) {
+      System.out.println(info.getMessage().stripTrailing());
+      System.exit(0);
+      return;
     } catch (IllegalArgumentException e) {
-      System.err.println(e.getMessage());
-      if (!e.getMessage().startsWith("Usage")) System.err.println("(see --help)");
-      System.exit(e.getMessage().startsWith("Usage") ? 0 : 2);
+      System.err.println("troupe: " + e.getMessage() + " (see --help)");
+      System.exit(2);
       return;
     }
     if (options.roles().contains(Roles.WORKER)) {

@@ -222,6 +222,8 @@ public final class TroupeNode implements AutoCloseable {
       String tools = o.toolCallParsers().get(e.getKey());
       if (tools != null) m.put("tool-call-parser", tools);
       m.put("enable-auto-tool-choice", o.enableAutoToolChoice() && tools != null);
+      String template = o.chatTemplates().get(e.getKey());
+      if (template != null) m.put("chat-template", template);
       models.add(m);
     }
     Map<String, Object> values = new LinkedHashMap<>();
@@ -243,6 +245,12 @@ public final class TroupeNode implements AutoCloseable {
     values.put("troupe.worker.device.gpu-memory-utilization", o.device().gpuMemoryUtilization());
     values.put("troupe.worker.device.dtype", o.device().dtype());
     values.put("troupe.worker.engine.enable-prefix-caching", o.enablePrefixCaching());
+    if (o.engine().maxModelLen() != null)
+      values.put("troupe.worker.engine.max-model-len", o.engine().maxModelLen());
+    if (o.engine().maxNumSeqs() != null)
+      values.put("troupe.worker.engine.max-num-seqs", o.engine().maxNumSeqs());
+    if (o.engine().maxNumBatchedTokens() != null)
+      values.put("troupe.worker.engine.max-num-batched-tokens", o.engine().maxNumBatchedTokens());
     // Remembered replicas are kept durably (LMDB) by sharding; under the node's data directory
     // rather than the working directory.
     values.put(

@@ -74,6 +74,8 @@ public final class Engines {
               settings.maxNumBatchedTokens());
       defaults = ModelConfigs.samplingDefaults(dir);
     }
+    // vLLM's --chat-template: served instead of the tokenizer's
+    if (model.chatTemplate() != null) text = text.withChatTemplate(model.chatTemplate());
     try {
       Warmup.run(
           runner,

@@ -21,12 +21,15 @@ import dev.troupe.persistence.PersistenceInit;
 import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.cluster.Roles;
 import dev.troupe.protocol.cluster.ServedModels;
+import dev.troupe.protocol.cluster.WorkerStatus;
 import dev.troupe.worker.EngineProvider;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.Address;
@@ -54,11 +57,17 @@ public final class TroupeNode implements AutoCloseable {
   private final ActorSystem<Void> system;
   private final ServerBinding binding;
   private final List<String> apiKeys;
+  private final CompletableFuture<List<WorkerStatus>> replicasStarted;
 
-  private TroupeNode(ActorSystem<Void> system, ServerBinding binding, List<String> apiKeys) {
+  private TroupeNode(
+      ActorSystem<Void> system,
+      ServerBinding binding,
+      List<String> apiKeys,
+      CompletableFuture<List<WorkerStatus>> replicasStarted) {
     this.system = system;
     this.binding = binding;
     this.apiKeys = apiKeys;
+    this.replicasStarted = replicasStarted;
   }
 
   /**
@@ -88,6 +97,7 @@ public final class TroupeNode implements AutoCloseable {
     PersistenceInit.ensureSchema(persistence);
 
     NodeSettings node = NodeSettings.fromConfig(config);
+    CompletableFuture<List<WorkerStatus>> replicasStarted = new CompletableFuture<>();
     ActorSystem<Void> system;
     try {
       system =
@@ -98,7 +108,8 @@ public final class TroupeNode implements AutoCloseable {
                         NodeGuardian.create(
                             node,
                             EngineProvider.loading(
-                                node.engine(), node.device(), node.structuredOutputs())),
+                                node.engine(), node.device(), node.structuredOutputs()),
+                            replicasStarted),
                         "models");
                     return Behaviors.empty();
                   }),
@@ -143,7 +154,7 @@ public final class TroupeNode implements AutoCloseable {
           cluster.selfMember().address(),
           options.roles(),
           options.models().keySet());
-      return new TroupeNode(system, binding, keys);
+      return new TroupeNode(system, binding, keys, replicasStarted);
     } catch (Exception | Error e) {
       system.terminate();
       try {
@@ -282,6 +293,15 @@ public final class TroupeNode implements AutoCloseable {
 
   public List<String> apiKeys() {
     return apiKeys;
+  }
+
+  /**
+   * Every replica this node woke at start, once all have loaded or failed to (each failure's reason
+   * in {@link WorkerStatus#unavailable()}); empty on a node without the worker role. Loading a
+   * large model takes minutes.
+   */
+  public CompletionStage<List<WorkerStatus>> replicasStarted() {
+    return replicasStarted;
   }
 
   /** Leaves the cluster and stops the node (CoordinatedShutdown). */

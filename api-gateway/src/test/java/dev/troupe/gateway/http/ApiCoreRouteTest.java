@@ -146,6 +146,14 @@ class ApiCoreRouteTest extends GatewayRouteTest {
     String message =
         assertError(authed(postJson("/v1/echo", "{\"name\": ")), 400, "BadRequestError", null);
     assertTrue(message.startsWith("Malformed JSON"), message);
+    // An unclosed array: Jackson names where it started, and must not say how it hides the source.
+    String unclosed =
+        assertError(
+            authed(postJson("/v1/echo", "{\"zzz\": [1, 2")), 400, "BadRequestError", null);
+    assertEquals(
+        "Malformed JSON in the request body: Unexpected end-of-input: expected close marker for"
+            + " Array (start marker at line 1, column 9)",
+        unclosed);
   }
 
   @Test

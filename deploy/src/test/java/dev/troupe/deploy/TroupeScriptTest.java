@@ -5,28 +5,22 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.gateway.routes.VersionRoute;
-import java.io.File;
-import java.io.OutputStream;
+import dev.troupe.testing.ClasspathJar;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.jar.Attributes;
-import java.util.jar.JarOutputStream;
-import java.util.jar.Manifest;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The {@code ./troupe} script itself, run by bash from a copy of the repository's script beside a
- * real jar of {@link Main} (its manifest's class path: this test's). {@code --help} and {@code
- * --version} print with no JVM incubator notice before them (before: help started with it), and a
- * jar older than the sources it was built from is said to be (before: run silently); {@code MVN}
- * names a Maven that is not there, so nothing is rebuilt here.
+ * jar of {@link Main} ({@link ClasspathJar}). {@code --help} and {@code --version} print with no
+ * JVM incubator notice before them (before: help started with it), and a jar older than the sources
+ * it was built from is said to be (before: run silently); {@code MVN} names a Maven that is not
+ * there, so nothing is rebuilt here.
  */
 class TroupeScriptTest {
   @TempDir Path root;
@@ -35,20 +29,7 @@ class TroupeScriptTest {
   private void layout(Instant built) throws Exception {
     Path repo = Path.of(System.getProperty("troupe.repo.dir", ".."));
     Files.copy(repo.resolve("troupe"), root.resolve("troupe"));
-    Manifest manifest = new Manifest();
-    Attributes main = manifest.getMainAttributes();
-    main.put(Attributes.Name.MANIFEST_VERSION, "1.0");
-    main.put(Attributes.Name.MAIN_CLASS, Main.class.getName());
-    main.put(
-        Attributes.Name.CLASS_PATH,
-        Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
-            .map(e -> Path.of(e).toAbsolutePath().toUri().toString())
-            .collect(Collectors.joining(" ")));
-    Path jar = Files.createDirectories(root.resolve("deploy/target")).resolve("troupe.jar");
-    try (OutputStream out = Files.newOutputStream(jar);
-        JarOutputStream unused = new JarOutputStream(out, manifest)) {
-      // the manifest is all it holds
-    }
+    Path jar = ClasspathJar.write(root.resolve("deploy/target/troupe.jar"), Main.class.getName());
     Files.writeString(root.resolve("pom.xml"), "<project/>");
     Path source = Files.createDirectories(root.resolve("cluster-node/src/main/java/x"));
     Files.writeString(source.resolve("X.java"), "class X {}");

@@ -21,14 +21,15 @@ import java.util.List;
  *
  * <p>Reward (verifiable): 1 when the answer, trimmed, starts with a digit, else 0.
  *
- * <p>Run (single-file source launch; Jackson from the local Maven repository):
+ * <p>Run from the repository's root while {@code ./troupe serve} runs (single-file source launch;
+ * Jackson comes from the distribution jar that {@code ./troupe serve} built):
  *
  * <pre>
- * java -cp ~/.m2/repository/com/fasterxml/jackson/core/jackson-databind/2.17.2/jackson-databind-2.17.2.jar:\
- * ~/.m2/repository/com/fasterxml/jackson/core/jackson-core/2.17.2/jackson-core-2.17.2.jar:\
- * ~/.m2/repository/com/fasterxml/jackson/core/jackson-annotations/2.17.2/jackson-annotations-2.17.2.jar \
- *   examples/rl-loop/RlLoop.java http://localhost:8000 $KEY demo 30 [rollout-model]
+ * java -cp deploy/target/troupe.jar examples/rl-loop/RlLoop.java \
+ *   http://localhost:8000 $(cat data/api-key) demo 30 [rollout-model]
  * </pre>
+ *
+ * <p>{@code RlLoopExampleTest} (deploy) runs this command for one job.
  */
 public final class RlLoop {
   static final ObjectMapper JSON = new ObjectMapper();

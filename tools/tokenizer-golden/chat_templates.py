@@ -11,7 +11,7 @@ tokenizer's special_tokens_map, then the extra kwargs, then messages/tools/docum
 absent)/add_generation_prompt.
 
     apt-get install -y python3-jinja2
-    /usr/bin/python3 tools/tokenizer-golden/chat_templates.py [shared-dir] [out-file]
+    /usr/bin/python3 tools/tokenizer-golden/chat_templates.py [fixtures-dir] [out-file]
 """
 import datetime
 import json
@@ -24,7 +24,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "..", "shared")
+FIXTURES = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    REPO, "cluster-node", "target", "tokenizer-fixtures")
 OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
     REPO, "cluster-node/src/test/resources/dev/troupe/engine/template/golden-chat-templates.json")
 FIXED_DATE = datetime.datetime(2026, 3, 5, 14, 30, 0)
@@ -184,7 +185,7 @@ def main():
         "cases": [],
     }
     for model in MODELS:
-        with open(os.path.join(SHARED, "fixtures/tokenizers", model, "tokenizer_config.json")) as f:
+        with open(os.path.join(FIXTURES, model, "tokenizer_config.json")) as f:
             config = json.load(f)
         template = env.from_string(config["chat_template"])
         specials = special_tokens_map(config)

@@ -1,10 +1,11 @@
 // Writes the expected token ids of Hugging Face tokenizers for a few hundred varied strings, for
-// the real tokenizer files in ../shared/fixtures/tokenizers (qwen3, llama3, llama3_2).
+// the real tokenizer fixtures (qwen3, llama3, llama3_2) as the tests unpack them into
+// cluster-node/target/tokenizer-fixtures (run any tokenizer test first, e.g. HfTokenizerGoldenTest).
 //
 // Reference implementation: the npm package @huggingface/tokenizers (Hugging Face's own JS port of
 // `tokenizers`, the one transformers.js uses), pinned in package-lock.json.
 //
-//   cd tools/tokenizer-golden && npm ci && node generate.mjs [shared-dir] [out-dir]
+//   cd tools/tokenizer-golden && npm ci && node generate.mjs [fixtures-dir] [out-dir]
 //
 // Output: one JSON per model, {origin, model, cases: [{text, ids, idsSpecial, decoded,
 // decodedSkip}]}, where ids = encode(text, add_special_tokens=false), idsSpecial = with special
@@ -17,7 +18,7 @@ import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "../..");
-const shared = process.argv[2] ?? path.resolve(repo, "../shared");
+const fixtures = process.argv[2] ?? path.join(repo, "cluster-node/target/tokenizer-fixtures");
 const outDir =
   process.argv[3] ?? path.join(repo, "cluster-node/src/test/resources/dev/troupe/engine/tokenizer");
 const pkg = JSON.parse(
@@ -108,7 +109,7 @@ function decode(tok, ids, skip, cleanUp) {
 
 fs.mkdirSync(outDir, { recursive: true });
 for (const model of ["qwen3", "llama3", "llama3_2"]) {
-  const dir = path.join(shared, "fixtures/tokenizers", model);
+  const dir = path.join(fixtures, model);
   const json = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8"));
   const config = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8"));
   const tok = new Tokenizer(json, config);

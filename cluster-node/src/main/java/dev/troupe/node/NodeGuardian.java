@@ -7,7 +7,11 @@ import dev.troupe.worker.EngineProvider;
 import dev.troupe.worker.HandOff;
 import dev.troupe.worker.ModelWorker;
 import dev.troupe.worker.WorkerHealth;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
@@ -23,8 +27,9 @@ import org.apache.pekko.cluster.typed.Cluster;
 /**
  * The node's guardian for the inference side: initialises Cluster Sharding for {@code ModelWorker}
  * (hosting entities on nodes with role {@code worker}, a proxy elsewhere — gateway-only nodes), and
- * on worker nodes wakes every configured replica so models are loaded before the first request.
- * With remember-entities the replicas of a node that leaves are restarted on the others.
+ * on worker nodes wakes every configured replica so models are loaded before the first request, and
+ * tells its starter once every replica has answered (loaded, or failed to). With remember-entities
+ * the replicas of a node that leaves are restarted on the others.
  *
  * <p>Other entity types (training, trajectories, registry) are initialised by their owners.
  */
@@ -40,7 +45,19 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
    * @param engines opens each replica's engine (the real loader, or small engines in tests)
    */
   public static Behavior<Command> create(NodeSettings settings, EngineProvider engines) {
-    return Behaviors.setup(ctx -> new NodeGuardian(ctx, settings, engines));
+    return create(settings, engines, new CompletableFuture<>());
+  }
+
+  /**
+   * @param started completed with every configured replica's first status once all have answered (a
+   *     replica whose model did not load says why in {@link WorkerStatus#unavailable()}); at once
+   *     with none on a node that wakes no replicas (no worker role)
+   */
+  public static Behavior<Command> create(
+      NodeSettings settings,
+      EngineProvider engines,
+      CompletableFuture<List<WorkerStatus>> started) {
+    return Behaviors.setup(ctx -> new NodeGuardian(ctx, settings, engines, started));
   }
 
   /** Initialises ModelWorker sharding on this node (entity host or proxy, by role). */
@@ -65,8 +82,17 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
                 .withEntityProps(DispatcherSelector.fromConfig(NodeSettings.WORKER_DISPATCHER)));
   }
 
-  private NodeGuardian(ActorContext<Command> ctx, NodeSettings settings, EngineProvider engines) {
+  private final CompletableFuture<List<WorkerStatus>> started;
+  private final Set<String> awaited = new HashSet<>();
+  private final List<WorkerStatus> answered = new ArrayList<>();
+
+  private NodeGuardian(
+      ActorContext<Command> ctx,
+      NodeSettings settings,
+      EngineProvider engines,
+      CompletableFuture<List<WorkerStatus>> started) {
     super(ctx);
+    this.started = started;
     initSharding(ctx.getSystem(), settings, engines);
     Set<String> roles = Cluster.get(ctx.getSystem()).selfMember().getRoles();
     boolean worker = roles.contains(ModelWorkerProtocol.ROLE);
@@ -81,11 +107,14 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
                   .flatMap(m -> m.entityIds().stream())
                   .collect(java.util.stream.Collectors.toSet()));
       for (ServedModel model : settings.models().models())
-        for (String id : model.entityIds())
+        for (String id : model.entityIds()) {
+          awaited.add(id);
           sharding
               .entityRefFor(ModelWorkerProtocol.TYPE_KEY, id)
               .tell(new ModelWorkerProtocol.GetStatus(up));
+        }
     }
+    if (awaited.isEmpty()) started.complete(List.of());
   }
 
   @Override
@@ -104,7 +133,11 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
               s.entityId(),
               s.maxModelLen(),
               s.kvBlocksTotal());
-    else getContext().getLog().warn("replica {} cannot serve; see its log", s.entityId());
+    else getContext().getLog().warn("replica {} cannot serve: {}", s.entityId(), s.unavailable());
+    if (awaited.remove(s.entityId())) {
+      answered.add(s);
+      if (awaited.isEmpty()) started.complete(List.copyOf(answered));
+    }
     return this;
   }
 }

@@ -173,13 +173,16 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                                 engine.core().scheduler().blocks().numBlocks(),
                                 engine.core().scheduler().blocks().blockSize(),
                                 engine.core().policy().configName());
-                      } catch (RuntimeException e) {
-                        ctx.getLog()
-                            .error("{} failed to load model {}", entityId, model.get().path(), e);
-                        String why =
-                            "model " + replica.model() + " failed to load: " + e.getMessage();
-                        health.failed(entityId, why);
-                        return UnavailableWorker.create(entityId, ErrorKind.INTERNAL, why);
+                      } catch (RuntimeException | OutOfMemoryError e) {
+                        String why = LoadFailures.describe(e);
+                        // What the operator must fix is one line; a stack trace only for a bug.
+                        if (LoadFailures.expected(e))
+                          ctx.getLog().debug("{} failed to load", entityId, e);
+                        else ctx.getLog().error("{} failed to load", entityId, e);
+                        ctx.getLog().error("{} cannot serve: {}", entityId, why);
+                        String reason = "model " + replica.model() + " failed to load: " + why;
+                        health.failed(entityId, reason);
+                        return UnavailableWorker.create(entityId, ErrorKind.INTERNAL, reason);
                       }
                       if (!metricsLogInterval.isZero())
                         timers.startTimerWithFixedDelay(LogMetrics.INSTANCE, metricsLogInterval);

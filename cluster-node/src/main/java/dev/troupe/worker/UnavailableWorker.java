@@ -19,7 +19,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * A model replica that cannot serve (unknown or unloadable model): every request gets the reason,
- * its status reports a context length of 0 (the gateway reads that as "cannot serve").
+ * its status reports a context length of 0 (the gateway reads that as "cannot serve") and the
+ * reason (the launcher prints it and exits).
  */
 final class UnavailableWorker {
   private UnavailableWorker() {}
@@ -67,8 +68,7 @@ final class UnavailableWorker {
             GetStatus.class,
             s -> {
               ReplicaId r = ModelWorkerProtocol.parseEntityId(entityId);
-              s.replyTo()
-                  .tell(new WorkerStatus(entityId, r.model(), 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0));
+              s.replyTo().tell(WorkerStatus.unavailable(entityId, r.model(), message));
               return Behaviors.same();
             })
         .build();

@@ -62,6 +62,8 @@ final class GatewayTokenizers implements PromptTokenizer {
         }
         text = TokenizerBundle.loadShared(dir); // the workers' own, when they run here
       }
+      if (model.get().chatTemplate() != null)
+        text = text.withChatTemplate(model.get().chatTemplate()); // as the workers serve it
       return Optional.of(new PromptEncoder(text, allowRequestTemplate));
     } catch (RuntimeException e) {
       log.warn("model {}: cannot load its tokenizer here; routed by load alone", name, e);

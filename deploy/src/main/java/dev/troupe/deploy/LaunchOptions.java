@@ -1,6 +1,7 @@
 package dev.troupe.deploy;
 
 import dev.troupe.engine.runner.DeviceSettings;
+import dev.troupe.gateway.routes.VersionRoute;
 import dev.troupe.protocol.cluster.Roles;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -45,6 +46,10 @@ import java.util.Map;
  *     before the first nodes form a new cluster (bootstrap's {@code required-contact-point-nr})
  * @param shutdownTimeout seconds in-flight generations get to finish on SIGTERM before they migrate
  *     to other replicas; -1 = the config's ({@code troupe.node.drain.timeout}, 30 s)
+ * @param engine vLLM's engine sizing flags for this node's replicas ({@code --max-model-len},
+ *     {@code --max-num-seqs}, {@code --max-num-batched-tokens}); unset ones keep the config's
+ * @param chatTemplates the chat template (source) a model is served with instead of its tokenizer's
+ *     ({@code --chat-template})
  */
 public record LaunchOptions(
     int port,
@@ -67,14 +72,57 @@ public record LaunchOptions(
     boolean enableAutoToolChoice,
     String discovery,
     int requiredContactPoints,
-    int shutdownTimeout) {
+    int shutdownTimeout,
+    EngineFlags engine,
+    Map<String, String> chatTemplates) {
+
+  /**
+   * vLLM's engine sizing flags; null = the config's value ({@code troupe.worker.engine.*}).
+   *
+   * @param maxModelLen context length (0 = the model's {@code max_position_embeddings})
+   * @param maxNumSeqs most sequences running at once per replica
+   * @param maxNumBatchedTokens token budget of one engine step
+   */
+  public record EngineFlags(Integer maxModelLen, Integer maxNumSeqs, Integer maxNumBatchedTokens) {
+    public static final EngineFlags NONE = new EngineFlags(null, null, null);
+
+    public EngineFlags {
+      if (maxModelLen != null && maxModelLen < 1)
+        throw new IllegalArgumentException("--max-model-len must be >= 1, got " + maxModelLen);
+      if (maxNumSeqs != null && maxNumSeqs < 1)
+        throw new IllegalArgumentException("--max-num-seqs must be >= 1, got " + maxNumSeqs);
+      if (maxNumBatchedTokens != null && maxNumBatchedTokens < 1)
+        throw new IllegalArgumentException(
+            "--max-num-batched-tokens must be >= 1, got " + maxNumBatchedTokens);
+    }
+  }
+
+  /**
+   * {@code --help} or {@code --version}: not an error, the text to print on standard output before
+   * exiting with status 0.
+   */
+  public static final class InfoRequested extends RuntimeException {
+    public InfoRequested(String text) {
+      super(text, null, false, false);
+    }
+  }
 
   public static final String USAGE =
       """
       Usage: troupe serve [options]
+        --model NAME=DIR         serve the Hugging Face model in DIR as NAME (repeatable; the first
+                                 is the default); --model DIR serves it as DIR (or as
+                                 --served-model-name); DIR "demo" is the built-in demo model (the
+                                 default). Models are read from local directories: download one
+                                 first, e.g. hf download Qwen/Qwen3-0.6B --local-dir models/qwen3
+        --served-model-name NAME  the name clients use for the one --model DIR (vLLM's)
+        --chat-template T        the chat template of the one model: a file, or the template itself
+                                 (instead of the tokenizer's; vLLM's)
+        --max-model-len N        context length of every replica on this node (default: the
+                                 model's max_position_embeddings, capped by the KV cache)
+        --max-num-seqs N         most sequences a replica runs at once (default 32)
+        --max-num-batched-tokens N  token budget of one engine step (default 2048)
         --port N                 HTTP port of the OpenAI-compatible API (default 8000)
-        --model NAME=DIR         serve the Hugging Face model in DIR as NAME (repeatable);
-                                 DIR "demo" is the built-in demo model (the default)
         --replicas NAME=N        run N replicas of model NAME (default 1)
         --scheduling-policy NAME=P  fcfs (default) or priority (request "priority" honoured)
         --api-key KEY            accept this Bearer key (repeatable; also TROUPE_API_KEYS=k1,k2);
@@ -111,6 +159,8 @@ public record LaunchOptions(
                                  ones form a new cluster (default 2; set it to the initial count)
         --shutdown-timeout N     on SIGTERM, seconds generations in flight get to finish before
                                  they move to other replicas (default 30)
+        --version                print the version and exit
+        --help                   print this help and exit
       """;
 
   public LaunchOptions {
@@ -174,6 +224,11 @@ public record LaunchOptions(
       throw new IllegalArgumentException("--required-contact-points must be >= 1");
     if (shutdownTimeout < -1)
       throw new IllegalArgumentException("--shutdown-timeout must be >= 0 seconds");
+    if (engine == null) engine = EngineFlags.NONE;
+    chatTemplates = Map.copyOf(chatTemplates);
+    for (String m : chatTemplates.keySet())
+      if (!models.containsKey(m))
+        throw new IllegalArgumentException("--chat-template names unknown model " + m);
   }
 
   /** {@code --discovery} through the Kubernetes API. */
@@ -181,8 +236,9 @@ public record LaunchOptions(
 
   /**
    * Parses {@code args} (an optional leading {@code serve}, then flags) with {@code envKeys} the
-   * value of {@code TROUPE_API_KEYS} (may be null).
+   * value of {@code TROUPE_API_KEYS} (may be null). Reads the {@code --chat-template} file.
    *
+   * @throws InfoRequested for {@code --help} and {@code --version}
    * @throws IllegalArgumentException naming the bad flag
    */
   public static LaunchOptions parse(List<String> args, String envKeys) {
@@ -208,30 +264,50 @@ public record LaunchOptions(
     String discovery = "none";
     int contactPoints = 2;
     int shutdownTimeout = -1;
+    Integer maxModelLen = null, maxNumSeqs = null, maxBatchedTokens = null;
+    List<String> servedNames = null;
+    String chatTemplate = null;
+    boolean namedModel = false;
     int i = 0;
     if (!args.isEmpty() && args.get(0).equals("serve")) i++;
     for (; i < args.size(); i++) {
       String flag = args.get(i);
+      if (flag.equals("--help") || flag.equals("-h")) throw new InfoRequested(USAGE);
+      if (flag.equals("--version")) throw new InfoRequested(VersionRoute.buildVersion());
+      if (!flag.startsWith("--")) throw new IllegalArgumentException("unexpected argument " + flag);
       String value;
       int eq = flag.indexOf('=');
-      if (!flag.startsWith("--")) throw new IllegalArgumentException("unexpected argument " + flag);
       if (eq > 0) {
         value = flag.substring(eq + 1);
         flag = flag.substring(0, eq);
       } else if (BOOLEAN_FLAGS.contains(flag)) {
         value = "true";
+      } else if (!VALUE_FLAGS.contains(flag)) {
+        throw new IllegalArgumentException("unknown flag " + flag);
       } else {
-        if (flag.equals("--help")) throw new IllegalArgumentException(USAGE);
         if (i + 1 >= args.size()) throw new IllegalArgumentException(flag + " needs a value");
         value = args.get(++i);
       }
       switch (flag) {
         case "--port" -> port = integer(flag, value);
         case "--model" -> {
-          String[] kv = pair(flag, value);
+          // NAME=DIR, or vLLM's bare DIR (named as given, or by --served-model-name)
+          String[] kv = value.indexOf('=') > 0 ? pair(flag, value) : new String[] {value, value};
+          if (kv[0].isBlank()) throw new IllegalArgumentException("--model needs a directory");
+          namedModel |= value.indexOf('=') > 0;
           if (models.put(kv[0], kv[1]) != null)
             throw new IllegalArgumentException("--model " + kv[0] + " given twice");
         }
+        case "--served-model-name" -> {
+          // vLLM takes several names (nargs="+"): the first is the name, the others aliases.
+          servedNames = new ArrayList<>(list(value));
+          while (i + 1 < args.size() && !args.get(i + 1).startsWith("--"))
+            servedNames.add(args.get(++i));
+        }
+        case "--chat-template" -> chatTemplate = ChatTemplateFlag.read(value);
+        case "--max-model-len" -> maxModelLen = integer(flag, value);
+        case "--max-num-seqs" -> maxNumSeqs = integer(flag, value);
+        case "--max-num-batched-tokens" -> maxBatchedTokens = integer(flag, value);
         case "--replicas" -> {
           String[] kv = pair(flag, value);
           replicas.put(kv[0], integer(flag, kv[1]));
@@ -272,10 +348,18 @@ public record LaunchOptions(
             throw new IllegalArgumentException(flag + " expects a number, got " + value);
           }
         }
-        default -> throw new IllegalArgumentException("unknown flag " + flag + "\n" + USAGE);
+        default -> throw new IllegalArgumentException("unknown flag " + flag);
       }
     }
     if (models.isEmpty()) models.put("demo", "demo");
+    if (servedNames != null) models = renamed(models, servedNames, namedModel);
+    Map<String, String> templates = new LinkedHashMap<>();
+    if (chatTemplate != null) {
+      if (models.size() != 1)
+        throw new IllegalArgumentException(
+            "--chat-template applies to one model; this node is given " + models.size());
+      templates.put(models.keySet().iterator().next(), chatTemplate);
+    }
     if (envKeys != null) keys.addAll(list(envKeys));
     for (String seed : seeds)
       if (!seed.matches("[^:]+:\\d+"))
@@ -301,8 +385,58 @@ public record LaunchOptions(
         autoToolChoice,
         discovery,
         contactPoints,
-        shutdownTimeout);
+        shutdownTimeout,
+        new EngineFlags(maxModelLen, maxNumSeqs, maxBatchedTokens),
+        templates);
   }
+
+  /**
+   * The one model, named by {@code --served-model-name} (vLLM: instead of the --model argument).
+   */
+  private static Map<String, String> renamed(
+      Map<String, String> models, List<String> names, boolean named) {
+    if (names.isEmpty()) throw new IllegalArgumentException("--served-model-name needs a name");
+    if (names.size() > 1)
+      throw new IllegalArgumentException(
+          "--served-model-name takes one name here; several names (aliases) are not supported");
+    if (models.size() != 1)
+      throw new IllegalArgumentException(
+          "--served-model-name names the one model of --model DIR; with several models name each"
+              + " as --model NAME=DIR");
+    if (named)
+      throw new IllegalArgumentException(
+          "--served-model-name and --model NAME=DIR both name the model; give one of them");
+    return Map.of(names.get(0), models.values().iterator().next());
+  }
+
+  /** Flags that take a value ({@code --flag VALUE} or {@code --flag=VALUE}). */
+  private static final List<String> VALUE_FLAGS =
+      List.of(
+          "--port",
+          "--model",
+          "--served-model-name",
+          "--chat-template",
+          "--max-model-len",
+          "--max-num-seqs",
+          "--max-num-batched-tokens",
+          "--replicas",
+          "--scheduling-policy",
+          "--reasoning-parser",
+          "--tool-call-parser",
+          "--api-key",
+          "--roles",
+          "--seed-nodes",
+          "--host",
+          "--bind",
+          "--cluster-port",
+          "--management-port",
+          "--data-dir",
+          "--device",
+          "--dtype",
+          "--gpu-memory-utilization",
+          "--discovery",
+          "--required-contact-points",
+          "--shutdown-timeout");
 
   /** Flags that take no value ({@code --flag}, or {@code --flag=true|false}). */
   private static final List<String> BOOLEAN_FLAGS =

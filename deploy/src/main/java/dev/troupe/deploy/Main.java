@@ -1,18 +1,26 @@
 package dev.troupe.deploy;
 
 import com.typesafe.config.ConfigFactory;
+import dev.troupe.engine.model.ModelFiles;
+import dev.troupe.engine.model.ModelLoadException;
 import dev.troupe.engine.runner.Devices;
 import dev.troupe.protocol.cluster.Roles;
+import dev.troupe.protocol.cluster.ServedModels.ServedModel;
+import dev.troupe.protocol.cluster.WorkerStatus;
 import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.actor.CoordinatedShutdown;
 
 /**
  * Entry point of the distribution ({@code ./troupe serve [flags]}, or {@code java -jar troupe.jar
- * serve [flags]}): parses the flags (see {@link LaunchOptions#USAGE}) and runs one node until the
- * JVM is stopped. SIGTERM drains the node ({@link GracefulShutdown}: readiness fails, generations
- * in flight finish or migrate, shards hand off, the node leaves) and exits with status 0; Ctrl-C
- * leaves the cluster without the drain's waits. A node that cannot start (a port in use) prints one
- * line saying why and exits with status 1; bad flags exit with status 2.
+ * serve [flags]}): parses the flags (see {@link LaunchOptions#USAGE}), starts one node, waits for
+ * its models to load, says it is serving, and runs until the JVM is stopped. SIGTERM drains the
+ * node ({@link GracefulShutdown}: readiness fails, generations in flight finish or migrate, shards
+ * hand off, the node leaves) and exits with status 0; Ctrl-C leaves the cluster without the drain's
+ * waits. {@code --help} and {@code --version} print to standard output and exit with status 0; bad
+ * flags exit with status 2. A node that cannot start (a port in use, a model that is not a model
+ * directory or fails to load) prints one line saying why and exits with status 1.
  */
 public final class Main {
   private Main() {}
@@ -21,10 +29,13 @@ public final class Main {
     LaunchOptions options;
     try {
       options = LaunchOptions.parse(Arrays.asList(args), System.getenv("TROUPE_API_KEYS"));
+    } catch (LaunchOptions.InfoRequested info) {
+      System.out.println(info.getMessage().stripTrailing());
+      System.exit(0);
+      return;
     } catch (IllegalArgumentException e) {
-      System.err.println(e.getMessage());
-      if (!e.getMessage().startsWith("Usage")) System.err.println("(see --help)");
-      System.exit(e.getMessage().startsWith("Usage") ? 0 : 2);
+      System.err.println("troupe: " + e.getMessage() + " (see --help)");
+      System.exit(2);
       return;
     }
     if (options.roles().contains(Roles.WORKER)) {
@@ -35,6 +46,17 @@ public final class Main {
         System.err.println(e.getMessage());
         System.exit(2);
         return;
+      }
+      // A model directory that cannot be served stops the node before anything starts (vLLM).
+      for (var model : options.models().entrySet()) {
+        if (model.getValue().equals(ServedModel.DEMO_PATH)) continue;
+        try {
+          ModelFiles.check(model.getValue());
+        } catch (ModelLoadException e) {
+          System.err.println("troupe: model " + model.getKey() + ": " + e.getMessage());
+          System.exit(1);
+          return;
+        }
       }
     }
     TroupeNode node;
@@ -62,13 +84,27 @@ public final class Main {
       return;
     }
     onSigterm(node);
-    if (node.httpPort() > 0)
-      System.out.println(
-          "Troupe is serving "
-              + options.models().keySet()
-              + " on http://localhost:"
-              + node.httpPort()
-              + "/v1");
+    // "Serving" only once this node's replicas have loaded; one that failed stops the node.
+    CompletableFuture<List<WorkerStatus>> started = node.replicasStarted().toCompletableFuture();
+    CompletableFuture.anyOf(started, node.system().getWhenTerminated().toCompletableFuture())
+        .join();
+    if (started.isDone()) {
+      for (WorkerStatus replica : started.join()) {
+        if (replica.unavailable() != null) {
+          System.err.println("troupe: " + replica.unavailable());
+          node.close();
+          System.exit(1);
+          return;
+        }
+      }
+      if (node.httpPort() > 0)
+        System.out.println(
+            "Troupe is serving "
+                + options.models().keySet()
+                + " on http://localhost:"
+                + node.httpPort()
+                + "/v1");
+    }
     node.system().getWhenTerminated().toCompletableFuture().get();
     // A terminated system no longer exits the JVM itself (troupe-node.conf): leave with success.
     System.exit(0);

@@ -22,12 +22,15 @@ import dev.troupe.persistence.PersistenceInit;
 import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.cluster.Roles;
 import dev.troupe.protocol.cluster.ServedModels;
+import dev.troupe.protocol.cluster.WorkerStatus;
 import dev.troupe.worker.EngineProvider;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.Address;
@@ -57,11 +60,17 @@ public final class TroupeNode implements AutoCloseable {
   private final ActorSystem<Void> system;
   private final ServerBinding binding;
   private final List<String> apiKeys;
+  private final CompletableFuture<List<WorkerStatus>> replicasStarted;
 
-  private TroupeNode(ActorSystem<Void> system, ServerBinding binding, List<String> apiKeys) {
+  private TroupeNode(
+      ActorSystem<Void> system,
+      ServerBinding binding,
+      List<String> apiKeys,
+      CompletableFuture<List<WorkerStatus>> replicasStarted) {
     this.system = system;
     this.binding = binding;
     this.apiKeys = apiKeys;
+    this.replicasStarted = replicasStarted;
   }
 
   /**
@@ -95,6 +104,7 @@ public final class TroupeNode implements AutoCloseable {
     PersistenceInit.ensureSchema(persistence);
 
     NodeSettings node = NodeSettings.fromConfig(config);
+    CompletableFuture<List<WorkerStatus>> replicasStarted = new CompletableFuture<>();
     ActorSystem<Void> system;
     try {
       system =
@@ -105,7 +115,8 @@ public final class TroupeNode implements AutoCloseable {
                         NodeGuardian.create(
                             node,
                             EngineProvider.loading(
-                                node.engine(), node.device(), node.structuredOutputs())),
+                                node.engine(), node.device(), node.structuredOutputs()),
+                            replicasStarted),
                         "models");
                     return Behaviors.empty();
                   }),
@@ -155,7 +166,7 @@ public final class TroupeNode implements AutoCloseable {
           cluster.selfMember().address(),
           options.roles(),
           options.models().keySet());
-      return new TroupeNode(system, binding, keys);
+      return new TroupeNode(system, binding, keys, replicasStarted);
     } catch (Exception | Error e) {
       system.terminate();
       try {
@@ -239,6 +250,8 @@ public final class TroupeNode implements AutoCloseable {
       String tools = o.toolCallParsers().get(e.getKey());
       if (tools != null) m.put("tool-call-parser", tools);
       m.put("enable-auto-tool-choice", o.enableAutoToolChoice() && tools != null);
+      String template = o.chatTemplates().get(e.getKey());
+      if (template != null) m.put("chat-template", template);
       models.add(m);
     }
     Map<String, Object> values = new LinkedHashMap<>();
@@ -268,6 +281,12 @@ public final class TroupeNode implements AutoCloseable {
     values.put("troupe.worker.device.gpu-memory-utilization", o.device().gpuMemoryUtilization());
     values.put("troupe.worker.device.dtype", o.device().dtype());
     values.put("troupe.worker.engine.enable-prefix-caching", o.enablePrefixCaching());
+    if (o.engine().maxModelLen() != null)
+      values.put("troupe.worker.engine.max-model-len", o.engine().maxModelLen());
+    if (o.engine().maxNumSeqs() != null)
+      values.put("troupe.worker.engine.max-num-seqs", o.engine().maxNumSeqs());
+    if (o.engine().maxNumBatchedTokens() != null)
+      values.put("troupe.worker.engine.max-num-batched-tokens", o.engine().maxNumBatchedTokens());
     // Remembered replicas are kept durably (LMDB) by sharding; under the node's data directory
     // rather than the working directory.
     values.put(
@@ -299,6 +318,15 @@ public final class TroupeNode implements AutoCloseable {
 
   public List<String> apiKeys() {
     return apiKeys;
+  }
+
+  /**
+   * Every replica this node woke at start, once all have loaded or failed to (each failure's reason
+   * in {@link WorkerStatus#unavailable()}); empty on a node without the worker role. Loading a
+   * large model takes minutes.
+   */
+  public CompletionStage<List<WorkerStatus>> replicasStarted() {
+    return replicasStarted;
   }
 
   /** Leaves the cluster and stops the node (CoordinatedShutdown). */

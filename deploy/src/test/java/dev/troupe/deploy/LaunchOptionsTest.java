@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
 import dev.troupe.protocol.cluster.ServedModels;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -173,9 +174,6 @@ class LaunchOptionsTest {
             .contains("--port"));
     assertThrows(
         IllegalArgumentException.class,
-        () -> LaunchOptions.parse(List.of("--model", "nodir"), null));
-    assertThrows(
-        IllegalArgumentException.class,
         () -> LaunchOptions.parse(List.of("--replicas", "x=2"), null));
     assertThrows(
         IllegalArgumentException.class,
@@ -183,15 +181,166 @@ class LaunchOptionsTest {
     assertThrows(
         IllegalArgumentException.class,
         () -> LaunchOptions.parse(List.of("--seed-nodes", "nohost"), null));
-    assertThrows(
-        IllegalArgumentException.class,
-        () -> LaunchOptions.parse(List.of("--frobnicate", "1"), null));
+    assertEquals(
+        "unknown flag --frobnicate",
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> LaunchOptions.parse(List.of("--frobnicate", "1"), null))
+            .getMessage());
     assertTrue(
         assertThrows(
                 IllegalArgumentException.class,
                 () -> LaunchOptions.parse(List.of("--dtype", "int8"), null))
             .getMessage()
             .contains("--dtype must be one of auto, half, float16, bfloat16, float, float32"));
+  }
+
+  @Test
+  void anUnknownFlagIsNamedWhereverItIs() {
+    // Before: the last argument, taken for a flag wanting a value, said "--bogus needs a value".
+    for (List<String> args :
+        List.of(List.of("--bogus"), List.of("serve", "--port", "9000", "--bogus")))
+      assertEquals(
+          "unknown flag --bogus",
+          assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(args, null))
+              .getMessage());
+    assertEquals(
+        "--port needs a value",
+        assertThrows(
+                IllegalArgumentException.class, () -> LaunchOptions.parse(List.of("--port"), null))
+            .getMessage());
+  }
+
+  @Test
+  void helpAndVersionAreInformationNotErrors() {
+    String help =
+        assertThrows(
+                LaunchOptions.InfoRequested.class,
+                () -> LaunchOptions.parse(List.of("serve", "--port", "1", "--help"), null))
+            .getMessage();
+    assertTrue(help.startsWith("Usage: troupe serve"), help);
+    for (String flag :
+        List.of(
+            "--max-model-len",
+            "--served-model-name",
+            "--chat-template",
+            "--max-num-seqs",
+            "--max-num-batched-tokens",
+            "--version")) assertTrue(help.contains(flag), flag + " in --help");
+    String version =
+        assertThrows(
+                LaunchOptions.InfoRequested.class,
+                () -> LaunchOptions.parse(List.of("--version"), null))
+            .getMessage();
+    assertEquals(dev.troupe.gateway.routes.VersionRoute.buildVersion(), version);
+    assertTrue(version.matches("\\d+\\.\\d+\\.\\d+.*"), version);
+  }
+
+  @Test
+  void vllmEngineFlagsBecomeTheEngineConfig() {
+    LaunchOptions o =
+        LaunchOptions.parse(
+            List.of(
+                "--max-model-len", "1024", "--max-num-seqs=8", "--max-num-batched-tokens", "512"),
+            null);
+    var config = TroupeNode.config(o, List.of()).withFallback(ConfigFactory.load());
+    assertEquals(1024, config.getInt("troupe.worker.engine.max-model-len"));
+    assertEquals(8, config.getInt("troupe.worker.engine.max-num-seqs"));
+    assertEquals(512, config.getInt("troupe.worker.engine.max-num-batched-tokens"));
+    var defaults =
+        TroupeNode.config(LaunchOptions.parse(List.of(), null), List.of())
+            .withFallback(ConfigFactory.load());
+    assertEquals(0, defaults.getInt("troupe.worker.engine.max-model-len"), "the model's");
+    assertEquals(32, defaults.getInt("troupe.worker.engine.max-num-seqs"));
+    for (String flag : List.of("--max-model-len", "--max-num-seqs", "--max-num-batched-tokens"))
+      assertTrue(
+          assertThrows(
+                  IllegalArgumentException.class,
+                  () -> LaunchOptions.parse(List.of(flag, "0"), null))
+              .getMessage()
+              .startsWith(flag + " must be >= 1"));
+  }
+
+  @Test
+  void aBareModelDirectoryIsNamedAsGivenOrByServedModelName() {
+    assertEquals(
+        Map.of("/models/qwen", "/models/qwen"),
+        LaunchOptions.parse(List.of("--model", "/models/qwen"), null).models());
+    assertEquals(
+        Map.of("qwen", "/models/qwen"),
+        LaunchOptions.parse(List.of("--model", "/models/qwen", "--served-model-name", "qwen"), null)
+            .models());
+    assertEquals(
+        Map.of("tiny", "demo"),
+        LaunchOptions.parse(List.of("--served-model-name", "tiny"), null).models(),
+        "the default demo model renamed");
+    ServedModels models =
+        ServedModels.fromConfig(
+            TroupeNode.config(
+                    LaunchOptions.parse(
+                        List.of("--model", "/m/q", "--served-model-name", "q", "--replicas", "q=2"),
+                        null),
+                    List.of())
+                .withFallback(ConfigFactory.load()));
+    assertEquals(List.of("q#0", "q#1"), models.find("q").orElseThrow().entityIds());
+    assertTrue(
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                    LaunchOptions.parse(
+                        List.of("--model", "/m/q", "--served-model-name", "a", "b"), null))
+            .getMessage()
+            .contains("aliases"),
+        "several names are refused, not half-served");
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> LaunchOptions.parse(List.of("--model", "q=/m/q", "--served-model-name", "x"), null));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            LaunchOptions.parse(
+                List.of("--model", "/a", "--model", "/b", "--served-model-name", "x"), null));
+  }
+
+  @Test
+  void chatTemplateFromAFileOrInlineForTheOneModel(@TempDir Path dir) throws Exception {
+    String source = "{% for m in messages %}{{ m.content }}{% endfor %}";
+    Path file = Files.writeString(dir.resolve("t.jinja"), source);
+    LaunchOptions fromFile =
+        LaunchOptions.parse(List.of("--model", "m=/m", "--chat-template", file.toString()), null);
+    assertEquals(Map.of("m", source), fromFile.chatTemplates());
+    ServedModels models =
+        ServedModels.fromConfig(
+            TroupeNode.config(fromFile, List.of()).withFallback(ConfigFactory.load()));
+    assertEquals(source, models.find("m").orElseThrow().chatTemplate());
+    assertEquals(
+        Map.of("demo", source),
+        LaunchOptions.parse(List.of("--chat-template", source), null).chatTemplates(),
+        "a value that is no file but holds {} is the template itself (vLLM)");
+    assertTrue(
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                    LaunchOptions.parse(
+                        List.of("--chat-template", dir.resolve("missing.jinja").toString()), null))
+            .getMessage()
+            .contains("looks like a file path, but it cannot be read (no such file)"));
+    assertTrue(
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> LaunchOptions.parse(List.of("--chat-template", "{% for %}"), null))
+            .getMessage()
+            .startsWith("--chat-template does not compile"));
+    assertTrue(
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                    LaunchOptions.parse(
+                        List.of("--model", "a=/a", "--model", "b=/b", "--chat-template", source),
+                        null))
+            .getMessage()
+            .contains("applies to one model"));
+    assertEquals(Map.of(), LaunchOptions.parse(List.of(), null).chatTemplates(), "the tokenizer's");
   }
 
   @Test

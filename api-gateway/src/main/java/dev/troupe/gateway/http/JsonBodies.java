@@ -207,15 +207,31 @@ public final class JsonBodies {
           loc, "Invalid value for " + where + ": number out of range.", "value_error");
     }
     if (e instanceof StreamReadException sre) {
-      String msg = sre.getOriginalMessage();
+      String msg = readable(sre.getOriginalMessage());
       return new Failure(loc, "Malformed JSON in the request body: " + msg, "json_invalid");
     }
     if (e instanceof JsonMappingException jme) {
       return new Failure(
-          loc, "Invalid value for " + where + ": " + jme.getOriginalMessage(), "value_error");
+          loc,
+          "Invalid value for " + where + ": " + readable(jme.getOriginalMessage()),
+          "value_error");
     }
     return new Failure(loc, "Cannot read the request body: " + e.getMessage(), "json_invalid");
   }
+
+  /**
+   * Jackson's own location inside a message ("start marker at [Source: REDACTED
+   * (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1, column: 11]") as a client
+   * reads it ("start marker at line 1, column 11"): the source is never echoed, and the feature
+   * that keeps it out is the server's business.
+   */
+  static String readable(String message) {
+    if (message == null) return "";
+    return SOURCE_LOCATION.matcher(message).replaceAll("line $1, column $2");
+  }
+
+  private static final java.util.regex.Pattern SOURCE_LOCATION =
+      java.util.regex.Pattern.compile("\\[Source: .*?; line: (-?\\d+), column: (-?\\d+)]");
 
   private static String describeType(Class<?> t) {
     if (t == Boolean.class || t == boolean.class) return "a boolean";

@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.routes.HealthRoute;
 import dev.troupe.gateway.routes.VersionRoute;
+import dev.troupe.gateway.testing.LogCapture;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
@@ -146,6 +147,13 @@ class ApiCoreRouteTest extends GatewayRouteTest {
     String message =
         assertError(authed(postJson("/v1/echo", "{\"name\": ")), 400, "BadRequestError", null);
     assertTrue(message.startsWith("Malformed JSON"), message);
+    // An unclosed array: Jackson names where it started, and must not say how it hides the source.
+    String unclosed =
+        assertError(authed(postJson("/v1/echo", "{\"zzz\": [1, 2")), 400, "BadRequestError", null);
+    assertEquals(
+        "Malformed JSON in the request body: Unexpected end-of-input: expected close marker for"
+            + " Array (start marker at line 1, column 9)",
+        unclosed);
   }
 
   @Test
@@ -206,9 +214,12 @@ class ApiCoreRouteTest extends GatewayRouteTest {
 
   @Test
   void unexpectedExceptionsAre500WithoutInternals() {
-    String message =
-        assertError(authed(HttpRequest.GET("/v1/boom")), 500, "InternalServerError", null);
-    assertFalse(message.contains("secret"), message);
+    try (LogCapture log = LogCapture.of(ApiErrors.class)) {
+      String message =
+          assertError(authed(HttpRequest.GET("/v1/boom")), 500, "InternalServerError", null);
+      assertFalse(message.contains("secret"), message);
+      assertEquals(List.of("Unhandled error in a route"), log.errors(), "the internals: logged");
+    }
   }
 
   @Test

@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.gateway.chat.GenerationStream;
 import dev.troupe.gateway.http.GatewayRouteTest;
+import dev.troupe.gateway.testing.LogCapture;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
@@ -401,12 +403,16 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void failureAfterTheStreamOpenedIsAnErrorEventThenDone() {
-    TestRouteResult r =
-        chat(
-            "{\"model\":\"fake\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"crash midway\"}]}");
-    r.assertStatusCode(200);
-    lastGenerate();
-    List<String> events = events(r);
+    List<String> events;
+    try (LogCapture log = LogCapture.of(GenerationStream.class)) {
+      TestRouteResult r =
+          chat(
+              "{\"model\":\"fake\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"crash midway\"}]}");
+      r.assertStatusCode(200);
+      lastGenerate();
+      events = events(r);
+      assertInternalsLogged(log);
+    }
     JsonNode error = parse(events.get(events.size() - 2)).path("error");
     assertEquals(500, error.path("code").asInt());
     assertEquals("InternalServerError", error.path("type").asText());
@@ -415,12 +421,25 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
 
   @Test
   void failureWithoutStreamIs500WithoutInternals() {
-    TestRouteResult r =
-        chat(
-            "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":\"crash midway\"}]}");
-    lastGenerate();
-    String message = assertError(r, 500, "InternalServerError", null);
-    assertFalse(message.contains("NullPointer"), message);
+    try (LogCapture log = LogCapture.of(GenerationStream.class)) {
+      TestRouteResult r =
+          chat(
+              "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":\"crash midway\"}]}");
+      lastGenerate();
+      String message = assertError(r, 500, "InternalServerError", null);
+      assertFalse(message.contains("NullPointer"), message);
+      assertInternalsLogged(log);
+    }
+  }
+
+  /** What the client is not told is in the log, once. */
+  private static void assertInternalsLogged(LogCapture log) {
+    assertEquals(1, log.errors().size(), log.errors().toString());
+    assertTrue(
+        log.errors()
+            .get(0)
+            .endsWith("failed in the worker: engine exploded: NullPointerException at Foo.java:12"),
+        log.errors().get(0));
   }
 
   @Test

@@ -5,9 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.typesafe.config.ConfigFactory;
+import dev.troupe.gateway.chat.GenerationStream;
 import dev.troupe.gateway.http.ApiRoutes;
 import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.gateway.http.GatewaySettings;
+import dev.troupe.gateway.testing.LogCapture;
 import dev.troupe.gateway.workers.ModelDirectory;
 import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.Json;
@@ -112,7 +114,11 @@ class NonStreamingOverHttpTest {
 
   @Test
   void aFailureAfterTheFirstTokensIsItsOwnStatusNeverA200() throws Exception {
-    HttpResponse<String> r = http.send(chat("crash midway"), HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> r;
+    try (LogCapture log = LogCapture.of(GenerationStream.class)) {
+      r = http.send(chat("crash midway"), HttpResponse.BodyHandlers.ofString());
+      assertEquals(1, log.errors().size(), "the worker's reason is logged: " + log.errors());
+    }
     assertEquals(500, r.statusCode(), r.body());
     assertEquals(
         "InternalServerError",

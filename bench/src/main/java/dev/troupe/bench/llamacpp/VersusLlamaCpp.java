@@ -5,6 +5,7 @@ import de.kherud.llama.LlamaModel;
 import de.kherud.llama.LogLevel;
 import de.kherud.llama.ModelParameters;
 import de.kherud.llama.args.LogFormat;
+import dev.troupe.engine.tokenizer.TokenizerFixtures;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -47,7 +48,10 @@ public final class VersusLlamaCpp {
   public static void main(String[] args) throws Exception {
     Map<String, String> o = options(args);
     Path work = Path.of(o.getOrDefault("--work", "/tmp/troupe-vs-llamacpp"));
-    Path tokenizer = Path.of(o.getOrDefault("--tokenizer", "../shared/fixtures/tokenizers/llama3"));
+    Path tokenizer =
+        o.containsKey("--tokenizer")
+            ? Path.of(o.get("--tokenizer"))
+            : TokenizerFixtures.dir("llama3");
     Path jar = Path.of(o.getOrDefault("--jar", "deploy/target/troupe.jar"));
     int rounds = Integer.parseInt(o.getOrDefault("--rounds", "3"));
     int threads = Integer.parseInt(o.getOrDefault("--threads", "2"));

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.troupe.bench.llamacpp.BenchModel;
 import dev.troupe.bench.llamacpp.TroupeServer;
+import dev.troupe.engine.tokenizer.TokenizerFixtures;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -42,7 +43,7 @@ import java.util.stream.Stream;
  * included in RSS; pass {@code --nmt off} for RSS without it (and without the NMT columns).
  *
  * <p>Usage: {@code ServeMemory [--size small|medium|large | --model DIR] [--work
- * /tmp/troupe-vs-llamacpp] [--tokenizer ../shared/fixtures/tokenizers/llama3] [--jar
+ * /tmp/troupe-vs-llamacpp] [--tokenizer DIR (default: the llama3 test fixture)] [--jar
  * deploy/target/troupe.jar] [--xmx 3g] [--threads 2] [--num-blocks 400] [--idle 30] [--rounds 1]
  * [--nmt summary|off] [--troupe-jvm "OPTIONS"] [--env "K=V K2=V2"] [--write-only true]} ({@code
  * --troupe-jvm} and {@code --env} come after the launcher's and override them: that is how a flag
@@ -65,7 +66,9 @@ public final class ServeMemory {
     } else {
       BenchModel m = BenchModel.size(o.getOrDefault("--size", "small"), work);
       m.ensureSafetensors(
-          Path.of(o.getOrDefault("--tokenizer", "../shared/fixtures/tokenizers/llama3")));
+          o.containsKey("--tokenizer")
+              ? Path.of(o.get("--tokenizer"))
+              : TokenizerFixtures.dir("llama3"));
       model = m.dir();
       name = m.name();
       if (o.containsKey("--write-only")) {

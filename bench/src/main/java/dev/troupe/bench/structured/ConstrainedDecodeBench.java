@@ -12,6 +12,7 @@ import dev.troupe.engine.serving.Engine;
 import dev.troupe.engine.serving.Engines;
 import dev.troupe.engine.structured.StructuredOutputSettings;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
+import dev.troupe.engine.tokenizer.TokenizerFixtures;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.protocol.cluster.SamplingParams;
@@ -31,7 +32,8 @@ import java.util.Locale;
  *
  * <p>Models: the built-in demo model (tiny: the worst case for the mask's relative cost) and a
  * random "small" Llama (hidden 512, 8 layers) with Llama 3's tokenizer. Run: {@code java -cp ...
- * dev.troupe.bench.structured.ConstrainedDecodeBench <shared>/fixtures/tokenizers/llama3}.
+ * dev.troupe.bench.structured.ConstrainedDecodeBench [tokenizer-dir]} (default: the llama3 test
+ * fixture, {@code TokenizerFixtures}).
  */
 public final class ConstrainedDecodeBench {
 
@@ -58,7 +60,7 @@ public final class ConstrainedDecodeBench {
   private ConstrainedDecodeBench() {}
 
   public static void main(String[] args) {
-    Path llama3 = Path.of(args.length > 0 ? args[0] : "../shared/fixtures/tokenizers/llama3");
+    Path llama3 = args.length > 0 ? Path.of(args[0]) : TokenizerFixtures.dir("llama3");
     EngineSettings settings =
         new EngineSettings(16, 512, 0, 16, 2048, 64, true, 0, true, List.of());
     System.out.printf(Locale.ROOT, "cores=%d%n", Runtime.getRuntime().availableProcessors());

@@ -11,6 +11,7 @@ import dev.troupe.engine.structured.grammar.Limits;
 import dev.troupe.engine.structured.grammar.TokenVocabulary;
 import dev.troupe.engine.structured.syntax.RegexParser;
 import dev.troupe.engine.tokenizer.HfTokenizer;
+import dev.troupe.engine.tokenizer.TokenizerFixtures;
 import dev.troupe.protocol.cluster.StructuredOutputsParams;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -25,9 +26,9 @@ import java.util.Random;
  * applying it to a logits row + accepting the token) along random walks. Also regex → DFA against
  * dk.brics.automaton, the JVM automaton library considered for regexes.
  *
- * <p>Run: {@code java -cp ... dev.troupe.bench.structured.GrammarBench
- * <shared>/fixtures/tokenizers/qwen3}. Thread-CPU times (a busy machine skews them less than wall
- * time); medians of repeated runs.
+ * <p>Run: {@code java -cp ... dev.troupe.bench.structured.GrammarBench [tokenizer-dir]} (default:
+ * the qwen3 test fixture, {@code TokenizerFixtures}). Thread-CPU times (a busy machine skews them
+ * less than wall time); medians of repeated runs.
  */
 public final class GrammarBench {
 
@@ -70,7 +71,7 @@ public final class GrammarBench {
   private GrammarBench() {}
 
   public static void main(String[] args) {
-    Path dir = Path.of(args.length > 0 ? args[0] : "../shared/fixtures/tokenizers/qwen3");
+    Path dir = args.length > 0 ? Path.of(args[0]) : TokenizerFixtures.dir("qwen3");
     long t0 = System.nanoTime();
     HfTokenizer tok = HfTokenizer.load(dir.resolve("tokenizer.json"), false);
     long t1 = System.nanoTime();

@@ -7,6 +7,7 @@ import dev.troupe.engine.cuda.CudaModelRunner;
 import dev.troupe.engine.cuda.CudaProbe;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.DemoModel;
+import dev.troupe.engine.model.LoadProgress;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.ModelLoadException;
 import dev.troupe.engine.model.SafetensorsWeights;
@@ -48,8 +49,7 @@ public final class ModelRunners {
               + device.dtype()
               + " is not supported on the GPU; it computes in bfloat16 (--dtype auto or bfloat16)");
     ModelConfig config = modelDir == null ? DemoModel.config() : ModelConfigs.read(modelDir);
-    try (WeightSource w =
-        modelDir == null ? DemoModel.weights() : SafetensorsWeights.open(modelDir)) {
+    try (WeightSource w = modelDir == null ? DemoModel.weights() : weights(modelDir)) {
       CudaModelRunner r =
           CudaModelRunner.load(
               CudaProbe.open(choice.ordinal()),
@@ -59,6 +59,7 @@ public final class ModelRunners {
               0,
               device.gpuMemoryUtilization(),
               maxBatchTokens);
+      if (w instanceof LoadProgress p) p.done();
       log.info("{} runs on {}", modelDir == null ? "demo" : modelDir, r.device());
       return r;
     }
@@ -73,10 +74,25 @@ public final class ModelRunners {
    */
   public static ModelRunner open(Path modelDir, String dtype, int numBlocks, int blockSize) {
     ModelConfig config = ModelConfigs.read(modelDir);
-    try (WeightSource w = SafetensorsWeights.open(modelDir)) {
+    try (LoadProgress w = weights(modelDir)) {
       DType served = ServedDType.resolve(dtype, ModelConfigs.torchDType(modelDir), w);
-      return CpuModelRunner.load(config, w, served, numBlocks, blockSize);
+      ModelRunner runner = CpuModelRunner.load(config, w, served, numBlocks, blockSize);
+      w.done();
+      return runner;
     }
+  }
+
+  /** Every how long a load in progress says how far it has got. */
+  private static final long PROGRESS_INTERVAL_NANOS = 5_000_000_000L;
+
+  /** The directory's weights, reporting their reading at INFO (vLLM's loading bar). */
+  private static LoadProgress weights(Path modelDir) {
+    return new LoadProgress(
+        SafetensorsWeights.open(modelDir),
+        "model " + modelDir.getFileName(),
+        log::info,
+        System::nanoTime,
+        PROGRESS_INTERVAL_NANOS);
   }
 
   /** {@link #open(Path, String, int, int)} with {@code dtype} auto. */

@@ -3,6 +3,7 @@ package dev.troupe.engine.serving;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.model.ModelConfigs;
+import dev.troupe.engine.model.ModelFiles;
 import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.structured.StructuredOutputSettings;
@@ -10,7 +11,6 @@ import dev.troupe.engine.tokenizer.TokenizerBundle;
 import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;
 import dev.troupe.scheduler.SchedulingPolicy;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 /** Opens the engine of a served model: its weights, tokenizer and chat template. */
@@ -39,7 +39,8 @@ public final class Engines {
    * Loads {@code model} on {@code device}, with the model's reasoning parser and the node's
    * structured-output bounds.
    *
-   * @throws IllegalArgumentException when the directory is missing or cannot be run
+   * @throws dev.troupe.engine.model.ModelLoadException when the directory is missing or cannot be
+   *     run (one line saying why)
    */
   public static Engine open(
       ServedModel model,
@@ -60,10 +61,8 @@ public final class Engines {
               settings.maxNumBatchedTokens());
       text = TokenizerBundle.demo();
     } else {
+      ModelFiles.check(model.path());
       Path dir = Path.of(model.path());
-      if (!Files.isDirectory(dir))
-        throw new IllegalArgumentException(
-            "model " + model.name() + ": directory " + dir + " does not exist");
       text = TokenizerBundle.loadShared(dir);
       runner =
           ModelRunners.open(
@@ -74,6 +73,8 @@ public final class Engines {
               settings.maxNumBatchedTokens());
       defaults = ModelConfigs.samplingDefaults(dir);
     }
+    // vLLM's --chat-template: served instead of the tokenizer's
+    if (model.chatTemplate() != null) text = text.withChatTemplate(model.chatTemplate());
     try {
       Warmup.run(
           runner,

@@ -49,6 +49,29 @@ public final class HfTokenizer implements Tokenizer {
     }
     // Never reach for the network (DJL downloads native builds for unknown platforms).
     if (System.getProperty("ai.djl.offline") == null) System.setProperty("ai.djl.offline", "true");
+    skipDjlCudaProbe();
+  }
+
+  /**
+   * DJL picks its native library's flavour by probing for GPUs (CudaUtils: JNA-loads libcudart,
+   * calls cudaGetDeviceCount) before honouring RUST_FLAVOR, and WARNs twice on a machine with the
+   * CUDA runtime but no driver ("Failed to detect GPU count"). The flavour is cpu whatever it
+   * finds, so the probe is kept from loading anything: CudaUtils loads no library while {@code
+   * ai.djl.util.cuda.fork} is set, and with the property cleared again it then answers 0 GPUs
+   * without forking a JVM. Nothing else here uses DJL's GPU probe (Troupe's own is {@code
+   * Devices}).
+   */
+  private static void skipDjlCudaProbe() {
+    String fork = "ai.djl.util.cuda.fork";
+    if (System.getProperty(fork) != null) return; // someone chose DJL's behaviour: keep it
+    System.setProperty(fork, "true");
+    try {
+      Class.forName("ai.djl.util.cuda.CudaUtils", true, HfTokenizer.class.getClassLoader());
+    } catch (ClassNotFoundException e) {
+      // a DJL without it probes nothing
+    } finally {
+      System.clearProperty(fork);
+    }
   }
 
   private final HuggingFaceTokenizer hf;

@@ -247,6 +247,19 @@ public record TokenizerBundle(
     return JinjaChatTemplate.of(named != null ? named : nameOrSource, specialTokens);
   }
 
+  /**
+   * This bundle served with {@code source} as its chat template instead of the model's (vLLM's
+   * {@code --chat-template}); the model's named templates stay reachable by name.
+   */
+  public TokenizerBundle withChatTemplate(String source) {
+    return new TokenizerBundle(
+        tokenizer,
+        JinjaChatTemplate.of(source, specialTokens),
+        chatTemplates,
+        specialTokens,
+        eosTokenId);
+  }
+
   /** The special token {@code name} ({@code bos_token}, ...) as a string, or null when unset. */
   public String specialToken(String name) {
     return specialTokens.get(name) instanceof String s ? s : null;

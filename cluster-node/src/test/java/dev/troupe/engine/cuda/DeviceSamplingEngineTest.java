@@ -16,6 +16,7 @@ import dev.troupe.engine.model.DType;
 import dev.troupe.engine.sampling.SamplerFactory;
 import dev.troupe.engine.sampling.StepLogprobs;
 import dev.troupe.engine.sampling.TokenLogprob;
+import dev.troupe.engine.testing.LogCapture;
 import dev.troupe.engine.testing.MapWeights;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
@@ -254,7 +255,11 @@ class DeviceSamplingEngineTest {
     Map<String, float[]> w = CudaModelRunnerTest.bf16Weights(c, 9);
     List<Req> reqs = everything().subList(1, 3); // seeded n = 3 (forked), penalties
     Map<String, Result> want = run(cuda(b, c, w), reqs, true);
-    Map<String, Result> got = run(failingAt(cuda(b, c, w), Set.of(3, 8)), reqs, true);
+    Map<String, Result> got;
+    try (LogCapture log = LogCapture.of(EngineCore.class)) {
+      got = run(failingAt(cuda(b, c, w), Set.of(3, 8)), reqs, true);
+      assertEquals(2, log.errors().size(), "each failed step logged: " + log.errors());
+    }
     assertSame(want, got, 0, b + " steps failed and recomputed");
   }
 

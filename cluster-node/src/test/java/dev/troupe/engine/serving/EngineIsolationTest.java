@@ -12,11 +12,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.core.EngineCore;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.core.Rejection;
 import dev.troupe.engine.output.RequestUpdate;
 import dev.troupe.engine.output.RequestUpdate.LogprobsText;
 import dev.troupe.engine.sampling.FinishReason;
+import dev.troupe.engine.testing.LogCapture;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.SamplingDefaults;
 import dev.troupe.protocol.cluster.SamplingParams;
@@ -176,14 +178,18 @@ class EngineIsolationTest {
             return super.forward(batch);
           }
         };
-    try (Driver e =
-        new Driver(
-            TestEngines.demo(flaky, settings(), SchedulingPolicy.FCFS, SamplingDefaults.NONE))) {
+    try (LogCapture log = LogCapture.of(EngineCore.class);
+        Driver e =
+            new Driver(
+                TestEngines.demo(
+                    flaky, settings(), SchedulingPolicy.FCFS, SamplingDefaults.NONE))) {
       addNeighbours(e);
       e.drain();
       assertTrue(calls.get() > 3);
       assertNeighboursUnharmed(e); // recomputed from scratch: the same tokens, nothing dropped
       assertEquals(0, e.engine.core().scheduler().blocks().numUsed());
+      assertEquals(1, log.errors().size(), "the failed pass is logged once: " + log.errors());
+      assertTrue(log.errors().get(0).startsWith("forward pass failed; recomputing the "));
     }
   }
 
@@ -199,11 +205,19 @@ class EngineIsolationTest {
             return super.forward(batch);
           }
         };
-    try (Driver e =
-        new Driver(
-            TestEngines.demo(picky, settings(), SchedulingPolicy.FCFS, SamplingDefaults.NONE))) {
+    try (LogCapture log = LogCapture.of(EngineCore.class);
+        Driver e =
+            new Driver(
+                TestEngines.demo(
+                    picky, settings(), SchedulingPolicy.FCFS, SamplingDefaults.NONE))) {
       assertNull(e.add(prompt("p", "poison", greedy(3))));
       e.drain();
+      assertEquals(
+          List.of(
+              "forward pass failed; recomputing the 1 requests of the step",
+              "forward pass failed; recomputing the 1 requests of the step",
+              "forward pass failed; recomputing the 1 requests of the step"),
+          log.errors());
       Rejection why = e.failures.get("p");
       assertEquals(Rejection.Kind.INTERNAL, why.kind());
       assertTrue(why.getMessage().contains("failed 3 times"), why.getMessage());

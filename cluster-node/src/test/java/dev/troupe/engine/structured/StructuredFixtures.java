@@ -2,8 +2,7 @@ package dev.troupe.engine.structured;
 
 import dev.troupe.engine.structured.grammar.TokenVocabulary;
 import dev.troupe.engine.tokenizer.HfTokenizer;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import dev.troupe.engine.tokenizer.TokenizerFixtures;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -16,22 +15,9 @@ public final class StructuredFixtures {
 
   private StructuredFixtures() {}
 
-  public static Path sharedDir() {
-    String prop = System.getProperty("troupe.shared.dir");
-    if (prop != null && Files.isDirectory(Path.of(prop))) return Path.of(prop);
-    String env = System.getenv("TROUPE_SHARED_DIR");
-    if (env != null && Files.isDirectory(Path.of(env))) return Path.of(env);
-    if (Files.isDirectory(Path.of("../shared"))) return Path.of("../shared");
-    throw new IllegalStateException("shared fixtures not found");
-  }
-
   public static HfTokenizer tokenizer(String model) {
     return TOKENIZERS.computeIfAbsent(
-        model,
-        m ->
-            HfTokenizer.load(
-                sharedDir().resolve("fixtures/tokenizers").resolve(m).resolve("tokenizer.json"),
-                false));
+        model, m -> HfTokenizer.load(TokenizerFixtures.dir(m).resolve("tokenizer.json"), false));
   }
 
   /** The vocabulary with the model's logits size and EOS ids (Qwen3: im_end, endoftext). */

@@ -18,7 +18,7 @@ class ConcurrentUseTest {
 
   @Test
   void tokenizerAndTemplateAreThreadSafe() throws Exception {
-    TokenizerBundle bundle = Fixtures.bundle("qwen3");
+    TokenizerBundle bundle = TokenizerFixtures.bundle("qwen3");
     Tokenizer tok = bundle.tokenizer();
     List<String> texts = new ArrayList<>();
     for (int i = 0; i < 40; i++)

@@ -17,7 +17,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  *
  * <p>Origin of the expected values: {@code tools/tokenizer-golden/generate.mjs}, run with the npm
  * package {@code @huggingface/tokenizers} (Hugging Face's JS port of tokenizers, pinned in the lock
- * file) over {@code ../shared/fixtures/tokenizers}; the output is committed as {@code
+ * file) over the vendored fixtures ({@link TokenizerFixtures}); the output is committed as {@code
  * golden-<model>.json} next to this test.
  */
 class HfTokenizerGoldenTest {
@@ -27,7 +27,7 @@ class HfTokenizerGoldenTest {
   void encodesAndDecodesExactlyAsHuggingFace(String model) throws IOException {
     JsonNode golden = golden(model);
     assertTrue(golden.get("origin").asText().contains("@huggingface/tokenizers"));
-    HfTokenizer tokenizer = (HfTokenizer) Fixtures.bundle(model).tokenizer();
+    HfTokenizer tokenizer = (HfTokenizer) TokenizerFixtures.bundle(model).tokenizer();
     assertEquals(
         golden.get("cleanUpTokenizationSpaces").asBoolean(), tokenizer.cleanUpTokenizationSpaces());
     int cases = 0;

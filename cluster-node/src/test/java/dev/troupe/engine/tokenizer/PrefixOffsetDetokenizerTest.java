@@ -18,7 +18,7 @@ class PrefixOffsetDetokenizerTest {
   @ParameterizedTest
   @ValueSource(strings = {"qwen3", "llama3_2"})
   void randomIdStreamsMatchFullDecode(String model) {
-    HfTokenizer tokenizer = (HfTokenizer) Fixtures.bundle(model).tokenizer();
+    HfTokenizer tokenizer = (HfTokenizer) TokenizerFixtures.bundle(model).tokenizer();
     Random random = new Random(42);
     // Byte tokens (Ġ-style single bytes >= 0x80) often split a character between ids.
     List<Integer> byteTokens = new ArrayList<>();
@@ -44,7 +44,7 @@ class PrefixOffsetDetokenizerTest {
 
   @Test
   void multiByteCharactersSplitAcrossTokensAreHeldBackUntilComplete() {
-    HfTokenizer tokenizer = (HfTokenizer) Fixtures.bundle("qwen3").tokenizer();
+    HfTokenizer tokenizer = (HfTokenizer) TokenizerFixtures.bundle("qwen3").tokenizer();
     // "😀" is F0 9F 98 80: force one byte token per UTF-8 byte.
     String[] byteLevel = {"ð", "Ł", "ĺ", "Ģ"};
     int[] ids = new int[4];
@@ -66,7 +66,7 @@ class PrefixOffsetDetokenizerTest {
   void idsInTheModelsPaddedVocabularyProduceNoText() {
     // Qwen3's embedding has 151,936 rows for 151,669 tokenizer ids: a sampled padding id is no
     // text.
-    HfTokenizer tokenizer = (HfTokenizer) Fixtures.bundle("qwen3").tokenizer();
+    HfTokenizer tokenizer = (HfTokenizer) TokenizerFixtures.bundle("qwen3").tokenizer();
     int padding = tokenizer.vocabSize() + 10;
     int[] hello = tokenizer.encode("Hello world", false);
     IncrementalDetokenizer detok = tokenizer.newDetokenizer(new int[0], true, true);
@@ -79,7 +79,7 @@ class PrefixOffsetDetokenizerTest {
 
   @Test
   void promptContextDoesNotLeakIntoOutput() {
-    HfTokenizer tokenizer = (HfTokenizer) Fixtures.bundle("llama3_2").tokenizer();
+    HfTokenizer tokenizer = (HfTokenizer) TokenizerFixtures.bundle("llama3_2").tokenizer();
     int[] prompt =
         tokenizer.encode("<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", true);
     int[] generated = tokenizer.encode(" Hello there, café 日本語 👍🏽!", false);

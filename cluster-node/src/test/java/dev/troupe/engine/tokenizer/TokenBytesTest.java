@@ -24,7 +24,7 @@ class TokenBytesTest {
   @ParameterizedTest
   @ValueSource(strings = {"qwen3", "llama3"})
   void byteLevelTokensConcatenateToTheText(String model) {
-    HfTokenizer tok = (HfTokenizer) Fixtures.bundle(model).tokenizer();
+    HfTokenizer tok = (HfTokenizer) TokenizerFixtures.bundle(model).tokenizer();
     for (String text : TEXTS) {
       int[] ids = tok.encode(text, false);
       ByteArrayOutputStream out = new ByteArrayOutputStream();

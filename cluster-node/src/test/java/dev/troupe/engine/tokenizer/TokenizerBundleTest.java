@@ -22,7 +22,7 @@ class TokenizerBundleTest {
   @Test
   void demoIsQwen3() {
     TokenizerBundle demo = TokenizerBundle.demo();
-    TokenizerBundle qwen3 = Fixtures.bundle("qwen3");
+    TokenizerBundle qwen3 = TokenizerFixtures.bundle("qwen3");
     String text = "Hello <|im_start|>user\n你好 🎉<|im_end|>";
     assertArrayEquals(qwen3.tokenizer().encode(text, true), demo.tokenizer().encode(text, true));
     assertEquals("<|im_end|>", demo.eosToken());
@@ -46,7 +46,7 @@ class TokenizerBundleTest {
 
   @Test
   void perRequestTemplatesSeeTheSpecialTokens() {
-    TokenizerBundle llama = Fixtures.bundle("llama3_2");
+    TokenizerBundle llama = TokenizerFixtures.bundle("llama3_2");
     ChatTemplate custom =
         llama.compileTemplate(
             "{{ bos_token }}{% for m in messages %}[{{ m.content }}]{% endfor %}{{ eos_token }}");
@@ -76,12 +76,12 @@ class TokenizerBundleTest {
 
   @Test
   void readsSpecialTokensAsTransformersSpecialTokensMap() {
-    TokenizerBundle llama = Fixtures.bundle("llama3_2");
+    TokenizerBundle llama = TokenizerFixtures.bundle("llama3_2");
     assertEquals("<|begin_of_text|>", llama.bosToken());
     assertEquals("<|eot_id|>", llama.eosToken());
     assertEquals(128009, llama.eosTokenId());
     assertEquals(List.of("bos_token", "eos_token"), List.copyOf(llama.specialTokens().keySet()));
-    TokenizerBundle qwen = Fixtures.bundle("qwen3");
+    TokenizerBundle qwen = TokenizerFixtures.bundle("qwen3");
     assertEquals(
         List.of("eos_token", "pad_token", "additional_special_tokens"),
         List.copyOf(qwen.specialTokens().keySet()));
@@ -91,8 +91,8 @@ class TokenizerBundleTest {
 
   @Test
   void postProcessorAddsBosOnlyWhereTheTokenizerSaysSo() {
-    Tokenizer llama32 = Fixtures.bundle("llama3_2").tokenizer();
-    Tokenizer llama3 = Fixtures.bundle("llama3").tokenizer();
+    Tokenizer llama32 = TokenizerFixtures.bundle("llama3_2").tokenizer();
+    Tokenizer llama3 = TokenizerFixtures.bundle("llama3").tokenizer();
     assertEquals(128000, llama32.encode("Hi", true)[0]);
     assertEquals(llama32.encode("Hi", false).length + 1, llama32.encode("Hi", true).length);
     assertArrayEquals(llama3.encode("Hi", false), llama3.encode("Hi", true));
@@ -100,7 +100,7 @@ class TokenizerBundleTest {
 
   @Test
   void vocabularyMapsCoverBaseAndAddedTokens() {
-    Tokenizer qwen = Fixtures.bundle("qwen3").tokenizer();
+    Tokenizer qwen = TokenizerFixtures.bundle("qwen3").tokenizer();
     assertEquals(151669, qwen.vocabSize());
     assertEquals("<think>", qwen.idToToken(151667));
     assertEquals(151644, qwen.tokenToId("<|im_start|>").orElseThrow());
@@ -115,7 +115,7 @@ class TokenizerBundleTest {
 
   @Test
   void loneSurrogatesBecomeReplacementCharacters() {
-    Tokenizer qwen = Fixtures.bundle("qwen3").tokenizer();
+    Tokenizer qwen = TokenizerFixtures.bundle("qwen3").tokenizer();
     assertArrayEquals(qwen.encode("a\uFFFDb\uFFFD", false), qwen.encode("a\uD800b\uDC00", false));
     assertArrayEquals(qwen.encode("\uD83D\uDE00", false), qwen.encode("😀", false));
     assertEquals("x\uFFFD", HfTokenizer.replaceLoneSurrogates("x\uDBFF"));
@@ -124,15 +124,15 @@ class TokenizerBundleTest {
 
   @Test
   void longInputIsNeverTruncated() {
-    Tokenizer qwen = Fixtures.bundle("qwen3").tokenizer();
+    Tokenizer qwen = TokenizerFixtures.bundle("qwen3").tokenizer();
     String text = String.join(" ", java.util.Collections.nCopies(20_000, "word"));
     assertEquals(20_000, qwen.encode(text, false).length);
   }
 
   @Test
   void cleanUpTokenizationSpacesFollowsTheConfig() {
-    Tokenizer llama = Fixtures.bundle("llama3").tokenizer();
-    Tokenizer qwen = Fixtures.bundle("qwen3").tokenizer();
+    Tokenizer llama = TokenizerFixtures.bundle("llama3").tokenizer();
+    Tokenizer qwen = TokenizerFixtures.bundle("qwen3").tokenizer();
     String text = "Wait . Really , they 're here !";
     assertEquals(
         "Wait. Really, they're here!", llama.decode(llama.encode(text, false), false, true));
@@ -143,7 +143,7 @@ class TokenizerBundleTest {
   void readsTemplateFilesAndSpecialTokensMapAsTransformersSaves(@TempDir Path dir)
       throws Exception {
     Files.createSymbolicLink(
-        dir.resolve("tokenizer.json"), Fixtures.tokenizerDir("qwen3").resolve("tokenizer.json"));
+        dir.resolve("tokenizer.json"), TokenizerFixtures.dir("qwen3").resolve("tokenizer.json"));
     Files.writeString(
         dir.resolve("tokenizer_config.json"),
         "{\"eos_token\": null, \"chat_template\": \"from config\","
@@ -176,7 +176,7 @@ class TokenizerBundleTest {
   @Test
   void loadSharedGivesOneBundlePerDirectoryUntilItsFilesChange(@TempDir Path dir) throws Exception {
     Files.createSymbolicLink(
-        dir.resolve("tokenizer.json"), Fixtures.tokenizerDir("qwen3").resolve("tokenizer.json"));
+        dir.resolve("tokenizer.json"), TokenizerFixtures.dir("qwen3").resolve("tokenizer.json"));
     Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": \"one\"}");
     TokenizerBundle a = TokenizerBundle.loadShared(dir);
     assertSame(a, TokenizerBundle.loadShared(dir));
@@ -202,6 +202,6 @@ class TokenizerBundleTest {
     assertThrows(IllegalArgumentException.class, () -> TokenizerBundle.load(dir));
     assertThrows(
         IllegalArgumentException.class,
-        () -> Fixtures.bundle("qwen3").tokenizer().decode(new int[] {-5}, false, true));
+        () -> TokenizerFixtures.bundle("qwen3").tokenizer().decode(new int[] {-5}, false, true));
   }
 }

@@ -26,7 +26,7 @@ public record ServedModels(List<ServedModel> models) {
 
   /**
    * Reads {@code troupe.models}, a list of {@code {name, path, replicas, scheduling-policy,
-   * reasoning-parser, tool-call-parser, enable-auto-tool-choice}}.
+   * reasoning-parser, tool-call-parser, enable-auto-tool-choice, chat-template}}.
    */
   public static ServedModels fromConfig(Config config) {
     List<ServedModel> out = new ArrayList<>();
@@ -42,7 +42,8 @@ public record ServedModels(List<ServedModel> models) {
                   ? blankToNull(c.getString("reasoning-parser"))
                   : ServedModel.DEMO_PATH.equals(path) ? "qwen3" : null,
               c.hasPath("tool-call-parser") ? blankToNull(c.getString("tool-call-parser")) : null,
-              c.hasPath("enable-auto-tool-choice") && c.getBoolean("enable-auto-tool-choice")));
+              c.hasPath("enable-auto-tool-choice") && c.getBoolean("enable-auto-tool-choice"),
+              c.hasPath("chat-template") ? c.getString("chat-template") : null));
     }
     return new ServedModels(out);
   }
@@ -74,6 +75,8 @@ public record ServedModels(List<ServedModel> models) {
    *     {@code mistral}), or null
    * @param enableAutoToolChoice vLLM's {@code --enable-auto-tool-choice}: {@code tool_choice:
    *     "auto"} is served (with {@code toolCallParser})
+   * @param chatTemplate vLLM's {@code --chat-template}: the template source served instead of the
+   *     tokenizer's, or null
    */
   public record ServedModel(
       String name,
@@ -82,7 +85,8 @@ public record ServedModels(List<ServedModel> models) {
       String schedulingPolicy,
       String reasoningParser,
       String toolCallParser,
-      boolean enableAutoToolChoice) {
+      boolean enableAutoToolChoice,
+      String chatTemplate) {
     /** The {@code path} of the built-in demo model. */
     public static final String DEMO_PATH = "demo";
 
@@ -96,6 +100,26 @@ public record ServedModels(List<ServedModel> models) {
     /** A model without reasoning or tool-call parsing. */
     public ServedModel(String name, String path, int replicas, String schedulingPolicy) {
       this(name, path, replicas, schedulingPolicy, null, null, false);
+    }
+
+    /** A model served with its tokenizer's chat template. */
+    public ServedModel(
+        String name,
+        String path,
+        int replicas,
+        String schedulingPolicy,
+        String reasoningParser,
+        String toolCallParser,
+        boolean enableAutoToolChoice) {
+      this(
+          name,
+          path,
+          replicas,
+          schedulingPolicy,
+          reasoningParser,
+          toolCallParser,
+          enableAutoToolChoice,
+          null);
     }
 
     public ServedModel {

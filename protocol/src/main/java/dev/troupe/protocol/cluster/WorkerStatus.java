@@ -22,6 +22,8 @@ import dev.troupe.protocol.CborSerializable;
  * @param prefixCacheHits of those, the tokens found cached ({@code prefix_cache_hits})
  * @param latencies the replica's request latency histograms, or null when it has none (a replica
  *     whose model did not load)
+ * @param unavailable why the replica cannot serve (its model failed to load, or is not configured),
+ *     one line; null when it serves
  */
 public record WorkerStatus(
     String entityId,
@@ -38,8 +40,50 @@ public record WorkerStatus(
     long generationTokens,
     long prefixCacheQueries,
     long prefixCacheHits,
-    Latencies latencies)
+    Latencies latencies,
+    String unavailable)
     implements CborSerializable {
+
+  /** A replica that serves. */
+  public WorkerStatus(
+      String entityId,
+      String model,
+      int maxModelLen,
+      String schedulingPolicy,
+      int waiting,
+      int running,
+      long preemptions,
+      int kvBlocksUsed,
+      int kvBlocksTotal,
+      long weightVersion,
+      long promptTokens,
+      long generationTokens,
+      long prefixCacheQueries,
+      long prefixCacheHits,
+      Latencies latencies) {
+    this(
+        entityId,
+        model,
+        maxModelLen,
+        schedulingPolicy,
+        waiting,
+        running,
+        preemptions,
+        kvBlocksUsed,
+        kvBlocksTotal,
+        weightVersion,
+        promptTokens,
+        generationTokens,
+        prefixCacheQueries,
+        prefixCacheHits,
+        latencies,
+        null);
+  }
+
+  /** A replica that cannot serve {@code model}, and why. */
+  public static WorkerStatus unavailable(String entityId, String model, String reason) {
+    return new WorkerStatus(entityId, model, 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, null, reason);
+  }
 
   /** Without prefix-cache counts or latencies (a replica that serves nothing, tests). */
   public WorkerStatus(
@@ -70,6 +114,7 @@ public record WorkerStatus(
         generationTokens,
         0,
         0,
+        null,
         null);
   }
 

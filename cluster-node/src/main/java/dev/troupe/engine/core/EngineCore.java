@@ -295,10 +295,13 @@ public final class EngineCore implements AutoCloseable {
     Finish finish = choice.stops.check(token);
     if (finish == null && choice.sampler.constraintFinished())
       finish =
-          new Finish(
-              dev.troupe.engine.sampling.FinishReason.STOP,
-              null,
-              samplers.eos().isEos(token) ? null : token);
+          choice.sampler.constraintCompletedByBudget()
+              // the budget ended the output (the constraint only kept it valid): as a cut
+              ? new Finish(dev.troupe.engine.sampling.FinishReason.LENGTH, null, null)
+              : new Finish(
+                  dev.troupe.engine.sampling.FinishReason.STOP,
+                  null,
+                  samplers.eos().isEos(token) ? null : token);
     generatedTokens++;
     Integer k = r.params().logprobs();
     List<StepLogprobs> logprobs =

@@ -295,13 +295,15 @@ public final class EngineCore implements AutoCloseable {
     Finish finish = choice.stops.check(token);
     if (finish == null && choice.sampler.constraintFinished())
       finish =
-          choice.sampler.constraintCompletedByBudget()
-              // the budget ended the output (the constraint only kept it valid): as a cut
-              ? new Finish(dev.troupe.engine.sampling.FinishReason.LENGTH, null, null)
-              : new Finish(
-                  dev.troupe.engine.sampling.FinishReason.STOP,
-                  null,
-                  samplers.eos().isEos(token) ? null : token);
+          new Finish(
+              dev.troupe.engine.sampling.FinishReason.STOP,
+              null,
+              samplers.eos().isEos(token) ? null : token);
+    // the budget ended the output (the constraint only kept it valid): reported as a cut
+    if (finish != null
+        && finish.reason() == dev.troupe.engine.sampling.FinishReason.STOP
+        && choice.sampler.constraintCompletedByBudget())
+      finish = new Finish(dev.troupe.engine.sampling.FinishReason.LENGTH, null, null);
     generatedTokens++;
     Integer k = r.params().logprobs();
     List<StepLogprobs> logprobs =

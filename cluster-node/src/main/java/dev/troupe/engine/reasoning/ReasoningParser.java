@@ -65,6 +65,14 @@ public interface ReasoningParser {
      */
     int startTokenId();
 
+    /**
+     * The token that ends the reasoning ({@code </think>}), or -1; a constrained engine generates
+     * it when the budget has just room left for the constrained content.
+     */
+    default int endTokenId() {
+      return -1;
+    }
+
     /** Splits newly generated text; text that may still be part of a tag is held back. */
     Delta onText(String text);
 

@@ -67,19 +67,27 @@ public final class GrammarConstraint implements TokenConstraint {
   /**
    * The grammar's mask; near the end of the budget, only the tokens after which the output can
    * still be completed within it (so an output whose model would wander, in a long string, in
-   * nested values, is closed in time and ends valid, with {@code length}).
+   * nested values, is closed in time and ends valid, with {@code length}); a reasoning that would
+   * leave no room for the content is ended with its end tag.
    */
   @Override
   public void mask(float[] logits, int tokensLeft) {
     Phase phase = phase();
-    if (phase == Phase.REASONING) return;
+    if (phase == Phase.REASONING) {
+      // the reasoning ends while the constrained content still fits: its end tag, the content's
+      // fewest bytes (one token each), the stop token
+      if (withinBudget && (long) tokensLeft <= matcher.bytesToComplete() + 2L) endReasoning(logits);
+      return;
+    }
     matcher.fillNextTokenMask(bits);
     boolean steered = false;
     if (withinBudget && (long) tokensLeft - 2 - matcher.bytesToComplete() < BUDGET_WINDOW)
       steered = matcher.restrictToBudget(bits, tokensLeft);
     budgetSteered |= steered;
-    // entering reasoning is no longer an option once the budget steers the output
-    if (phase == Phase.UNDECIDED && !steered) {
+    // reasoning may start only while the tags and the content still fit after it
+    boolean roomToReason =
+        !withinBudget || ((long) tokensLeft >= matcher.bytesToComplete() + 3L && !steered);
+    if (phase == Phase.UNDECIDED && roomToReason) {
       int start = reasoning.startTokenId();
       if (start >= 0 && start < logits.length) bits[start >>> 6] |= 1L << start;
     }
@@ -94,6 +102,16 @@ public final class GrammarConstraint implements TokenConstraint {
         }
       }
     }
+  }
+
+  /** Only the reasoning's end tag may come next (if the parser has one). */
+  private void endReasoning(float[] logits) {
+    int end = reasoning.endTokenId();
+    if (end < 0 || end >= logits.length) return;
+    float keep = logits[end];
+    java.util.Arrays.fill(logits, Float.NEGATIVE_INFINITY);
+    logits[end] = Float.isFinite(keep) ? keep : 0f;
+    budgetSteered = true;
   }
 
   /** Masks the row; returns whether an allowed token kept a finite logit. */

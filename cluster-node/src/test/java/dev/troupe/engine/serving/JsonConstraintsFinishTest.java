@@ -135,6 +135,48 @@ class JsonConstraintsFinishTest {
   }
 
   @Test
+  void aReasoningThatWouldLeaveNoRoomIsEndedForTheContent() throws Exception {
+    // the prompt opens the think block: a random model never closes it by itself
+    int thinkEnd = TestEngines.TEXT.tokenizer().tokenToId("</think>").getAsInt();
+    EngineSettings settings = EngineSettings.small();
+    Engine engine =
+        Engine.create(
+            "demo",
+            TestEngines.runner(settings.numBlocks(), settings.blockSize()),
+            TestEngines.TEXT,
+            settings,
+            SchedulingPolicy.FCFS,
+            TestEngines.TEXT::compileTemplate,
+            SamplingDefaults.NONE,
+            "qwen3",
+            StructuredOutputSettings.defaults());
+    try (Driver e = new Driver(engine)) {
+      SamplingParams p =
+          SamplingParams.builder()
+              .n(2)
+              .temperature(1.0)
+              .seed(5L)
+              .maxTokens(60)
+              .structuredOutputs(StructuredOutputsParams.jsonObject("response_format"))
+              .build();
+      assertNull(
+          e.add(
+              GenerationRequest.prompt(
+                  "r", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n", p)));
+      List<RequestUpdate> u = e.drain().of("r");
+      for (int i = 0; i < 2; i++) {
+        List<Integer> ids = tokens(u, i);
+        int end = ids.indexOf(thinkEnd);
+        assertTrue(end > 40, "reasoned until the content had just room: " + end);
+        String content = text(u, i);
+        assertTrue(JSON.readTree(content).isObject(), content);
+        assertTrue(ids.size() <= 60);
+        assertEquals(FinishReason.LENGTH, finish(u, i).finishReason());
+      }
+    }
+  }
+
+  @Test
   void withoutTheBudgetTheSameOutputsAreCutInvalidAsInVllm() {
     int invalid = 0;
     for (var c :

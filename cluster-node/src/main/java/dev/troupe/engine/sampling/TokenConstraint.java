@@ -39,9 +39,9 @@ public interface TokenConstraint {
   }
 
   /**
-   * Whether the token budget steered the output to its completion (a token was held back because
-   * the output could not have been completed after it): the core then ends the choice with {@code
-   * length}, since the budget, not the model, ended it.
+   * Whether the token budget steered the output to its completion (a token that would have kept the
+   * output going was held back because it could not have been completed after it): the core then
+   * ends the choice with {@code length}, since the budget, not the model, ended it.
    */
   default boolean completedByBudget() {
     return false;

@@ -80,13 +80,10 @@ public final class GrammarConstraint implements TokenConstraint {
       return;
     }
     matcher.fillNextTokenMask(bits);
-    boolean steered = false;
     if (withinBudget && (long) tokensLeft - 2 - matcher.bytesToComplete() < BUDGET_WINDOW)
-      steered = matcher.restrictToBudget(bits, tokensLeft);
-    budgetSteered |= steered;
-    // reasoning may start only while the tags and the content still fit after it
-    boolean roomToReason =
-        !withinBudget || ((long) tokensLeft >= matcher.bytesToComplete() + 3L && !steered);
+      budgetSteered |= matcher.restrictToBudget(bits, tokensLeft);
+    // reasoning may start only while its tags and the content still fit after it
+    boolean roomToReason = !withinBudget || (long) tokensLeft >= matcher.bytesToComplete() + 3L;
     if (phase == Phase.UNDECIDED && roomToReason) {
       int start = reasoning.startTokenId();
       if (start >= 0 && start < logits.length) bits[start >>> 6] |= 1L << start;

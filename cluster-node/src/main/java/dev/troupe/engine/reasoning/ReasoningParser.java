@@ -82,6 +82,11 @@ public interface ReasoningParser {
     /** Whether the output ever entered reasoning (so reasoning is "" rather than null). */
     boolean sawReasoning();
 
+    /** The phase of the text split so far ({@link #onText}), which the token phase may lead. */
+    default Phase textPhase() {
+      return phase();
+    }
+
     /** Folds the deltas of a whole output into vLLM's non-streaming pair. */
     default Split result(Delta... deltas) {
       StringBuilder r = new StringBuilder();

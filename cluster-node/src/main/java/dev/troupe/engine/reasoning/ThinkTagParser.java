@@ -104,6 +104,11 @@ final class ThinkTagParser implements ReasoningParser {
     }
 
     @Override
+    public Phase textPhase() {
+      return textPhase;
+    }
+
+    @Override
     public Delta onText(String text) {
       held.append(text);
       StringBuilder reasoning = new StringBuilder();

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.Json;
-import dev.troupe.protocol.api.chat.ChatCompletionRequest;
+import dev.troupe.protocol.api.SamplingFields;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.SamplingParams.LogitsProcessorSpec;
 import java.util.ArrayList;
@@ -13,21 +13,21 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The sampling half of {@link ChatRequestMapper}: a chat request's sampling fields → {@link
- * SamplingParams}, with the shape, range and cross-field rules of vLLM's {@code to_sampling_params}
- * on them ({@code n}, {@code max_tokens}/{@code max_completion_tokens} and {@code min_tokens},
- * logprob limits, {@code stop}, token ids, {@code logit_bias}, {@code bad_words}, {@code
- * logits_processors}, {@code engine_xargs}). The value rules of the fields a model may default are
- * {@link SamplingParams}'s own (its refusal names the field); what needs the model (vocabulary,
- * context length) is the worker's input processor's.
+ * The sampling half of {@link ChatRequestMapper} (and of the completions API's mapper): a request's
+ * sampling fields → {@link SamplingParams}, with the shape, range and cross-field rules of vLLM's
+ * {@code to_sampling_params} on them ({@code n}, {@code max_tokens}/{@code max_completion_tokens}
+ * and {@code min_tokens}, logprob limits, {@code stop}, token ids, {@code logit_bias}, {@code
+ * bad_words}, {@code logits_processors}, {@code engine_xargs}). The value rules of the fields a
+ * model may default are {@link SamplingParams}'s own (its refusal names the field); what needs the
+ * model (vocabulary, context length) is the worker's input processor's.
  *
- * <p>A new sampling field touches three files: {@code ChatCompletionRequest} (the HTTP field), this
- * class (its shape rules and the builder call) and {@link SamplingParams} (component, builder,
- * value rules); then the engine code that acts on it.
+ * <p>A new sampling field touches four files: {@link SamplingFields} and the request records that
+ * implement it (the HTTP field), this class (its shape rules and the builder call) and {@link
+ * SamplingParams} (component, builder, value rules); then the engine code that acts on it.
  *
  * <p>Pure and thread-safe: no I/O, no state.
  */
-final class ChatSamplingMapper {
+public final class ChatSamplingMapper {
   /** vLLM's {@code --max-logprobs} default. */
   static final int MAX_LOGPROBS = 20;
 
@@ -40,14 +40,21 @@ final class ChatSamplingMapper {
 
   /**
    * The request's sampling fields as {@link SamplingParams}; the arguments after {@code r} are what
-   * {@link ChatRequestMapper} already checked or derived.
+   * the request's mapper already checked or derived (its API's rules for them differ).
+   *
+   * @param logprobs whether sampled tokens' logprobs are asked for
+   * @param topLogprobs alternatives per sampled token (null: 0)
+   * @param promptLogprobs the prompt logprobs asked for, {@code echo}'s default applied, or null
+   * @param defaultMaxTokens the API's default for an absent {@code max_tokens} ({@link
+   *     SamplingParams#MAX_TOKENS_UNSET}: what the context leaves)
    */
-  static SamplingParams map(
-      ChatCompletionRequest r,
+  public static SamplingParams map(
+      SamplingFields r,
       Long seed,
       boolean logprobs,
       Integer topLogprobs,
-      Integer promptLogprobs) {
+      Integer promptLogprobs,
+      int defaultMaxTokens) {
     // Absent (or null) fields stay null: the worker applies the model's generation-config
     // default, else OpenAI's. SamplingParams itself checks the values present (and normalizes
     // them as vLLM does); its refusal names the field.
@@ -65,9 +72,9 @@ final class ChatSamplingMapper {
         r.maxCompletionTokens() != null ? r.maxCompletionTokens() : r.maxTokens();
     if (requestedMax != null && requestedMax < 1)
       throw bad("max_tokens must be at least 1, got " + requestedMax + ".", maxParam);
-    // Absent: as many as the context leaves. Whether it fits beside the prompt is the worker's
-    // rule.
-    int maxTokens = requestedMax != null ? requestedMax : SamplingParams.MAX_TOKENS_UNSET;
+    // Absent: the API's default (chat: as many as the context leaves). Whether it fits beside the
+    // prompt is the worker's rule.
+    int maxTokens = requestedMax != null ? requestedMax : defaultMaxTokens;
     int minTokens = r.minTokens() == null ? 0 : r.minTokens();
     if (minTokens < 0)
       throw bad(
@@ -94,9 +101,6 @@ final class ChatSamplingMapper {
       sampleLogprobs = k;
     }
     Integer prompt = promptLogprobs;
-    // vLLM: echo without prompt_logprobs asks for prompt logprobs of top_logprobs alternatives.
-    if (prompt == null && isTrue(r.echo()))
-      prompt = topLogprobs == null ? 0 : Math.max(topLogprobs, 0);
     if (prompt != null && (prompt == -1 || prompt > MAX_LOGPROBS))
       throw bad(
           "Requested prompt logprobs of "

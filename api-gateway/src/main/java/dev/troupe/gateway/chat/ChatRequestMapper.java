@@ -106,9 +106,17 @@ public final class ChatRequestMapper {
     Integer promptAsked = promptLogprobs;
     if (promptAsked == null && isTrue(r.echo()))
       promptAsked = topLogprobs == null ? 0 : Math.max(topLogprobs, 0);
+    // max_completion_tokens wins over the deprecated max_tokens.
+    boolean completion = r.maxCompletionTokens() != null;
     SamplingParams sampling =
         ChatSamplingMapper.map(
-            r, seed, logprobs, topLogprobs, promptAsked, SamplingParams.MAX_TOKENS_UNSET);
+            r,
+            seed,
+            logprobs,
+            topLogprobs,
+            promptAsked,
+            completion ? r.maxCompletionTokens() : r.maxTokens(),
+            completion ? "max_completion_tokens" : "max_tokens");
     // --- structured outputs, response_format and tool choice: one constraint, one tool mode
     ConstraintMapper.Result constraint =
         ConstraintMapper.map(r, model.autoToolParser(), sampling.useBeamSearch());

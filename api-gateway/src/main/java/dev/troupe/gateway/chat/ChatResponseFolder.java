@@ -176,7 +176,7 @@ public final class ChatResponseFolder {
    * Top-level {@code prompt_logprobs}: null first entry, then {token id: {logprob, rank,
    * decoded_token}}.
    */
-  static List<Map<String, PromptLogprob>> promptLogprobs(List<LogprobEntry> entries) {
+  public static List<Map<String, PromptLogprob>> promptLogprobs(List<LogprobEntry> entries) {
     if (entries == null) return null;
     List<Map<String, PromptLogprob>> out = new ArrayList<>(entries.size());
     for (LogprobEntry e : entries) {
@@ -206,7 +206,7 @@ public final class ChatResponseFolder {
   }
 
   /** vLLM never writes -inf: logprobs are floored at -9999. */
-  static double floor(double logprob) {
+  public static double floor(double logprob) {
     return Double.isNaN(logprob) ? -9999.0 : Math.max(-9999.0, logprob);
   }
 }

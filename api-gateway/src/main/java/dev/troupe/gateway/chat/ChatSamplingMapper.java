@@ -29,10 +29,10 @@ import java.util.Map;
  */
 public final class ChatSamplingMapper {
   /** vLLM's {@code --max-logprobs} default. */
-  static final int MAX_LOGPROBS = 20;
+  public static final int MAX_LOGPROBS = 20;
 
   /** vLLM's {@code VLLM_MAX_N_SEQUENCES} default. */
-  static final int MAX_N = 16384;
+  public static final int MAX_N = 16384;
 
   private static final TypeReference<Map<String, Object>> JSON_OBJECT = new TypeReference<>() {};
 
@@ -45,8 +45,9 @@ public final class ChatSamplingMapper {
    * @param logprobs whether sampled tokens' logprobs are asked for
    * @param topLogprobs alternatives per sampled token (null: 0)
    * @param promptLogprobs the prompt logprobs asked for, {@code echo}'s default applied, or null
-   * @param defaultMaxTokens the API's default for an absent {@code max_tokens} ({@link
-   *     SamplingParams#MAX_TOKENS_UNSET}: what the context leaves)
+   * @param requestedMax the tokens to generate per choice as the API reads its fields (chat: {@code
+   *     max_completion_tokens}, else {@code max_tokens}), or null for what the context leaves
+   * @param maxParam the field {@code requestedMax} came from, named in its 400s
    */
   public static SamplingParams map(
       SamplingFields r,
@@ -54,7 +55,8 @@ public final class ChatSamplingMapper {
       boolean logprobs,
       Integer topLogprobs,
       Integer promptLogprobs,
-      int defaultMaxTokens) {
+      Integer requestedMax,
+      String maxParam) {
     // Absent (or null) fields stay null: the worker applies the model's generation-config
     // default, else OpenAI's. SamplingParams itself checks the values present (and normalizes
     // them as vLLM does); its refusal names the field.
@@ -66,15 +68,11 @@ public final class ChatSamplingMapper {
     if (n < 1) throw bad("n must be at least 1, got " + n + ".", "n");
     if (n > MAX_N) throw bad("n must be at most " + MAX_N + ", got " + n + ".", "n");
 
-    // max_completion_tokens wins over the deprecated max_tokens.
-    String maxParam = r.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
-    Integer requestedMax =
-        r.maxCompletionTokens() != null ? r.maxCompletionTokens() : r.maxTokens();
     if (requestedMax != null && requestedMax < 1)
       throw bad("max_tokens must be at least 1, got " + requestedMax + ".", maxParam);
-    // Absent: the API's default (chat: as many as the context leaves). Whether it fits beside the
-    // prompt is the worker's rule.
-    int maxTokens = requestedMax != null ? requestedMax : defaultMaxTokens;
+    // Absent: as many as the context leaves. Whether it fits beside the prompt is the worker's
+    // rule.
+    int maxTokens = requestedMax != null ? requestedMax : SamplingParams.MAX_TOKENS_UNSET;
     int minTokens = r.minTokens() == null ? 0 : r.minTokens();
     if (minTokens < 0)
       throw bad(

@@ -191,7 +191,7 @@ public final class ChatCompletionsRoute implements ApiRoute {
                           .concat(first.second())
                           // one update per engine step: written as it comes
                           .mapConcat(writer::onEvent);
-                  return Generations.eventStream(
+                  return GenerationStream.eventStream(
                       frames, writer::error, writer::isDone, plan.generation().requestId());
                 });
     return Generations.held(connection, response, gone);

@@ -7,7 +7,8 @@ import java.util.Map;
 /**
  * The sampling fields a generation request shares between {@code /v1/chat/completions} and {@code
  * /v1/completions}, exactly as the client sent them (null: absent), so that one mapper turns both
- * into the engine's sampling parameters. A field one of the APIs lacks answers null there.
+ * into the engine's sampling parameters. A field one of the APIs lacks answers null there. The
+ * token budget is read by each API's mapper (their fields and defaults differ).
  */
 public interface SamplingFields {
   Integer n();
@@ -29,13 +30,6 @@ public interface SamplingFields {
   Boolean useBeamSearch();
 
   Double lengthPenalty();
-
-  Integer maxTokens();
-
-  /** Chat only: wins over {@link #maxTokens()}. */
-  default Integer maxCompletionTokens() {
-    return null;
-  }
 
   Integer minTokens();
 

@@ -127,12 +127,21 @@ public final class ModelWorkerProtocol {
     }
   }
 
-  /** Turns token ids back into text, as vLLM's {@code /detokenize}. */
-  public record Detokenize(List<Integer> tokens, ActorRef<DetokenizeReply> replyTo)
+  /**
+   * Turns token ids back into text, as vLLM's {@code /detokenize} (special tokens left out), or
+   * keeping special tokens (a completion's echoed prompt, as vLLM decodes it).
+   */
+  public record Detokenize(
+      List<Integer> tokens, boolean skipSpecialTokens, ActorRef<DetokenizeReply> replyTo)
       implements Command {
     public Detokenize {
       tokens = List.copyOf(tokens);
       if (replyTo == null) throw new IllegalArgumentException("replyTo is required");
+    }
+
+    /** {@code /detokenize}: special tokens left out. */
+    public Detokenize(List<Integer> tokens, ActorRef<DetokenizeReply> replyTo) {
+      this(tokens, true, replyTo);
     }
   }
 

@@ -196,6 +196,21 @@ class CompletionsRouteTest extends GatewayRouteTest {
   }
 
   @Test
+  void beamSearchIsNotStreamedButSentAsOneEvent() {
+    List<String> events =
+        events(
+            completion(
+                "\"prompt\":\"x\",\"stream\":true,\"use_beam_search\":true,\"n\":2,"
+                    + "\"temperature\":0"));
+    assertTrue(generates(1).get(0).sampling().useBeamSearch());
+    assertEquals(2, events.size(), events.toString());
+    JsonNode whole = parse(events.get(0));
+    assertEquals("text_completion", whole.path("object").asText());
+    assertEquals(2, whole.path("choices").size());
+    assertTrue(whole.has("usage") && whole.has("kv_transfer_params"), "the whole answer");
+  }
+
+  @Test
   void refusedFieldsAre400sNamingThem() {
     String[][] cases = {
       {"\"prompt\":\"x\",\"suffix\":\"y\"", "suffix"},

@@ -84,11 +84,4 @@ public record CompletionPlan(
         tokenIdsAsText,
         adapter.name());
   }
-
-  /**
-   * Whether the answer needs a prompt token's text the worker does not send (echo with logprobs).
-   */
-  boolean needsFirstTokenText() {
-    return echo && logprobs != null && !tokenIdsAsText;
-  }
 }

@@ -61,7 +61,7 @@ final class TokenizerTasks {
   private static Runnable task(InputProcessor inputs, Detokenize d) {
     return () -> {
       try {
-        d.replyTo().tell(new Detokenized(inputs.detokenize(d.tokens())));
+        d.replyTo().tell(new Detokenized(inputs.detokenize(d.tokens(), d.skipSpecialTokens())));
       } catch (Rejection e) {
         d.replyTo().tell(WireUpdates.rejected(e));
       }

@@ -16,6 +16,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.TextSplit;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ToolCallPiece;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
@@ -59,7 +60,8 @@ final class WireUpdates {
               c.finishReason() == null ? null : FinishReason.valueOf(c.finishReason().name()),
               c.stopReason(),
               c.reasoning(),
-              c.toolCalls().isEmpty() ? List.of() : pieces(c.toolCalls())));
+              c.toolCalls().isEmpty() ? List.of() : pieces(c.toolCalls()),
+              TextSplit.valueOf(c.split().name())));
     Usage usage =
         u.usage() == null
             ? null

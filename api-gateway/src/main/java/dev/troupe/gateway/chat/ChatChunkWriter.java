@@ -13,6 +13,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.TextSplit;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ToolCallPiece;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -39,6 +40,7 @@ public final class ChatChunkWriter {
   private final ChatPlan plan;
   private final long created;
   private final Map<Integer, Integer> completionTokens = new HashMap<>();
+  private final java.util.Set<Integer> choicesWithCalls = new java.util.HashSet<>();
   private int promptTokens;
   private boolean done;
 
@@ -126,9 +128,16 @@ public final class ChatChunkWriter {
     String reasoning = plan.includeReasoning() && !c.reasoning().isEmpty() ? c.reasoning() : null;
     String content = c.text().isEmpty() ? null : c.text();
     List<DeltaToolCall> calls = c.toolCalls().isEmpty() ? null : deltaCalls(c.toolCalls());
+    if (calls != null) choicesWithCalls.add(c.index());
     boolean text = reasoning != null || content != null || calls != null;
     boolean tokens = !c.tokenIds().isEmpty() && (plan.logprobs() || plan.returnTokenIds());
     if (!text && !tokens && !c.finished()) return;
+    if (!text && c.finished() && !c.tokenIds().isEmpty() && emptyAsText(c)) {
+      // vLLM's parsers turn a last step without text (EOS, a stop string at the very start) into
+      // an empty delta of the part the choice is in
+      if (c.split() == TextSplit.REASONING) reasoning = "";
+      else content = "";
+    }
     completionTokens.merge(c.index(), c.tokenIds().size(), Integer::sum);
     out.add(
         frame(
@@ -143,6 +152,20 @@ public final class ChatChunkWriter {
                     c.stopReason(),
                     plan.returnTokenIds() && !c.tokenIds().isEmpty() ? c.tokenIds() : null),
                 null)));
+  }
+
+  /**
+   * Whether a last step without text is sent as an empty part: not for forced tool calls or an auto
+   * choice that made calls (vLLM's tool-call paths send {@code delta: {}}), nor a reasoning part
+   * the client asked to leave out.
+   */
+  private boolean emptyAsText(ChoiceUpdate c) {
+    if (c.split() == TextSplit.REASONING && !plan.includeReasoning()) return false;
+    return switch (plan.toolMode()) {
+      case REQUIRED, NAMED -> false;
+      case AUTO -> !choicesWithCalls.contains(c.index());
+      case NONE -> true;
+    };
   }
 
   private static List<DeltaToolCall> deltaCalls(List<ToolCallPiece> pieces) {

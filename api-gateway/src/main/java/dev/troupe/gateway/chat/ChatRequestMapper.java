@@ -3,20 +3,15 @@ package dev.troupe.gateway.chat;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ApiException;
-import dev.troupe.gateway.http.RequestIds;
 import dev.troupe.gateway.structured.ConstraintMapper;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
-import dev.troupe.protocol.api.chat.ChatCompletionRequest.ResponseFormat;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest.StreamOptions;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest.Tool;
-import dev.troupe.protocol.api.chat.StructuredOutputs;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.ToolCalling;
-import java.math.BigInteger;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -28,17 +23,15 @@ import java.util.Set;
  * cross-field rules of vLLM's request model and {@code to_sampling_params} (v0.11-era, with later
  * fixes that turn 500s into 400s). Every refusal is a 400 {@link ApiException} naming the
  * parameter. This class holds the request-model rules (messages, stream and logprob options,
- * template, tools, structured outputs, ids) and builds the {@link GenerationRequest}; the sampling
- * fields are {@link ChatSamplingMapper}'s. Rules that need the model are the worker's input
- * processor's (its context length, vocabulary, scheduling policy, generation-config defaults;
- * docs/architecture.md lists every rule with its owner): sampling fields the client left out stay
- * null here.
+ * template, tools, structured outputs, ids; those it shares with {@code /v1/completions} are {@link
+ * RequestChecks}') and builds the {@link GenerationRequest}; the sampling fields are {@link
+ * ChatSamplingMapper}'s. Rules that need the model are the worker's input processor's (its context
+ * length, vocabulary, scheduling policy, generation-config defaults; docs/architecture.md lists
+ * every rule with its owner): sampling fields the client left out stay null here.
  *
  * <p>Pure and thread-safe: no I/O, no state.
  */
 public final class ChatRequestMapper {
-  private static final Set<String> RESPONSE_FORMAT_TYPES =
-      Set.of("text", "json_object", "json_schema", "structural_tag");
   private static final Set<String> REASONING_EFFORTS = Set.of("low", "medium", "high");
   private static final Set<String> MEDIA_PART_TYPES =
       Set.of(
@@ -51,8 +44,6 @@ public final class ChatRequestMapper {
           "video_url",
           "video");
   private static final TypeReference<Map<String, Object>> JSON_OBJECT = new TypeReference<>() {};
-  private static final BigInteger INT64_MIN = BigInteger.valueOf(Long.MIN_VALUE);
-  private static final BigInteger INT64_MAX = BigInteger.valueOf(Long.MAX_VALUE);
 
   private ChatRequestMapper() {}
 
@@ -69,18 +60,8 @@ public final class ChatRequestMapper {
 
     // --- request-model validators (vLLM runs these before anything else)
     StreamOptions options = r.streamOptions();
-    if (options != null
-        && !stream
-        && (options.includeUsage() != null || options.continuousUsageStats() != null))
-      throw bad("Stream options can only be defined when `stream=True`.", "stream_options");
-
-    Integer promptLogprobs = r.promptLogprobs();
-    if (promptLogprobs != null) {
-      if (promptLogprobs < -1)
-        throw bad("`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs");
-      if (stream && (promptLogprobs > 0 || promptLogprobs == -1))
-        throw bad("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
-    }
+    RequestChecks.streamOptions(options, stream);
+    Integer promptLogprobs = RequestChecks.promptLogprobs(r.promptLogprobs(), stream);
     boolean logprobs = isTrue(r.logprobs());
     Integer topLogprobs = r.topLogprobs();
     if (topLogprobs != null) {
@@ -89,7 +70,7 @@ public final class ChatRequestMapper {
       if ((topLogprobs > 0 || topLogprobs == -1) && !logprobs)
         throw bad("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
     }
-    checkStructuredOutputs(r.structuredOutputs());
+    RequestChecks.structuredOutputs(r.structuredOutputs());
     checkTools(r.tools(), r.toolChoice());
 
     boolean addGenerationPrompt = r.addGenerationPrompt() == null || r.addGenerationPrompt();
@@ -100,20 +81,11 @@ public final class ChatRequestMapper {
               + "Send `add_generation_prompt: false` with `continue_final_message: true`.",
           "continue_final_message");
 
-    String cacheSalt = checkCacheSalt(r.cacheSalt());
+    String cacheSalt = RequestChecks.cacheSalt(r.cacheSalt());
     KvTransferParams.check(r.kvTransferParams());
-    Long seed = checkSeed(r.seed());
-
-    Integer truncate = r.truncatePromptTokens();
-    if (truncate != null) {
-      if (truncate < -1)
-        throw bad(
-            "Input should be greater than or equal to -1 (greater_than_equal), got "
-                + truncate
-                + ".",
-            "truncate_prompt_tokens");
-    }
-    checkResponseFormat(r.responseFormat());
+    Long seed = RequestChecks.seed(r.seed());
+    Integer truncate = RequestChecks.truncatePromptTokens(r.truncatePromptTokens());
+    RequestChecks.responseFormat(r.responseFormat());
     if (r.reasoningEffort() != null && !REASONING_EFFORTS.contains(r.reasoningEffort()))
       throw bad(
           "Input should be 'low', 'medium' or 'high', got '" + r.reasoningEffort() + "'.",
@@ -130,8 +102,21 @@ public final class ChatRequestMapper {
     int priority = r.priority() == null ? 0 : r.priority();
 
     // --- sampling parameters (vLLM's to_sampling_params + SamplingParams verification)
+    // vLLM: echo without prompt_logprobs asks for prompt logprobs of top_logprobs alternatives.
+    Integer promptAsked = promptLogprobs;
+    if (promptAsked == null && isTrue(r.echo()))
+      promptAsked = topLogprobs == null ? 0 : Math.max(topLogprobs, 0);
+    // max_completion_tokens wins over the deprecated max_tokens.
+    boolean completion = r.maxCompletionTokens() != null;
     SamplingParams sampling =
-        ChatSamplingMapper.map(r, seed, logprobs, topLogprobs, promptLogprobs);
+        ChatSamplingMapper.map(
+            r,
+            seed,
+            logprobs,
+            topLogprobs,
+            promptAsked,
+            completion ? r.maxCompletionTokens() : r.maxTokens(),
+            completion ? "max_completion_tokens" : "max_tokens");
     // --- structured outputs, response_format and tool choice: one constraint, one tool mode
     ConstraintMapper.Result constraint =
         ConstraintMapper.map(r, model.autoToolParser(), sampling.useBeamSearch());
@@ -139,15 +124,8 @@ public final class ChatRequestMapper {
       sampling = sampling.toBuilder().structuredOutputs(constraint.constraint()).build();
 
     // --- ids: header beats body, the engine id gets a suffix so equal client ids never collide
-    String id =
-        headerRequestId
-            .filter(s -> !s.isBlank())
-            .orElseGet(
-                () ->
-                    r.requestId() != null && !r.requestId().isBlank()
-                        ? r.requestId()
-                        : RequestIds.random());
-    String engineId = id + "-" + RequestIds.random().substring(0, 8);
+    String id = RequestChecks.requestId(headerRequestId, r.requestId());
+    String engineId = RequestChecks.engineId(id);
 
     List<Map<String, Object>> tools =
         r.tools() == null
@@ -184,9 +162,7 @@ public final class ChatRequestMapper {
       String text = contentText(last.get("content"));
       if (text != null && !text.isEmpty()) echoText = text;
     }
-    // v0.11: stream_options.include_usage defaults to true once stream_options is sent.
-    boolean includeUsage =
-        stream && options != null && (options.includeUsage() == null || options.includeUsage());
+    boolean includeUsage = RequestChecks.includeUsage(options, stream);
     boolean continuous = includeUsage && isTrue(options.continuousUsageStats());
     return new ChatPlan(
         generation,
@@ -248,43 +224,6 @@ public final class ChatRequestMapper {
 
   // ------------------------------------------------------------------ field checks
 
-  private static void checkStructuredOutputs(StructuredOutputs so) {
-    if (so == null) return;
-    Map<String, Boolean> kinds = new LinkedHashMap<>();
-    kinds.put("json", so.json() != null && !so.json().isNull());
-    kinds.put("regex", so.regex() != null);
-    kinds.put("choice", so.choice() != null);
-    kinds.put("grammar", so.grammar() != null);
-    kinds.put("json_object", isTrue(so.jsonObject()));
-    kinds.put("structural_tag", so.structuralTag() != null);
-    List<String> set =
-        kinds.entrySet().stream().filter(Map.Entry::getValue).map(Map.Entry::getKey).toList();
-    if (set.size() > 1)
-      throw bad(
-          "You can only use one kind of structured outputs constraint but multiple are specified: "
-              + set
-              + ".",
-          "structured_outputs");
-    if (so.choice() != null && so.choice().isEmpty())
-      throw bad("Choice '[]' cannot be an empty list", "structured_outputs.choice");
-    if (so.grammar() != null && so.grammar().isEmpty())
-      throw bad(
-          "structured_outputs.grammar cannot be an empty string", "structured_outputs.grammar");
-    if (so.json() != null && so.json().isTextual()) {
-      try {
-        JsonNode schema = Json.mapper().readTree(so.json().asText());
-        if (!schema.isObject() && !schema.isBoolean()) throw new IllegalArgumentException();
-      } catch (Exception e) {
-        throw bad("Invalid JSON grammar specification.", "structured_outputs.json");
-      }
-    } else if (so.json() != null
-        && !so.json().isNull()
-        && !so.json().isObject()
-        && !so.json().isBoolean()) {
-      throw bad("Invalid JSON grammar specification.", "structured_outputs.json");
-    }
-  }
-
   private static void checkTools(List<Tool> tools, JsonNode toolChoice) {
     if (tools != null) {
       for (int i = 0; i < tools.size(); i++) {
@@ -297,48 +236,6 @@ public final class ChatRequestMapper {
       }
     }
     // tool_choice itself: ConstraintMapper (with the model's auto tool parser)
-  }
-
-  private static String checkCacheSalt(JsonNode salt) {
-    if (salt == null || salt.isNull()) return null;
-    if (!salt.isTextual() || salt.asText().isEmpty())
-      throw bad("Parameter 'cache_salt' must be a non-empty string if provided.", "cache_salt");
-    return salt.asText();
-  }
-
-  private static Long checkSeed(BigInteger seed) {
-    if (seed == null) return null;
-    if (seed.compareTo(INT64_MIN) < 0)
-      throw bad(
-          "Input should be greater than or equal to " + INT64_MIN + " (greater_than_equal).",
-          "seed");
-    if (seed.compareTo(INT64_MAX) > 0)
-      throw bad(
-          "Input should be less than or equal to " + INT64_MAX + " (less_than_equal).", "seed");
-    long s = seed.longValueExact();
-    return s == -1 ? null : s; // vLLM: -1 means unseeded
-  }
-
-  private static void checkResponseFormat(ResponseFormat rf) {
-    if (rf == null) return;
-    if (rf.type() == null)
-      throw bad("Field required: `response_format.type`.", "response_format.type");
-    if (!RESPONSE_FORMAT_TYPES.contains(rf.type()))
-      throw bad(
-          "Input should be 'text', 'json_object', 'json_schema' or 'structural_tag', got '"
-              + rf.type()
-              + "'.",
-          "response_format.type");
-    if (rf.type().equals("json_schema")) {
-      if (rf.jsonSchema() == null)
-        throw bad(
-            "When response_format type is 'json_schema', the 'json_schema' field must be provided.",
-            "response_format.json_schema");
-      if (rf.jsonSchema().name() == null || rf.jsonSchema().name().isBlank())
-        throw bad(
-            "Field required: `response_format.json_schema.name`.",
-            "response_format.json_schema.name");
-    }
   }
 
   /**

@@ -11,6 +11,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.TextSplit;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ToolCallPiece;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
@@ -54,6 +55,7 @@ public final class ChatResponseFolder {
         if (p.name() != null) call[1] = p.name();
         if (p.arguments() != null) call[2] += p.arguments();
       }
+      st.split = c.split();
       st.tokenIds.addAll(c.tokenIds());
       if (c.logprobs() != null) st.logprobs.addAll(c.logprobs());
       if (c.finished()) {
@@ -99,18 +101,23 @@ public final class ChatResponseFolder {
   }
 
   /**
-   * The message: without a parser, the text as content; with one (vLLM's parser paths), empty
-   * content is null, except for forced tool calls ({@code required}, a named function) where vLLM
-   * writes ""; reasoning in {@code reasoning} and {@code reasoning_content} unless {@code
+   * The message: without a parser, the text as content ({@code ""} when empty, as vLLM); with one
+   * (vLLM's parser paths), an empty content is {@code ""} unless the parser reports it absent: null
+   * when the output reasoned (cut in its reasoning, or nothing after {@code </think>}) or an auto
+   * tool-call parser found calls and no text around them; forced tool calls ({@code required}, a
+   * named function) always write {@code ""}. Reasoning in {@code reasoning} and {@code
+   * reasoning_content} ({@code ""} when the output reasoned but wrote none) unless {@code
    * include_reasoning} is false; the tool calls in order.
    */
   private ChatMessage message(ChoiceState st, String content) {
     if (!plan.parsed()) return ChatMessage.of(plan.responseRole(), content, null);
     boolean forced =
         plan.toolMode() == ToolCalling.Mode.REQUIRED || plan.toolMode() == ToolCalling.Mode.NAMED;
-    String c = content.isEmpty() ? (forced ? "" : null) : content;
-    String reasoning =
-        plan.includeReasoning() && st.reasoning.length() > 0 ? st.reasoning.toString() : null;
+    boolean absent =
+        st.split.reasoned() || (plan.toolMode() == ToolCalling.Mode.AUTO && !st.calls.isEmpty());
+    String c = content.isEmpty() && !forced && absent ? null : content;
+    boolean reasoned = st.reasoning.length() > 0 || st.split.reasoned();
+    String reasoning = plan.includeReasoning() && reasoned ? st.reasoning.toString() : null;
     List<Map<String, Object>> calls = new ArrayList<>();
     for (String[] call : st.calls.values()) {
       Map<String, Object> function = new LinkedHashMap<>();
@@ -132,6 +139,7 @@ public final class ChatResponseFolder {
     final Map<Integer, String[]> calls = new TreeMap<>(); // index -> {id, name, arguments}
     final List<Integer> tokenIds = new ArrayList<>();
     final List<LogprobEntry> logprobs = new ArrayList<>();
+    TextSplit split = TextSplit.CONTENT;
     String finishReason;
     Object stopReason;
   }
@@ -168,7 +176,7 @@ public final class ChatResponseFolder {
    * Top-level {@code prompt_logprobs}: null first entry, then {token id: {logprob, rank,
    * decoded_token}}.
    */
-  static List<Map<String, PromptLogprob>> promptLogprobs(List<LogprobEntry> entries) {
+  public static List<Map<String, PromptLogprob>> promptLogprobs(List<LogprobEntry> entries) {
     if (entries == null) return null;
     List<Map<String, PromptLogprob>> out = new ArrayList<>(entries.size());
     for (LogprobEntry e : entries) {
@@ -198,7 +206,7 @@ public final class ChatResponseFolder {
   }
 
   /** vLLM never writes -inf: logprobs are floored at -9999. */
-  static double floor(double logprob) {
+  public static double floor(double logprob) {
     return Double.isNaN(logprob) ? -9999.0 : Math.max(-9999.0, logprob);
   }
 }

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.Json;
-import dev.troupe.protocol.api.chat.ChatCompletionRequest;
+import dev.troupe.protocol.api.SamplingFields;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.SamplingParams.LogitsProcessorSpec;
 import java.util.ArrayList;
@@ -13,26 +13,26 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The sampling half of {@link ChatRequestMapper}: a chat request's sampling fields → {@link
- * SamplingParams}, with the shape, range and cross-field rules of vLLM's {@code to_sampling_params}
- * on them ({@code n}, {@code max_tokens}/{@code max_completion_tokens} and {@code min_tokens},
- * logprob limits, {@code stop}, token ids, {@code logit_bias}, {@code bad_words}, {@code
- * logits_processors}, {@code engine_xargs}). The value rules of the fields a model may default are
- * {@link SamplingParams}'s own (its refusal names the field); what needs the model (vocabulary,
- * context length) is the worker's input processor's.
+ * The sampling half of {@link ChatRequestMapper} (and of the completions API's mapper): a request's
+ * sampling fields → {@link SamplingParams}, with the shape, range and cross-field rules of vLLM's
+ * {@code to_sampling_params} on them ({@code n}, {@code max_tokens}/{@code max_completion_tokens}
+ * and {@code min_tokens}, logprob limits, {@code stop}, token ids, {@code logit_bias}, {@code
+ * bad_words}, {@code logits_processors}, {@code engine_xargs}). The value rules of the fields a
+ * model may default are {@link SamplingParams}'s own (its refusal names the field); what needs the
+ * model (vocabulary, context length) is the worker's input processor's.
  *
- * <p>A new sampling field touches three files: {@code ChatCompletionRequest} (the HTTP field), this
- * class (its shape rules and the builder call) and {@link SamplingParams} (component, builder,
- * value rules); then the engine code that acts on it.
+ * <p>A new sampling field touches four files: {@link SamplingFields} and the request records that
+ * implement it (the HTTP field), this class (its shape rules and the builder call) and {@link
+ * SamplingParams} (component, builder, value rules); then the engine code that acts on it.
  *
  * <p>Pure and thread-safe: no I/O, no state.
  */
-final class ChatSamplingMapper {
+public final class ChatSamplingMapper {
   /** vLLM's {@code --max-logprobs} default. */
-  static final int MAX_LOGPROBS = 20;
+  public static final int MAX_LOGPROBS = 20;
 
   /** vLLM's {@code VLLM_MAX_N_SEQUENCES} default. */
-  static final int MAX_N = 16384;
+  public static final int MAX_N = 16384;
 
   private static final TypeReference<Map<String, Object>> JSON_OBJECT = new TypeReference<>() {};
 
@@ -40,14 +40,23 @@ final class ChatSamplingMapper {
 
   /**
    * The request's sampling fields as {@link SamplingParams}; the arguments after {@code r} are what
-   * {@link ChatRequestMapper} already checked or derived.
+   * the request's mapper already checked or derived (its API's rules for them differ).
+   *
+   * @param logprobs whether sampled tokens' logprobs are asked for
+   * @param topLogprobs alternatives per sampled token (null: 0)
+   * @param promptLogprobs the prompt logprobs asked for, {@code echo}'s default applied, or null
+   * @param requestedMax the tokens to generate per choice as the API reads its fields (chat: {@code
+   *     max_completion_tokens}, else {@code max_tokens}), or null for what the context leaves
+   * @param maxParam the field {@code requestedMax} came from, named in its 400s
    */
-  static SamplingParams map(
-      ChatCompletionRequest r,
+  public static SamplingParams map(
+      SamplingFields r,
       Long seed,
       boolean logprobs,
       Integer topLogprobs,
-      Integer promptLogprobs) {
+      Integer promptLogprobs,
+      Integer requestedMax,
+      String maxParam) {
     // Absent (or null) fields stay null: the worker applies the model's generation-config
     // default, else OpenAI's. SamplingParams itself checks the values present (and normalizes
     // them as vLLM does); its refusal names the field.
@@ -59,10 +68,6 @@ final class ChatSamplingMapper {
     if (n < 1) throw bad("n must be at least 1, got " + n + ".", "n");
     if (n > MAX_N) throw bad("n must be at most " + MAX_N + ", got " + n + ".", "n");
 
-    // max_completion_tokens wins over the deprecated max_tokens.
-    String maxParam = r.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
-    Integer requestedMax =
-        r.maxCompletionTokens() != null ? r.maxCompletionTokens() : r.maxTokens();
     if (requestedMax != null && requestedMax < 1)
       throw bad("max_tokens must be at least 1, got " + requestedMax + ".", maxParam);
     // Absent: as many as the context leaves. Whether it fits beside the prompt is the worker's
@@ -94,9 +99,6 @@ final class ChatSamplingMapper {
       sampleLogprobs = k;
     }
     Integer prompt = promptLogprobs;
-    // vLLM: echo without prompt_logprobs asks for prompt logprobs of top_logprobs alternatives.
-    if (prompt == null && isTrue(r.echo()))
-      prompt = topLogprobs == null ? 0 : Math.max(topLogprobs, 0);
     if (prompt != null && (prompt == -1 || prompt > MAX_LOGPROBS))
       throw bad(
           "Requested prompt logprobs of "

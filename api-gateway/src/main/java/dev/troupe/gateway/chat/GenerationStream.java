@@ -16,15 +16,24 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.RecipientRef;
+import org.apache.pekko.http.javadsl.model.ContentType;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.MediaTypes;
 import org.apache.pekko.japi.Pair;
+import org.apache.pekko.japi.pf.PFBuilder;
 import org.apache.pekko.stream.OverflowStrategy;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.stream.typed.javadsl.ActorSource;
+import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,6 +55,7 @@ public final class GenerationStream {
   private static final int BUFFER = 16_384;
 
   private static final AtomicLong OWNERS = new AtomicLong();
+  private static final ContentType EVENT_STREAM = MediaTypes.TEXT_EVENT_STREAM.toContentType();
 
   private GenerationStream() {}
 
@@ -123,6 +133,40 @@ public final class GenerationStream {
               if (head instanceof Failed f) throw toApiException(f);
               return Pair.create(head, pair.second());
             });
+  }
+
+  /**
+   * A server-sent-events response of {@code frames}: a failure after the stream opened becomes the
+   * writer's error event then {@code [DONE]} (the HTTP status stays 200), and a stream that ends
+   * without its last update still ends with an error event.
+   *
+   * @param error the error frames for a failure ({@code data: {"error":…}} and {@code [DONE]})
+   * @param done whether the writer has ended the stream itself
+   */
+  public static HttpResponse eventStream(
+      Source<ByteString, NotUsed> frames,
+      Function<ApiException, List<ByteString>> error,
+      BooleanSupplier done,
+      String requestId) {
+    Supplier<List<ByteString>> unfinished =
+        () ->
+            done.getAsBoolean()
+                ? List.of()
+                : error.apply(
+                    toApiException(
+                        new IllegalStateException(
+                            "generation " + requestId + " ended without completing")));
+    Source<ByteString, NotUsed> all =
+        frames
+            .recoverWithRetries(
+                1,
+                new PFBuilder<Throwable, Source<ByteString, NotUsed>>()
+                    .match(Throwable.class, e -> Source.from(error.apply(toApiException(e))))
+                    .build())
+            // the worker's stream always ends with its last update or Failed; if not, still end
+            // the SSE properly
+            .concatLazy(Source.lazySource(() -> Source.from(unfinished.get())));
+    return HttpResponse.create().withEntity(HttpEntities.createChunked(EVENT_STREAM, all));
   }
 
   /** The HTTP error for a worker's {@link Failed}. */

@@ -25,21 +25,14 @@ import dev.troupe.gateway.workers.ModelDirectory;
 import dev.troupe.gateway.workers.ModelDirectory.Destination;
 import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
-import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.NotUsed;
-import org.apache.pekko.http.javadsl.model.ContentType;
-import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
-import org.apache.pekko.http.javadsl.model.MediaTypes;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
-import org.apache.pekko.japi.pf.PFBuilder;
 import org.apache.pekko.stream.KillSwitches;
 import org.apache.pekko.stream.SharedKillSwitch;
 import org.apache.pekko.stream.javadsl.Sink;
@@ -53,13 +46,11 @@ import org.apache.pekko.util.ByteString;
  * worker refusing the prompt, unknown model, overload) are plain HTTP errors, streams included.
  */
 public final class ChatCompletionsRoute implements ApiRoute {
-  private static final ContentType EVENT_STREAM = MediaTypes.TEXT_EVENT_STREAM.toContentType();
-
   /** The debug header naming the chosen replica and why ({@code RouteDecision#headerValue}). */
-  public static final String ROUTE_HEADER = "X-Troupe-Route";
+  public static final String ROUTE_HEADER = Generations.ROUTE_HEADER;
 
   private final ModelDirectory models;
-  private final ServingMetrics metrics;
+  private final Generations generations;
 
   public ChatCompletionsRoute(ModelDirectory models) {
     this(models, new ServingMetrics());
@@ -70,7 +61,7 @@ public final class ChatCompletionsRoute implements ApiRoute {
    */
   public ChatCompletionsRoute(ModelDirectory models, ServingMetrics metrics) {
     this.models = models;
-    this.metrics = metrics;
+    this.generations = new Generations(models, metrics);
   }
 
   @Override
@@ -139,37 +130,19 @@ public final class ChatCompletionsRoute implements ApiRoute {
   private Route routed(ServedModel model, ChatPlan plan, ModelFacts facts) {
     return onSuccess(
         models.route(model, plan.generation(), facts.maxModelLen()),
-        destination -> {
-          Route answer =
-              withoutRequestTimeout(
-                  () ->
-                      extractRequest(
-                          request -> {
-                            Optional<Connection> connection = ClientConnections.of(request);
-                            return completeWithFuture(
-                                plan.stream()
-                                    ? stream(model, plan, destination, connection)
-                                    : whole(model, plan, destination, connection));
-                          }));
-          if (!models.router().settings().debugHeader()) return answer;
-          return respondWithHeader(
-              RawHeader.create(ROUTE_HEADER, destination.decision().headerValue()), () -> answer);
-        });
-  }
-
-  /**
-   * The generation's events, from the routed replica and, if its worker is lost, from the replicas
-   * that continue it; the routed replica's in-flight count drops at the end.
-   */
-  private Source<GenerationEvent, NotUsed> events(ServedModel model, Destination destination) {
-    return metrics.observe(
-        model.name(),
-        GenerationStream.events(models.replicas(model, destination), destination.request())
-            .watchTermination(
-                (mat, done) -> {
-                  done.whenComplete((ok, error) -> destination.lease().close());
-                  return mat;
-                }));
+        destination ->
+            generations.withRouteHeader(
+                destination.decision().headerValue(),
+                withoutRequestTimeout(
+                    () ->
+                        extractRequest(
+                            request -> {
+                              Optional<Connection> connection = ClientConnections.of(request);
+                              return completeWithFuture(
+                                  plan.stream()
+                                      ? stream(model, plan, destination, connection)
+                                      : whole(model, plan, destination, connection));
+                            }))));
   }
 
   /**
@@ -184,7 +157,8 @@ public final class ChatCompletionsRoute implements ApiRoute {
     long created = System.currentTimeMillis() / 1000;
     SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
     CompletionStage<HttpResponse> done =
-        events(model, destination)
+        generations
+            .events(model, destination)
             .via(gone.flow())
             .runWith(
                 Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add),
@@ -194,21 +168,7 @@ public final class ChatCompletionsRoute implements ApiRoute {
                   if (error != null) throw GenerationStream.toApiException(error);
                   return JsonBodies.response(StatusCodes.OK, folder.response());
                 });
-    return held(connection, done, gone);
-  }
-
-  /**
-   * Holds the connection open until {@code response} is ready, cancelling the generation if the
-   * client closes it first.
-   */
-  private static <T> CompletionStage<T> held(
-      Optional<Connection> connection, CompletionStage<T> response, SharedKillSwitch generation) {
-    if (connection.isEmpty()) return response;
-    connection
-        .get()
-        .onCloseUntil(
-            response, () -> generation.abort(new CancellationException("the client went away")));
-    return connection.get().holdOpenUntil(response);
+    return Generations.held(connection, done, gone);
   }
 
   /**
@@ -221,7 +181,8 @@ public final class ChatCompletionsRoute implements ApiRoute {
     long created = System.currentTimeMillis() / 1000;
     SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
     CompletionStage<HttpResponse> response =
-        GenerationStream.firstEvent(events(model, destination).via(gone.flow()), models.system())
+        GenerationStream.firstEvent(
+                generations.events(model, destination).via(gone.flow()), models.system())
             .thenApply(
                 first -> {
                   ChatChunkWriter writer = new ChatChunkWriter(plan, created);
@@ -229,35 +190,10 @@ public final class ChatCompletionsRoute implements ApiRoute {
                       Source.single(first.first())
                           .concat(first.second())
                           // one update per engine step: written as it comes
-                          .mapConcat(writer::onEvent)
-                          // A failure after the stream opened is an error event, then [DONE] (HTTP
-                          // status stays 200).
-                          .recoverWithRetries(
-                              1,
-                              new PFBuilder<Throwable, Source<ByteString, NotUsed>>()
-                                  .match(
-                                      Throwable.class,
-                                      e ->
-                                          Source.from(
-                                              writer.error(GenerationStream.toApiException(e))))
-                                  .build())
-                          // The worker's stream always ends with its last update or Failed; if not,
-                          // still end the SSE properly.
-                          .concatLazy(
-                              Source.lazySource(
-                                  () ->
-                                      Source.from(
-                                          writer.isDone()
-                                              ? List.<ByteString>of()
-                                              : writer.error(
-                                                  GenerationStream.toApiException(
-                                                      new IllegalStateException(
-                                                          "generation "
-                                                              + plan.generation().requestId()
-                                                              + " ended without completing"))))));
-                  return HttpResponse.create()
-                      .withEntity(HttpEntities.createChunked(EVENT_STREAM, frames));
+                          .mapConcat(writer::onEvent);
+                  return GenerationStream.eventStream(
+                      frames, writer::error, writer::isDone, plan.generation().requestId());
                 });
-    return held(connection, response, gone);
+    return Generations.held(connection, response, gone);
   }
 }

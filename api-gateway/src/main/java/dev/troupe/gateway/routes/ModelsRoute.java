@@ -2,22 +2,21 @@ package dev.troupe.gateway.routes;
 
 import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
 import static org.apache.pekko.http.javadsl.server.Directives.get;
-import static org.apache.pekko.http.javadsl.server.Directives.path;
+import static org.apache.pekko.http.javadsl.server.Directives.pathEndOrSingleSlash;
 import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
 
 import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
-import dev.troupe.gateway.http.RequestIds;
 import dev.troupe.gateway.workers.ModelDirectory;
 import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.api.models.ModelList;
 import dev.troupe.protocol.api.models.ModelList.ModelCard;
-import dev.troupe.protocol.api.models.ModelList.ModelPermission;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
-import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
@@ -31,8 +30,6 @@ import org.apache.pekko.http.javadsl.server.Route;
  * does not answer in time.
  */
 public final class ModelsRoute implements ApiRoute {
-  private static final Duration LISTING_WAIT = Duration.ofSeconds(2);
-
   /** Trainable models listed at most (the registry is paged; this is a listing, not an export). */
   private static final int MAX_TRAINED = 1000;
 
@@ -45,93 +42,41 @@ public final class ModelsRoute implements ApiRoute {
   @Override
   public Route route() {
     return pathPrefix(
-        "v1",
-        () ->
-            path(
-                "models",
-                () ->
-                    get(
-                        () -> {
-                          List<CompletableFuture<ModelFacts>> facts = new ArrayList<>();
-                          for (ServedModel m : models.models())
-                            // A model whose workers are down is listed without its context length,
-                            // not waited for.
-                            facts.add(
-                                models
-                                    .facts(m)
-                                    .toCompletableFuture()
-                                    .copy()
-                                    .completeOnTimeout(
-                                        null, LISTING_WAIT.toMillis(), TimeUnit.MILLISECONDS)
-                                    .exceptionally(e -> null));
-                          CompletableFuture<List<TrainableModelProtocol.ModelInfo>> trained =
-                              models.trainedModels() == null
-                                  ? CompletableFuture.completedFuture(List.of())
-                                  : models
-                                      .trainedModels()
-                                      .list(MAX_TRAINED)
-                                      .toCompletableFuture()
-                                      .completeOnTimeout(
-                                          List.of(), LISTING_WAIT.toMillis(), TimeUnit.MILLISECONDS)
-                                      .exceptionally(e -> List.of());
-                          CompletableFuture<?>[] all = new CompletableFuture<?>[facts.size() + 1];
-                          for (int i = 0; i < facts.size(); i++) all[i] = facts.get(i);
-                          all[facts.size()] = trained;
-                          return completeWithFuture(
-                              CompletableFuture.allOf(all)
-                                  .thenApply(
-                                      x -> {
-                                        List<ModelCard> cards = new ArrayList<>();
-                                        for (int i = 0; i < models.models().size(); i++) {
-                                          ServedModel m = models.models().get(i);
-                                          ModelFacts f = facts.get(i).join();
-                                          cards.add(
-                                              new ModelCard(
-                                                  m.name(),
-                                                  "model",
-                                                  m.created(),
-                                                  "troupe",
-                                                  m.root(),
-                                                  m.parent(),
-                                                  f == null ? null : f.maxModelLen(),
-                                                  List.of(
-                                                      ModelPermission.standard(
-                                                          "modelperm-" + RequestIds.random(),
-                                                          m.created()))));
-                                        }
-                                        for (TrainableModelProtocol.ModelInfo info :
-                                            trained.join()) {
-                                          Integer maxLen = null;
-                                          for (int i = 0; i < models.models().size(); i++)
-                                            if (models
-                                                    .models()
-                                                    .get(i)
-                                                    .name()
-                                                    .equals(info.baseModel())
-                                                && facts.get(i).join() != null)
-                                              maxLen = facts.get(i).join().maxModelLen();
-                                          long created = info.createdAtMillis() / 1000;
-                                          cards.add(
-                                              new ModelCard(
-                                                  info.id(),
-                                                  "model",
-                                                  created,
-                                                  "troupe",
-                                                  info.entity()
-                                                      + "/"
-                                                      + info.project()
-                                                      + "/"
-                                                      + info.name(),
-                                                  info.baseModel(),
-                                                  maxLen,
-                                                  List.of(
-                                                      ModelPermission.standard(
-                                                          "modelperm-" + RequestIds.random(),
-                                                          created))));
-                                        }
-                                        return JsonBodies.response(
-                                            StatusCodes.OK, ModelList.of(cards));
-                                      }));
-                        })));
+        "v1", () -> pathPrefix("models", () -> pathEndOrSingleSlash(() -> get(this::list))));
+  }
+
+  private Route list() {
+    List<CompletableFuture<ModelFacts>> facts = new ArrayList<>();
+    // a model whose workers are down is listed without its context length, not waited for
+    for (ServedModel m : models.models()) facts.add(ModelCards.facts(models, m));
+    CompletableFuture<List<TrainableModelProtocol.ModelInfo>> trained =
+        models.trainedModels() == null
+            ? CompletableFuture.completedFuture(List.of())
+            : models
+                .trainedModels()
+                .list(MAX_TRAINED)
+                .toCompletableFuture()
+                .completeOnTimeout(
+                    List.of(), ModelCards.LISTING_WAIT.toMillis(), TimeUnit.MILLISECONDS)
+                .exceptionally(e -> List.of());
+    CompletableFuture<?>[] all = new CompletableFuture<?>[facts.size() + 1];
+    for (int i = 0; i < facts.size(); i++) all[i] = facts.get(i);
+    all[facts.size()] = trained;
+    return completeWithFuture(
+        CompletableFuture.allOf(all)
+            .thenApply(
+                x -> {
+                  List<ModelCard> cards = new ArrayList<>();
+                  Map<String, ModelFacts> byName = new HashMap<>();
+                  for (int i = 0; i < models.models().size(); i++) {
+                    ServedModel m = models.models().get(i);
+                    ModelFacts f = facts.get(i).join();
+                    if (f != null) byName.put(m.name(), f);
+                    cards.add(ModelCards.served(m, f));
+                  }
+                  for (TrainableModelProtocol.ModelInfo info : trained.join())
+                    cards.add(ModelCards.trained(info, byName.get(info.baseModel())));
+                  return JsonBodies.response(StatusCodes.OK, ModelList.of(cards));
+                }));
   }
 }

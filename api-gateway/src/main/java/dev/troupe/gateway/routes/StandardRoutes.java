@@ -47,8 +47,10 @@ public final class StandardRoutes {
         models.askTimeout().compareTo(SCRAPE_TIMEOUT) < 0 ? models.askTimeout() : SCRAPE_TIMEOUT;
     return List.of(
         new ChatCompletionsRoute(models, metrics),
+        new CompletionsRoute(models, metrics),
         new MetricsRoute(models, metrics, scrapeTimeout),
         new ModelsRoute(models),
+        new RetrieveModelRoute(models),
         new TokenizeRoute(models),
         new DetokenizeRoute(models),
         new HealthRoute(health),

@@ -108,6 +108,14 @@ public final class ReplicaRouter {
     if (!settings.cacheAware())
       return CompletableFuture.completedFuture(
           route(model, candidates, null, adapterKey, request.cacheSalt()));
+    if (request.promptTokenIds() != null) // the client sent ids (/v1/completions): no tokenizing
+    return CompletableFuture.completedFuture(
+          route(
+              model,
+              candidates,
+              truncated(request.promptTokenIds(), request.truncatePromptTokens(), maxModelLen),
+              adapterKey,
+              request.cacheSalt()));
     CompletableFuture<int[]> ids;
     try {
       ids =
@@ -118,6 +126,13 @@ public final class ReplicaRouter {
     }
     return ids.exceptionally(e -> null)
         .thenApply(t -> route(model, candidates, t, adapterKey, request.cacheSalt()));
+  }
+
+  /** The ids the worker will run: the last {@code truncate_prompt_tokens} of them when set. */
+  private static int[] truncated(List<Integer> ids, Integer truncate, int maxModelLen) {
+    int keep = truncate == null ? ids.size() : truncate == -1 ? maxModelLen : truncate;
+    int from = Math.max(0, ids.size() - keep);
+    return ids.subList(from, ids.size()).stream().mapToInt(Integer::intValue).toArray();
   }
 
   /**

@@ -40,14 +40,7 @@ public final class ConstraintMapper {
    */
   public static Result map(ChatCompletionRequest r, String autoToolParser, boolean beamSearch) {
     StructuredOutputs so = r.structuredOutputs();
-    StructuredOutputsParams fromOutputs = so == null ? null : structuredOutputs(so);
-    StructuredOutputsParams fromFormat = responseFormat(r.responseFormat());
-    if (fromOutputs != null && fromFormat != null)
-      throw bad(
-          "You can only use one kind of structured outputs constraint but multiple are specified: "
-              + "structured_outputs and response_format.",
-          "response_format");
-    StructuredOutputsParams constraint = fromOutputs != null ? fromOutputs : fromFormat;
+    StructuredOutputsParams constraint = requested(so, r.responseFormat());
     ToolCalling tools =
         ToolChoices.toolCalling(r.tools(), r.toolChoice(), r.parallelToolCalls(), autoToolParser);
     if (tools.mode() == ToolCalling.Mode.REQUIRED || tools.mode() == ToolCalling.Mode.NAMED) {
@@ -68,6 +61,38 @@ public final class ConstraintMapper {
           "Structured outputs and forced tool calls are not supported with beam search.",
           "use_beam_search");
     return new Result(constraint, tools);
+  }
+
+  /**
+   * The constraint of a request without tools ({@code /v1/completions}): {@code structured_outputs}
+   * or {@code response_format}, with the JSON options; null when none.
+   */
+  public static StructuredOutputsParams map(
+      StructuredOutputs so, ResponseFormat rf, boolean beamSearch) {
+    StructuredOutputsParams constraint = requested(so, rf);
+    if (constraint != null && so != null)
+      constraint =
+          constraint.withJsonOptions(
+              isTrue(so.disableAnyWhitespace()),
+              isTrue(so.disableAdditionalProperties()),
+              so.whitespacePattern());
+    if (constraint != null && beamSearch)
+      throw bad(
+          "Structured outputs and forced tool calls are not supported with beam search.",
+          "use_beam_search");
+    return constraint;
+  }
+
+  /** The one kind asked for by {@code structured_outputs} or {@code response_format}, or null. */
+  private static StructuredOutputsParams requested(StructuredOutputs so, ResponseFormat rf) {
+    StructuredOutputsParams fromOutputs = so == null ? null : structuredOutputs(so);
+    StructuredOutputsParams fromFormat = responseFormat(rf);
+    if (fromOutputs != null && fromFormat != null)
+      throw bad(
+          "You can only use one kind of structured outputs constraint but multiple are specified: "
+              + "structured_outputs and response_format.",
+          "response_format");
+    return fromOutputs != null ? fromOutputs : fromFormat;
   }
 
   /** The kind set in {@code structured_outputs}, or null when only options are given. */

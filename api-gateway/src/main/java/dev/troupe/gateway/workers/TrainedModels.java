@@ -147,6 +147,25 @@ public final class TrainedModels {
   }
 
   /**
+   * The trainable model with this id, as {@code GET /v1/models} lists it; a 404 naming {@code
+   * model} when there is none (an id that is not a UUID never is).
+   */
+  public CompletionStage<ModelInfo> info(String id) {
+    try {
+      java.util.UUID.fromString(id);
+    } catch (IllegalArgumentException notUuid) {
+      return CompletableFuture.failedFuture(notFound(id));
+    }
+    return this.<ModelReply>askModel(id, TrainableModelProtocol.Get::new)
+        .thenApply(
+            reply -> {
+              if (!(reply instanceof ModelFound found)) throw notFound(id);
+              return found.info();
+            })
+        .exceptionallyCompose(e -> CompletableFuture.failedFuture(apiError(e)));
+  }
+
+  /**
    * Registered trainable models in creation order, at most {@code limit} (for {@code GET
    * /v1/models}); one registry page per 100.
    */

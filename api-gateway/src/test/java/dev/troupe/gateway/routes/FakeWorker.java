@@ -24,7 +24,6 @@ import dev.troupe.protocol.cluster.WorkerStatus.Histogram;
 import dev.troupe.protocol.cluster.WorkerStatus.Latencies;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -42,6 +41,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  *   <li>{@code "crash midway"}: the first update, then {@link Failed} INTERNAL
  *   <li>{@code "hang"}: an update with the prompt facts only, then nothing (until cancelled)
  *   <li>{@code "slow"}: an update with the prompt facts only, then after 600 ms the default answer
+ *   <li>(the prompt is the last message's content, or a completion's prompt: its text, or its ids
+ *       as {@code "[1, 2]"}, which are then the prompt's ids)
  *   <li>anything else: two updates, one per step: per choice {@code "Hello"} (id 100+i), then
  *       {@code " world"} (id 200+i) finishing with {@code stop} and the stop reason from the first
  *       stop string (or null), and the usage
@@ -139,8 +140,12 @@ final class FakeWorker {
 
   private static void generate(GenerationRequest r, ActorRef<GenerationEvent> to, Counts counts) {
     String id = r.requestId();
-    Map<String, Object> last = r.messages().get(r.messages().size() - 1);
-    String prompt = String.valueOf(last.get("content"));
+    // a chat's last message, or a completion's prompt (its ids as text when it was ids)
+    String prompt =
+        r.messages() != null
+            ? String.valueOf(r.messages().get(r.messages().size() - 1).get("content"))
+            : r.promptTokenIds() != null ? r.promptTokenIds().toString() : r.prompt();
+    List<Integer> promptIds = r.promptTokenIds() != null ? r.promptTokenIds() : PROMPT_IDS;
     switch (prompt) {
       case "bad prompt" -> {
         to.tell(
@@ -169,10 +174,10 @@ final class FakeWorker {
             "fake#0",
             null,
             0,
-            PROMPT_IDS.size(),
-            r.returnTokenIds() ? PROMPT_IDS : null,
+            promptIds.size(),
+            r.returnTokenIds() ? promptIds : null,
             promptLogprobs);
-    counts.promptTokens += PROMPT_IDS.size();
+    counts.promptTokens += promptIds.size();
     if (prompt.equals("hang") || prompt.equals("slow")) {
       to.tell(new GenerationUpdate(id, started, List.of(), null));
       if (prompt.equals("hang")) {
@@ -232,7 +237,8 @@ final class FakeWorker {
               null));
       return to;
     }
-    to.add(new GenerationUpdate(id, null, second, new Usage(PROMPT_IDS.size(), 2 * n, 0)));
+    int promptTokens = r.promptTokenIds() != null ? r.promptTokenIds().size() : PROMPT_IDS.size();
+    to.add(new GenerationUpdate(id, null, second, new Usage(promptTokens, 2 * n, 0)));
     return to;
   }
 

@@ -45,6 +45,26 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
   }
 
   @Test
+  void aModelIsRetrievedByIdAndAnUnknownOneIsA404() {
+    TestRouteResult r = authed(HttpRequest.GET("/v1/models/fake"));
+    r.assertStatusCode(200);
+    JsonNode card = json(r);
+    assertEquals("fake", card.path("id").asText());
+    assertEquals("model", card.path("object").asText());
+    assertEquals("/models/fake", card.path("root").asText());
+    assertEquals(FakeWorker.MAX_MODEL_LEN, card.path("max_model_len").asInt());
+    // an id is the rest of the path, decoded: a served name may hold a slash
+    TestRouteResult unknown = authed(HttpRequest.GET("/v1/models/org%2Fnone"));
+    assertError(unknown, 404, "NotFoundError", "model");
+    assertEquals(
+        "The model `org/none` does not exist.",
+        json(unknown).path("error").path("message").asText());
+    assertError(authed(HttpRequest.GET("/v1/models/org/none")), 404, "NotFoundError", "model");
+    assertError(route.run(HttpRequest.GET("/v1/models/fake")), 401, "AuthenticationError", null);
+    assertEquals(2, json(authed(HttpRequest.GET("/v1/models/"))).path("data").size(), "the list");
+  }
+
+  @Test
   void modelsAreListedInOpenAiShapeWithVllmCards() {
     assertError(route.run(HttpRequest.GET("/v1/models")), 401, "AuthenticationError", null);
     TestRouteResult r = route.run(bearer(HttpRequest.GET("/v1/models"), ChatRouteFixture.KEY));

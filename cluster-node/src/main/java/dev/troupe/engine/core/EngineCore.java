@@ -299,6 +299,11 @@ public final class EngineCore implements AutoCloseable {
               dev.troupe.engine.sampling.FinishReason.STOP,
               null,
               samplers.eos().isEos(token) ? null : token);
+    // the budget ended the output (the constraint only kept it valid): reported as a cut
+    if (finish != null
+        && finish.reason() == dev.troupe.engine.sampling.FinishReason.STOP
+        && choice.sampler.constraintCompletedByBudget())
+      finish = new Finish(dev.troupe.engine.sampling.FinishReason.LENGTH, null, null);
     generatedTokens++;
     Integer k = r.params().logprobs();
     List<StepLogprobs> logprobs =

@@ -325,6 +325,15 @@ public final class InputProcessor {
    * @throws Rejection for an id outside the tokenizer's vocabulary
    */
   public String detokenize(List<Integer> tokens) {
+    return detokenize(tokens, true);
+  }
+
+  /**
+   * As {@link #detokenize(List)}, keeping special tokens when {@code skipSpecialTokens} is false.
+   *
+   * @throws Rejection for an id outside the tokenizer's vocabulary
+   */
+  public String detokenize(List<Integer> tokens, boolean skipSpecialTokens) {
     int vocab = prompts.tokenizer().vocabSize();
     int[] ids = new int[tokens.size()];
     for (int i = 0; i < ids.length; i++) {
@@ -332,7 +341,7 @@ public final class InputProcessor {
       if (ids[i] < 0 || ids[i] >= vocab)
         throw Rejection.badRequest("Token id " + ids[i] + " is out of vocabulary", "tokens");
     }
-    return prompts.tokenizer().decode(ids, true, true);
+    return prompts.tokenizer().decode(ids, skipSpecialTokens, true);
   }
 
   /** Where the work on a request is, so that an unexpected failure names the right field. */

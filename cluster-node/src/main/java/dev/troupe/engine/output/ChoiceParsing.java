@@ -109,6 +109,16 @@ final class ChoiceParsing {
     return new Piece(r, content, List.of());
   }
 
+  /** Where the text split stands: content only, in the reasoning, or after it. */
+  RequestUpdate.Split split() {
+    if (reasoning == null) return RequestUpdate.Split.CONTENT;
+    if (reasoning.textPhase() == ReasoningParser.Phase.REASONING)
+      return RequestUpdate.Split.REASONING;
+    return reasoning.sawReasoning()
+        ? RequestUpdate.Split.AFTER_REASONING
+        : RequestUpdate.Split.CONTENT;
+  }
+
   /** How many tool calls the choice made. */
   int toolCalls() {
     return calls;

@@ -332,7 +332,8 @@ public final class OutputProcessor {
           toolFinish ? FinishReason.TOOL_CALLS : reason,
           stopReason,
           a.reasoning() + b.reasoning(),
-          calls);
+          calls,
+          cp.split());
     }
 
     String id() {

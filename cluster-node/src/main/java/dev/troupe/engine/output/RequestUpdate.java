@@ -58,6 +58,7 @@ public record RequestUpdate(
    * @param stopReason the matched stop string, the stop token id, or null
    * @param reasoning new reasoning text (a reasoning parser split it from {@code text})
    * @param toolCalls new tool-call pieces (header, argument fragments)
+   * @param split where the text stands after this step as the reasoning parser reads it
    */
   public record ChoiceUpdate(
       int index,
@@ -67,11 +68,13 @@ public record RequestUpdate(
       FinishReason finishReason,
       Object stopReason,
       String reasoning,
-      List<ToolCallDelta> toolCalls) {
+      List<ToolCallDelta> toolCalls,
+      Split split) {
     public ChoiceUpdate {
       logprobs = logprobs == null ? null : List.copyOf(logprobs);
       reasoning = reasoning == null ? "" : reasoning;
       toolCalls = toolCalls == null ? List.of() : List.copyOf(toolCalls);
+      if (split == null) split = Split.CONTENT;
     }
 
     /** A choice's plain text news (no reasoning, no tool calls). */
@@ -82,8 +85,19 @@ public record RequestUpdate(
         List<LogprobsText> logprobs,
         FinishReason finishReason,
         Object stopReason) {
-      this(index, text, tokenIds, logprobs, finishReason, stopReason, "", List.of());
+      this(index, text, tokenIds, logprobs, finishReason, stopReason, "", List.of(), null);
     }
+  }
+
+  /**
+   * Where a choice's text stands as its reasoning parser reads it: only content so far (or no
+   * parser), in its reasoning, or in the content after it. vLLM's response writes an empty part as
+   * {@code ""} or null depending on it.
+   */
+  public enum Split {
+    CONTENT,
+    REASONING,
+    AFTER_REASONING
   }
 
   /** Logprobs of one position with the tokens' text: the chosen token and the alternatives. */

@@ -65,6 +65,14 @@ public interface ReasoningParser {
      */
     int startTokenId();
 
+    /**
+     * The token that ends the reasoning ({@code </think>}), or -1; a constrained engine generates
+     * it when the budget has just room left for the constrained content.
+     */
+    default int endTokenId() {
+      return -1;
+    }
+
     /** Splits newly generated text; text that may still be part of a tag is held back. */
     Delta onText(String text);
 
@@ -73,6 +81,11 @@ public interface ReasoningParser {
 
     /** Whether the output ever entered reasoning (so reasoning is "" rather than null). */
     boolean sawReasoning();
+
+    /** The phase of the text split so far ({@link #onText}), which the token phase may lead. */
+    default Phase textPhase() {
+      return phase();
+    }
 
     /** Folds the deltas of a whole output into vLLM's non-streaming pair. */
     default Split result(Delta... deltas) {

@@ -87,6 +87,11 @@ final class ThinkTagParser implements ReasoningParser {
     }
 
     @Override
+    public int endTokenId() {
+      return endId;
+    }
+
+    @Override
     public void onToken(int tokenId) {
       if (tokenPhase == Phase.UNDECIDED)
         tokenPhase = tokenId == startId ? Phase.REASONING : Phase.CONTENT;
@@ -96,6 +101,11 @@ final class ThinkTagParser implements ReasoningParser {
     @Override
     public boolean sawReasoning() {
       return sawReasoning;
+    }
+
+    @Override
+    public Phase textPhase() {
+      return textPhase;
     }
 
     @Override

@@ -261,6 +261,11 @@ public final class Sampler {
     return constraint != null && constraint.finished();
   }
 
+  /** Whether the budget steered the constraint to completion ({@link TokenConstraint}). */
+  public boolean constraintCompletedByBudget() {
+    return constraint != null && constraint.completedByBudget();
+  }
+
   public int outputLength() {
     return outputLength;
   }
@@ -314,7 +319,7 @@ public final class Sampler {
         x[t] -= presence;
       }
     }
-    if (constraint != null) constraint.mask(x);
+    if (constraint != null) constraint.mask(x, params.maxTokens() - outputLength);
   }
 
   /**

@@ -17,6 +17,15 @@ public interface TokenConstraint {
   /** Sets the logit of every token that may not come next to negative infinity, in place. */
   void mask(float[] logits);
 
+  /**
+   * As {@link #mask(float[])}, knowing how many tokens the choice may still generate, this one
+   * included (what its {@code max_tokens} leaves): a constraint may keep its output completable
+   * within them.
+   */
+  default void mask(float[] logits, int tokensLeft) {
+    mask(logits);
+  }
+
   /** Advances the constraint by the token the choice appended. */
   void accept(int token);
 
@@ -26,6 +35,15 @@ public interface TokenConstraint {
    * ignore_eos}, {@code min_tokens} not reached).
    */
   default boolean finished() {
+    return false;
+  }
+
+  /**
+   * Whether the token budget steered the output to its completion (a token that would have kept the
+   * output going was held back because it could not have been completed after it): the core then
+   * ends the choice with {@code length}, since the budget, not the model, ended it.
+   */
+  default boolean completedByBudget() {
     return false;
   }
 }

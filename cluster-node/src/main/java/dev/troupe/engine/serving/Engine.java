@@ -115,7 +115,8 @@ public final class Engine implements AutoCloseable {
             structured.limits(),
             new GrammarCache(structured.cacheEntries(), structured.cacheBytes()),
             structured.compileThreads() > 1 ? GrammarHelpers.executor() : null,
-            structured.compileThreads());
+            structured.compileThreads(),
+            structured.maxJsonWhitespace());
     InputProcessor inputs =
         new InputProcessor(
             modelName,
@@ -126,7 +127,7 @@ public final class Engine implements AutoCloseable {
             core.maxModelLen(),
             samplers,
             defaults,
-            new Constraints(compiler, reasoning),
+            new Constraints(compiler, reasoning, structured.completeWithinMaxTokens()),
             reasoning);
     return new Engine(modelName, inputs, core, new OutputProcessor(text.tokenizer()));
   }

@@ -20,14 +20,27 @@ public final class Constraints {
 
   private final StructuredOutputCompiler compiler;
   private final ReasoningParser reasoning;
+  private final boolean withinBudget;
 
   /**
+   * Constraints that keep outputs completable within {@code max_tokens}.
+   *
    * @param compiler the model's compiler
    * @param reasoning the model's reasoning parser, or null
    */
   public Constraints(StructuredOutputCompiler compiler, ReasoningParser reasoning) {
+    this(compiler, reasoning, true);
+  }
+
+  /**
+   * @param withinBudget keep each output completable within its {@code max_tokens} ({@link
+   *     StructuredOutputSettings#completeWithinMaxTokens}); false: cut it there, as vLLM does
+   */
+  public Constraints(
+      StructuredOutputCompiler compiler, ReasoningParser reasoning, boolean withinBudget) {
     this.compiler = compiler;
     this.reasoning = reasoning;
+    this.withinBudget = withinBudget;
   }
 
   /**
@@ -49,7 +62,7 @@ public final class Constraints {
     for (int i = 0; i < params.n(); i++) {
       ReasoningParser.Session session =
           reasoning == null ? null : reasoning.open(promptIds, chatTemplateKwargs);
-      out.add(new GrammarConstraint(base.fork(), session));
+      out.add(new GrammarConstraint(base.fork(), session, withinBudget));
     }
     return out;
   }

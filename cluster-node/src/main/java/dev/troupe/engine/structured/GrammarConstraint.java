@@ -21,17 +21,37 @@ import dev.troupe.engine.structured.grammar.GrammarMatcher;
  */
 public final class GrammarConstraint implements TokenConstraint {
 
+  /**
+   * Slack (tokens beyond what completing the output needs) below which masks are also checked
+   * against the budget. Above it a single token would have to add this many bytes to the shortest
+   * completion to strand the output; checking every step would walk every allowed token each time.
+   */
+  static final int BUDGET_WINDOW = 128;
+
   private final GrammarMatcher matcher;
   private final ReasoningParser.Session reasoning; // null: no reasoning parser
   private final long[] bits;
+  private final boolean withinBudget;
+  private boolean budgetSteered;
 
   /**
+   * A constraint that keeps its output completable within the choice's budget.
+   *
    * @param matcher a fresh matcher of the request's grammar (a fork per choice)
    * @param reasoning the choice's reasoning session, or null when the model has no parser
    */
   public GrammarConstraint(GrammarMatcher matcher, ReasoningParser.Session reasoning) {
+    this(matcher, reasoning, true);
+  }
+
+  /**
+   * @param withinBudget keep the output completable within the tokens the choice has left
+   */
+  public GrammarConstraint(
+      GrammarMatcher matcher, ReasoningParser.Session reasoning, boolean withinBudget) {
     this.matcher = matcher;
     this.reasoning = reasoning;
+    this.withinBudget = withinBudget;
     this.bits = new long[(matcher.grammar().vocabulary().size() + 63) >>> 6];
   }
 
@@ -41,10 +61,30 @@ public final class GrammarConstraint implements TokenConstraint {
 
   @Override
   public void mask(float[] logits) {
+    mask(logits, Integer.MAX_VALUE);
+  }
+
+  /**
+   * The grammar's mask; near the end of the budget, only the tokens after which the output can
+   * still be completed within it (so an output whose model would wander, in a long string, in
+   * nested values, is closed in time and ends valid, with {@code length}); a reasoning that would
+   * leave no room for the content is ended with its end tag.
+   */
+  @Override
+  public void mask(float[] logits, int tokensLeft) {
     Phase phase = phase();
-    if (phase == Phase.REASONING) return;
+    if (phase == Phase.REASONING) {
+      // the reasoning ends while the constrained content still fits: its end tag, the content's
+      // fewest bytes (one token each), the stop token
+      if (withinBudget && (long) tokensLeft <= matcher.bytesToComplete() + 2L) endReasoning(logits);
+      return;
+    }
     matcher.fillNextTokenMask(bits);
-    if (phase == Phase.UNDECIDED) {
+    if (withinBudget && (long) tokensLeft - 2 - matcher.bytesToComplete() < BUDGET_WINDOW)
+      budgetSteered |= matcher.restrictToBudget(bits, tokensLeft);
+    // reasoning may start only while its tags and the content still fit after it
+    boolean roomToReason = !withinBudget || (long) tokensLeft >= matcher.bytesToComplete() + 3L;
+    if (phase == Phase.UNDECIDED && roomToReason) {
       int start = reasoning.startTokenId();
       if (start >= 0 && start < logits.length) bits[start >>> 6] |= 1L << start;
     }
@@ -59,6 +99,16 @@ public final class GrammarConstraint implements TokenConstraint {
         }
       }
     }
+  }
+
+  /** Only the reasoning's end tag may come next (if the parser has one). */
+  private void endReasoning(float[] logits) {
+    int end = reasoning.endTokenId();
+    if (end < 0 || end >= logits.length) return;
+    float keep = logits[end];
+    java.util.Arrays.fill(logits, Float.NEGATIVE_INFINITY);
+    logits[end] = Float.isFinite(keep) ? keep : 0f;
+    budgetSteered = true;
   }
 
   /** Masks the row; returns whether an allowed token kept a finite logit. */
@@ -102,6 +152,11 @@ public final class GrammarConstraint implements TokenConstraint {
   @Override
   public boolean finished() {
     return matcher.isTerminated();
+  }
+
+  @Override
+  public boolean completedByBudget() {
+    return budgetSteered && matcher.isTerminated();
   }
 
   /** The matcher (tests). */

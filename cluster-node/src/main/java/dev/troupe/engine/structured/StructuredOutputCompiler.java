@@ -6,6 +6,7 @@ import dev.troupe.engine.structured.grammar.Grammar;
 import dev.troupe.engine.structured.grammar.GrammarException;
 import dev.troupe.engine.structured.grammar.Limits;
 import dev.troupe.engine.structured.grammar.TokenVocabulary;
+import dev.troupe.engine.structured.syntax.JsonSchemaConverter;
 import dev.troupe.protocol.cluster.StructuredOutputsParams;
 import java.util.concurrent.Executor;
 import java.util.function.Supplier;
@@ -25,6 +26,7 @@ public final class StructuredOutputCompiler {
   private final GrammarCache cache;
   private final Executor helpers;
   private final int parallelism;
+  private final int maxJsonWhitespace;
 
   public StructuredOutputCompiler(TokenVocabulary vocabulary, Limits limits, GrammarCache cache) {
     this(vocabulary, limits, cache, null, 1);
@@ -53,6 +55,27 @@ public final class StructuredOutputCompiler {
       GrammarCache cache,
       Executor helpers,
       int parallelism) {
+    this(
+        vocabulary,
+        limits,
+        cache,
+        helpers,
+        parallelism,
+        JsonSchemaConverter.Options.DEFAULT_MAX_WHITESPACE);
+  }
+
+  /**
+   * @param maxJsonWhitespace the bound on whitespace in a row in JSON constraints that set no
+   *     whitespace option ({@link StructuredOutputSettings#maxJsonWhitespace})
+   */
+  public StructuredOutputCompiler(
+      Supplier<TokenVocabulary> vocabulary,
+      Limits limits,
+      GrammarCache cache,
+      Executor helpers,
+      int parallelism,
+      int maxJsonWhitespace) {
+    this.maxJsonWhitespace = maxJsonWhitespace;
     this.vocabularySource = vocabulary;
     this.limits = limits;
     this.cache = cache;
@@ -77,7 +100,7 @@ public final class StructuredOutputCompiler {
    * @throws InvalidSamplingParamsException with vLLM's message and the request field
    */
   public Grammar validate(StructuredOutputsParams params) {
-    return StructuredOutputGrammars.of(params);
+    return StructuredOutputGrammars.of(params, maxJsonWhitespace);
   }
 
   /**
@@ -89,9 +112,10 @@ public final class StructuredOutputCompiler {
   public CompiledGrammar compile(StructuredOutputsParams params) {
     TokenVocabulary v = vocabulary();
     return cache.get(
-        new Key(v, params.cacheKey()),
+        // the bound is part of the grammar: one cache may serve compilers with different ones
+        new Key(v, java.util.List.of(params.cacheKey(), maxJsonWhitespace)),
         () -> {
-          Grammar g = StructuredOutputGrammars.of(params);
+          Grammar g = StructuredOutputGrammars.of(params, maxJsonWhitespace);
           try {
             return CompiledGrammar.compile(g, v, limits, helpers, parallelism);
           } catch (GrammarException e) {

@@ -28,10 +28,23 @@ public final class StructuredOutputGrammars {
 
   private StructuredOutputGrammars() {}
 
+  /** With JSON whitespace bounded as by default ({@code DEFAULT_MAX_WHITESPACE} in a row). */
   public static Grammar of(StructuredOutputsParams p) {
+    return of(p, JsonSchemaConverter.Options.DEFAULT_MAX_WHITESPACE);
+  }
+
+  /**
+   * @param maxJsonWhitespace whitespace characters in a row that JSON constraints allow where the
+   *     request sets neither {@code disable_any_whitespace} nor {@code whitespace_pattern} ({@code
+   *     JsonSchemaConverter.Options.UNBOUNDED}: any number, as vLLM)
+   */
+  public static Grammar of(StructuredOutputsParams p, int maxJsonWhitespace) {
     JsonSchemaConverter.Options options =
         new JsonSchemaConverter.Options(
-            !p.disableAnyWhitespace(), p.whitespacePattern(), p.disableAdditionalProperties());
+            !p.disableAnyWhitespace(),
+            p.whitespacePattern(),
+            p.disableAdditionalProperties(),
+            maxJsonWhitespace);
     if (p.whitespacePattern() != null) {
       try {
         RegexParser.parse(p.whitespacePattern());

@@ -37,10 +37,11 @@ import java.util.Map;
  * @param returnTokenIds the client wants the prompt's token ids (generated ids always travel)
  * @param returnTokensAsTokenIds logprob token strings are written as {@code token_id:N}
  * @param adapter the trained checkpoint (LoRA adapter) to generate with, or null for the base model
- * @param promptTokenIds the prompt as the gateway already rendered and tokenized it (with the
- *     model's own template and tokenizer, to route it by cached prefix), or null: the worker then
- *     renders and tokenizes it. Set by the gateway only, never from a client's body; the worker
- *     truncates and checks these ids as it would its own
+ * @param promptTokenIds the prompt as token ids: as the gateway already rendered and tokenized it
+ *     (with the model's own template and tokenizer, to route it by cached prefix), or as a {@code
+ *     /v1/completions} client sent them (then {@code prompt} is empty); null: the worker renders
+ *     and tokenizes the prompt. The worker truncates and checks these ids (vocabulary, context
+ *     length) as it would its own
  * @param resume the output already delivered when the request continues on another replica after
  *     its first one was lost (migration); null for a new request. Set by the gateway only, never
  *     from a client's body

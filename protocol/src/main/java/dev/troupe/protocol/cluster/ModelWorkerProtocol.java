@@ -127,12 +127,21 @@ public final class ModelWorkerProtocol {
     }
   }
 
-  /** Turns token ids back into text, as vLLM's {@code /detokenize}. */
-  public record Detokenize(List<Integer> tokens, ActorRef<DetokenizeReply> replyTo)
+  /**
+   * Turns token ids back into text, as vLLM's {@code /detokenize} (special tokens left out), or
+   * keeping special tokens (a completion's echoed prompt, as vLLM decodes it).
+   */
+  public record Detokenize(
+      List<Integer> tokens, boolean skipSpecialTokens, ActorRef<DetokenizeReply> replyTo)
       implements Command {
     public Detokenize {
       tokens = List.copyOf(tokens);
       if (replyTo == null) throw new IllegalArgumentException("replyTo is required");
+    }
+
+    /** {@code /detokenize}: special tokens left out. */
+    public Detokenize(List<Integer> tokens, ActorRef<DetokenizeReply> replyTo) {
+      this(tokens, true, replyTo);
     }
   }
 
@@ -302,6 +311,8 @@ public final class ModelWorkerProtocol {
    * @param reasoning newly final reasoning text (the model's reasoning parser split it from the
    *     content); empty when none
    * @param toolCalls new tool-call pieces of this step, in order; empty when none
+   * @param split where the choice's text stands after this step as its reasoning parser reads it
+   *     (decides whether an empty part is {@code ""} or null, as vLLM's parsers do)
    */
   public record ChoiceUpdate(
       int index,
@@ -311,8 +322,31 @@ public final class ModelWorkerProtocol {
       FinishReason finishReason,
       Object stopReason,
       String reasoning,
-      List<ToolCallPiece> toolCalls)
+      List<ToolCallPiece> toolCalls,
+      TextSplit split)
       implements CborSerializable {
+
+    /** News with reasoning or tool calls, of a choice that has not reasoned. */
+    public ChoiceUpdate(
+        int index,
+        String text,
+        List<Integer> tokenIds,
+        List<LogprobEntry> logprobs,
+        FinishReason finishReason,
+        Object stopReason,
+        String reasoning,
+        List<ToolCallPiece> toolCalls) {
+      this(
+          index,
+          text,
+          tokenIds,
+          logprobs,
+          finishReason,
+          stopReason,
+          reasoning,
+          toolCalls,
+          TextSplit.CONTENT);
+    }
 
     /** News without reasoning or tool calls. */
     public ChoiceUpdate(
@@ -327,6 +361,7 @@ public final class ModelWorkerProtocol {
 
     public ChoiceUpdate {
       if (index < 0) throw new IllegalArgumentException("index must be >= 0");
+      if (split == null) split = TextSplit.CONTENT;
       if (text == null) text = "";
       if (reasoning == null) reasoning = "";
       toolCalls = toolCalls == null ? List.of() : List.copyOf(toolCalls);
@@ -362,6 +397,26 @@ public final class ModelWorkerProtocol {
   }
 
   /** Why a choice ended; {@link #wireName()} is the OpenAI/vLLM value. */
+  /**
+   * Where a choice's text stands as its reasoning parser reads it. vLLM's parsers report an empty
+   * content as {@code ""} when the output never reasoned (a stop string matched at its very start,
+   * EOS first) and as null when it did (cut in its reasoning, or nothing after {@code </think>});
+   * an output that reasoned has a reasoning, {@code ""} at least.
+   */
+  public enum TextSplit {
+    /** Content only so far (also: no reasoning parser). */
+    CONTENT,
+    /** In its reasoning. */
+    REASONING,
+    /** In the content after its reasoning. */
+    AFTER_REASONING;
+
+    /** Whether the output has entered its reasoning. */
+    public boolean reasoned() {
+      return this != CONTENT;
+    }
+  }
+
   public enum FinishReason {
     STOP,
     LENGTH,

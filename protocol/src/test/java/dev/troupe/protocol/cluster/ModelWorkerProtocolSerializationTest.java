@@ -163,6 +163,17 @@ class ModelWorkerProtocolSerializationTest {
                 List.of(
                     new ChoiceUpdate(0, "", List.of(9), null, FinishReason.STOP, "\n\n"),
                     new ChoiceUpdate(1, "x", List.of(7), null, FinishReason.STOP, 7),
+                    // where a reasoning parser's split stands travels too
+                    new ChoiceUpdate(
+                        3,
+                        "",
+                        List.of(8),
+                        null,
+                        FinishReason.STOP,
+                        null,
+                        "why",
+                        List.of(),
+                        ModelWorkerProtocol.TextSplit.AFTER_REASONING),
                     new ChoiceUpdate(2, "", List.of(), null, FinishReason.LENGTH, null)),
                 new Usage(10, 4, 0)),
             new Failed("r", ErrorKind.OVERLOADED, "queue full", null),

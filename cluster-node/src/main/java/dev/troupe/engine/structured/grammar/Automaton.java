@@ -26,6 +26,7 @@ public final class Automaton {
   final long[][] follow; // rule -> 256-bit set of bytes that may follow the rule's completion
   final int rootRule;
   final boolean[] pureExit; // accepting, no transitions, no calls: returning is all it can do
+  final int[] completionBytes; // fewest bytes that complete the state's rule (Completions)
 
   Automaton(
       int numClasses,
@@ -59,6 +60,7 @@ public final class Automaton {
       for (int c = 0; exit && c < numClasses; c++) if (trans[s * numClasses + c] >= 0) exit = false;
       pureExit[s] = exit;
     }
+    this.completionBytes = Completions.bytesPerState(this);
   }
 
   /** Number of DFA states over all rules. */
@@ -83,7 +85,7 @@ public final class Automaton {
 
   /** Approximate heap footprint of the tables, in bytes. */
   long bytes() {
-    return 4L * trans.length + 4L * (refRule.length * 2L + refStart.length) + 8L * numStates;
+    return 4L * trans.length + 4L * (refRule.length * 2L + refStart.length) + 12L * numStates;
   }
 
   /** Whether byte {@code b} may follow the completion of {@code rule} somewhere in the grammar. */

@@ -25,6 +25,11 @@ public final class GrammarMatcher {
     private final int[] cachedSet = {-1, -1, -1, -1};
     private final long[][] cachedMask = new long[CACHE][];
     private int next;
+    private long[] scratch = new long[0];
+    // per configuration, the bytes left to complete after each allowed token (restrictToBudget)
+    private final int[] afterSet = {-1, -1};
+    private final int[][] after = new int[2][];
+    private int nextAfter;
 
     Shared(StackSets sets) {
       this.sets = sets;
@@ -165,6 +170,78 @@ public final class GrammarMatcher {
     }
     if (sets.canTerminate(set)) for (int s : v.stops()) mask[s >>> 6] |= 1L << s;
     assert words == universe.length;
+  }
+
+  /** The fewest bytes that complete the output from here (0: it may end now). */
+  public int bytesToComplete() {
+    return terminated ? 0 : sets.bytesToComplete(set);
+  }
+
+  /**
+   * Keeps the output completable within a token budget: clears from {@code mask} (as {@link
+   * #fillNextTokenMask} filled it) every token after which the rest of the output could no longer
+   * fit, with its stop token, in {@code tokensLeft} tokens counting this one, reckoning one token
+   * per byte still needed (byte-level vocabularies have a token for every byte). When no allowed
+   * token keeps the output completable (the budget is already too small) the mask is left as it is.
+   * Costs a walk of every allowed token: call it only near the end of a budget.
+   *
+   * @return whether a token was cleared
+   */
+  public boolean restrictToBudget(long[] mask, int tokensLeft) {
+    if (terminated) return false;
+    long limit = (long) tokensLeft - 2; // bytes that may remain after this token and the stop
+    TokenVocabulary v = grammar.vocabulary();
+    int words = TokenVocabulary.words(v.size());
+    if (shared.scratch.length < words) shared.scratch = new long[words];
+    long[] kept = shared.scratch;
+    int[] left = bytesLeftAfter(mask, v);
+    boolean any = false;
+    boolean cleared = false;
+    for (int w = 0; w < words; w++) {
+      long m = mask[w];
+      long keep = m;
+      while (m != 0) {
+        int id = (w << 6) + Long.numberOfTrailingZeros(m);
+        m &= m - 1;
+        if (left[id] > limit) keep &= ~(1L << (id & 63));
+      }
+      kept[w] = keep;
+      any |= keep != 0;
+      cleared |= keep != mask[w];
+    }
+    if (!any || !cleared) return false;
+    System.arraycopy(kept, 0, mask, 0, words);
+    return true;
+  }
+
+  /**
+   * Per token of {@code mask} (this configuration's), the bytes left to complete the output after
+   * it (a stop token: 0, it ends the output); cached for the last two configurations, since near
+   * the end of a budget an output often stays in one (a long string) while the budget shrinks.
+   */
+  private int[] bytesLeftAfter(long[] mask, TokenVocabulary v) {
+    for (int i = 0; i < shared.afterSet.length; i++)
+      if (shared.afterSet[i] == set) return shared.after[i];
+    int slot = shared.nextAfter;
+    shared.nextAfter = (slot + 1) % shared.afterSet.length;
+    int[] left = shared.after[slot];
+    if (left == null) left = shared.after[slot] = new int[v.size()];
+    for (int w = 0; w < TokenVocabulary.words(v.size()); w++) {
+      long m = mask[w];
+      while (m != 0) {
+        int id = (w << 6) + Long.numberOfTrailingZeros(m);
+        m &= m - 1;
+        if (v.isStop(id)) {
+          left[id] = 0; // only allowed where the output may end
+          continue;
+        }
+        byte[] b = v.bytes(id);
+        int after = b == null ? StackSets.DEAD : sets.steps(set, b);
+        left[id] = sets.bytesToComplete(after);
+      }
+    }
+    shared.afterSet[slot] = set;
+    return left;
   }
 
   /** Whether {@code token} is allowed next (computes a mask; for tests and diagnostics). */

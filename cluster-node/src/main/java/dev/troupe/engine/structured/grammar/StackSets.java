@@ -41,6 +41,9 @@ public final class StackSets {
   private int[][] memo = new int[64][];
   private int[][] tops = new int[64][];
 
+  private int[] nodeDistance = new int[64]; // fewest bytes completing the stack; 0 = unknown
+  private int[] setDistance = new int[64]; // the same for a set; 0 = unknown
+
   private int[] mark = new int[64];
   private int generation;
   private int[] work = new int[64];
@@ -91,6 +94,47 @@ public final class StackSets {
   /** Whether a bottom node of the set is accepting (root: the output may end here). */
   public boolean canTerminate(int set) {
     return terminable[set];
+  }
+
+  /**
+   * The fewest bytes that complete the output from this configuration (0: it may end here): over
+   * its stacks, the least sum over their frames of the bytes that complete each frame's rule. Every
+   * byte can be one token in byte-level vocabularies, so it also bounds the tokens still needed.
+   */
+  public int bytesToComplete(int set) {
+    if (set == DEAD) return Completions.UNKNOWN;
+    if (set >= setDistance.length)
+      setDistance = Arrays.copyOf(setDistance, Math.max(set + 1, setDistance.length * 2));
+    int known = setDistance[set];
+    if (known != 0) return known - 1;
+    int best = Completions.UNKNOWN;
+    for (int n : sets.get(set)) best = Math.min(best, stackDistance(n));
+    setDistance[set] = best == Completions.UNKNOWN ? best : best + 1;
+    return best;
+  }
+
+  /** The fewest bytes completing the stack whose top is {@code node}, memoized per node. */
+  private int stackDistance(int node) {
+    if (nodeDistance.length < nodeState.length)
+      nodeDistance = Arrays.copyOf(nodeDistance, nodeState.length);
+    // the frames from the top down to the first one already known (or the bottom)
+    int depth = 0;
+    int below = 0;
+    for (int n = node; n >= 0; n = nodeParent[n]) {
+      if (nodeDistance[n] != 0) {
+        below = nodeDistance[n] - 1;
+        break;
+      }
+      if (depth == work.length) work = Arrays.copyOf(work, depth * 2);
+      work[depth++] = n;
+    }
+    long sum = below;
+    for (int i = depth - 1; i >= 0; i--) {
+      int n = work[i];
+      sum = Math.min(Completions.UNKNOWN - 1L, sum + a.completionBytes[nodeState[n]]);
+      nodeDistance[n] = (int) sum + 1;
+    }
+    return (int) sum;
   }
 
   /** The distinct top states of the set's stacks, ascending. */

@@ -24,15 +24,34 @@ import java.util.Set;
 public final class JsonSchemaConverter {
 
   /**
-   * @param anyWhitespace allow any {@code [ \n\t]*} between tokens (vLLM's default); false gives
-   *     xgrammar's compact form with {@code ", "} and {@code ": "} separators
-   * @param whitespacePattern a regex for the whitespace between tokens (outlines' option), or null
+   * @param anyWhitespace allow whitespace ({@code [ \n\t]}) between tokens (vLLM's default); false
+   *     gives xgrammar's compact form with {@code ", "} and {@code ": "} separators
+   * @param whitespacePattern a regex for the whitespace between tokens (outlines' option), or null;
+   *     it wins over the other two whitespace options
    * @param closedObjects objects without {@code additionalProperties} are closed even when they
    *     declare no properties (guidance's {@code disable_additional_properties})
+   * @param maxWhitespace with {@code anyWhitespace}: at most this many whitespace characters in a
+   *     row ({@link #UNBOUNDED}: any number, as xgrammar's default)
    */
-  public record Options(boolean anyWhitespace, String whitespacePattern, boolean closedObjects) {
+  public record Options(
+      boolean anyWhitespace, String whitespacePattern, boolean closedObjects, int maxWhitespace) {
+    /** {@link #maxWhitespace} without a bound. */
+    public static final int UNBOUNDED = -1;
+
+    /**
+     * lm-format-enforcer's default: a weak model that favours whitespace tokens (any model early in
+     * RL training) would otherwise fill {@code max_tokens} with them.
+     */
+    public static final int DEFAULT_MAX_WHITESPACE = 12;
+
+    public Options {
+      if (maxWhitespace < UNBOUNDED)
+        throw new IllegalArgumentException("maxWhitespace must be >= 0, or UNBOUNDED");
+    }
+
+    /** Any whitespace up to {@link #DEFAULT_MAX_WHITESPACE} in a row, open objects. */
     public static Options defaults() {
-      return new Options(true, null, false);
+      return new Options(true, null, false, DEFAULT_MAX_WHITESPACE);
     }
   }
 
@@ -54,7 +73,11 @@ public final class JsonSchemaConverter {
     if (options.whitespacePattern() != null) {
       ws = RegexParser.parse(options.whitespacePattern());
     } else if (options.anyWhitespace()) {
-      ws = Expr.star(Expr.chars(' ', ' ', '\n', '\n', '\t', '\t'));
+      Expr blank = Expr.chars(' ', ' ', '\n', '\n', '\t', '\t');
+      ws =
+          options.maxWhitespace() == Options.UNBOUNDED
+              ? Expr.star(blank)
+              : Expr.repeat(blank, 0, options.maxWhitespace());
     } else {
       ws = null;
     }
@@ -95,9 +118,21 @@ public final class JsonSchemaConverter {
     return options;
   }
 
-  /** Whitespace just inside brackets (none in the compact form). */
-  Expr innerWs() {
-    return ws == null ? Expr.empty() : ws;
+  /**
+   * {@code open}, the members, {@code close}, with whitespace just inside the brackets (none in the
+   * compact form); an empty container has one run of whitespace, not two, so a bound on whitespace
+   * in a row holds there too.
+   *
+   * @param members one or more members (null: there can be none)
+   * @param canBeEmpty whether the container may have no member
+   */
+  Expr bracketed(String open, Expr members, boolean canBeEmpty, String close) {
+    Expr inner = ws == null ? Expr.empty() : ws;
+    Expr filled = members == null ? null : Expr.seq(members, inner);
+    Expr rest;
+    if (filled == null) rest = Expr.empty();
+    else rest = canBeEmpty ? Expr.optional(filled) : filled;
+    return Expr.seq(Expr.literal(open), inner, rest, Expr.literal(close));
   }
 
   Grammar.Builder rules() {

@@ -78,13 +78,14 @@ final class JsonSchemaObjects {
     Expr extra = null;
     if (additionalValue != null)
       extra = Expr.seq(keyExcept(props.keySet()), c.colon(), additionalValue);
-    Expr body = members(entries, extra, hint);
-    return Expr.seq(Expr.literal("{"), c.innerWs(), body, c.innerWs(), Expr.literal("}"));
+    boolean canBeEmpty = entries.stream().noneMatch(Entry::required);
+    return c.bracketed("{", members(entries, extra, hint), canBeEmpty, "}");
   }
 
   /**
-   * The members between the braces: declared entries in order (optional ones may be left out), then
-   * any number of extra members, with commas exactly between present members.
+   * The members between the braces when there is at least one: declared entries in order (optional
+   * ones may be left out), then any number of extra members, with commas exactly between present
+   * members; null when the object can have no member.
    */
   private Expr members(List<Entry> entries, Expr extra, String hint) {
     int n = entries.size();
@@ -110,11 +111,9 @@ final class JsonSchemaObjects {
     List<Expr> firsts = new ArrayList<>();
     for (int i = 0; i <= Math.min(firstRequired, n - 1); i++)
       firsts.add(Expr.seq(entries.get(i).expr(), tailRef(tail, tailRule, i + 1, shared, hint)));
-    if (firstRequired == n) {
-      if (extra != null) firsts.add(Expr.seq(extra, tailRef(tail, tailRule, n, shared, hint)));
-      firsts.add(Expr.empty());
-    }
-    return Expr.alt(firsts);
+    if (firstRequired == n && extra != null)
+      firsts.add(Expr.seq(extra, tailRef(tail, tailRule, n, shared, hint)));
+    return firsts.isEmpty() ? null : Expr.alt(firsts);
   }
 
   private Expr tailRef(Expr[] tail, String[] tailRule, int i, boolean asRule, String hint) {
@@ -202,29 +201,28 @@ final class JsonSchemaObjects {
     if (max != Expr.Repeat.UNBOUNDED && max < min)
       throw JsonSchemaConverter.fail(
           "no array length satisfies minItems/maxItems (at " + hint + ")");
-    Expr body = slots(prefix, item, 0, min, max);
-    return Expr.seq(Expr.literal("["), c.innerWs(), body, c.innerWs(), Expr.literal("]"));
+    return c.bracketed("[", firstSlots(prefix, item, min, max), min == 0, "]");
   }
 
-  /** Items from position j on (j &gt; 0: each preceded by a comma), count within [min, max]. */
+  /** At least one item and the rest, count within [min, max]; null when max is 0. */
+  private Expr firstSlots(List<Expr> prefix, Expr item, int min, int max) {
+    if (max == 0) return null;
+    if (!prefix.isEmpty()) return Expr.seq(prefix.get(0), slots(prefix, item, 1, min, max));
+    int rest = max == Expr.Repeat.UNBOUNDED ? max : max - 1;
+    return Expr.seq(item, Expr.repeat(Expr.seq(c.comma(), item), Math.max(0, min - 1), rest));
+  }
+
+  /** Items from position j &gt; 0 on, each preceded by a comma, count within [min, max]. */
   private Expr slots(List<Expr> prefix, Expr item, int j, int min, int max) {
-    Expr sep = j == 0 ? Expr.empty() : c.comma();
     if (max != Expr.Repeat.UNBOUNDED && j >= max) return Expr.empty();
     if (j < prefix.size()) {
-      Expr here = Expr.seq(sep, prefix.get(j), slots(prefix, item, j + 1, min, max));
+      Expr here = Expr.seq(c.comma(), prefix.get(j), slots(prefix, item, j + 1, min, max));
       return j < min ? here : Expr.optional(here);
     }
     // repeated items from j on
     int lo = Math.max(0, min - j);
     int hi = max == Expr.Repeat.UNBOUNDED ? Expr.Repeat.UNBOUNDED : max - j;
-    if (j > 0) return Expr.repeat(Expr.seq(c.comma(), item), lo, hi);
-    if (lo == 0) {
-      if (hi == 0) return Expr.empty();
-      int rest = hi == Expr.Repeat.UNBOUNDED ? hi : hi - 1;
-      return Expr.optional(Expr.seq(item, Expr.repeat(Expr.seq(c.comma(), item), 0, rest)));
-    }
-    int rest = hi == Expr.Repeat.UNBOUNDED ? hi : hi - 1;
-    return Expr.seq(item, Expr.repeat(Expr.seq(c.comma(), item), lo - 1, rest));
+    return Expr.repeat(Expr.seq(c.comma(), item), lo, hi);
   }
 
   /** Body of the shared {@code json_value} rule. */
@@ -249,11 +247,8 @@ final class JsonSchemaObjects {
     if (!c.rules().has("json_object")) {
       c.rules().fresh("json_object");
       Expr member = Expr.seq(c.plainString(), c.colon(), c.any());
-      Expr body = Expr.optional(Expr.seq(member, Expr.star(Expr.seq(c.comma(), member))));
-      c.rules()
-          .rule(
-              "json_object",
-              Expr.seq(Expr.literal("{"), c.innerWs(), body, c.innerWs(), Expr.literal("}")));
+      Expr members = Expr.seq(member, Expr.star(Expr.seq(c.comma(), member)));
+      c.rules().rule("json_object", c.bracketed("{", members, true, "}"));
     }
     return Expr.ref("json_object");
   }
@@ -261,11 +256,8 @@ final class JsonSchemaObjects {
   private Expr anyArrayRef() {
     if (!c.rules().has("json_array")) {
       c.rules().fresh("json_array");
-      Expr body = Expr.optional(Expr.seq(c.any(), Expr.star(Expr.seq(c.comma(), c.any()))));
-      c.rules()
-          .rule(
-              "json_array",
-              Expr.seq(Expr.literal("["), c.innerWs(), body, c.innerWs(), Expr.literal("]")));
+      Expr items = Expr.seq(c.any(), Expr.star(Expr.seq(c.comma(), c.any())));
+      c.rules().rule("json_array", c.bracketed("[", items, true, "]"));
     }
     return Expr.ref("json_array");
   }

@@ -130,11 +130,14 @@ class JsonSchemaFrontEndTest {
       for (boolean compact : new boolean[] {false, true}) {
         var g =
             JsonSchemaConverter.convert(
-                schema, new JsonSchemaConverter.Options(!compact, null, false));
+                schema,
+                new JsonSchemaConverter.Options(
+                    !compact, null, false, JsonSchemaConverter.Options.DEFAULT_MAX_WHITESPACE));
         CompiledGrammar cg =
             CompiledGrammar.compile(g, StructuredFixtures.vocabulary(model), Limits.defaults());
         int finished = 0;
-        for (int i = 0; i < 30; i++) {
+        // 60 walks: unbounded decimals with llama3's 3-digit tokens finish about 40% of the time
+        for (int i = 0; i < 60; i++) {
           Walks.Walk w = Walks.walk(cg, r, 400, 1.0, closers, 0.5);
           if (!w.terminated()) continue;
           finished++;
@@ -144,7 +147,7 @@ class JsonSchemaFrontEndTest {
           if (compact)
             assertTrue(!w.text().contains("\n"), "compact output has no newlines: " + w.text());
         }
-        assertTrue(finished >= 10, "walks finish (" + finished + "/30) for " + c.schema());
+        assertTrue(finished >= 10, "walks finish (" + finished + "/60) for " + c.schema());
         if (compact) continue;
         for (String doc : c.valid()) {
           assertTrue(
@@ -222,7 +225,9 @@ class JsonSchemaFrontEndTest {
   void anyObjectGrammar(String model) throws Exception {
     CompiledGrammar cg =
         CompiledGrammar.compile(
-            JsonSchemaConverter.anyObject(new JsonSchemaConverter.Options(false, null, false)),
+            JsonSchemaConverter.anyObject(
+                new JsonSchemaConverter.Options(
+                    false, null, false, JsonSchemaConverter.Options.UNBOUNDED)),
             StructuredFixtures.vocabulary(model),
             Limits.defaults());
     Random r = new Random(5);

@@ -3,6 +3,7 @@ package dev.troupe.protocol.api.chat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.annotation.JsonNaming;
+import dev.troupe.protocol.api.SamplingFields;
 import java.math.BigInteger;
 import java.util.List;
 import java.util.Map;
@@ -74,7 +75,8 @@ public record ChatCompletionRequest(
     Boolean returnTokenIds,
     JsonNode cacheSalt,
     Map<String, Object> kvTransferParams,
-    Map<String, Object> engineXargs) {
+    Map<String, Object> engineXargs)
+    implements SamplingFields {
 
   /** A request with only {@code messages} set: every other field takes its default. */
   public static ChatCompletionRequest ofMessages(List<Map<String, Object>> messages) {

@@ -1,0 +1,78 @@
+package dev.troupe.gateway.routes;
+
+import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
+
+import dev.troupe.gateway.chat.GenerationStream;
+import dev.troupe.gateway.http.ClientConnections.Connection;
+import dev.troupe.gateway.metrics.ServingMetrics;
+import dev.troupe.gateway.workers.ModelDirectory;
+import dev.troupe.gateway.workers.ModelDirectory.Destination;
+import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import java.util.Optional;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.stream.SharedKillSwitch;
+import org.apache.pekko.stream.javadsl.Source;
+
+/**
+ * What the generation endpoints ({@code /v1/chat/completions}, {@code /v1/completions}) share
+ * between a routed request and its answer: the worker events of a generation (measured, the
+ * replica's in-flight count released at the end), holding the client's connection until the answer
+ * is ready, and the routing debug header ({@link GenerationStream#eventStream} writes their
+ * server-sent events).
+ */
+final class Generations {
+  /** The debug header naming the chosen replica and why ({@code RouteDecision#headerValue}). */
+  static final String ROUTE_HEADER = "X-Troupe-Route";
+
+  private final ModelDirectory models;
+  private final ServingMetrics metrics;
+
+  Generations(ModelDirectory models, ServingMetrics metrics) {
+    this.models = models;
+    this.metrics = metrics;
+  }
+
+  ModelDirectory models() {
+    return models;
+  }
+
+  /**
+   * The generation's events, from the routed replica and, if its worker is lost, from the replicas
+   * that continue it; the routed replica's in-flight count drops at the end.
+   */
+  Source<GenerationEvent, NotUsed> events(ServedModel model, Destination destination) {
+    return metrics.observe(
+        model.name(),
+        GenerationStream.events(models.replicas(model, destination), destination.request())
+            .watchTermination(
+                (mat, done) -> {
+                  done.whenComplete((ok, error) -> destination.lease().close());
+                  return mat;
+                }));
+  }
+
+  /**
+   * Holds the connection open until {@code response} is ready, cancelling the generation if the
+   * client closes it first.
+   */
+  static <T> CompletionStage<T> held(
+      Optional<Connection> connection, CompletionStage<T> response, SharedKillSwitch generation) {
+    if (connection.isEmpty()) return response;
+    connection
+        .get()
+        .onCloseUntil(
+            response, () -> generation.abort(new CancellationException("the client went away")));
+    return connection.get().holdOpenUntil(response);
+  }
+
+  /** {@code answer} with {@code X-Troupe-Route} when the debug header is on. */
+  Route withRouteHeader(String value, Route answer) {
+    if (!models.router().settings().debugHeader()) return answer;
+    return respondWithHeader(RawHeader.create(ROUTE_HEADER, value), () -> answer);
+  }
+}

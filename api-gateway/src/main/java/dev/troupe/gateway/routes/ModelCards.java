@@ -1,0 +1,68 @@
+package dev.troupe.gateway.routes;
+
+import dev.troupe.gateway.chat.ModelFacts;
+import dev.troupe.gateway.http.RequestIds;
+import dev.troupe.gateway.workers.ModelDirectory;
+import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.protocol.api.models.ModelList.ModelCard;
+import dev.troupe.protocol.api.models.ModelList.ModelPermission;
+import dev.troupe.protocol.cluster.TrainableModelProtocol.ModelInfo;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The model cards of {@code GET /v1/models} and {@code GET /v1/models/{id}}, vLLM's shape: a served
+ * model ({@code max_model_len} null while its workers have not answered), or a trainable model as
+ * vLLM lists a LoRA adapter ({@code root} = {@code <entity>/<project>/<name>}, {@code parent} = the
+ * base model).
+ */
+final class ModelCards {
+  /** How long a card waits for a model's facts before it is written without them. */
+  static final Duration LISTING_WAIT = Duration.ofSeconds(2);
+
+  private ModelCards() {}
+
+  /** The model's facts, or null when its workers do not answer within {@link #LISTING_WAIT}. */
+  static CompletableFuture<ModelFacts> facts(ModelDirectory models, ServedModel m) {
+    return models
+        .facts(m)
+        .toCompletableFuture()
+        .copy()
+        .completeOnTimeout(null, LISTING_WAIT.toMillis(), TimeUnit.MILLISECONDS)
+        .exceptionally(e -> null);
+  }
+
+  static ModelCard served(ServedModel m, ModelFacts facts) {
+    return new ModelCard(
+        m.name(),
+        "model",
+        m.created(),
+        "troupe",
+        m.root(),
+        m.parent(),
+        facts == null ? null : facts.maxModelLen(),
+        permission(m.created()));
+  }
+
+  /**
+   * @param baseFacts the base model's facts, or null
+   */
+  static ModelCard trained(ModelInfo info, ModelFacts baseFacts) {
+    long created = info.createdAtMillis() / 1000;
+    return new ModelCard(
+        info.id(),
+        "model",
+        created,
+        "troupe",
+        info.entity() + "/" + info.project() + "/" + info.name(),
+        info.baseModel(),
+        baseFacts == null ? null : baseFacts.maxModelLen(),
+        permission(created));
+  }
+
+  private static List<ModelPermission> permission(long created) {
+    return List.of(ModelPermission.standard("modelperm-" + RequestIds.random(), created));
+  }
+}

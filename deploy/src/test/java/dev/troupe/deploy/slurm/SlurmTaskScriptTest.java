@@ -33,10 +33,17 @@ class SlurmTaskScriptTest {
     env.put("TROUPE_REPLICAS", "8");
     env.put("TROUPE_MODEL", "qwen3=/shared/models/Qwen3-0.6B");
     env.put("TROUPE_DATA", "/shared/troupe-data/42");
-    env.put("TROUPE_HOST", "gpu-002");
+    env.put("SLURMD_NODENAME", "gpu-002");
     env.put("TROUPE_DRY_RUN", "1");
-    env.remove("CUDA_VISIBLE_DEVICES");
-    env.remove("TROUPE_DB_URL");
+    for (String unset :
+        List.of(
+            "CUDA_VISIBLE_DEVICES",
+            "TROUPE_DB_URL",
+            "TROUPE_HOST",
+            "TROUPE_PORT",
+            "TROUPE_CLUSTER_PORT",
+            "TROUPE_MANAGEMENT_PORT",
+            "TROUPE_DEVICE")) env.remove(unset);
     env.putAll(extra);
     Process p = pb.redirectErrorStream(true).start();
     List<String> lines = new String(p.getInputStream().readAllBytes()).lines().toList();
@@ -44,11 +51,16 @@ class SlurmTaskScriptTest {
     assertEquals(0, p.exitValue(), String.join("\n", lines));
     Map<String, String> set = new HashMap<>();
     List<String> args = new ArrayList<>();
+    String host = env.getOrDefault("TROUPE_HOST", "gpu-002");
+    String tag = role + "/" + host + "/" + env.getOrDefault("SLURM_LOCALID", "0");
     for (String line : lines) {
-      if (line.startsWith("env ")) {
-        String kv = line.substring(4);
-        set.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
-      } else args.add(line);
+      String[] parts = line.split(" ", 3); // role/host/local-id env|arg value
+      assertEquals(tag, parts[0], line);
+      if (parts[1].equals("env"))
+        set.put(
+            parts[2].substring(0, parts[2].indexOf('=')),
+            parts[2].substring(parts[2].indexOf('=') + 1));
+      else args.add(parts[2]);
     }
     assertTrue(args.get(0).endsWith("/troupe"), "the launcher, which execs java: " + args);
     assertEquals("serve", args.get(1));
@@ -62,7 +74,7 @@ class SlurmTaskScriptTest {
     assertEquals(List.of(), o.seedNodes(), "the seed forms the cluster");
     assertEquals(25520, o.clusterPort());
     assertEquals(8000, o.port());
-    assertEquals("gpu-002", o.host());
+    assertEquals("gpu-002", o.host(), "Slurm's name for the node, as the workers' seed names it");
     assertEquals("0.0.0.0", o.bind());
     assertEquals(Path.of("/shared/troupe-data/42/head"), o.dataDir(), "the H2 journal");
     assertEquals(8, o.replicasOf("qwen3"));
@@ -97,5 +109,28 @@ class SlurmTaskScriptTest {
     assertEquals("postgres", run("gateway", pg).env().get("TROUPE_DB_BACKEND"));
     assertEquals("postgres", run("worker", pg).env().get("TROUPE_DB_BACKEND"));
     assertEquals(null, run("gateway", Map.of()).env().get("TROUPE_DB_BACKEND"));
+  }
+
+  @Test
+  void portsDeviceAndHostCanBeSetForTheJob() throws Exception {
+    Map<String, String> set =
+        Map.of(
+            "TROUPE_PORT", "9100",
+            "TROUPE_CLUSTER_PORT", "30000",
+            "TROUPE_MANAGEMENT_PORT", "9000",
+            "TROUPE_DEVICE", "cpu",
+            "TROUPE_HOST", "gpu-002.cluster");
+    LaunchOptions gateway = run("gateway", set).options();
+    assertEquals(9100, gateway.port());
+    assertEquals(30000, gateway.clusterPort());
+    assertEquals(9000, gateway.managementPort());
+    assertEquals("gpu-002.cluster", gateway.host());
+    Map<String, String> second = new HashMap<>(set);
+    second.put("SLURM_LOCALID", "1");
+    LaunchOptions worker = run("worker", second).options();
+    assertEquals(30002, worker.clusterPort());
+    assertEquals(9002, worker.managementPort());
+    assertEquals(List.of("gpu-001:30000"), worker.seedNodes());
+    assertEquals("cpu", worker.device().device(), "replicas on the CPU without GPUs");
   }
 }

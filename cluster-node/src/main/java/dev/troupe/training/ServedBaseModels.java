@@ -17,7 +17,7 @@ import java.nio.file.Path;
  * weights, tokenizer and chat template. The weights are seen in the dtype the model is served in
  * ({@link RoundedWeights}), so training adapts the weights serving computes with.
  */
-public final class ServedBaseModels implements JobRunner.BaseModels {
+public final class ServedBaseModels implements Trainers.BaseModels {
   private final ServedModels served;
   private final String dtype;
 

@@ -10,9 +10,11 @@ import java.time.Duration;
  *
  * @param checkpointDir where LoRA checkpoints are written (shared storage across nodes)
  * @param trainer row length, adapter shape and optimizer
- * @param askTimeout how long the trainer waits for an entity to answer
+ * @param askTimeout how long a run waits for the model's entity to answer
+ * @param idleTimeout how long a finished job stays in memory after it was last read
  */
-public record TrainingSettings(Path checkpointDir, Trainer.Settings trainer, Duration askTimeout) {
+public record TrainingSettings(
+    Path checkpointDir, Trainer.Settings trainer, Duration askTimeout, Duration idleTimeout) {
   public static TrainingSettings fromConfig(Config root) {
     Config c = root.getConfig("troupe.training");
     Path dir = Path.of(c.getString("checkpoint-dir"));
@@ -37,6 +39,7 @@ public record TrainingSettings(Path checkpointDir, Trainer.Settings trainer, Dur
     return new TrainingSettings(
         dir.toAbsolutePath().normalize(),
         new Trainer.Settings(c.getInt("max-sequence-length"), lora, hyper),
-        c.getDuration("ask-timeout"));
+        c.getDuration("ask-timeout"),
+        c.getDuration("finished-job-idle-timeout"));
   }
 }

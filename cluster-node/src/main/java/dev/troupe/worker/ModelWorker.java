@@ -1,6 +1,7 @@
 package dev.troupe.worker;
 
 import dev.troupe.adapters.CheckpointStore;
+import dev.troupe.adapters.TrainedAdapters;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.core.EngineRequest;
 import dev.troupe.engine.core.Rejection;
@@ -65,7 +66,8 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * <p>Trained checkpoints are served as LoRA adapters over the base model ({@link AdapterSlots}): a
  * {@link Generate} naming an {@link Adapter} runs every chunk with that adapter, so a request ends
  * on the checkpoint it started with while newer ones are registered between two steps. An adapter
- * is read from its checkpoint directory off this thread — when the trainer announces it ({@link
+ * is taken from memory when this node's trainer produced it ({@link TrainedAdapters}), else read
+ * from its checkpoint directory off this thread — when the trainer announces it ({@link
  * AdapterCheckpoint}) or, lazily, when a request names one this replica does not hold (after a
  * restart or a move to another node); requests naming it wait for it, others keep running.
  *
@@ -118,6 +120,10 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private final Map<String, List<AwaitingAdapter>> loading = new HashMap<>();
 
   private final Executor loadExecutor;
+
+  /** Adapters this node's trainer produced, taken from memory instead of their directory. */
+  private final TrainedAdapters trainedHere;
+
   private final ThreadPoolExecutor inputExecutor;
   private final ActorRef<CacheReporter.Command> cacheReports;
   private final WorkerHealth health;
@@ -218,6 +224,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         new Requesters(ref -> ctx.watchWith(ref, new RequesterGone(ref)), ctx::unwatch);
     // Reading a checkpoint is file I/O: never on the pinned engine thread.
     this.loadExecutor = ctx.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
+    this.trainedHere = TrainedAdapters.get(ctx.getSystem());
     // What the prefix cache holds, for the gateways' cache-aware routing.
     this.cacheReports =
         CacheReporter.spawn(ctx, entityId, engine.core().scheduler().blocks().blockSize());
@@ -367,6 +374,11 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     String name = adapter.name();
     if (adapters.contains(name) || loading.containsKey(name)) return;
     loading.put(name, new ArrayList<>());
+    LoraAdapter inMemory = trainedHere.find(adapter.modelId(), adapter.step());
+    if (inMemory != null) { // trained on this node: registered at the next message, no file read
+      getContext().getSelf().tell(new AdapterLoaded(name, inMemory, null));
+      return;
+    }
     Path dir = Path.of(adapter.directory());
     int version = Math.toIntExact(adapter.step());
     getContext()

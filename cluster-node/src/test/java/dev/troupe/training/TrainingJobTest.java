@@ -2,7 +2,6 @@ package dev.troupe.training;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
@@ -10,6 +9,7 @@ import dev.troupe.protocol.cluster.TrainingConfig;
 import dev.troupe.protocol.cluster.TrainingJobProtocol;
 import dev.troupe.protocol.cluster.TrainingJobProtocol.Status;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -19,7 +19,10 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** The job entity with the event-sourced testkit: lifecycle, event pages, wake-ups, recovery. */
+/**
+ * The job entity alone with the event-sourced testkit: submission, reads, and what it does when it
+ * starts again. Runs and their reports: {@link TrainingFlowTest}.
+ */
 class TrainingJobTest {
   static final ActorTestKit kit =
       ActorTestKit.create(
@@ -27,16 +30,24 @@ class TrainingJobTest {
               .withFallback(ConfigFactory.parseString("pekko.actor.serialize-messages = on"))
               .withFallback(ConfigFactory.load()));
 
-  TestProbe<TrainingJobProtocol.TrainerCommand> trainer;
-  EventSourcedBehaviorTestKit<TrainingJobProtocol.Command, TrainingJob.Event, TrainingJob.State>
-      job;
+  TestProbe<TrainingQueue.Command> queue;
+  EventSourcedBehaviorTestKit<TrainingJobProtocol.Command, TrainingJob.Event, JobState> job;
 
   @BeforeEach
   void setUp() {
-    trainer = kit.createTestProbe();
-    job =
-        EventSourcedBehaviorTestKit.create(
-            kit.system(), TrainingJob.create("j1", id -> trainer.ref()));
+    queue = kit.createTestProbe();
+    TrainingJob.Links links =
+        new TrainingJob.Links(
+            id -> queue.ref(),
+            new TrainingRun.Services(
+                id -> {
+                  throw new AssertionError("no run in this test");
+                },
+                null,
+                (m, b, s, d, a) -> {},
+                Duration.ofSeconds(5)),
+            Duration.ofMinutes(1));
+    job = EventSourcedBehaviorTestKit.create(kit.system(), TrainingJob.create("j1", null, links));
   }
 
   @AfterAll
@@ -44,95 +55,69 @@ class TrainingJobTest {
     kit.shutdownTestKit();
   }
 
-  @Test
-  void lifecycleEventsPagesAndRecovery() {
-    var submitted =
-        job.<TrainingJobProtocol.SubmitReply>runCommand(
+  TrainingJobProtocol.SubmitReply submit() {
+    return job.<TrainingJobProtocol.SubmitReply>runCommand(
             r ->
                 new TrainingJobProtocol.Submit(
                     "m1",
                     List.of("{\"trajectories\":[]}".getBytes(StandardCharsets.UTF_8)),
                     TrainingConfig.defaults(),
-                    r));
-    assertEquals(new TrainingJobProtocol.Submitted("j1"), submitted.reply());
-    assertEquals(new TrainingJobProtocol.Enqueue("j1"), trainer.receiveMessage());
-
-    var view =
-        job.<TrainingJobProtocol.JobReply>runCommand(TrainingJobProtocol.GetJob::new).reply();
-    assertEquals(Status.QUEUED, ((TrainingJobProtocol.JobView) view).status());
-    // a status read of an unfinished job wakes its trainer again
-    assertEquals(new TrainingJobProtocol.Enqueue("j1"), trainer.receiveMessage());
-
-    job.<TrainingJobProtocol.Recorded>runCommand(r -> new TrainingJobProtocol.MarkStarted(2, r));
-    job.<TrainingJobProtocol.Recorded>runCommand(
-        r -> new TrainingJobProtocol.RecordStep(Map.of("loss", 0.5), r));
-    job.<TrainingJobProtocol.Recorded>runCommand(
-        r -> new TrainingJobProtocol.RecordStep(Map.of("loss", 0.25), r));
-    var ok =
-        job.<TrainingJobProtocol.Recorded>runCommand(
-            r -> new TrainingJobProtocol.MarkSucceeded(7, r));
-    assertTrue(ok.reply().accepted());
-    // finished: later reports are refused, the payload's groups are gone
-    assertTrue(
-        !job.<TrainingJobProtocol.Recorded>runCommand(
-                r -> new TrainingJobProtocol.MarkFailed("late", r))
-            .reply()
-            .accepted());
-
-    var first =
-        (TrainingJobProtocol.EventPage)
-            job.<TrainingJobProtocol.JobReply>runCommand(
-                    r -> new TrainingJobProtocol.ListEvents(null, 2, r))
-                .reply();
-    assertEquals(
-        List.of("training_started", "gradient_step"),
-        first.data().stream().map(TrainingJobProtocol.JobEvent::type).toList());
-    assertTrue(first.hasMore());
-    var rest =
-        (TrainingJobProtocol.EventPage)
-            job.<TrainingJobProtocol.JobReply>runCommand(
-                    r -> new TrainingJobProtocol.ListEvents(first.data().get(1).id(), 10, r))
-                .reply();
-    assertEquals(
-        List.of("gradient_step", "training_ended"),
-        rest.data().stream().map(TrainingJobProtocol.JobEvent::type).toList());
-    assertEquals(7.0, rest.data().get(1).data().get("step"));
-    trainer.expectNoMessage(); // finished jobs do not wake the trainer
-
-    job.restart();
-    var after =
-        (TrainingJobProtocol.JobView)
-            job.<TrainingJobProtocol.JobReply>runCommand(TrainingJobProtocol.GetJob::new).reply();
-    assertEquals(Status.SUCCEEDED, after.status());
-    assertEquals(7L, after.step());
-    assertEquals(2, after.gradientSteps());
-    var payload =
-        job.<TrainingJobProtocol.PayloadReply>runCommand(TrainingJobProtocol.GetPayload::new)
-            .reply();
-    assertEquals(0, ((TrainingJobProtocol.Payload) payload).groups().size());
+                    r))
+        .reply();
   }
 
   @Test
-  void unknownJobsAndFailures() {
-    assertInstanceOf(
-        TrainingJobProtocol.JobNotFound.class,
-        job.<TrainingJobProtocol.JobReply>runCommand(TrainingJobProtocol.GetJob::new).reply());
-    job.<TrainingJobProtocol.SubmitReply>runCommand(
-        r -> new TrainingJobProtocol.Submit("m1", List.of(), TrainingConfig.defaults(), r));
-    job.<TrainingJobProtocol.Recorded>runCommand(
-        r -> new TrainingJobProtocol.MarkFailed("boom", r));
-    var v =
+  void aSubmittedJobAsksForItsTurnAndAsksAgainWhenItStartsAgain() {
+    assertEquals(new TrainingJobProtocol.Submitted("j1"), submit());
+    assertEquals(new TrainingQueue.Enqueue("j1"), queue.receiveMessage());
+
+    var view =
         (TrainingJobProtocol.JobView)
             job.<TrainingJobProtocol.JobReply>runCommand(TrainingJobProtocol.GetJob::new).reply();
-    assertEquals(Status.FAILED, v.status());
-    assertEquals("boom", v.errorMessage());
-    assertNull(v.step());
+    assertEquals(Status.QUEUED, view.status());
     var page =
         (TrainingJobProtocol.EventPage)
             job.<TrainingJobProtocol.JobReply>runCommand(
-                    r -> new TrainingJobProtocol.ListEvents(null, 20, r))
+                    r -> new TrainingJobProtocol.ListEvents(null, 10, r))
                 .reply();
-    assertEquals("training_failed", page.data().get(0).type());
-    assertEquals("boom", page.data().get(0).errorMessage());
+    assertTrue(page.data().isEmpty());
+    queue.expectNoMessage(Duration.ofMillis(100)); // reads do not wake anything
+
+    assertInstanceOf(TrainingJobProtocol.SubmitRejected.class, submit());
+
+    // a crash, a drain, a hand-off: the job asks for its turn by itself, nobody has to poll
+    job.restart();
+    assertEquals(new TrainingQueue.Enqueue("j1"), queue.receiveMessage());
+    assertEquals(
+        Status.QUEUED,
+        ((TrainingJobProtocol.JobView)
+                job.<TrainingJobProtocol.JobReply>runCommand(TrainingJobProtocol.GetJob::new)
+                    .reply())
+            .status());
+  }
+
+  @Test
+  void reportsOfARunTheJobDoesNotHaveAreIgnored() {
+    submit();
+    queue.receiveMessage();
+    assertTrue(job.runCommand(new TrainingJob.RunStarted("another", 1, 2)).hasNoEvents());
+    assertTrue(job.runCommand(new TrainingJob.RunFailed("another", "boom")).hasNoEvents());
+    assertTrue(
+        job.runCommand(new TrainingJob.StepDone("another", 0, Map.of("loss", 1.0))).hasNoEvents());
+    assertInstanceOf(JobState.Queued.class, job.getState());
+  }
+
+  @Test
+  void anUnknownJobGivesBackATurnAndIsNotFound() {
+    assertTrue(job.runCommand(new TrainingJob.Turn("m1")).hasNoEvents());
+    assertEquals(new TrainingQueue.Done("j1"), queue.receiveMessage());
+    assertInstanceOf(
+        TrainingJobProtocol.JobNotFound.class,
+        job.<TrainingJobProtocol.JobReply>runCommand(TrainingJobProtocol.GetJob::new).reply());
+    assertInstanceOf(
+        TrainingJobProtocol.JobNotFound.class,
+        job.<TrainingJobProtocol.JobReply>runCommand(
+                r -> new TrainingJobProtocol.ListEvents(null, 1, r))
+            .reply());
   }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.adapters.CheckpointStore;
+import dev.troupe.adapters.TrainedAdapters;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.model.DemoModel;
@@ -40,8 +41,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Trained checkpoints served by a ModelWorker: adapters read lazily from PEFT directories, a
  * request keeps the adapter it started with while a newer step is registered mid-generation,
- * eviction never touches an adapter in use, and a missing checkpoint is a NOT_FOUND naming {@code
- * model}.
+ * eviction never touches an adapter in use, an adapter this node trained is taken from memory, and
+ * a missing checkpoint is a NOT_FOUND naming {@code model}.
  */
 class ModelWorkerAdapterTest {
   private static final ActorTestKit testKit =
@@ -212,6 +213,24 @@ class ModelWorkerAdapterTest {
     // The worker still serves the base model and other steps.
     assertEquals(1, generate(worker, "y", 3, step1).version());
     testKit.stop(worker);
+  }
+
+  @Test
+  void anAdapterTrainedOnThisNodeIsTakenFromMemory() {
+    // This node's trainer offers its new adapter; the announced directory is never read (it does
+    // not exist here), yet the replica serves the step exactly as the same adapter from disk.
+    String trainedHere = "7d8f7a52-2d6e-4a43-9a55-000000000002";
+    String nowhere = root.resolve("not-written").toString();
+    TrainedAdapters.get(testKit.system())
+        .offer(trainedHere, 1, CheckpointStore.loadAdapter(Path.of(step1.directory()), 1));
+    ActorRef<Command> worker = spawn(4);
+    worker.tell(new AdapterCheckpoint(trainedHere, 1, nowhere));
+    Run fromMemory = generate(worker, "m", 5, new Adapter(trainedHere, 1, nowhere));
+    Run fromDisk = generate(worker, "d", 5, step1);
+    testKit.stop(worker);
+    assertEquals(1, fromMemory.version());
+    assertEquals(fromDisk.tokens(), fromMemory.tokens());
+    assertClose(fromDisk.logprobs(), fromMemory.logprobs());
   }
 
   private static void assertClose(List<Double> expected, List<Double> actual) {

@@ -67,10 +67,10 @@ class TrainingJobsApiTest {
     DataEntities.init(system, ps);
     var tiny = TinyModels.config(TinyModels.Arch.QWEN3);
     var weights = new MapWeights(tiny, TinyModels.randomWeights(tiny, 3));
-    JobRunner.BaseModels bases =
+    Trainers.BaseModels bases =
         name -> {
           if (!name.equals(BASE)) throw new IllegalArgumentException("unknown base " + name);
-          return new JobRunner.BaseModels.Loaded(
+          return new Trainers.BaseModels.Loaded(
               tiny, weights, new CharTokenizer(tiny.vocabSize()), new ChatMlTemplate());
         };
     TrainingSettings ts =
@@ -78,7 +78,8 @@ class TrainingJobsApiTest {
             dir.resolve("checkpoints"),
             new Trainer.Settings(
                 64, new LoraSpec(4, 8, LoraSpec.ALL_TARGETS, false, 1), AdamW.Hyper.ART),
-            Duration.ofSeconds(20));
+            Duration.ofSeconds(20),
+            Duration.ofMinutes(1));
     TrainingEntities.init(
         system,
         ts,

@@ -8,15 +8,15 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 
 /**
- * Training jobs: the {@code TrainingJob} entity (one per job, id = job UUID) holds a job's request,
- * status and event stream; the {@code ModelTrainer} entity (one per model, id = model UUID) runs
- * the model's jobs one at a time in the order they reach it. Both live on role {@code trainer}.
+ * What the gateway says to a training job: the {@code TrainingJob} entity (one per job, id = job
+ * UUID, role {@code trainer}) holds a job's request, status and event stream, and runs the job on
+ * its node when the model's queue gives it its turn (cluster-node's {@code dev.troupe.training}:
+ * the queue, the run and their messages are the trainer's own). Also the checkpoint announcement to
+ * the model workers.
  */
 public final class TrainingJobProtocol {
   public static final EntityTypeKey<Command> TYPE_KEY =
       EntityTypeKey.create(Command.class, "TrainingJob");
-  public static final EntityTypeKey<TrainerCommand> TRAINER_TYPE_KEY =
-      EntityTypeKey.create(TrainerCommand.class, "ModelTrainer");
   public static final String ROLE = Roles.TRAINER;
 
   /** Event types of a job's stream (the W&B OpenAPI enum). */
@@ -63,23 +63,6 @@ public final class TrainingJobProtocol {
       if (limit < 1) throw new IllegalArgumentException("limit must be >= 1");
     }
   }
-
-  /** The trainer fetches what to train. */
-  public record GetPayload(ActorRef<PayloadReply> replyTo) implements Command {}
-
-  /** The trainer reports progress; each is answered with {@link Recorded} once durable. */
-  public record MarkStarted(int numSequences, ActorRef<Recorded> replyTo) implements Command {}
-
-  public record RecordStep(Map<String, Double> metrics, ActorRef<Recorded> replyTo)
-      implements Command {
-    public RecordStep {
-      metrics = Map.copyOf(metrics);
-    }
-  }
-
-  public record MarkSucceeded(long step, ActorRef<Recorded> replyTo) implements Command {}
-
-  public record MarkFailed(String errorMessage, ActorRef<Recorded> replyTo) implements Command {}
 
   /** Reply to {@link Submit}. */
   public sealed interface SubmitReply extends CborSerializable {}
@@ -133,40 +116,14 @@ public final class TrainingJobProtocol {
     }
   }
 
-  /** Reply to {@link GetPayload}. */
-  public sealed interface PayloadReply extends CborSerializable {}
-
-  public record Payload(
-      String jobId, String modelId, List<byte[]> groups, TrainingConfig config, Status status)
-      implements PayloadReply {
-    public Payload {
-      groups = List.copyOf(groups);
-    }
-  }
-
-  public record NoPayload(String jobId) implements PayloadReply {}
-
-  /** Acknowledges a durable progress record; {@code accepted} is false for a finished job. */
-  public record Recorded(boolean accepted) implements CborSerializable {}
-
-  // ---------------------------------------------------------------- ModelTrainer entity
-
-  public interface TrainerCommand extends CborSerializable {}
-
-  /** Queues a job for its model; repeating it for a known job does nothing (a wake-up call). */
-  public record Enqueue(String jobId) implements TrainerCommand {
-    public Enqueue {
-      Objects.requireNonNull(jobId, "jobId");
-    }
-  }
-
   // ---------------------------------------------------------------- to the model workers
 
   /**
    * A new checkpoint of trainable model {@code modelId} (whose base model the worker serves): the
-   * worker loads the PEFT directory ({@code CheckpointStore.loadAdapter}), registers it with its
-   * runner between two engine steps and serves it to requests naming {@code modelId} (latest) or
-   * {@code modelId:step<N>}; running requests finish on the adapter they started with.
+   * worker takes the adapter from memory when its node trained it, else loads the PEFT directory
+   * ({@code CheckpointStore.loadAdapter}), registers it with its runner between two engine steps
+   * and serves it to requests naming {@code modelId} (latest) or {@code modelId:step<N>}; running
+   * requests finish on the adapter they started with.
    *
    * @param directory the checkpoint directory on storage every worker node can read
    */

@@ -11,9 +11,7 @@ import dev.troupe.trajectory.TrajectoryLog;
 import dev.troupe.trajectory.TrajectoryStore;
 import java.time.Duration;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -44,16 +42,8 @@ public final class DataEntities {
             .hasRole(TrajectoryLogProtocol.ROLE);
     TrajectoryStore store = hosts ? new JdbcTrajectoryStore(settings) : null;
     if (store != null) system.getWhenTerminated().thenRun(store::close);
-    sharding.init(
-        Entity.of(
-                TrainableModelProtocol.TYPE_KEY,
-                ctx -> TrainableModel.create(ctx.getEntityId(), settings))
-            .withRole(TrainableModelProtocol.ROLE));
-    sharding.init(
-        Entity.of(
-                TrainableModelProtocol.REGISTRY_TYPE_KEY,
-                ctx -> ModelRegistry.create(ctx.getEntityId(), settings))
-            .withRole(TrainableModelProtocol.ROLE));
+    TrainableModel.init(system, settings);
+    ModelRegistry.init(system, settings);
     TrajectoryLog.MetricsSink sink =
         (modelId, step, metrics) ->
             sharding
@@ -61,12 +51,7 @@ public final class DataEntities {
                 .<TrainableModelProtocol.ModelReply>ask(
                     r -> new TrainableModelProtocol.RecordMetrics(step, metrics, r),
                     METRICS_TIMEOUT);
-    sharding.init(
-        Entity.of(
-                TrajectoryLogProtocol.TYPE_KEY,
-                ctx -> TrajectoryLog.create(ctx.getEntityId(), store, sink, settings))
-            .withRole(TrajectoryLogProtocol.ROLE)
-            .withEntityProps(DispatcherSelector.fromConfig(BLOCKING_DISPATCHER)));
+    TrajectoryLog.init(system, store, sink, settings, BLOCKING_DISPATCHER);
     log.info("Preview data entities started on {}", settings.backend());
   }
 }

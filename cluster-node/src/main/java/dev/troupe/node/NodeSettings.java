@@ -25,7 +25,7 @@ public record NodeSettings(
     StructuredOutputSettings structuredOutputs) {
 
   /** Config path of the dispatcher ModelWorker entities run on. */
-  public static final String WORKER_DISPATCHER = "troupe.worker.dispatcher";
+  public static final String WORKER_DISPATCHER = dev.troupe.worker.ModelWorker.DISPATCHER;
 
   public static NodeSettings fromConfig(Config config) {
     return new NodeSettings(

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonSubTypes;
 import com.fasterxml.jackson.annotation.JsonTypeInfo;
 import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.CborSerializable;
+import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrainableModelProtocol.ListModels;
 import dev.troupe.protocol.cluster.TrainableModelProtocol.ModelInfo;
 import dev.troupe.protocol.cluster.TrainableModelProtocol.ModelPage;
@@ -19,7 +20,10 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
@@ -66,6 +70,16 @@ public final class ModelRegistry
       }
       return null;
     }
+  }
+
+  /** Hosts the registry on role {@code trainer}, a proxy elsewhere. */
+  public static void init(ActorSystem<?> system, PersistenceSettings settings) {
+    ClusterSharding.get(system)
+        .init(
+            Entity.of(
+                    TrainableModelProtocol.REGISTRY_TYPE_KEY,
+                    ctx -> create(ctx.getEntityId(), settings))
+                .withRole(TrainableModelProtocol.ROLE));
   }
 
   /** The behaviour of the registry entity {@code entityId}. */

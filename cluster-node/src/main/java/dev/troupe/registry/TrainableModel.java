@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonSubTypes;
 import com.fasterxml.jackson.annotation.JsonTypeInfo;
 import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.CborSerializable;
+import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrainableModelProtocol.AddCheckpoint;
 import dev.troupe.protocol.cluster.TrainableModelProtocol.Checkpoint;
 import dev.troupe.protocol.cluster.TrainableModelProtocol.CheckpointPage;
@@ -31,7 +32,10 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
 import java.util.UUID;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
@@ -236,6 +240,14 @@ public final class TrainableModel
 
   private final String modelId;
   private final PersistenceSettings settings;
+
+  /** Hosts the entities on role {@code trainer}, a proxy elsewhere. */
+  public static void init(ActorSystem<?> system, PersistenceSettings settings) {
+    ClusterSharding.get(system)
+        .init(
+            Entity.of(TrainableModelProtocol.TYPE_KEY, ctx -> create(ctx.getEntityId(), settings))
+                .withRole(TrainableModelProtocol.ROLE));
+  }
 
   /** The behaviour for model {@code modelId}. */
   public static Behavior<Command> create(String modelId, PersistenceSettings settings) {

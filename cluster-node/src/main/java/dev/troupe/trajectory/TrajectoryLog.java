@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonSubTypes;
 import com.fasterxml.jackson.annotation.JsonTypeInfo;
 import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.CborSerializable;
+import dev.troupe.protocol.cluster.TrajectoryLogProtocol;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.Append;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendFailed;
 import dev.troupe.protocol.cluster.TrajectoryLogProtocol.AppendRejected;
@@ -23,9 +24,13 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
@@ -129,6 +134,27 @@ public final class TrajectoryLog
   private final List<Append> queued = new ArrayList<>();
   private final Map<String, List<ActorRef<AppendReply>>> waitingOnKey = new HashMap<>();
   private boolean writing;
+
+  /**
+   * Hosts the logs on role {@code trainer} (a proxy elsewhere), on {@code dispatcher}: their store
+   * calls block.
+   *
+   * @param store the trajectory store; null on nodes without the role (never used there)
+   */
+  public static void init(
+      ActorSystem<?> system,
+      TrajectoryStore store,
+      MetricsSink metrics,
+      PersistenceSettings settings,
+      String dispatcher) {
+    ClusterSharding.get(system)
+        .init(
+            Entity.of(
+                    TrajectoryLogProtocol.TYPE_KEY,
+                    ctx -> create(ctx.getEntityId(), store, metrics, settings))
+                .withRole(TrajectoryLogProtocol.ROLE)
+                .withEntityProps(DispatcherSelector.fromConfig(dispatcher)));
+  }
 
   /** The behaviour for model {@code modelId}. */
   public static Behavior<Command> create(

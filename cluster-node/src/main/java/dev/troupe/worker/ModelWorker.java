@@ -39,6 +39,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import org.apache.pekko.actor.NoSerializationVerificationNeeded;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.PostStop;
@@ -48,6 +49,9 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 
 /**
  * One replica of one model: the sharded entity {@code <model>#<replica>} ({@link
@@ -107,6 +111,9 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   /** A prepared request waiting for its adapter to be read. */
   private record AwaitingAdapter(String id, EngineRequest request, Adapter adapter) {}
 
+  /** Config path of the dispatcher replicas run on: one pinned thread each. */
+  public static final String DISPATCHER = "troupe.worker.dispatcher";
+
   /** Adapters registered at once by default; a LoRA r 8 adapter of a 1B model is ~20 MB. */
   static final int DEFAULT_MAX_ADAPTERS = 8;
 
@@ -132,6 +139,27 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private boolean draining;
 
   private final List<ActorRef<Drain.Drained>> drainWaiters = new ArrayList<>();
+
+  /**
+   * Starts {@code ModelWorker} sharding on this node: hosts on role {@code worker}, a proxy
+   * elsewhere (gateway-only nodes). Replicas are remembered, run on their own pinned thread and
+   * stop with {@link HandOff}, so on a hand-off their requests migrate instead of being aborted.
+   */
+  public static void init(
+      ActorSystem<?> system,
+      ServedModels models,
+      EngineProvider engines,
+      Duration metricsLogInterval) {
+    ClusterSharding.get(system)
+        .init(
+            Entity.of(
+                    ModelWorkerProtocol.TYPE_KEY,
+                    entity -> create(entity.getEntityId(), models, engines, metricsLogInterval))
+                .withRole(ModelWorkerProtocol.ROLE)
+                .withStopMessage(HandOff.INSTANCE)
+                .withSettings(ClusterShardingSettings.create(system).withRememberEntities(true))
+                .withEntityProps(DispatcherSelector.fromConfig(DISPATCHER)));
+  }
 
   /**
    * The entity behaviour: loads the replica's model, then serves it. A model that is not configured

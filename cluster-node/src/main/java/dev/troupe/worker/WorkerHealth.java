@@ -1,7 +1,12 @@
 package dev.troupe.worker;
 
+import dev.troupe.protocol.cluster.WorkerStatus;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -12,7 +17,8 @@ import org.apache.pekko.actor.typed.javadsl.Adapter;
 /**
  * What this node's model replicas are doing, for the node's health checks and its drain: each
  * replica hosted here reports itself loading, serving or failed ({@link ModelWorker}), and the node
- * guardian reports which replicas it woke at start and which have answered.
+ * guardian reports which replicas it woke at start and their answers, which the launcher waits for
+ * ({@link #replicasStarted()}).
  *
  * <p>{@link #started()} (the startup check): every replica woken at start has answered — wherever
  * sharding placed it — and none hosted here is still loading. {@link #accepting()} (readiness):
@@ -47,6 +53,8 @@ public final class WorkerHealth implements Extension {
 
   private final Map<String, Replica> hosted = new ConcurrentHashMap<>();
   private final Set<String> awaiting = ConcurrentHashMap.newKeySet();
+  private final List<WorkerStatus> answered = new ArrayList<>();
+  private final CompletableFuture<List<WorkerStatus>> replicasStarted = new CompletableFuture<>();
   private volatile boolean wakeUpsSent;
   private volatile boolean draining;
 
@@ -82,15 +90,31 @@ public final class WorkerHealth implements Extension {
 
   // ------------------------------------------------------------------ reported by the guardian
 
-  /** The guardian woke these replicas at start; {@link #started()} waits for their answers. */
+  /**
+   * The guardian woke these replicas at start (none on a node that wakes none); {@link #started()}
+   * and {@link #replicasStarted()} wait for their answers.
+   */
   public void wakingUp(Set<String> entityIds) {
     awaiting.addAll(entityIds);
     wakeUpsSent = true;
+    if (entityIds.isEmpty()) replicasStarted.complete(List.of());
   }
 
   /** A replica answered its wake-up (loaded or not: a failed one answers too). */
-  public void wokeUp(String entityId) {
-    awaiting.remove(entityId);
+  public void wokeUp(WorkerStatus status) {
+    synchronized (answered) {
+      if (!awaiting.remove(status.entityId())) return;
+      answered.add(status);
+      if (awaiting.isEmpty()) replicasStarted.complete(List.copyOf(answered));
+    }
+  }
+
+  /**
+   * Every replica woken at start, once each has answered (loaded, or failed to: the reason is in
+   * {@link WorkerStatus#unavailable()}); empty on a node that wakes none.
+   */
+  public CompletionStage<List<WorkerStatus>> replicasStarted() {
+    return replicasStarted;
   }
 
   // ------------------------------------------------------------------ read by health and drain

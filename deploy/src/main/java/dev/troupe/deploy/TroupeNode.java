@@ -24,12 +24,12 @@ import dev.troupe.protocol.cluster.Roles;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.WorkerStatus;
 import dev.troupe.worker.EngineProvider;
+import dev.troupe.worker.WorkerHealth;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -60,13 +60,13 @@ public final class TroupeNode implements AutoCloseable {
   private final ActorSystem<Void> system;
   private final ServerBinding binding;
   private final List<String> apiKeys;
-  private final CompletableFuture<List<WorkerStatus>> replicasStarted;
+  private final CompletionStage<List<WorkerStatus>> replicasStarted;
 
   private TroupeNode(
       ActorSystem<Void> system,
       ServerBinding binding,
       List<String> apiKeys,
-      CompletableFuture<List<WorkerStatus>> replicasStarted) {
+      CompletionStage<List<WorkerStatus>> replicasStarted) {
     this.system = system;
     this.binding = binding;
     this.apiKeys = apiKeys;
@@ -104,7 +104,6 @@ public final class TroupeNode implements AutoCloseable {
     PersistenceInit.ensureSchema(persistence);
 
     NodeSettings node = NodeSettings.fromConfig(config);
-    CompletableFuture<List<WorkerStatus>> replicasStarted = new CompletableFuture<>();
     ActorSystem<Void> system;
     try {
       system =
@@ -115,8 +114,7 @@ public final class TroupeNode implements AutoCloseable {
                         NodeGuardian.create(
                             node,
                             EngineProvider.loading(
-                                node.engine(), node.device(), node.structuredOutputs()),
-                            replicasStarted),
+                                node.engine(), node.device(), node.structuredOutputs())),
                         "models");
                     return Behaviors.empty();
                   }),
@@ -166,7 +164,7 @@ public final class TroupeNode implements AutoCloseable {
           cluster.selfMember().address(),
           options.roles(),
           options.models().keySet());
-      return new TroupeNode(system, binding, keys, replicasStarted);
+      return new TroupeNode(system, binding, keys, WorkerHealth.get(system).replicasStarted());
     } catch (Exception | Error e) {
       system.terminate();
       try {

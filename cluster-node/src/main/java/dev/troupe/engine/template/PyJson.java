@@ -61,7 +61,7 @@ final class PyJson {
     else if (v instanceof Double d) {
       if (Double.isNaN(d)) sb.append("NaN");
       else if (Double.isInfinite(d)) sb.append(d > 0 ? "Infinity" : "-Infinity");
-      else sb.append(Repr.floatRepr(d));
+      else sb.append(PythonFormat.floatRepr(d));
     } else if (v instanceof String s) writeString(sb, s);
     else if (v instanceof List<?> || v instanceof Tuple) {
       List<Object> items = Values.asList(v);
@@ -125,7 +125,7 @@ final class PyJson {
     if (k == null) return "null";
     if (k instanceof Boolean b) return b ? "true" : "false";
     if (k instanceof Long || k instanceof java.math.BigInteger) return k.toString();
-    if (k instanceof Double d) return Repr.floatRepr(d);
+    if (k instanceof Double d) return PythonFormat.floatRepr(d);
     throw new TemplateException(
         "keys must be str, int, float, bool or None, not " + Values.typeName(k));
   }
@@ -143,22 +143,7 @@ final class PyJson {
       budget.chars((long) sb.length() + s.length());
     budget.work(s.length());
     sb.append('"');
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '"' -> sb.append("\\\"");
-        case '\\' -> sb.append("\\\\");
-        case '\n' -> sb.append("\\n");
-        case '\r' -> sb.append("\\r");
-        case '\t' -> sb.append("\\t");
-        case '\b' -> sb.append("\\b");
-        case '\f' -> sb.append("\\f");
-        default -> {
-          if (c < 0x20 || (ensureAscii && c > 0x7e)) sb.append(String.format("\\u%04x", (int) c));
-          else sb.append(c);
-        }
-      }
-    }
+    PythonFormat.jsonEscape(s, sb, ensureAscii);
     sb.append('"');
   }
 }

@@ -5,7 +5,6 @@ import dev.troupe.engine.template.Values.Loop;
 import dev.troupe.engine.template.Values.Namespace;
 import dev.troupe.engine.template.Values.Tuple;
 import dev.troupe.engine.template.Values.Undefined;
-import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.util.List;
 import java.util.Map;
@@ -30,7 +29,7 @@ final class Repr {
     if (v == null) sb.append("None");
     else if (v instanceof Boolean b) sb.append(b ? "True" : "False");
     else if (v instanceof Long || v instanceof BigInteger) sb.append(v);
-    else if (v instanceof Double d) sb.append(floatRepr(d));
+    else if (v instanceof Double d) sb.append(PythonFormat.floatRepr(d));
     else if (v instanceof String s) {
       budget.work(s.length());
       stringRepr(sb, s);
@@ -118,29 +117,5 @@ final class Repr {
           false;
       default -> true;
     };
-  }
-
-  /** Python's {@code repr(float)}: shortest round-trip digits, exponent outside [1e-4, 1e16). */
-  static String floatRepr(double d) {
-    if (Double.isNaN(d)) return "nan";
-    if (Double.isInfinite(d)) return d > 0 ? "inf" : "-inf";
-    if (d == 0) return (1 / d < 0) ? "-0.0" : "0.0";
-    BigDecimal bd = new BigDecimal(Double.toString(d)).stripTrailingZeros();
-    String digits = bd.unscaledValue().abs().toString();
-    int exponent = digits.length() - 1 - bd.scale(); // d = 0.digits * 10^(exponent+1)
-    String sign = d < 0 ? "-" : "";
-    if (exponent < -4 || exponent >= 16) {
-      String mantissa =
-          digits.length() == 1 ? digits : digits.charAt(0) + "." + digits.substring(1);
-      return sign
-          + mantissa
-          + "e"
-          + (exponent < 0 ? "-" : "+")
-          + String.format("%02d", Math.abs(exponent));
-    }
-    if (exponent < 0) return sign + "0." + "0".repeat(-exponent - 1) + digits;
-    if (digits.length() <= exponent + 1)
-      return sign + digits + "0".repeat(exponent + 1 - digits.length()) + ".0";
-    return sign + digits.substring(0, exponent + 1) + "." + digits.substring(exponent + 1);
   }
 }

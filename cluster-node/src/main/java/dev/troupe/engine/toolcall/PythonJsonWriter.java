@@ -1,6 +1,6 @@
 package dev.troupe.engine.toolcall;
 
-import java.math.BigDecimal;
+import dev.troupe.engine.template.PythonFormat;
 
 /**
  * Writes the events of {@link JsonEvents} as Python's {@code json.dumps(value, ensure_ascii=False)}
@@ -69,7 +69,7 @@ final class PythonJsonWriter implements JsonEvents.Listener {
   public void key(String key) {
     beforeValue();
     out.append('"');
-    escape(key, out);
+    PythonFormat.jsonEscape(key, out, false);
     out.append("\": ");
     afterKey = true;
   }
@@ -82,7 +82,7 @@ final class PythonJsonWriter implements JsonEvents.Listener {
 
   @Override
   public void stringChars(String chars) {
-    escape(chars, out);
+    PythonFormat.jsonEscape(chars, out, false);
   }
 
   @Override
@@ -108,48 +108,6 @@ final class PythonJsonWriter implements JsonEvents.Listener {
     if (!isFloat) return text.equals("-0") ? "0" : text;
     double d = Double.parseDouble(text);
     if (Double.isInfinite(d)) return d > 0 ? "Infinity" : "-Infinity";
-    return floatRepr(d);
-  }
-
-  /** Python's {@code repr(float)}. */
-  static String floatRepr(double d) {
-    if (d == 0) return (1 / d < 0) ? "-0.0" : "0.0";
-    BigDecimal bd = new BigDecimal(Double.toString(d)).stripTrailingZeros();
-    String digits = bd.unscaledValue().abs().toString();
-    int exponent = digits.length() - 1 - bd.scale();
-    String sign = d < 0 ? "-" : "";
-    if (exponent < -4 || exponent >= 16) {
-      String mantissa =
-          digits.length() == 1 ? digits : digits.charAt(0) + "." + digits.substring(1);
-      return sign
-          + mantissa
-          + "e"
-          + (exponent < 0 ? "-" : "+")
-          + String.format("%02d", Math.abs(exponent));
-    }
-    if (exponent < 0) return sign + "0." + "0".repeat(-exponent - 1) + digits;
-    if (digits.length() <= exponent + 1)
-      return sign + digits + "0".repeat(exponent + 1 - digits.length()) + ".0";
-    return sign + digits.substring(0, exponent + 1) + "." + digits.substring(exponent + 1);
-  }
-
-  /** The escapes of Python's {@code json} with {@code ensure_ascii=False}. */
-  static void escape(String s, StringBuilder sb) {
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '"' -> sb.append("\\\"");
-        case '\\' -> sb.append("\\\\");
-        case '\n' -> sb.append("\\n");
-        case '\r' -> sb.append("\\r");
-        case '\t' -> sb.append("\\t");
-        case '\b' -> sb.append("\\b");
-        case '\f' -> sb.append("\\f");
-        default -> {
-          if (c < 0x20) sb.append(String.format("\\u%04x", (int) c));
-          else sb.append(c);
-        }
-      }
-    }
+    return PythonFormat.floatRepr(d);
   }
 }

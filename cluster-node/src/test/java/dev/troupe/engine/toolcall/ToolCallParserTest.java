@@ -116,7 +116,7 @@ class ToolCallParserTest {
     };
     for (String[] c : cases) assertEquals(c[1], PythonJsonWriter.pythonNumber(c[0]), c[0]);
     StringBuilder sb = new StringBuilder();
-    PythonJsonWriter.escape("a\u0001\"\\\u2028é\t", sb);
+    dev.troupe.engine.template.PythonFormat.jsonEscape("a\u0001\"\\\u2028é\t", sb, false);
     assertEquals("a\\u0001\\\"\\\\\u2028é\\t", sb.toString());
   }
 

@@ -173,7 +173,7 @@ public final class InputProcessor {
               r.truncatePromptTokens(),
               param);
     } else {
-      prompt = promptIds(r, stage, param);
+      prompt = prompts.promptIds(r, stage);
     }
     params = capMaxTokens(params, prompt.length);
     if (!settings.chunkedPrefill() && prompt.length > settings.maxNumBatchedTokens())
@@ -217,24 +217,6 @@ public final class InputProcessor {
         r.returnTokensAsTokenIds(),
         resumed,
         parsing.active() ? parsing : TextParsing.NONE);
-  }
-
-  private int[] promptIds(GenerationRequest r, Stage stage, String param) {
-    stage.at("rendering the chat template", "chat_template");
-    String text =
-        r.prompt() != null
-            ? r.prompt()
-            : prompts.render(
-                r.messages(),
-                r.tools(),
-                r.documents(),
-                r.addGenerationPrompt(),
-                r.continueFinalMessage(),
-                r.chatTemplate(),
-                r.chatTemplateKwargs(),
-                r.reasoningEffort());
-    stage.at("tokenizing the prompt", param);
-    return prompts.promptIds(text, r.addSpecialTokens(), r.truncatePromptTokens(), param);
   }
 
   /**
@@ -345,11 +327,12 @@ public final class InputProcessor {
   }
 
   /** Where the work on a request is, so that an unexpected failure names the right field. */
-  private static final class Stage {
+  private static final class Stage implements Prompts.Progress {
     private String doing = "checking the request";
     private String param;
 
-    void at(String doing, String param) {
+    @Override
+    public void at(String doing, String param) {
       this.doing = doing;
       this.param = param;
     }

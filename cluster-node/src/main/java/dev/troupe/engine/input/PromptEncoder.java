@@ -7,10 +7,11 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * A request's prompt token ids exactly as a worker's {@link InputProcessor} computes them (same
- * template, bound, tokenizer and truncation), for a gateway that routes requests by their cached
- * prefix: it needs the ids before choosing a replica, and then sends them along so the worker does
- * not tokenize again. Needs only the model's tokenizer files, not its weights. Thread-safe.
+ * A request's prompt token ids exactly as a worker's {@link InputProcessor} computes them (the same
+ * code: {@code Prompts.promptIds}, with the same template, bound, tokenizer and truncation), for a
+ * gateway that routes requests by their cached prefix: it needs the ids before choosing a replica,
+ * and then sends them along so the worker does not tokenize again. Needs only the model's tokenizer
+ * files, not its weights. Thread-safe.
  *
  * <p>Out-of-vocabulary ids are left to the worker (it knows the model's logits width).
  */
@@ -39,19 +40,6 @@ public final class PromptEncoder {
             len ->
                 new Prompts(
                     text, text::compileTemplate, allowRequestTemplate, len, Integer.MAX_VALUE));
-    String param = r.prompt() != null ? "prompt" : "messages";
-    String rendered =
-        r.prompt() != null
-            ? r.prompt()
-            : prompts.render(
-                r.messages(),
-                r.tools(),
-                r.documents(),
-                r.addGenerationPrompt(),
-                r.continueFinalMessage(),
-                r.chatTemplate(),
-                r.chatTemplateKwargs(),
-                r.reasoningEffort());
-    return prompts.promptIds(rendered, r.addSpecialTokens(), r.truncatePromptTokens(), param);
+    return prompts.promptIds(r, Prompts.Progress.NONE);
   }
 }

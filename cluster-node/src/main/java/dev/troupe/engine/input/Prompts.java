@@ -4,6 +4,7 @@ import dev.troupe.engine.ChatTemplate;
 import dev.troupe.engine.Tokenizer;
 import dev.troupe.engine.core.Rejection;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
+import dev.troupe.protocol.cluster.GenerationRequest;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -123,6 +124,38 @@ final class Prompts {
               + " provide a chat template if the tokenizer does not define one.",
           "chat_template");
     return text.chatTemplate();
+  }
+
+  /** What preparing a prompt is doing, so that an unexpected failure can name the right field. */
+  interface Progress {
+    Progress NONE = (doing, param) -> {};
+
+    void at(String doing, String param);
+  }
+
+  /**
+   * A request's prompt token ids: its prompt text, or its conversation rendered with the template
+   * in force; then bounded, tokenized, truncated and checked. The one implementation of this step:
+   * the worker's {@link InputProcessor} and the gateway's routing encoder ({@link PromptEncoder})
+   * both call it, so a gateway computes exactly the ids the worker would.
+   */
+  int[] promptIds(GenerationRequest r, Progress progress) {
+    String param = r.prompt() != null ? "prompt" : "messages";
+    progress.at("rendering the chat template", "chat_template");
+    String rendered =
+        r.prompt() != null
+            ? r.prompt()
+            : render(
+                r.messages(),
+                r.tools(),
+                r.documents(),
+                r.addGenerationPrompt(),
+                r.continueFinalMessage(),
+                r.chatTemplate(),
+                r.chatTemplateKwargs(),
+                r.reasoningEffort());
+    progress.at("tokenizing the prompt", param);
+    return promptIds(rendered, r.addSpecialTokens(), r.truncatePromptTokens(), param);
   }
 
   /**

@@ -102,7 +102,7 @@ fi
 $JAVA -version 2>&1 | head -1
 JAVA=(env LD_LIBRARY_PATH="$CUDA_LD" "$JAVA")
 CP="gpu-bundle/classes:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | paste -sd:)"
-JVM=(-Xmx16g --add-modules jdk.incubator.vector -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda)
+JVM=(-Xmx16g --add-modules jdk.incubator.vector -Dtroupe.worker.compute.cuda-kernel-cache=/tmp/troupe-cuda)
 timeout 60 "${JAVA[@]}" "${JVM[@]}" -cp "$CP" dev.troupe.bench.cuda.CudaBench --probe 2>&1 | grep -v '^WARNING: Using incubator'
 [ "${PIPESTATUS[0]}" -eq 0 ] || echo "!! the probe found no usable GPU (above): every CUDA test will abort"
 

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import dev.troupe.deploy.health.NodeHealth;
+import dev.troupe.engine.ComputeSettings;
 import dev.troupe.gateway.http.ApiRoutes;
 import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.gateway.http.GatewaySettings;
@@ -104,6 +105,8 @@ public final class TroupeNode implements AutoCloseable {
     PersistenceInit.ensureSchema(persistence);
 
     NodeSettings node = NodeSettings.fromConfig(config);
+    // per JVM (one CPU thread team, one kernel layout): set before any model loads
+    ComputeSettings.install(ComputeSettings.fromConfig(config.getConfig("troupe.worker.compute")));
     ActorSystem<Void> system;
     try {
       system =

@@ -129,7 +129,7 @@ public final class VersusLlamaCpp {
             List.of(
                 "-Xmx" + xmx,
                 "-Dtroupe.worker.engine.num-blocks=" + numBlocks,
-                "-Dtroupe.engine.threads=" + threads));
+                "-Dtroupe.worker.compute.cpu-threads=" + threads));
     if (!troupeJvm.isBlank()) jvm.addAll(List.of(troupeJvm.trim().split("\\s+")));
     long rssBefore = rssSelf();
     ModelParameters mp =

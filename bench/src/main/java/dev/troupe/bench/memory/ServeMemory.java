@@ -88,7 +88,7 @@ public final class ServeMemory {
             List.of(
                 "-Xmx" + o.getOrDefault("--xmx", "3g"),
                 "-Dtroupe.worker.engine.num-blocks=" + numBlocks,
-                "-Dtroupe.engine.threads=" + o.getOrDefault("--threads", "2"),
+                "-Dtroupe.worker.compute.cpu-threads=" + o.getOrDefault("--threads", "2"),
                 "-Xlog:gc:file=" + gcLog + ":uptime"));
     if (nmt) jvm.add("-XX:NativeMemoryTracking=summary");
     String extra = o.getOrDefault("--troupe-jvm", "").trim();

@@ -1,5 +1,6 @@
 package dev.troupe.engine.cpu;
 
+import dev.troupe.engine.ComputeSettings;
 import dev.troupe.engine.model.Projection;
 import dev.troupe.engine.model.RopeTables;
 import java.util.Arrays;
@@ -19,7 +20,7 @@ import java.util.Arrays;
  */
 final class Forward implements AutoCloseable {
   /** Most rows a product sends to the Vector API kernels; more go to BLAS GEMM (measured). */
-  static final int KERNEL_MAX_ROWS = Integer.getInteger("troupe.engine.kernelMaxRows", 64);
+  static final int KERNEL_MAX_ROWS = ComputeSettings.jvm().kernelMaxRows();
 
   private static final int CLAIMS_PER_LAYER = 5; // qkv, o, gate/up, down, prefill attention
 

@@ -1,5 +1,6 @@
 package dev.troupe.engine.cpu;
 
+import dev.troupe.engine.ComputeSettings;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
@@ -24,7 +25,7 @@ final class Team {
   private static final Logger log = LoggerFactory.getLogger(Team.class);
 
   /** How long a waiting member spins before parking. */
-  static final long SPIN_NANOS = Long.getLong("troupe.engine.teamSpinMicros", 20) * 1000;
+  static final long SPIN_NANOS = ComputeSettings.jvm().cpuSpin().toNanos();
 
   private static volatile Team shared;
 
@@ -58,16 +59,17 @@ final class Team {
     }
   }
 
-  /** The JVM's team: one member per available core ({@code troupe.engine.threads} overrides). */
+  /**
+   * The JVM's team: one member per available core ({@code troupe.worker.compute.cpu-threads}
+   * overrides).
+   */
   static Team shared() {
     Team t = shared;
     if (t == null) {
       synchronized (Team.class) {
         t = shared;
         if (t == null) {
-          int n =
-              Integer.getInteger(
-                  "troupe.engine.threads", Runtime.getRuntime().availableProcessors());
+          int n = ComputeSettings.jvm().teamSize();
           t = shared = new Team(Math.max(1, n));
           log.info("CPU runner team: {} threads", n);
         }

@@ -1,13 +1,14 @@
 package dev.troupe.engine.cpu;
 
+import dev.troupe.engine.ComputeSettings;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Whether the Java Vector API kernels ({@link Bf16Kernel}, {@link F16Kernel}, {@link Vec32}) run in
  * this JVM, decided once: the {@code jdk.incubator.vector} module must be in the boot layer (JVM
- * flag {@code --add-modules jdk.incubator.vector}) and {@code -Dtroupe.engine.vectorKernels=false}
- * not set. Otherwise every product runs on the plain-Java kernels: the same results, several times
+ * flag {@code --add-modules jdk.incubator.vector}) and {@code troupe.worker.compute.vector-kernels}
+ * on. Otherwise every product runs on the plain-Java kernels: the same results, several times
  * slower (logged).
  */
 final class VectorSupport {
@@ -18,9 +19,10 @@ final class VectorSupport {
   private VectorSupport() {}
 
   private static boolean detect() {
-    if (!Boolean.parseBoolean(System.getProperty("troupe.engine.vectorKernels", "true"))) {
+    if (!ComputeSettings.jvm().vectorKernels()) {
       log.warn(
-          "vector kernels disabled by troupe.engine.vectorKernels=false: products run on plain Java");
+          "vector kernels off (troupe.worker.compute.vector-kernels = off): products run on plain"
+              + " Java");
       return false;
     }
     if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {

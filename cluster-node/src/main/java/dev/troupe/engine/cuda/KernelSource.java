@@ -1,5 +1,6 @@
 package dev.troupe.engine.cuda;
 
+import dev.troupe.engine.ComputeSettings;
 import dev.troupe.engine.ModelConfig;
 import java.io.IOException;
 import java.io.InputStream;
@@ -80,11 +81,9 @@ public final class KernelSource {
         + "typedef decltype(sizeof(int)) size_t;\n";
   }
 
-  /** Where compiled kernels are cached: {@code troupe.cuda.cacheDir}, else ~/.cache/troupe/cuda. */
+  /** Where compiled kernels are cached: {@code troupe.worker.compute.cuda-kernel-cache}. */
   static Path cacheDir() {
-    String p = System.getProperty("troupe.cuda.cacheDir");
-    if (p != null && !p.isBlank()) return Path.of(p);
-    return Path.of(System.getProperty("user.home"), ".cache", "troupe", "cuda");
+    return ComputeSettings.jvm().kernelCache();
   }
 
   private static String readBody() {

@@ -1,5 +1,6 @@
 package dev.troupe.engine.serving;
 
+import dev.troupe.engine.ComputeSettings;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.model.ModelConfigs;
@@ -81,7 +82,7 @@ public final class Engines {
           model.name(),
           settings.maxNumSeqs(),
           settings.maxNumBatchedTokens(),
-          Warmup.BUDGET_MILLIS);
+          ComputeSettings.jvm().warmup().toMillis());
     } catch (RuntimeException | Error e) {
       runner.close();
       throw e;

@@ -17,8 +17,8 @@ import org.slf4j.LoggerFactory;
  * decode 68-70 tok/s for its first ~10 s, then 130-160; the first burst of 8 streams at 142 tok/s,
  * later ones 390-430).
  *
- * <p>Bounded by {@code troupe.engine.warmupMillis} (default 5000; 0 turns it off): each round runs
- * every decode batch once and then a prefill chunk (256 tokens in the first round, 48 after),
+ * <p>Bounded by {@code troupe.worker.compute.warmup} (default 5 s; 0 s turns it off): each round
+ * runs every decode batch once and then a prefill chunk (256 tokens in the first round, 48 after),
  * rounds repeat up to {@link #ROUNDS} while time remains, so a large model whose single step
  * already compiles its kernels does one round and a small one does several. Uses the KV cache's
  * first blocks, which no sequence owns yet; whatever it writes there is overwritten before any
@@ -27,8 +27,6 @@ import org.slf4j.LoggerFactory;
  */
 final class Warmup {
   private static final Logger log = LoggerFactory.getLogger(Warmup.class);
-
-  static final long BUDGET_MILLIS = Long.getLong("troupe.engine.warmupMillis", 5000);
 
   /** Rounds at most, each every shape once. */
   static final int ROUNDS = 12;
@@ -75,7 +73,7 @@ final class Warmup {
       steps++;
     }
     log.info(
-        "{}: warm-up ran {} forward steps in {} ms (troupe.engine.warmupMillis={})",
+        "{}: warm-up ran {} forward steps in {} ms (budget {} ms)",
         name,
         steps,
         (System.nanoTime() - start) / 1_000_000,

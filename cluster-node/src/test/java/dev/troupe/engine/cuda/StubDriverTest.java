@@ -46,7 +46,7 @@ class StubDriverTest {
         // without the redistributable jar: JavaCPP must load what the probe found
         ForkedJvm.classpath(s -> s.contains("cuda-redist")),
         e,
-        List.of("-Dtroupe.cuda.cacheDir=" + tmp.resolve("kernels")),
+        List.of("-Dtroupe.worker.compute.cuda-kernel-cache=" + tmp.resolve("kernels")),
         tmp.resolve("child.log"),
         StubDriverRun.class,
         args);

@@ -374,6 +374,37 @@ public final class Scheduler {
   }
 
   /**
+   * The engine ran {@code plan} and decided what becomes of its sequences, as vLLM v1's {@code
+   * update_from_output} (the decisions — samplers, stop rules — are the engine's; the scheduler
+   * applies them): the blocks the plan filled become prefix-cache entries ({@link #computed}), then
+   * each update in order. Updates of a request that left meanwhile (it failed, or was aborted) are
+   * skipped.
+   *
+   * @throws IllegalArgumentException when {@code plan} is not the latest {@link #schedule()} result
+   */
+  public void update(ScheduleResult plan, List<SequenceUpdate> updates) {
+    computed(plan);
+    for (SequenceUpdate u : updates) {
+      SequenceGroup group = u.group();
+      if (byId.get(group.requestId()) != group) continue;
+      if (u instanceof SequenceUpdate.Split split) {
+        Sequence prompt = sequence(group, 0);
+        group.markForked();
+        for (int c = 1; c < split.into(); c++) fork(prompt, c);
+      } else if (u instanceof SequenceUpdate.Append a) {
+        sequence(group, a.index()).append(a.token());
+      } else if (u instanceof SequenceUpdate.Finish f) {
+        finish(sequence(group, f.index()));
+      }
+    }
+  }
+
+  private static Sequence sequence(SequenceGroup group, int index) {
+    for (Sequence s : group.sequences()) if (s.index() == index) return s;
+    throw new IllegalArgumentException(group.requestId() + " has no sequence " + index);
+  }
+
+  /**
    * The engine ran {@code plan}'s forward pass: the blocks its chunks filled hold computed keys and
    * values now and become prefix-cache entries. Call it after the forward pass and before finishing
    * or forking any sequence of that step; a plan that was not computed (the pass failed) must not
@@ -381,7 +412,7 @@ public final class Scheduler {
    *
    * @throws IllegalArgumentException when {@code plan} is not the latest {@link #schedule()} result
    */
-  public void computed(ScheduleResult plan) {
+  void computed(ScheduleResult plan) {
     if (plan.step() != step)
       throw new IllegalArgumentException(
           "step " + plan.step() + " is not the latest scheduled step (" + step + ")");

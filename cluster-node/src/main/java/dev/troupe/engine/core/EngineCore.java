@@ -22,6 +22,7 @@ import dev.troupe.scheduler.Scheduler;
 import dev.troupe.scheduler.SchedulingPolicy;
 import dev.troupe.scheduler.Sequence;
 import dev.troupe.scheduler.SequenceGroup;
+import dev.troupe.scheduler.SequenceUpdate;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -196,15 +197,37 @@ public final class EngineCore implements AutoCloseable {
 
   // ------------------------------------------------------------------ stepping
 
-  /** Runs one scheduler step, one forward pass and one sampling stage. */
+  /**
+   * One step, as vLLM v1's: {@link Scheduler#schedule} the chunks, execute them (one forward pass
+   * and one sampling stage), then update — the engine decides what each sampled choice does (its
+   * sampler accepts the token, its stops may end it) and {@link Scheduler#update} applies it.
+   */
   public StepOutput step() {
     Outputs out = new Outputs();
     ScheduleResult plan = scheduler.schedule();
     for (SequenceGroup group : plan.outOfMemory()) outOfMemory(group, out);
     if (plan.isEmpty()) return out.build();
+    Batch batch = batch(plan);
+    SamplingStage.Result result = execute(plan, batch, out);
+    if (result != null) update(plan, batch, result, out);
+    return out.build();
+  }
 
-    // The step's chunks; before the forward pass (a device samples inside it): the rows that need
-    // a token, and the chunks whose logits the core itself needs (prompt logprobs, beam search).
+  /**
+   * What the step computes, known before the forward pass (a device samples inside it): its chunks,
+   * the chunks whose logits the core needs itself (prompt logprobs, beam search), and the rows that
+   * need a token with whose choice each is.
+   */
+  private record Batch(
+      List<SequenceChunk> chunks,
+      boolean[] hostLogits,
+      List<SamplingStage.Row> rows,
+      List<RowOwner> owners) {}
+
+  /** Whose row a sampled row is: a request and its choice index. */
+  private record RowOwner(CoreRequest request, int choice) {}
+
+  private Batch batch(ScheduleResult plan) {
     int chunks = plan.chunks().size();
     List<SequenceChunk> batch = new ArrayList<>(chunks);
     long scheduledAt = System.nanoTime();
@@ -220,7 +243,7 @@ public final class EngineCore implements AutoCloseable {
           new SequenceChunk(c.tokens(), c.start(), c.blockTable(), all, r.request.adapterId()));
       hostLogits[i] = all || (c.last() && r.beam != null);
       if (!c.last() || r.beam != null) continue;
-      // a prefilled prompt is sampled once per choice (forked below); a choice's own sequence once
+      // a prefilled prompt is sampled once per choice (split below); a choice's own sequence once
       boolean prompt = !c.sequence().group().forked();
       int from = prompt ? 0 : c.sequence().index(), to = prompt ? r.choices.length : from + 1;
       for (int k = from; k < to; k++) {
@@ -228,82 +251,83 @@ public final class EngineCore implements AutoCloseable {
         owners.add(new RowOwner(r, k));
       }
     }
-    SamplingStage.Result step;
+    return new Batch(batch, hostLogits, rows, owners);
+  }
+
+  /** The block copies and the pass; null when it failed (its requests are recomputed). */
+  private SamplingStage.Result execute(ScheduleResult plan, Batch batch, Outputs out) {
     try {
       for (ScheduleResult.BlockCopy copy : plan.copies()) runner.copyBlock(copy.src(), copy.dst());
-      step = sampling.run(batch, hostLogits, rows);
+      return sampling.run(batch.chunks(), batch.hostLogits(), batch.rows());
     } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
       recomputeAfterFailedForward(plan, e, out);
-      return out.build();
+      return null;
     }
-    // The step's keys and values exist now: the blocks it filled become prefix-cache entries.
-    scheduler.computed(plan);
+  }
 
+  /** The step's outcome: prompt logprobs, prefilled prompts split, tokens taken, beams stepped. */
+  private void update(ScheduleResult plan, Batch batch, SamplingStage.Result result, Outputs out) {
+    List<SequenceUpdate> updates = new ArrayList<>();
+    List<CoreRequest> split = new ArrayList<>();
     Set<CoreRequest> beams = new LinkedHashSet<>();
-    for (int i = 0; i < chunks; i++) {
+    for (int i = 0; i < plan.chunks().size(); i++) {
       ScheduledChunk chunk = plan.chunks().get(i);
       CoreRequest r = active.get(chunk.sequence().group().requestId());
       if (r == null) continue; // failed earlier in this step
-      float[][] chunkLogits = step.logits().get(i);
-      if (batch.get(i).allLogits()
+      float[][] chunkLogits = result.logits().get(i);
+      if (batch.chunks().get(i).allLogits()
           && !perRequest(r, out, () -> r.collectPromptLogprobs(chunk, chunkLogits))) continue;
       if (!chunk.last()) continue;
       Sequence seq = chunk.sequence();
       if (!seq.group().forked()) {
-        scheduler.markForked(seq.group());
         if (!r.started) {
           r.started = true;
           out.of(r).first = true;
         }
-        if (r.beam != null) r.beam.prefilled(seq);
-        else {
-          // The prompt is prefilled: split it into the request's choices, sharing its blocks.
-          r.choices[0].sequence = seq;
-          for (int c = 1; c < r.choices.length; c++) r.choices[c].sequence = scheduler.fork(seq, c);
+        // the prompt is prefilled: it splits into the request's choices, sharing its blocks
+        updates.add(new SequenceUpdate.Split(seq.group(), r.beam != null ? 1 : r.choices.length));
+        if (r.beam == null) {
+          split.add(r);
           continue;
         }
+        r.beam.prefilled(seq);
       }
       if (r.beam != null) {
         r.beam.offer(seq, chunkLogits[chunkLogits.length - 1]);
         beams.add(r);
       }
     }
-
-    List<BatchSampler.Outcome> samples = step.outcomes();
+    List<BatchSampler.Outcome> samples = result.outcomes();
     for (int i = 0; i < samples.size(); i++) {
-      CoreRequest r = owners.get(i).request();
+      CoreRequest r = batch.owners().get(i).request();
+      int choice = batch.owners().get(i).choice();
       if (active.get(r.id()) != r) continue; // failed or finished earlier in this step
-      Sequence seq = r.choices[owners.get(i).choice()].sequence;
       BatchSampler.Outcome o = samples.get(i);
       if (o.failed()) fail(r, o.error(), out);
-      else perRequest(r, out, () -> advance(r, seq, o.sample(), out));
+      else perRequest(r, out, () -> advance(r, choice, o.sample(), updates, out));
     }
+    scheduler.update(plan, updates);
+    for (CoreRequest r : split)
+      for (int c = 0; c < r.choices.length; c++) r.choices[c].sequence = r.group.sequences().get(c);
     for (CoreRequest r : beams)
       if (active.containsKey(r.id()) && r.beam.ready()) perRequest(r, out, () -> stepBeams(r, out));
     out.timed(latencies, System.nanoTime());
-    return out.build();
   }
 
-  /** Whose row a sampled row is: a request and its choice index. */
-  private record RowOwner(CoreRequest request, int choice) {}
-
-  /** Appends a sampled token to its choice, or finishes the choice with it. */
-  private void advance(CoreRequest r, Sequence seq, Sample sample, Outputs out) {
-    CoreRequest.Choice choice = r.choices[seq.index()];
+  /** Takes a sampled token into its choice, or finishes the choice with it. */
+  private void advance(
+      CoreRequest r, int index, Sample sample, List<SequenceUpdate> updates, Outputs out) {
+    CoreRequest.Choice choice = r.choices[index];
     int token = sample.token();
     choice.sampler.accept(token);
     Finish finish = choice.stops.check(token);
     if (finish == null && choice.sampler.constraintFinished())
-      finish =
-          new Finish(
-              dev.troupe.engine.sampling.FinishReason.STOP,
-              null,
-              samplers.eos().isEos(token) ? null : token);
+      finish = new Finish(FinishReason.STOP, null, samplers.eos().isEos(token) ? null : token);
     // the budget ended the output (the constraint only kept it valid): reported as a cut
     if (finish != null
-        && finish.reason() == dev.troupe.engine.sampling.FinishReason.STOP
+        && finish.reason() == FinishReason.STOP
         && choice.sampler.constraintCompletedByBudget())
-      finish = new Finish(dev.troupe.engine.sampling.FinishReason.LENGTH, null, null);
+      finish = new Finish(FinishReason.LENGTH, null, null);
     generatedTokens++;
     Integer k = r.params().logprobs();
     List<StepLogprobs> logprobs =
@@ -312,10 +336,9 @@ public final class EngineCore implements AutoCloseable {
             : List.of(new StepLogprobs(sample.logprobs().get(0), sample.chatTopLogprobs(k)));
     out.of(r)
         .choices
-        .put(
-            seq.index(), new ChoiceOutput(seq.index(), new int[] {token}, logprobs, finish, false));
+        .put(index, new ChoiceOutput(index, new int[] {token}, logprobs, finish, false));
     if (finish != null) {
-      scheduler.finish(seq);
+      updates.add(new SequenceUpdate.Finish(r.group, index));
       choice.finished = true;
       if (r.allFinished()) {
         active.remove(r.id());
@@ -323,7 +346,7 @@ public final class EngineCore implements AutoCloseable {
         out.leaving.add(r);
       }
     } else {
-      seq.append(token);
+      updates.add(new SequenceUpdate.Append(r.group, index, token));
     }
   }
 

@@ -34,7 +34,7 @@ final class Resumption {
                   + " is not allowed by its structured-output constraint here.");
         }
         Finish f = c.stops.check(tokens[j]);
-        String ends = f != null ? f.reason().wire() : null;
+        String ends = f != null ? f.reason().name() : null;
         if (ends == null && c.sampler.constraintFinished()) ends = "its constraint is complete";
         if (ends != null && !resumed.finished()[i])
           return Rejection.internal(

@@ -1,6 +1,10 @@
 package dev.troupe.engine.sampling;
 
-/** Why a choice ended; {@link #wire()} is the OpenAI {@code finish_reason} string. */
+/**
+ * Why a choice ended, the engine's word for it. The worker maps it onto the wire's {@code
+ * ModelWorkerProtocol.FinishReason} (one converter: {@code WireUpdates}), which names it for
+ * clients.
+ */
 public enum FinishReason {
   /** EOS, a stop token or a stop string. */
   STOP,
@@ -9,9 +13,5 @@ public enum FinishReason {
   /** Cancelled by the client or the server. */
   ABORT,
   /** Ended with tool calls ({@code tool_choice} auto that called, or required). */
-  TOOL_CALLS;
-
-  public String wire() {
-    return name().toLowerCase(java.util.Locale.ROOT);
-  }
+  TOOL_CALLS
 }

@@ -131,7 +131,9 @@ class BeamSearchTest {
       for (int i = 0; i < want.size(); i++) {
         assertEquals(want.get(i).tokens, toList(got.get(i).tokens()), "trial " + trial + " #" + i);
         assertEquals(want.get(i).cum, got.get(i).cumLogprob(), 1e-9);
-        assertEquals(want.get(i).finish, got.get(i).finishReason().wire());
+        assertEquals(
+            want.get(i).finish,
+            got.get(i).finishReason().name().toLowerCase(java.util.Locale.ROOT));
       }
     }
   }
@@ -207,7 +209,7 @@ class BeamSearchTest {
     assertArrayEquals(new int[] {0}, r.get(0).tokens());
     assertArrayEquals(new int[0], r.get(0).textTokens());
     assertEquals(0, r.get(0).stopTokenId());
-    assertEquals("stop", r.get(0).finishReason().wire());
+    assertEquals("stop", r.get(0).finishReason().name().toLowerCase(java.util.Locale.ROOT));
     // ignore_eos: EOS is an ordinary token and the beam runs to max_tokens
     r = drive(new BeamSearch(1, 3, 2, 0, true, 1.0, false), table);
     assertEquals(3, r.get(0).tokens().length);

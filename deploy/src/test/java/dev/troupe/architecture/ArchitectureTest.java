@@ -1,19 +1,26 @@
 package dev.troupe.architecture;
 
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.domain.JavaModifier;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.lang.ArchCondition;
+import com.tngtech.archunit.lang.ConditionEvents;
+import com.tngtech.archunit.lang.SimpleConditionEvent;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
  * The house rules on package structure (STYLE.md), checked on the compiled main classes of every
  * module with ArchUnit: no package cycles, serving code never imports training, ND4J stays in
- * training, and the engine never sees the worker's wire messages (the worker maps engine outputs
- * onto them).
+ * training, the engine and scheduler are plain Java and never see the worker's wire messages (the
+ * worker maps engine outputs onto them), and every sharded entity type is started by its own class.
  */
 class ArchitectureTest {
   private static JavaClasses classes;
@@ -63,6 +70,65 @@ class ArchitectureTest {
         .resideInAPackage("dev.troupe.training..")
         .check(classes);
   }
+
+  @Test
+  void theEngineAndSchedulerArePlainJava() {
+    // no actors, no cluster: the worker owns the engine and speaks for it (STYLE.md, rule 8)
+    noClasses()
+        .that()
+        .resideInAnyPackage("dev.troupe.engine..", "dev.troupe.scheduler..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAPackage("org.apache.pekko..")
+        .check(classes);
+  }
+
+  @Test
+  void eachShardedEntityTypeIsStartedByItsOwnClass() {
+    // an entity owns its type key and its init (STYLE.md, rule 5): whatever starts a sharded type
+    // on a node is the class whose behaviour it hosts; the gateway's proxies are the gateway's
+    classes()
+        .that()
+        .resideOutsideOfPackage("dev.troupe.gateway..")
+        .and(START_SHARDING)
+        .should(DECLARE_THEIR_BEHAVIOUR)
+        .check(classes);
+  }
+
+  private static final String CLUSTER_SHARDING =
+      "org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding";
+
+  private static final DescribedPredicate<JavaClass> START_SHARDING =
+      DescribedPredicate.describe(
+          "call ClusterSharding.init",
+          c ->
+              c.getMethodCallsFromSelf().stream()
+                  .anyMatch(
+                      call ->
+                          call.getName().equals("init")
+                              && call.getTargetOwner().getName().equals(CLUSTER_SHARDING)));
+
+  private static final ArchCondition<JavaClass> DECLARE_THEIR_BEHAVIOUR =
+      new ArchCondition<>(
+          "declare the behaviour they host (a static create returning a Behavior)") {
+        @Override
+        public void check(JavaClass c, ConditionEvents events) {
+          boolean entity =
+              c.getMethods().stream()
+                  .anyMatch(
+                      m ->
+                          m.getName().equals("create")
+                              && m.getModifiers().contains(JavaModifier.STATIC)
+                              && m.getRawReturnType()
+                                  .getName()
+                                  .equals("org.apache.pekko.actor.typed.Behavior"));
+          events.add(
+              new SimpleConditionEvent(
+                  c,
+                  entity,
+                  c.getName() + " starts a sharded type but hosts no behaviour of its own"));
+        }
+      };
 
   @Test
   void theEngineSpeaksNoWireMessages() {

@@ -355,6 +355,25 @@ public final class CudaTrainer implements AutoCloseable {
     return new double[] {s.getDouble(0), s.getDouble(8)};
   }
 
+  /**
+   * AdamW alone on given gradients (tests: the device optimizer against AdamW.java); returns the
+   * gradient norm before clipping.
+   */
+  double optimizerStep(Map<String, double[]> gradients, Adam adam, double learningRate) {
+    open();
+    lora.gradients(gradients);
+    lora.adamw(
+        learningRate,
+        adam.beta1(),
+        adam.beta2(),
+        adam.eps(),
+        adam.weightDecay(),
+        adam.maxGradNorm());
+    ByteBuffer s = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+    gpu.download(lora.norm, s);
+    return s.getDouble(0);
+  }
+
   // ---------------------------------------------------------------------------------------------
 
   private TrainingRow row(int[] tokens, int[] positions, int[] segments, boolean[] needed) {

@@ -106,6 +106,10 @@ final class LoraParams implements AutoCloseable {
     return read(g);
   }
 
+  void gradients(Map<String, double[]> values) {
+    write(g, values, "gradient");
+  }
+
   /** AdamW's moments and step count. */
   void moments(long step, Map<String, double[]> first, Map<String, double[]> second) {
     write(m, first, "first moment");

@@ -153,6 +153,70 @@ class CudaTrainerTest {
     }
   }
 
+  @ParameterizedTest
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
+  void aTrainerOnAServingRunnerUsesItsWeightsAndItsAdapterIsServedInMemory(GpuBackends b) {
+    ModelConfig c = TinyModels.config(Arch.QWEN3);
+    Map<String, float[]> w = CudaModelRunnerTest.bf16Weights(c, 41);
+    LoraTransformer cpu = reference(c, w, SPEC, 8);
+    double[] coef = coefficients(9);
+    CudaTrainer.Gradients alone;
+    try (CudaTrainer t = trainer(b, c, w, SPEC)) {
+      t.parameters(cpu.parameters());
+      alone = t.gradients(TOKENS, POSITIONS, SEGMENTS, null, coef);
+    }
+    // the runner's GPU, counting the bytes uploaded to it
+    Gpu real = b.open(c, 4);
+    long[] uploaded = {0};
+    Gpu gpu =
+        (Gpu)
+            java.lang.reflect.Proxy.newProxyInstance(
+                Gpu.class.getClassLoader(),
+                new Class<?>[] {Gpu.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("upload"))
+                    uploaded[0] += ((java.nio.ByteBuffer) args[1]).remaining();
+                  try {
+                    return method.invoke(real, args);
+                  } catch (java.lang.reflect.InvocationTargetException e) {
+                    throw e.getCause();
+                  }
+                });
+    try (CudaModelRunner run = CudaModelRunner.load(gpu, c, new MapWeights(c, w), 4, 16, 0, 16)) {
+      long loading = uploaded[0];
+      try (CudaTrainer t = run.trainer(adapter(SPEC), 16)) {
+        // no second copy of the model: the trainer uploads its RoPE tables only
+        assertTrue(
+            uploaded[0] - loading < loading / 2,
+            "the trainer uploaded " + (uploaded[0] - loading) + " bytes; loading took " + loading);
+        t.parameters(cpu.parameters());
+        CudaTrainer.Gradients shared = t.gradients(TOKENS, POSITIONS, SEGMENTS, null, coef);
+        // the same weights, the same kernels: the same numbers as a trainer of its own
+        for (int i = 0; i < TOKENS.length; i++)
+          assertEquals(alone.logprobs()[i], shared.logprobs()[i], 1e-6, "t=" + i);
+        for (String name : alone.gradients().keySet())
+          assertTrue(
+              relErr(shared.gradients().get(name), alone.gradients().get(name)) <= 1e-6, name);
+        // served in memory, beside the base model, in the same process
+        run.registerAdapter(1, t.adapter(1));
+      }
+      int[] seq = java.util.Arrays.copyOf(TOKENS, 7);
+      float[][] logits =
+          run.forward(
+                  List.of(
+                      new dev.troupe.engine.ModelRunner.SequenceChunk(
+                          seq, 0, new int[] {0, 1}, true, 1)))
+              .get(0);
+      for (int t = 0; t + 1 < seq.length; t++) {
+        double max = Double.NEGATIVE_INFINITY, sum = 0;
+        for (float z : logits[t]) max = Math.max(max, z);
+        for (float z : logits[t]) sum += Math.exp(z - max);
+        double served = logits[t][seq[t + 1]] - max - Math.log(sum);
+        assertEquals(alone.logprobs()[t], served, 2e-2, "served with the trained adapter, t=" + t);
+      }
+    }
+  }
+
   /**
    * dL/dε at 0 along u = g / |g| from L(±ε_i), ε_i = E/4 … E: a least-squares fit of c1·ε + c3·ε³
    * to the odd part (L(ε) − L(−ε)) / 2, which the even terms and the curvature's cubic cannot bias.

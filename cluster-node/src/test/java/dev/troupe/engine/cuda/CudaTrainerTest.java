@@ -52,6 +52,14 @@ class CudaTrainerTest {
     return out;
   }
 
+  /**
+   * The tiny config of {@code arch}; Mistral with a sliding window of 4 (segments are 6–7 long).
+   */
+  static ModelConfig config(Arch arch) {
+    ModelConfig c = TinyModels.config(arch);
+    return arch == Arch.MISTRAL ? TinyModels.withSlidingWindow(c, 4) : c;
+  }
+
   static CudaTrainer.Adapter adapter(LoraSpec s) {
     return new CudaTrainer.Adapter(s.rank(), s.alpha(), s.targets());
   }
@@ -90,7 +98,7 @@ class CudaTrainerTest {
   @ParameterizedTest
   @MethodSource("cases")
   void logprobsAndEveryLoraGradientMatchTheCpuTrainer(GpuBackends b, Arch arch) {
-    ModelConfig c = TinyModels.config(arch);
+    ModelConfig c = config(arch);
     Map<String, float[]> w = CudaModelRunnerTest.bf16Weights(c, 21 + arch.ordinal());
     LoraTransformer cpu = reference(c, w, SPEC, 5);
     double[] coef = coefficients(3);
@@ -123,7 +131,7 @@ class CudaTrainerTest {
   @ParameterizedTest
   @MethodSource("cases")
   void gradientsMatchFiniteDifferencesOfTheDeviceForward(GpuBackends b, Arch arch) {
-    ModelConfig c = TinyModels.config(arch);
+    ModelConfig c = config(arch);
     Map<String, float[]> w = CudaModelRunnerTest.bf16Weights(c, 31 + arch.ordinal());
     LoraTransformer cpu = reference(c, w, SPEC, 6);
     double[] coef = coefficients(4);

@@ -85,7 +85,7 @@ final class EmulatedGpu implements Gpu {
         Process p =
             new ProcessBuilder(
                     cxx,
-                    "-O2",
+                    "-O3",
                     "-std=c++17",
                     "-Wno-unknown-pragmas",
                     "-o",

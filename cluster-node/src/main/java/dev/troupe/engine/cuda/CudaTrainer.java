@@ -483,7 +483,7 @@ public final class CudaTrainer implements AutoCloseable {
         "add_rmsnorm",
         k,
         1,
-        KernelSource.NORM_THREADS,
+        KernelSource.normThreads(cfg.hiddenSize()),
         buf.checkpoint(cfg.numLayers()),
         0L,
         weights.finalNorm,

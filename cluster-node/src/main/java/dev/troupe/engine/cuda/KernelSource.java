@@ -53,6 +53,15 @@ public final class KernelSource {
    */
   static final int TRAIN_THREADS = 256;
 
+  /**
+   * Threads of a training launch of the row-wise norm kernels ({@code add_rmsnorm}, {@code
+   * rmsnorm_bwd}: any multiple of 32 works): about 8 elements each, 32 to {@link #NORM_THREADS}
+   * (256 from a hidden size of 2,048 up; a small model's rows need no more).
+   */
+  static int normThreads(int hidden) {
+    return Math.max(32, Math.min(NORM_THREADS, (hidden / 8 + 31) / 32 * 32));
+  }
+
   /** Blocks of the optimizer's two launches (kernels.cu's ADAM_BLOCKS). */
   static final int ADAM_BLOCKS = 64;
 

@@ -21,7 +21,7 @@ final class TrainingLayers {
   private final LoraParams lora;
   private final TrainingBuffers b;
   private final long ropeCos, ropeSin;
-  private final int hidden, qDim, kvDim, qkvDim, inter, attThreads;
+  private final int hidden, qDim, kvDim, qkvDim, inter, attThreads, normThreads;
   private final float eps, scale;
 
   TrainingLayers(
@@ -45,6 +45,7 @@ final class TrainingLayers {
     qkvDim = qDim + 2 * kvDim;
     inter = c.intermediateSize();
     attThreads = 32 * KernelSource.attentionWarps(c);
+    normThreads = KernelSource.normThreads(hidden);
     eps = (float) c.rmsNormEps();
     scale = (float) (1.0 / Math.sqrt(c.headDim()));
   }
@@ -273,13 +274,11 @@ final class TrainingLayers {
 
   /** x += add (when add ≠ 0), out = bf16(rmsnorm(x) · weight), every row. */
   private void norm(long x, long add, long weight, long out, int t) {
-    gpu.launch(
-        "add_rmsnorm", t, 1, KernelSource.NORM_THREADS, x, add, weight, out, 0L, hidden, eps);
+    gpu.launch("add_rmsnorm", t, 1, normThreads, x, add, weight, out, 0L, hidden, eps);
   }
 
   void normBackward(long dy, long x, long weight, long dx, long rows, int n) {
-    gpu.launch(
-        "rmsnorm_bwd", n, 1, KernelSource.TRAIN_THREADS, dy, x, weight, dx, rows, hidden, eps);
+    gpu.launch("rmsnorm_bwd", n, 1, normThreads, dy, x, weight, dx, rows, hidden, eps);
   }
 
   void add(long x, long y, long n) {

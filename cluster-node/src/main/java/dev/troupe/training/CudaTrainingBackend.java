@@ -2,6 +2,7 @@ package dev.troupe.training;
 
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.cuda.CudaException;
 import dev.troupe.engine.cuda.CudaTrainer;
 import dev.troupe.engine.cuda.Gpu;
 import dev.troupe.engine.model.WeightSource;
@@ -44,13 +45,25 @@ final class CudaTrainingBackend implements TrainingBackend {
           throw new IllegalArgumentException(
               "full fine-tuning (troupe.training.full-fine-tune) runs on the CPU only; the GPU "
                   + "trains LoRA adapters");
-        CudaTrainer t =
-            CudaTrainer.load(
-                gpus.apply(config),
-                config,
-                weights,
-                new CudaTrainer.Adapter(lora.rank(), lora.alpha(), lora.targets()),
-                maxLen);
+        CudaTrainer t;
+        try {
+          t =
+              CudaTrainer.load(
+                  gpus.apply(config),
+                  config,
+                  weights,
+                  new CudaTrainer.Adapter(lora.rank(), lora.alpha(), lora.targets()),
+                  maxLen);
+        } catch (CudaException e) {
+          throw new CudaException(
+              "training on "
+                  + description
+                  + " needs its own copy of the weights and about "
+                  + (CudaTrainer.workspaceBytes(config, lora.rank(), maxLen) >> 20)
+                  + " MiB of work buffers beside what the serving replicas took (their"
+                  + " --gpu-memory-utilization; docs/training.md, \"Sharing the GPU\"): "
+                  + e.getMessage());
+        }
         return new CudaTrainingBackend(t, lora, hyper);
       }
 

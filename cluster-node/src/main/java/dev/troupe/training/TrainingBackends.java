@@ -66,7 +66,10 @@ public final class TrainingBackends {
   public static TrainingBackend.Factory fromConfig(Config root) {
     String name = root.getString("troupe.training.backend").trim();
     TrainingBackend.Factory f;
-    if (name.isEmpty()) {
+    if (name.isEmpty() && root.getBoolean("troupe.training.full-fine-tune")) {
+      log.info("Training runs on the CPU: full fine-tuning has no GPU implementation");
+      return cpu();
+    } else if (name.isEmpty()) {
       f = forDevice(DeviceSettings.fromConfig(root.getConfig("troupe.worker.device")));
     } else {
       try {

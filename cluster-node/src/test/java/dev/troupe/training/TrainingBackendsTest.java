@@ -218,20 +218,49 @@ class TrainingBackendsTest {
     }
   }
 
-  @ParameterizedTest
-  @MethodSource("gpus")
-  void fullFineTuningIsRefusedOnTheGpuByName(String gpu) {
+  static com.typesafe.config.Config config(String s) {
+    return com.typesafe.config.ConfigFactory.parseString(s)
+        .withFallback(com.typesafe.config.ConfigFactory.defaultReference());
+  }
+
+  @org.junit.jupiter.api.Test
+  void theConfigChoosesTheBackend() {
+    assertEquals(
+        "CPU (ND4J)",
+        TrainingBackends.fromConfig(config("troupe.worker.device.device = cpu")).describe());
+    // full fine-tuning has no GPU implementation, whatever the device
+    assertEquals(
+        "CPU (ND4J)",
+        TrainingBackends.fromConfig(
+                config("troupe.worker.device.device = cuda\ntroupe.training.full-fine-tune = on"))
+            .describe());
+    assertTrue(
+        TrainingBackends.fromConfig(
+                config("troupe.training.backend = dev.troupe.engine.cuda.EmulatedTraining"))
+            .describe()
+            .startsWith("emulated GPU"));
     IllegalArgumentException e =
         assertThrows(
             IllegalArgumentException.class,
             () ->
-                TrainingDevices.factory(gpu)
-                    .open(
-                        CONFIG,
-                        new MapWeights(CONFIG, TinyModels.randomWeights(CONFIG, 1)),
-                        new LoraSpec(1, 1, List.of(), true, 1),
-                        AdamW.Hyper.ART,
-                        64));
+                TrainingBackends.fromConfig(config("troupe.training.backend = java.lang.String")));
+    assertTrue(e.getMessage().contains("troupe.training.backend"), e.getMessage());
+  }
+
+  @ParameterizedTest
+  @MethodSource("gpus")
+  void fullFineTuningIsRefusedOnTheGpuByName(String gpu) {
+    TrainingBackend.Factory factory = TrainingDevices.factory(gpu); // skips without the device
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                factory.open(
+                    CONFIG,
+                    new MapWeights(CONFIG, TinyModels.randomWeights(CONFIG, 1)),
+                    new LoraSpec(1, 1, List.of(), true, 1),
+                    AdamW.Hyper.ART,
+                    64));
     assertTrue(e.getMessage().contains("full-fine-tune"), e.getMessage());
   }
 }

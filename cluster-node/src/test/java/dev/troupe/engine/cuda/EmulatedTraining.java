@@ -18,6 +18,13 @@ public final class EmulatedTraining implements TrainingBackend.Factory {
           "emulated GPU (the CUDA kernels on the CPU)",
           cfg -> EmulatedGpu.start(KernelSource.generate(cfg, 16), 1L << 30));
 
+  /** Skips the calling test, saying why, where no C++ compiler can build the emulator. */
+  public static void assumeAvailable() {
+    GpuBackends.skipUnless(
+        EmulatedGpu.compiler() != null,
+        "emulated-GPU training skipped: no C++ compiler (g++, or -Dtroupe.emu.cxx=...)");
+  }
+
   @Override
   public TrainingBackend open(
       ModelConfig config, WeightSource weights, LoraSpec lora, AdamW.Hyper hyper, int maxLen) {

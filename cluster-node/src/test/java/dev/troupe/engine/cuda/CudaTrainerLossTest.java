@@ -58,7 +58,13 @@ class CudaTrainerLossTest {
     ModelConfig c = TinyModels.config(TinyModels.Arch.LLAMA);
     Map<String, float[]> w = TinyModels.randomWeights(c, 1);
     LoraSpec s = new LoraSpec(2, 4, List.of("q_proj", "down_proj"), false, 3);
-    return CudaTrainer.load(b.open(c, 16), c, new MapWeights(c, w), CudaTrainerTest.adapter(s), 8);
+    // (no reference to CudaTrainerTest: this class runs in the GPU bundle, which has no ND4J)
+    return CudaTrainer.load(
+        b.open(c, 16),
+        c,
+        new MapWeights(c, w),
+        new CudaTrainer.Adapter(s.rank(), s.alpha(), s.targets()),
+        8);
   }
 
   @ParameterizedTest

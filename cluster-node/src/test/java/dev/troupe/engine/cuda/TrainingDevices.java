@@ -29,6 +29,11 @@ public final class TrainingDevices {
     return CudaModelRunnerTest.bf16Weights(c, seed);
   }
 
+  /** The GPU {@code name} ("EMULATED", "CUDA") opened for {@code c}; skips when unavailable. */
+  public static Gpu open(String name, ModelConfig c) {
+    return GpuBackends.valueOf(name).open(c, 16);
+  }
+
   /** The factory of {@code name} (a {@link #names()} entry); skips the test when unavailable. */
   public static TrainingBackend.Factory factory(String name) {
     if (name.equals("CPU")) return TrainingBackends.cpu();

@@ -275,19 +275,7 @@ public final class CudaTrainer implements AutoCloseable {
                 targets.advantages(),
                 targets.weights(),
                 targets.historyIds());
-    int[] ints = {
-      config.importanceSamplingLevel().ordinal(),
-      config.ppo() ? 1 : 0,
-      config.maskProbRatio() ? 1 : 0
-    };
-    Double cap = config.maxNegativeAdvantageImportanceSamplingWeight();
-    double[] doubles = {
-      1 - config.epsilon(),
-      1 + config.epsilonHigh(),
-      cap == null ? Double.NaN : cap,
-      config.kimiK2Tau() == null ? Double.NaN : config.kimiK2Tau()
-    };
-    TrainingLayers.Row r = upload(row, ints, doubles);
+    TrainingLayers.Row r = upload(row, lossInts(config), lossDoubles(config));
     forward(r);
     head(row, false);
     loss(row);
@@ -328,20 +316,7 @@ public final class CudaTrainer implements AutoCloseable {
                 targets.advantages(),
                 targets.weights(),
                 targets.historyIds());
-    Double cap = config.maxNegativeAdvantageImportanceSamplingWeight();
-    upload(
-        row,
-        new int[] {
-          config.importanceSamplingLevel().ordinal(),
-          config.ppo() ? 1 : 0,
-          config.maskProbRatio() ? 1 : 0
-        },
-        new double[] {
-          1 - config.epsilon(),
-          1 + config.epsilonHigh(),
-          cap == null ? Double.NaN : cap,
-          config.kimiK2Tau() == null ? Double.NaN : config.kimiK2Tau()
-        });
+    upload(row, lossInts(config), lossDoubles(config));
     ByteBuffer b = ByteBuffer.allocateDirect(n * 4).order(ByteOrder.LITTLE_ENDIAN);
     b.asFloatBuffer().put(logprobs);
     gpu.upload(buf.lp, b);
@@ -375,6 +350,24 @@ public final class CudaTrainer implements AutoCloseable {
   }
 
   // ---------------------------------------------------------------------------------------------
+
+  /** rl_loss's int parameters: {level (ImportanceSamplingLevel's order), ppo, mask_prob_ratio}. */
+  private static int[] lossInts(TrainingConfig c) {
+    return new int[] {
+      c.importanceSamplingLevel().ordinal(), c.ppo() ? 1 : 0, c.maskProbRatio() ? 1 : 0
+    };
+  }
+
+  /** rl_loss's double parameters: {1 − ε, 1 + ε_high, the cap, τ} (NaN: off). */
+  private static double[] lossDoubles(TrainingConfig c) {
+    Double cap = c.maxNegativeAdvantageImportanceSamplingWeight();
+    return new double[] {
+      1 - c.epsilon(),
+      1 + c.epsilonHigh(),
+      cap == null ? Double.NaN : cap,
+      c.kimiK2Tau() == null ? Double.NaN : c.kimiK2Tau()
+    };
+  }
 
   private TrainingRow row(int[] tokens, int[] positions, int[] segments, boolean[] needed) {
     open();

@@ -61,6 +61,7 @@ public final class Trainers implements AutoCloseable {
 
   private final BaseModels baseModels;
   private final Trainer.Settings settings;
+  private final TrainingBackend.Factory backends;
   private final CheckpointStore store;
   private final ExecutorService thread;
 
@@ -69,9 +70,14 @@ public final class Trainers implements AutoCloseable {
 
   private record Loaded(Trainer trainer, long step) {}
 
-  public Trainers(BaseModels baseModels, Trainer.Settings settings, CheckpointStore store) {
+  public Trainers(
+      BaseModels baseModels,
+      Trainer.Settings settings,
+      TrainingBackend.Factory backends,
+      CheckpointStore store) {
     this.baseModels = baseModels;
     this.settings = settings;
+    this.backends = backends;
     this.store = store;
     this.thread =
         Executors.newSingleThreadExecutor(
@@ -117,7 +123,7 @@ public final class Trainers implements AutoCloseable {
                 }
               });
     } catch (RuntimeException e) {
-      loaded.remove(job.modelId()); // the adapters may be half-updated: reload next time
+      drop(job.modelId()); // the adapters may be half-updated: reload next time
       throw e;
     }
     // if the step is not listed after all, the next job's latest step differs and reloads
@@ -129,7 +135,7 @@ public final class Trainers implements AutoCloseable {
   private Trainer trainerAt(Job job) {
     Loaded l = loaded.get(job.modelId());
     if (l != null && l.step() == job.latestStep()) return l.trainer();
-    loaded.remove(job.modelId());
+    drop(job.modelId());
     BaseModels.Loaded base = baseModels.load(job.baseModel());
     Trainer t =
         new Trainer(
@@ -139,9 +145,21 @@ public final class Trainers implements AutoCloseable {
             base.weights(),
             new TrajectoryTokenizer(base.tokenizer(), base.template()),
             settings,
-            store);
-    if (job.latestArtifact() != null) t.restore(Path.of(job.latestArtifact()));
+            store,
+            backends);
+    try {
+      if (job.latestArtifact() != null) t.restore(Path.of(job.latestArtifact()));
+    } catch (RuntimeException e) {
+      t.close();
+      throw e;
+    }
     return t;
+  }
+
+  /** Forgets the model's trainer, freeing what its backend holds (a GPU's memory). */
+  private void drop(String modelId) {
+    Loaded old = loaded.remove(modelId);
+    if (old != null) old.trainer().close();
   }
 
   private static JsonNode parse(byte[] group) {
@@ -156,9 +174,17 @@ public final class Trainers implements AutoCloseable {
     if (cancelled.getAsBoolean()) throw new CancellationException("the run was stopped");
   }
 
-  /** Stops the training thread (a run on it ends at its next optimizer step). */
+  /**
+   * Closes the trainers on the training thread, then stops it (a run on it ends at its next
+   * optimizer step).
+   */
   @Override
   public void close() {
-    thread.shutdownNow();
+    try {
+      thread.submit(() -> List.copyOf(loaded.keySet()).forEach(this::drop));
+    } catch (java.util.concurrent.RejectedExecutionException closedAlready) {
+      return;
+    }
+    thread.shutdown();
   }
 }

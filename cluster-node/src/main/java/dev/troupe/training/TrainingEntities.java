@@ -6,6 +6,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrainingJobProtocol;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.typed.Cluster;
@@ -15,8 +16,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Starts training on a node: the {@link TrainingJob} and {@link TrainingQueue} entities (hosted on
  * role {@code trainer}, proxies elsewhere) and, on trainer nodes, the node's {@link Trainers} (one
- * training thread). Call after the data entities ({@code DataEntities.init}: runs list checkpoints
- * with {@code TrainableModel}).
+ * training thread, training on the CPU or the node's GPU: {@link TrainingBackends}). Call after the
+ * data entities ({@code DataEntities.init}: runs list checkpoints with {@code TrainableModel}).
  */
 public final class TrainingEntities {
   private static final Logger log = LoggerFactory.getLogger(TrainingEntities.class);
@@ -25,7 +26,7 @@ public final class TrainingEntities {
 
   /**
    * Production wiring: base models from {@code troupe.models}, checkpoints announced to their
-   * replicas (in memory to this node's).
+   * replicas (in memory to this node's), the backend as configured.
    */
   public static void init(ActorSystem<?> system) {
     ServedModels served = ServedModels.fromConfig(system.settings().config());
@@ -41,18 +42,39 @@ public final class TrainingEntities {
             TrainedAdapters.get(system)));
   }
 
-  /** Wiring with explicit parts (tests). */
+  /** Wiring with explicit parts (tests); the backend as configured ({@link TrainingBackends}). */
   public static void init(
       ActorSystem<?> system,
       TrainingSettings settings,
       Trainers.BaseModels baseModels,
       CheckpointListener checkpoints) {
+    init(
+        system,
+        settings,
+        baseModels,
+        checkpoints,
+        () -> TrainingBackends.fromConfig(system.settings().config()));
+  }
+
+  /**
+   * Wiring with explicit parts, the backend included (asked for on trainer nodes only: finding a
+   * GPU is not for a gateway).
+   */
+  public static void init(
+      ActorSystem<?> system,
+      TrainingSettings settings,
+      Trainers.BaseModels baseModels,
+      CheckpointListener checkpoints,
+      Supplier<TrainingBackend.Factory> backends) {
     ClusterSharding sharding = ClusterSharding.get(system);
     Trainers trainers = null;
     if (Cluster.get(system).selfMember().hasRole(TrainingJobProtocol.ROLE)) {
       Trainers t =
           new Trainers(
-              baseModels, settings.trainer(), new CheckpointStore(settings.checkpointDir()));
+              baseModels,
+              settings.trainer(),
+              backends.get(),
+              new CheckpointStore(settings.checkpointDir()));
       system.getWhenTerminated().thenRun(t::close);
       trainers = t;
       log.info("Training entities started; checkpoints under {}", settings.checkpointDir());

@@ -84,6 +84,7 @@ class TrainingFlowTest {
                     CONFIG, weights, new CharTokenizer(CONFIG.vocabSize()), new ChatMlTemplate()),
             new Trainer.Settings(
                 64, new LoraSpec(4, 8, LoraSpec.ALL_TARGETS, false, 1), AdamW.Hyper.ART),
+            TrainingBackends.cpu(),
             new CheckpointStore(dir.resolve("checkpoints")));
     journal = PersistenceTestKit.create(kit.system());
   }

@@ -41,6 +41,7 @@ public final class GatewayServer {
             s ->
                 s.withParserSettings(
                         s.getParserSettings().withMaxContentLength(settings.maxBodyBytes()))
+                    .withParsingErrorHandler(ParseErrors.class.getName())
                     .withTimeouts(
                         s.getTimeouts()
                             .withIdleTimeout(scala.concurrent.duration.Duration.Inf())

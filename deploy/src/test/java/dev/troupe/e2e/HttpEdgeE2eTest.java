@@ -1,6 +1,7 @@
 package dev.troupe.e2e;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.InputStream;
 import java.net.Socket;
@@ -89,5 +90,24 @@ class HttpEdgeE2eTest {
     URI management = URI.create(server.managementUrl());
     assertEquals(1000, pipelined(management, "GET /alive HTTP/1.1\r\nHost: x\r\n\r\n", 1000));
     assertServing();
+  }
+
+  @Test
+  void clusterInformationNeedsTheKeyAndProbesDoNot() throws Exception {
+    String m = server.managementUrl().replaceAll("/$", "");
+    for (String path : new String[] {"/cluster/members", "/cluster/shards/ModelWorker"}) {
+      assertEquals(401, status(m + path, false), path);
+      assertEquals(200, status(m + path, true), path);
+    }
+    assertEquals(200, status(m + "/alive", false));
+    assertEquals(200, status(m + "/ready", false));
+    assertEquals(200, status(m + "/startup", false));
+    HttpResponse<String> members =
+        http.send(
+            HttpRequest.newBuilder(URI.create(m + "/cluster/members"))
+                .header("Authorization", "Bearer " + ChatServer.KEY)
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertTrue(members.body().contains("\"members\""), members.body());
   }
 }

@@ -72,6 +72,11 @@ final class ChatServer implements AutoCloseable {
    * free port, -1: off).
    */
   static ChatServer start(String models, int managementPort) throws Exception {
+    return start(models, managementPort, ConfigFactory.empty());
+  }
+
+  /** As {@link #start(String, int)}, with {@code extra} config over the test settings. */
+  static ChatServer start(String models, int managementPort, Config extra) throws Exception {
     Path dir = Files.createTempDirectory("troupe-e2e");
     List<String> flags =
         List.of(
@@ -86,7 +91,8 @@ final class ChatServer implements AutoCloseable {
             "--data-dir",
             dir.toString());
     TroupeNode node =
-        TroupeNode.start(LaunchOptions.parse(flags, null), overrides(models), key -> {});
+        TroupeNode.start(
+            LaunchOptions.parse(flags, null), extra.withFallback(overrides(models)), key -> {});
     ChatServer server = new ChatServer(node, dir);
     try {
       server.awaitHealthy(Duration.ofMinutes(3));
@@ -112,6 +118,11 @@ final class ChatServer implements AutoCloseable {
   /** Where the HTTP API listens. */
   java.net.InetSocketAddress httpAddress() {
     return node.httpAddress();
+  }
+
+  /** The cluster (Artery) port. */
+  int clusterPort() {
+    return node.address().getPort().orElseThrow();
   }
 
   /** Pekko Management's base address (when started with a management port). */

@@ -145,6 +145,9 @@ final class TrajectoryLogParser {
           default -> jp.skipChildren();
         }
       }
+      // Nothing may follow the object, as on every other endpoint (FAIL_ON_TRAILING_TOKENS).
+      if (jp.nextToken() != null)
+        throw new JsonParseException(jp, "Trailing data after the request body");
     } catch (StreamConstraintsException e) {
       // One of this endpoint's limits (the read constraints above), where it was crossed.
       p.add(where(jp.getParsingContext()), "Value error, " + limitCrossed(e), "value_error");
@@ -386,25 +389,12 @@ final class TrajectoryLogParser {
 
   /** A string that could not be stored (a lone surrogate) is a problem at {@code loc}. */
   private static void storable(String s, List<Object> loc, Problems p) {
-    if (Text.loneSurrogate(s) >= 0)
-      p.add(
-          loc,
-          "Input should be a valid string, unable to parse raw data as a unicode string",
-          "string_unicode");
+    if (Text.loneSurrogate(s) >= 0) p.add(loc, Text.UNSTORABLE, Text.UNSTORABLE_TYPE);
   }
 
   /** Every string and key of a group tree, each problem at its own {@code loc}. */
   private static void storable(JsonNode node, List<Object> loc, Problems p) {
-    if (node.isTextual()) storable(node.textValue(), loc, p);
-    else if (node.isArray()) {
-      for (int i = 0; i < node.size(); i++) storable(node.get(i), Problems.loc(loc, i), p);
-    } else if (node.isObject()) {
-      for (Map.Entry<String, JsonNode> e : node.properties()) {
-        List<Object> at = Problems.loc(loc, e.getKey());
-        storable(e.getKey(), at, p);
-        storable(e.getValue(), at, p);
-      }
-    }
+    Text.findUnstorable(node, loc, at -> p.add(at, Text.UNSTORABLE, Text.UNSTORABLE_TYPE));
   }
 
   /** For tests: parse from bytes. */

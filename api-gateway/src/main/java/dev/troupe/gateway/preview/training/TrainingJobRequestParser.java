@@ -2,6 +2,7 @@ package dev.troupe.gateway.preview.training;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ValidationException;
+import dev.troupe.gateway.preview.Text;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.api.ValidationErrorResponse.Detail;
 import dev.troupe.protocol.cluster.TrainingConfig;
@@ -48,6 +49,8 @@ final class TrainingJobRequestParser {
           "model_attributes_type");
       throw new ValidationException(problems);
     }
+    // The groups and the config are journaled with the job: text that cannot be stored is refused.
+    Text.findUnstorable(body, root, at -> add(at, Text.UNSTORABLE, Text.UNSTORABLE_TYPE));
     JsonNode id = body.get("model_id");
     String raw = null;
     if (id == null || id.isNull()) add(loc(root, "model_id"), "Field required", "missing");

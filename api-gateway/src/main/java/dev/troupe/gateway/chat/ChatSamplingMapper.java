@@ -65,9 +65,9 @@ final class ChatSamplingMapper {
         r.maxCompletionTokens() != null ? r.maxCompletionTokens() : r.maxTokens();
     if (requestedMax != null && requestedMax < 1)
       throw bad("max_tokens must be at least 1, got " + requestedMax + ".", maxParam);
-    // Absent: as many as the context leaves. Whether it fits beside the prompt is the worker's
-    // rule.
-    int maxTokens = requestedMax != null ? requestedMax : SamplingParams.MAX_TOKENS_UNSET;
+    // Absent (null): as many as the context leaves. Whether it fits beside the prompt is the
+    // worker's rule.
+    Integer maxTokens = requestedMax;
     int minTokens = r.minTokens() == null ? 0 : r.minTokens();
     if (minTokens < 0)
       throw bad(

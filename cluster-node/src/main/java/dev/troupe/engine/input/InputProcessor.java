@@ -238,12 +238,12 @@ public final class InputProcessor {
   }
 
   /**
-   * {@link SamplingParams#MAX_TOKENS_UNSET} means "up to the context", as vLLM's default; an
-   * explicit value must fit beside the prompt.
+   * No {@code max_tokens} means "up to the context", as vLLM's default; an explicit value must fit
+   * beside the prompt (vLLM's 400), however large.
    */
   private SamplingParams capMaxTokens(SamplingParams p, int promptLength) {
     int room = maxModelLen - promptLength;
-    if (p.maxTokens() == SamplingParams.MAX_TOKENS_UNSET) return p.withMaxTokens(room);
+    if (p.maxTokens() == null) return p.withMaxTokens(room);
     if (p.maxTokens() > room)
       throw Rejection.badRequest(
           "'max_tokens' or 'max_completion_tokens' is too large: "

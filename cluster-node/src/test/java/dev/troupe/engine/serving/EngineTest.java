@@ -57,7 +57,7 @@ class EngineTest {
     return new Driver(TestEngines.demo(settings, policy));
   }
 
-  static SamplingParams greedy(int maxTokens) {
+  static SamplingParams greedy(Integer maxTokens) {
     return SamplingParams.builder().temperature(0.0).maxTokens(maxTokens).ignoreEos(true).build();
   }
 
@@ -243,8 +243,11 @@ class EngineTest {
       assertTrue(longPrompt.getMessage().contains("maximum context length is 32 tokens"));
       assertEquals("max_tokens", e.add(prompt("b", "hello", greedy(32))).param());
       assertEquals("priority", e.add(prompt("c", "hello", greedy(2)).withPriority(3)).param());
+      // No in-band "unset": the largest int is a max_tokens like any other (issue 21: it was the
+      // sentinel, so it ran to the context instead of being refused as vLLM refuses it).
+      assertEquals("max_tokens", e.add(prompt("f", "hello", greedy(Integer.MAX_VALUE))).param());
       // Unset max_tokens runs to the context: 32 - prompt.
-      e.add(prompt("e", "hello", greedy(SamplingParams.MAX_TOKENS_UNSET)));
+      e.add(prompt("e", "hello", greedy(null)));
       assertEquals(32 - encode("hello").length, usage(e.drain().of("e")).completionTokens());
     }
   }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
+import dev.troupe.protocol.cluster.RequestLimits;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.SamplingParams.LogitsProcessorSpec;
 import java.util.ArrayList;
@@ -209,6 +210,9 @@ final class ChatSamplingMapper {
 
   private static List<LogitsProcessorSpec> logitsProcessors(List<JsonNode> specs) {
     if (specs == null) return List.of();
+    // counted before each is converted (SamplingParams checks the same bound again)
+    ChatRequestMapper.limit(
+        specs.size(), RequestLimits.LOGITS_PROCESSORS, "logits_processors", "entries");
     List<LogitsProcessorSpec> out = new ArrayList<>();
     for (int i = 0; i < specs.size(); i++) {
       JsonNode s = specs.get(i);

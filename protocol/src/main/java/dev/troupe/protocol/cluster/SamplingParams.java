@@ -135,6 +135,30 @@ public record SamplingParams(
     }
     if (allowedTokenIds != null && allowedTokenIds.isEmpty())
       throw new InvalidValue("allowed_token_ids", "allowed_token_ids is not None and empty!");
+    bounded(stop, RequestLimits.STOP, "stop", "strings");
+    if (stop != null && chars(stop) > RequestLimits.STOP_CHARS)
+      throw new InvalidValue(
+          "stop",
+          RequestLimits.tooMany("stop", chars(stop), RequestLimits.STOP_CHARS, "characters"));
+    bounded(stopTokenIds, RequestLimits.STOP_TOKEN_IDS, "stop_token_ids", "ids");
+    bounded(allowedTokenIds, RequestLimits.ALLOWED_TOKEN_IDS, "allowed_token_ids", "ids");
+    bounded(badWords, RequestLimits.BAD_WORDS, "bad_words", "words");
+    if (badWords != null && chars(badWords) > RequestLimits.BAD_WORDS_CHARS)
+      throw new InvalidValue(
+          "bad_words",
+          RequestLimits.tooMany(
+              "bad_words", chars(badWords), RequestLimits.BAD_WORDS_CHARS, "characters"));
+    if (logitBias != null && logitBias.size() > RequestLimits.LOGIT_BIAS)
+      throw new InvalidValue(
+          "logit_bias",
+          RequestLimits.tooMany(
+              "logit_bias", logitBias.size(), RequestLimits.LOGIT_BIAS, "entries"));
+    bounded(logitsProcessors, RequestLimits.LOGITS_PROCESSORS, "logits_processors", "entries");
+    if (engineXargs != null && engineXargs.size() > RequestLimits.ENGINE_XARGS)
+      throw new InvalidValue(
+          "engine_xargs",
+          RequestLimits.tooMany(
+              "engine_xargs", engineXargs.size(), RequestLimits.ENGINE_XARGS, "entries"));
     stop = stop == null ? List.of() : List.copyOf(stop);
     stopTokenIds = stopTokenIds == null ? List.of() : List.copyOf(stopTokenIds);
     logitBias = logitBias == null ? Map.of() : Map.copyOf(logitBias);
@@ -185,6 +209,17 @@ public record SamplingParams(
   private static void finite(double v, String param) {
     if (!Double.isFinite(v))
       throw new InvalidValue(param, param + " must be a finite number, got " + v + ".");
+  }
+
+  private static void bounded(List<?> list, int limit, String param, String unit) {
+    if (list != null && list.size() > limit)
+      throw new InvalidValue(param, RequestLimits.tooMany(param, list.size(), limit, unit));
+  }
+
+  private static long chars(List<String> strings) {
+    long n = 0;
+    for (String s : strings) n += s == null ? 0 : s.length();
+    return n;
   }
 
   private static void penalty(Double v, String param) {

@@ -154,4 +154,59 @@ class StructuredOutputCompilerTest {
                   }));
     assertEquals(2, tries.get());
   }
+
+  /**
+   * Issue 21: a request cancelled while its grammar compiles stops the compilation (the worker
+   * interrupts its input thread), and a request waiting for the same grammar compiles it itself
+   * instead of failing with the cancelled one.
+   */
+  @Test
+  void aCancelledCompileStopsAndAWaiterCompilesItItself() throws Exception {
+    StructuredOutputsParams schema =
+        StructuredOutputsParams.json(
+            "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}",
+            "response_format");
+    Thread.currentThread().interrupt();
+    try {
+      assertThrows(
+          java.util.concurrent.CancellationException.class,
+          () -> compiler(new GrammarCache(8, 1L << 30)).compile(schema));
+    } finally {
+      Thread.interrupted();
+    }
+
+    GrammarCache shared = new GrammarCache(8, 1L << 30);
+    CompiledGrammar real = compiler(shared).compile(schema);
+    CountDownLatch ownerStarted = new CountDownLatch(1);
+    CountDownLatch waiterWaits = new CountDownLatch(1);
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try {
+      Future<CompiledGrammar> owner =
+          pool.submit(
+              () ->
+                  shared.get(
+                      "k",
+                      () -> {
+                        ownerStarted.countDown();
+                        try {
+                          waiterWaits.await();
+                          Thread.sleep(200); // the waiter is in join() by now
+                        } catch (InterruptedException e) {
+                          Thread.currentThread().interrupt();
+                        }
+                        throw new java.util.concurrent.CancellationException("cancelled");
+                      }));
+      ownerStarted.await();
+      Future<CompiledGrammar> waiter =
+          pool.submit(
+              () -> {
+                waiterWaits.countDown();
+                return shared.get("k", () -> real);
+              });
+      assertThrows(java.util.concurrent.ExecutionException.class, owner::get);
+      assertSame(real, waiter.get());
+    } finally {
+      pool.shutdownNow();
+    }
+  }
 }

@@ -209,4 +209,33 @@ class StructuredOutputCompilerTest {
       pool.shutdownNow();
     }
   }
+
+  private static StructuredOutputsParams refChain(int n) {
+    StringBuilder defs = new StringBuilder();
+    for (int i = 0; i < n; i++) {
+      if (i > 0) defs.append(',');
+      defs.append("\"d").append(i).append("\":");
+      if (i + 1 < n) defs.append("{\"$ref\":\"#/$defs/d").append(i + 1).append("\"}");
+      else defs.append("{\"type\":\"string\"}");
+    }
+    return StructuredOutputsParams.json(
+        "{\"$ref\":\"#/$defs/d0\",\"$defs\":{" + defs + "}}", "response_format");
+  }
+
+  /**
+   * Issue 21: a chain of 10,000 {@code $ref}s overflowed the compile thread's stack, which surfaced
+   * as a 500 ("the worker failed while compiling", through a PatternSyntaxException that
+   * java.util.regex makes of a stack overflow). A chain nests like properties do: bounded, a 400.
+   */
+  @Test
+  void aLongRefChainIsRefusedAsTooDeepAndAShortOneCompiles() {
+    compiler(new GrammarCache(8, 1L << 30)).compile(refChain(50));
+    for (int n : new int[] {100, 10_000})
+      refused(refChain(n), "response_format", "Failed to transform json schema into a grammar: ");
+    InvalidSamplingParamsException e =
+        assertThrows(
+            InvalidSamplingParamsException.class,
+            () -> compiler(new GrammarCache(8, 1L << 30)).compile(refChain(10_000)));
+    assertTrue(e.getMessage().contains("nested more than 64 levels"), e.getMessage());
+  }
 }

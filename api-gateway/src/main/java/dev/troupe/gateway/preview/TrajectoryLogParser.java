@@ -33,8 +33,9 @@ import java.util.Map;
  * <p>Everything stored is checked to be storable: a string or key holding a lone surrogate is a 422
  * at its {@code loc}, and the reader's limits are this endpoint's own, each a 422 at the {@code
  * loc} where it was crossed: {@link #MAX_DEPTH} levels of nesting, numbers of {@link
- * #MAX_NUMBER_LENGTH} characters, keys of {@link #MAX_NAME_LENGTH}. Strings have no limit below the
- * body's size (the 413 of {@code troupe.gateway.max-body-size}).
+ * #MAX_NUMBER_LENGTH} characters, keys of {@link #MAX_NAME_LENGTH}, {@link #MAX_GROUPS} groups
+ * (counted without being held). Strings have no limit below the body's size (the 413 of {@code
+ * troupe.gateway.max-body-size}).
  */
 final class TrajectoryLogParser {
   /**
@@ -48,6 +49,12 @@ final class TrajectoryLogParser {
   static final int MAX_NUMBER_LENGTH = 1000;
 
   static final int MAX_NAME_LENGTH = 50_000;
+
+  /**
+   * Groups in one request. Each is one row of one database transaction, and a request of 100,000
+   * small groups took a node past a 4 GB heap; ART logs one step's groups at a time (tens).
+   */
+  static final int MAX_GROUPS = 10_000;
 
   /**
    * NaN and Infinity parse, so that they can be refused as non-finite rewards (not as bad JSON).
@@ -129,6 +136,11 @@ final class TrajectoryLogParser {
             int i = 0;
             for (JsonToken tk = jp.nextToken(); tk != JsonToken.END_ARRAY; tk = jp.nextToken()) {
               if (tk == null) throw new JsonParseException(jp, "Unexpected end-of-input");
+              if (i >= MAX_GROUPS) { // counted, never held: the request fails
+                jp.skipChildren();
+                i++;
+                continue;
+              }
               JsonNode group = MAPPER.readTree(jp);
               List<Object> groupLoc = List.of("body", "trajectory_groups", i);
               SplitStats g = group(group, groupLoc, p);
@@ -140,6 +152,10 @@ final class TrajectoryLogParser {
                 groups.clear(); // the request fails: stop holding its groups
               }
               i++;
+            }
+            if (i > MAX_GROUPS) {
+              groups.clear();
+              p.add(List.of("body", "trajectory_groups"), tooLong(i), "too_long");
             }
           }
           default -> jp.skipChildren();
@@ -161,6 +177,15 @@ final class TrajectoryLogParser {
     if (!sawGroups) p.add(List.of("body", "trajectory_groups"), "Field required", "missing");
     if (!p.isEmpty()) groups = List.of();
     return new Parsed(split, modelId, groups, stats, p.details());
+  }
+
+  /** pydantic's wording for a list over its {@code max_length}. */
+  static String tooLong(int items) {
+    return "List should have at most "
+        + MAX_GROUPS
+        + " items after validation, not "
+        + items
+        + " (one request's limit; log larger batches in several requests)";
   }
 
   /** Validates one group; returns its statistics (meaningless when problems were added). */

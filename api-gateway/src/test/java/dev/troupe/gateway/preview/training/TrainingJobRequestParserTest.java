@@ -47,4 +47,23 @@ class TrainingJobRequestParserTest {
         details.get(0).loc());
     TrainingJobRequestParser.parse(Json.mapper().readTree(body("fine \\ud83d\\ude00")));
   }
+
+  /** Issue 21: a job's groups are bounded like one log request's. */
+  @Test
+  void aJobHoldsAtMostTheGroupLimit() throws Exception {
+    String g = "{\"trajectories\":[{\"reward\":1,\"messages_and_choices\":[]}]}";
+    String body =
+        "{"
+            + MODEL
+            + ",\"trajectory_groups\":["
+            + String.join(
+                ",", java.util.Collections.nCopies(TrainingJobRequestParser.MAX_GROUPS + 1, g))
+            + "]}";
+    ValidationException e =
+        assertThrows(
+            ValidationException.class,
+            () -> TrainingJobRequestParser.parse(Json.mapper().readTree(body)));
+    assertEquals("too_long", e.body().detail().get(0).type());
+    assertEquals(List.of("body", "trajectory_groups"), e.body().detail().get(0).loc());
+  }
 }

@@ -88,7 +88,10 @@ final class TrajectoryLogParser {
     boolean sawGroups = false;
     List<byte[]> groups = new ArrayList<>();
     SplitStats stats = SplitStats.EMPTY;
-    JsonParser jp = MAPPER.createParser(in);
+    // Read as strict UTF-8: Jackson's byte parser lets some invalid sequences through.
+    JsonParser jp =
+        MAPPER.createParser(
+            new java.io.InputStreamReader(in, dev.troupe.gateway.http.Utf8.strictDecoder()));
     try (jp) {
       JsonToken t = jp.nextToken();
       if (t != JsonToken.START_OBJECT) {
@@ -168,8 +171,13 @@ final class TrajectoryLogParser {
       // One of this endpoint's limits (the read constraints above), where it was crossed.
       p.add(where(jp.getParsingContext()), "Value error, " + limitCrossed(e), "value_error");
       return new Parsed(null, null, List.of(), SplitStats.EMPTY, p.details());
+    } catch (java.nio.charset.CharacterCodingException e) {
+      // not UTF-8: FastAPI's answer for a body it cannot decode, at about where it stopped
+      long at = jp.currentLocation().getCharOffset();
+      p.add(List.of("body", Math.max(0, at)), "JSON decode error", "json_invalid");
+      return new Parsed(null, null, List.of(), SplitStats.EMPTY, p.details());
     } catch (JsonParseException e) {
-      long offset = e.getLocation() == null ? 0 : e.getLocation().getByteOffset();
+      long offset = e.getLocation() == null ? 0 : e.getLocation().getCharOffset();
       p.add(List.of("body", offset < 0 ? 0 : offset), "JSON decode error", "json_invalid");
       return new Parsed(null, null, List.of(), SplitStats.EMPTY, p.details());
     }

@@ -134,6 +134,32 @@ class MalformedRequestsTest {
     assertTrue(ok.startsWith("HTTP/1.1 200 "), ok);
   }
 
+  private String echo(byte[] body) throws Exception {
+    String head = JSON_POST + "Content-Length: " + body.length + "\r\n\r\n";
+    byte[] all = new byte[head.length() + body.length];
+    System.arraycopy(head.getBytes(StandardCharsets.ISO_8859_1), 0, all, 0, head.length());
+    System.arraycopy(body, 0, all, head.length(), body.length);
+    return exchange(new String(all, StandardCharsets.ISO_8859_1));
+  }
+
+  /**
+   * Issue 21 (found by the hostile suite): Jackson's byte parser took an overlong {@code C0 80} as
+   * U+0000 and a UTF-8-encoded surrogate as a lone surrogate, so bodies that are not UTF-8 were
+   * served. They are a 400 now; real UTF-8 and UTF-16 bodies are still read.
+   */
+  @Test
+  void aBodyThatIsNotUtf8IsABadRequest() throws Exception {
+    for (String bad : List.of("\u00c0\u0080", "\u00ed\u00a0\u0080", "\u00ff", "\u00e2\u0082")) {
+      String response = echo(("{\"text\":\"" + bad + "\"}").getBytes(StandardCharsets.ISO_8859_1));
+      assertTrue(response.startsWith("HTTP/1.1 400 "), response);
+      assertTrue(response.contains("not valid UTF-8 at byte 9"), response);
+    }
+    String utf8 = echo("{\"text\":\"\u00e9\ud83d\ude00\"}".getBytes(StandardCharsets.UTF_8));
+    assertTrue(utf8.endsWith("{\"len\":3}"), utf8);
+    String utf16 = echo("{\"text\":\"ab\"}".getBytes(StandardCharsets.UTF_16));
+    assertTrue(utf16.endsWith("{\"len\":2}"), utf16);
+  }
+
   @Test
   void aClientThatLeavesMidBodyCostsOneLineAtMost() throws Exception {
     Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);

@@ -213,4 +213,17 @@ class TrajectoryLogParserTest {
     assertTrue(
         over.problems().get(0).msg().contains("not " + 10 * max), over.problems().get(0).msg());
   }
+
+  /** Issue 21: a body that is not UTF-8 is FastAPI's json_invalid, never stored as other text. */
+  @Test
+  void aBodyThatIsNotUtf8IsAJsonError() throws IOException {
+    byte[] body =
+        ("{\"split\":\"val\",\"trajectory_groups\":[{\"trajectories\":[{\"reward\":1,"
+                + "\"messages_and_choices\":[{\"role\":\"user\",\"content\":\"\u00c0\u0080\"}]}]}]}")
+            .getBytes(StandardCharsets.ISO_8859_1);
+    TrajectoryLogParser.Parsed p = TrajectoryLogParser.parse(body);
+    assertEquals(0, p.groups().size());
+    assertEquals(1, p.problems().size(), p.problems().toString());
+    assertEquals("json_invalid", p.problems().get(0).type());
+  }
 }

@@ -44,7 +44,6 @@ public final class TrajectoryLogProtocol {
       implements Command {
     public Append {
       Objects.requireNonNull(split, "split");
-      dev.troupe.protocol.StorableText.requireStorable(split, "split");
       Objects.requireNonNull(stats, "stats");
       groups = List.copyOf(groups);
     }

@@ -243,6 +243,8 @@ class KubernetesBootstrapTest {
       return http.send(
           HttpRequest.newBuilder(URI.create("http://" + ip + ":" + port + path))
               .timeout(Duration.ofSeconds(5))
+              // the cluster routes want the node's key (KeyedClusterRoutes); probes ignore it
+              .header("Authorization", "Bearer " + KEY)
               .build(),
           HttpResponse.BodyHandlers.ofString());
     } catch (java.io.IOException e) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole server-level comparison of docs/benchmarks.md ("CPU engine against native llama.cpp")
 # in one command: builds llama-server for this CPU (cached), the Troupe jar and the bench
-# classpath, then runs VersusLlamaServer on the small and medium models (3 rounds unless told).
+# classpath, then runs VersusLlamaServer on the small and medium models (3 rounds unless told;
+# --jfr on records the Troupe server with JFR for a look at a collapsed round).
 # Run it from the repository root on a quiet machine:
 #
 #   bash bench/llamacpp/versus-llama-server.sh [--sizes small,medium] [--rounds 3] [...]

@@ -75,6 +75,8 @@ public final class VersusLlamaServer {
     System.exit(0);
   }
 
+  private static boolean jfr; // --jfr on: record the Troupe server, print each figure's start
+
   private static void run(
       BenchModel m,
       Path tokenizer,
@@ -92,6 +94,13 @@ public final class VersusLlamaServer {
     for (String p : peers) ggufs.put(p, p.equals("f16") ? m.gguf() : quantized(bin, bf16, p));
     System.out.printf(Locale.ROOT, "%n== %s: %s%n", m.name(), m.config());
     Path data = Files.createTempDirectory(work, "data");
+    jfr = o.getOrDefault("--jfr", "off").equals("on");
+    if (jfr) {
+      jvm = new ArrayList<>(jvm);
+      jvm.add(
+          "-XX:StartFlightRecording=settings=profile,dumponexit=true,filename="
+              + work.resolve(m.name() + "-troupe.jfr"));
+    }
     Path jar = Path.of(o.getOrDefault("--jar", "deploy/target/troupe.jar"));
     List<LlamaServer> llamas = new ArrayList<>();
     try (TroupeServer troupe =
@@ -161,6 +170,9 @@ public final class VersusLlamaServer {
       int[] seed,
       Map<String, List<Double>> out)
       throws Exception {
+    if (jfr)
+      System.out.printf(
+          Locale.ROOT, "    %s %s on engine %d%n", java.time.LocalTime.now(), FIGURES[i], e);
     double v;
     if (i == 0) v = (PROMPT + 1) / time(() -> one(e, t, l, p.text(PROMPT, seed[0]++), 1));
     else if (i == 1) {

@@ -5,9 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.troupe.engine.ModelRunner;
-import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.InMemoryWeights;
 import dev.troupe.engine.model.ModelConfigs;
@@ -102,9 +100,8 @@ class Bf16GemmTest {
   @Test
   void goldenPromptOnTheBf16Path() throws Exception {
     Path dir = Path.of(Bf16GemmTest.class.getResource("/golden/llama").toURI());
-    JsonNode g = new ObjectMapper().readTree(dir.resolve("golden.json").toFile());
-    int[] tokens = new int[g.get("tokens").size()];
-    for (int i = 0; i < tokens.length; i++) tokens[i] = g.get("tokens").get(i).asInt();
+    JsonNode g = GoldenPrompt.read(dir);
+    int[] tokens = GoldenPrompt.tokens(g);
     float[][] ref, rounded;
     try (WeightSource w = SafetensorsWeights.open(dir)) {
       ref = new ScalarReferenceModel(ModelConfigs.read(dir), w).logits(tokens);
@@ -113,8 +110,8 @@ class Bf16GemmTest {
     float[][] a, b;
     try (ModelRunner m = ModelRunners.open(dir, "auto", 32, 8)) {
       assertEquals(DType.BF16, ((CpuModelRunner) m).dtype());
-      a = withCompanion(m, tokens, 30, 3);
-      b = withCompanion(m, tokens, 50, 17);
+      a = GoldenPrompt.withCompanion(m, tokens, 30, 3);
+      b = GoldenPrompt.withCompanion(m, tokens, 50, 17);
     }
     double toRounded = 0, toTorch = 0;
     for (int t = 0; t < tokens.length; t++) {
@@ -140,19 +137,6 @@ class Bf16GemmTest {
         toRounded, toTorch, refToTorch);
     assertTrue(toRounded <= 1e-4, "to the BF16-input reference: " + toRounded);
     assertTrue(toTorch <= refToTorch + 1e-4, "to PyTorch: " + toTorch + " vs " + refToTorch);
-  }
-
-  /** All logits of {@code tokens} computed in one step beside a companion prompt of n tokens. */
-  private static float[][] withCompanion(ModelRunner m, int[] tokens, int n, long seed) {
-    Random r = new Random(seed);
-    int[] other = new int[n];
-    for (int i = 0; i < n; i++) other[i] = 3 + r.nextInt(200);
-    int[] table = {0, 1, 2, 3, 4, 5}, otherTable = {10, 11, 12, 13, 14, 15, 16};
-    return m.forward(
-            List.of(
-                new SequenceChunk(tokens, 0, table, true),
-                new SequenceChunk(other, 0, otherTable, false)))
-        .get(0);
   }
 
   private static Matrix matrix(float[] w, int out, int in) {

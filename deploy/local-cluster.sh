@@ -68,7 +68,7 @@ case "${1:-start}" in
       --management-port "${MANAGEMENT[1]}" "${extra[@]}"
     start_node 3 --roles worker --cluster-port "${CLUSTER[2]}" \
       --management-port "${MANAGEMENT[2]}" "${extra[@]}"
-    echo "members: curl -s localhost:${MANAGEMENT[0]}/cluster/members ; API on http://localhost:$HTTP/v1"
+    echo "members: $0 status ; API on http://localhost:$HTTP/v1"
     ;;
   stop)
     for n in 3 2 1; do
@@ -79,7 +79,12 @@ case "${1:-start}" in
     done
     ;;
   status)
-    curl -s "localhost:${MANAGEMENT[0]}/cluster/members" || echo "node 1 is not answering"
+    # The cluster routes need node 1's API key: the first of TROUPE_API_KEYS, or its generated one.
+    key="${TROUPE_API_KEYS:-}"
+    key="${key%%,*}"
+    [[ -z "$key" && -f "$DIR/node1/api-key" ]] && key="$(tr -d '[:space:]' <"$DIR/node1/api-key")"
+    curl -s -H "Authorization: Bearer $key" "localhost:${MANAGEMENT[0]}/cluster/members" \
+      || echo "node 1 is not answering"
     echo
     ;;
   *) echo "usage: $0 [--base-port N] start [flags] | stop | status" >&2; exit 2 ;;

@@ -7,20 +7,26 @@
 # 1. prints the GPU, the driver and the CUDA 13 libraries this machine has, and what the runner's
 #    probe makes of them (which folder each library is loaded from);
 # 2. tests: the CUDA runner's tests on the real GPU only (-Dtroupe.gpu.backends=CUDA; CI runs the
-#    emulated variants). FAILS if any test failed, was skipped or aborted, or the JVM crashed;
+#    emulated variants), with the training mode's loss and optimizer (CudaTrainerLossTest; the
+#    training tests that compare with the CPU trainer need ND4J, which the bundle leaves out). FAILS if any test failed, was skipped or aborted, or the JVM crashed;
 #    the benchmarks are then skipped;
 # 3. per shape: a random-weight model written to /dev/shm (make_random_model.py); CudaBench
 #    (Troupe's speed); CudaVersusCpu (the GPU runner against the CPU runner on the same BF16
 #    weights: greedy continuations of 64 tokens, teacher-forced logits); hf_generate.py
-#    (transformers' speed); then the model deleted.
+#    (transformers' speed); for qwen3-1.7b also training (at most 2 minutes more):
+#    CudaTrainBench (the training mode's gradient check row dumped, then training tokens/s of one
+#    step, LoRA r 8 on all projections, a row of 2048 tokens) and hf_train.py (the gradient check
+#    against PyTorch in FP32, then PEFT + transformers' tokens/s of the same step); then the model
+#    deleted.
 # Each part, and each step in it, runs under `timeout`; nothing starts past the overall budget.
 # $OUT (the device tool's folder; else /tmp/troupe-gpu-out) gets at most 8 files: run.log (all of
 # stdout), tests.log (the JUnit tree), junit.tar.gz (the XML reports), and a JVM crash log
-# hs_err-<step>.log per crashed JVM (5 JVMs at most). Exit status 0 only when every part passed.
+# hs_err-<step>.log per crashed JVM (6 JVMs; more than 5 crash logs go into one hs_err.tar.gz).
+# Exit status 0 only when every part passed.
 #
 # Budgets in seconds (environment): TROUPE_GPU_BUDGET_S=540 overall; caps per part, which bind only
 # when a part hangs (a part gets at most what is left): TROUPE_GPU_TESTS_S=120,
-# TROUPE_GPU_QWEN_S=170, TROUPE_GPU_LLAMA_S=300.
+# TROUPE_GPU_QWEN_S=290 (170 + 120 for training), TROUPE_GPU_LLAMA_S=300.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 START=$SECONDS
@@ -101,7 +107,8 @@ if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then
 fi
 $JAVA -version 2>&1 | head -1
 JAVA=(env LD_LIBRARY_PATH="$CUDA_LD" "$JAVA")
-CP="gpu-bundle/classes:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | paste -sd:)"
+# the large resources travel once, as tracked files (prepare.sh leaves their copies out of the bundle)
+CP="gpu-bundle/classes:cluster-node/src/main/resources:cluster-node/src/test/resources:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | paste -sd:)"
 JVM=(-Xmx16g --add-modules jdk.incubator.vector -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda)
 timeout 60 "${JAVA[@]}" "${JVM[@]}" -cp "$CP" dev.troupe.bench.cuda.CudaBench --probe 2>&1 | grep -v '^WARNING: Using incubator'
 [ "${PIPESTATUS[0]}" -eq 0 ] || echo "!! the probe found no usable GPU (above): every CUDA test will abort"
@@ -119,6 +126,7 @@ tests() {
     --select-class dev.troupe.engine.cuda.CudaModelRunnerTest \
     --select-class dev.troupe.engine.cuda.DeviceSamplerTest \
     --select-class dev.troupe.engine.cuda.DeviceSamplingEngineTest \
+    --select-class dev.troupe.engine.cuda.CudaTrainerLossTest \
     --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
     --reports-dir /tmp/troupe-junit
   rc=$?
@@ -141,7 +149,7 @@ tests() {
 shape() {
   local m=$1 cap gen bench check need end dir avail
   case $m in
-    qwen3-1.7b) cap=${TROUPE_GPU_QWEN_S:-170} gen=60 bench=60 check=40 need=5 ;;
+    qwen3-1.7b) cap=${TROUPE_GPU_QWEN_S:-290} gen=60 bench=90 check=40 need=5 ;;
     llama-3.1-8b) cap=${TROUPE_GPU_LLAMA_S:-300} gen=120 bench=100 check=90 need=18 ;;
   esac
   end=$((SECONDS + cap))
@@ -151,18 +159,45 @@ shape() {
   dir="$SHM/troupe-model-$m"
   rm -rf "$dir"
   step "$m: random model" "$(allow $gen $end)" python3 bench/gpu/make_random_model.py "$m" "$dir" || return 1
-  step "$m: CudaBench (Troupe)" "$(allow $bench $end)" \
+  local rc=0
+  [ -n "${TROUPE_GPU_CHECK_ONLY:-}" ] || step "$m: CudaBench (Troupe)" "$(allow $bench $end)" \
     "${JAVA[@]}" "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m.log" -cp "$CP" dev.troupe.bench.cuda.CudaBench "$dir" 128 32
-  local rc=$?
+  rc=$?
   # the CPU runner holds the BF16 weights on the heap
+  # then both runners against PyTorch FP32 (and PyTorch BF16's own error) on the same tokens
+  local logits="$SHM/troupe-model-logits-$m"
   step "$m: GPU runner vs CPU runner" "$(allow $check $end)" \
     "${JAVA[@]}" "${JVM[@]}" -Xmx40g -XX:ErrorFile="$OUT/hs_err-$m-check.log" -cp "$CP" \
-    dev.troupe.bench.cuda.CudaVersusCpu "$dir" 16 64
+    dev.troupe.bench.cuda.CudaVersusCpu "$dir" 16 64 "$logits"
   local same=$?
-  step "$m: transformers generate()" "$(allow 100000 $end)" python3 bench/gpu/hf_generate.py "$dir" 128 32
+  if [ $same -eq 0 ]; then
+    step "$m: both runners vs PyTorch FP32" "$(allow 90 $end)" python3 bench/gpu/hf_logits.py "$dir" "$logits"
+    same=$?
+  fi
+  rm -rf "$logits"
+  if [ -n "${TROUPE_GPU_CHECK_ONLY:-}" ]; then rm -rf "$dir"; return $same; fi
+  # the Qwen part keeps its last 130 s for training
+  local hfend=$end
+  [ "$m" = qwen3-1.7b ] && hfend=$((end - 130))
+  step "$m: transformers generate()" "$(allow 100000 $hfend)" python3 bench/gpu/hf_generate.py "$dir" 128 32
   local hf=$?
+  local train=0
+  if [ "$m" = qwen3-1.7b ]; then
+    # training on the same weights: Troupe's step and gradient dump, then PyTorch's check and step
+    local dump="$SHM/troupe-model-train-dump"
+    step "$m: CudaTrainBench (Troupe training)" "$(allow 60 $end)" \
+      "${JAVA[@]}" "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m-train.log" -cp "$CP" \
+      dev.troupe.bench.cuda.CudaTrainBench "$dir" "$dump" 2048 5 256
+    train=$?
+    if [ $train -eq 0 ]; then
+      step "$m: gradient check and PEFT + transformers training" "$(allow 70 $end)" \
+        python3 bench/gpu/hf_train.py "$dir" "$dump" 2048 5
+      train=$?
+    fi
+    rm -rf "$dump"
+  fi
   rm -rf "$dir"
-  [ $rc -eq 0 ] && [ $same -eq 0 ] && [ $hf -eq 0 ]
+  [ $rc -eq 0 ] && [ $same -eq 0 ] && [ $hf -eq 0 ] && [ $train -eq 0 ]
 }
 
 status=0
@@ -176,6 +211,10 @@ for p in "${PARTS[@]}"; do
   if [ "$p" = tests ]; then tests; else shape "$p"; fi
   if [ $? -eq 0 ]; then RESULT[$p]=PASS; else RESULT[$p]=FAIL; status=1; fi
 done
+# at most 8 files come back: more than 5 crash logs travel as one archive
+if [ "$(ls "$OUT"/hs_err-*.log 2>/dev/null | wc -l)" -gt 5 ]; then
+  tar -C "$OUT" -czf "$OUT/hs_err.tar.gz" $(cd "$OUT" && ls hs_err-*.log) && rm -f "$OUT"/hs_err-*.log
+fi
 echo "== summary after $((SECONDS - START))s"
 for p in "${PARTS[@]}"; do echo "$p: ${RESULT[$p]}"; done
 echo "files in $OUT: $(ls "$OUT" | tr '\n' ' ')"

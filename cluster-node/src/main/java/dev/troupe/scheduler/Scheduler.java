@@ -233,7 +233,7 @@ public final class Scheduler {
         computed = table.length * blocks.blockSize();
         for (int b : table) if (blocks.refCount(b) == 0) need++;
       }
-      int n = Math.min(s.numTokens() - computed, budget);
+      int n = Math.min(Math.min(s.numTokens() - computed, group.maxChunkTokens()), budget);
       if (n == 0) continue;
       budget -= n;
       int first = computed / blocks.blockSize();
@@ -278,9 +278,10 @@ public final class Scheduler {
     for (Sequence seq : group.live()) {
       if (budget == 0) break;
       if (seq.blockTableRef().length == 0 && seq.numComputed() == 0) attempt.takeCachedPrefix(seq);
-      int need = seq.numTokens() - seq.numComputed();
+      int need = Math.min(seq.numTokens() - seq.numComputed(), group.maxChunkTokens());
       if (need == 0) continue;
-      // Without chunked prefill a prompt runs whole or waits for a step with enough budget.
+      // Without chunked prefill a prompt runs whole (or in its group's own chunks) or waits for a
+      // step with enough budget.
       if (need > budget && !config.chunkedPrefill()) break;
       int n = Math.min(need, budget);
       if (!attempt.reserve(seq, n)) {

@@ -19,6 +19,7 @@ public final class SequenceGroup {
   private boolean forked;
   private int preemptions;
   private int numCachedTokens = -1;
+  private int maxChunkTokens = Integer.MAX_VALUE;
 
   SequenceGroup(
       String requestId,
@@ -35,6 +36,21 @@ public final class SequenceGroup {
     this.width = width;
     this.scope = scope;
     sequences.add(new Sequence(this, 0, prompt, prompt.length, prompt.length));
+  }
+
+  /**
+   * Computes at most {@code tokens} of its prompt per step, however large the step's budget: for a
+   * request whose every prompt position needs its logits row (prompt logprobs), which would
+   * otherwise hold budget x vocabulary floats at once.
+   */
+  public void limitChunks(int tokens) {
+    if (tokens < 1) throw new IllegalArgumentException("a chunk holds at least one token");
+    maxChunkTokens = tokens;
+  }
+
+  /** The most prompt tokens one step computes for it ({@link #limitChunks}; else no limit). */
+  public int maxChunkTokens() {
+    return maxChunkTokens;
   }
 
   public String requestId() {

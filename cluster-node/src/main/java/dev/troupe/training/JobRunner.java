@@ -35,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * Keeps one {@link Trainer} per model in memory (weights, adapters, optimizer state) and reloads it
  * from the latest checkpoint when another node trained the model in between.
  *
- * <p>Thread: {@link #run} blocks and must be called from one thread at a time (ND4J's rule).
+ * <p>Thread: {@link #run} blocks and must be called from one thread at a time (ND4J's rule, and a
+ * GPU backend's).
  */
 public final class JobRunner {
   private static final Logger log = LoggerFactory.getLogger(JobRunner.class);
@@ -62,6 +63,7 @@ public final class JobRunner {
   private final Function<String, RecipientRef<TrainableModelProtocol.Command>> models;
   private final BaseModels baseModels;
   private final Trainer.Settings settings;
+  private final TrainingBackend.Factory backends;
   private final CheckpointStore store;
   private final CheckpointListener listener;
   private final Duration askTimeout;
@@ -76,6 +78,7 @@ public final class JobRunner {
       Function<String, RecipientRef<TrainableModelProtocol.Command>> models,
       BaseModels baseModels,
       Trainer.Settings settings,
+      TrainingBackend.Factory backends,
       CheckpointStore store,
       CheckpointListener listener,
       Duration askTimeout) {
@@ -84,6 +87,7 @@ public final class JobRunner {
     this.models = models;
     this.baseModels = baseModels;
     this.settings = settings;
+    this.backends = backends;
     this.store = store;
     this.listener = listener;
     this.askTimeout = askTimeout;
@@ -135,7 +139,7 @@ public final class JobRunner {
     long latest = found.latest().step();
     Loaded loaded = trainers.get(modelId);
     if (loaded == null || loaded.step() != latest) {
-      trainers.remove(modelId);
+      drop(modelId);
       BaseModels.Loaded base = baseModels.load(found.info().baseModel());
       Trainer t =
           new Trainer(
@@ -145,8 +149,14 @@ public final class JobRunner {
               base.weights(),
               new TrajectoryTokenizer(base.tokenizer(), base.template()),
               settings,
-              store);
-      if (found.latest().artifact() != null) t.restore(Path.of(found.latest().artifact()));
+              store,
+              backends);
+      try {
+        if (found.latest().artifact() != null) t.restore(Path.of(found.latest().artifact()));
+      } catch (RuntimeException e) {
+        t.close();
+        throw e;
+      }
       loaded = new Loaded(t, latest);
     }
     List<JsonNode> groups = new ArrayList<>();
@@ -174,7 +184,8 @@ public final class JobRunner {
                   });
     } catch (RuntimeException e) {
       // the adapters may be half-updated: reload from the checkpoint next time
-      trainers.remove(modelId);
+      loaded.trainer().close();
+      drop(modelId);
       throw e;
     }
     TrainableModelProtocol.ModelReply added =
@@ -184,7 +195,8 @@ public final class JobRunner {
                 new TrainableModelProtocol.AddCheckpoint(
                     result.step(), result.metrics(), result.checkpoint().toString(), r));
     if (!(added instanceof TrainableModelProtocol.ModelFound)) {
-      trainers.remove(modelId);
+      loaded.trainer().close();
+      drop(modelId);
       throw new IllegalStateException("the checkpoint was not listed: " + added);
     }
     trainers.put(modelId, new Loaded(loaded.trainer(), result.step()));
@@ -196,6 +208,12 @@ public final class JobRunner {
     }
     record(jobId, r -> new TrainingJobProtocol.MarkSucceeded(result.step(), r));
     log.info("Training job {} stored step {} of model {}", jobId, result.step(), modelId);
+  }
+
+  /** Forgets the model's trainer, freeing what its backend holds (a GPU's memory). */
+  private void drop(String modelId) {
+    Loaded old = trainers.remove(modelId);
+    if (old != null) old.trainer().close();
   }
 
   private void fail(String jobId, String message) {

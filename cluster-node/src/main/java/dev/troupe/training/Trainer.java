@@ -7,29 +7,28 @@ import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.model.WeightSource;
 import dev.troupe.protocol.cluster.TrainingConfig;
 import dev.troupe.training.nd4j.LoraSpec;
-import dev.troupe.training.nd4j.LoraTransformer;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.nd4j.linalg.api.buffer.DataType;
 
 /**
  * The training loop of one model, plain Java: trajectory groups → packed rows → for each row one
- * forward/backward and one AdamW step (ART: batch size one row) → checkpoint. Keeps the adapters
- * and optimizer state between jobs; {@link #restore} picks them up from a checkpoint after a
- * restart.
+ * forward/backward and one AdamW step (ART: batch size one row) → checkpoint. The per-row work runs
+ * on a {@link TrainingBackend} (the CPU or a GPU, the same loop either way), which keeps the
+ * adapters and optimizer state between jobs; {@link #restore} picks them up from a checkpoint after
+ * a restart.
  *
- * <p>Thread: not thread-safe; the owner runs it on one dedicated thread (ND4J's rule).
+ * <p>Thread: not thread-safe; the owner runs it on one dedicated thread (ND4J's rule, and a GPU
+ * backend's).
  */
-public final class Trainer {
+public final class Trainer implements AutoCloseable {
   private final String modelId;
   private final String baseModel;
   private final TrajectoryTokenizer tokenizer;
   private final Settings settings;
   private final CheckpointStore store;
-  private final LoraTransformer model;
-  private final AdamW optimizer;
+  private final TrainingBackend backend;
 
   /**
    * @param maxSequenceLength packed row length
@@ -67,33 +66,42 @@ public final class Trainer {
       WeightSource weights,
       TrajectoryTokenizer tokenizer,
       Settings settings,
-      CheckpointStore store) {
+      CheckpointStore store,
+      TrainingBackend.Factory backends) {
     this.modelId = modelId;
     this.baseModel = baseModel;
     this.tokenizer = tokenizer;
     this.settings = settings;
     this.store = store;
-    this.model = new LoraTransformer(config, weights, settings.lora(), DataType.FLOAT);
-    this.optimizer = new AdamW(settings.optimizer());
+    this.backend =
+        backends.open(
+            config, weights, settings.lora(), settings.optimizer(), settings.maxSequenceLength());
   }
 
   /** Loads adapters and optimizer state from a checkpoint written by this class. */
   public void restore(Path checkpointDir) {
     CheckpointStore.Saved saved = CheckpointStore.load(checkpointDir);
-    for (Map.Entry<String, double[]> e : model.parameters().entrySet()) {
+    Map<String, long[]> shapes = backend.shapes();
+    for (Map.Entry<String, long[]> e : shapes.entrySet()) {
       double[] v = saved.parameters().get(e.getKey());
-      if (v == null || v.length != e.getValue().length)
+      long n = 1;
+      for (long d : e.getValue()) n *= d;
+      if (v == null || v.length != n)
         throw new IllegalStateException(
             checkpointDir + " does not match the adapter shape at " + e.getKey());
-      System.arraycopy(v, 0, e.getValue(), 0, v.length);
     }
     CheckpointStore.OptimizerState o = saved.optimizer();
-    if (o != null) optimizer.restore(new AdamW.State(o.step(), o.m(), o.v()));
+    backend.restore(saved.parameters(), o == null ? null : new AdamW.State(o.step(), o.m(), o.v()));
+  }
+
+  /** Where the per-row work runs. */
+  public String device() {
+    return backend.device();
   }
 
   /** The currently trained adapter (what a checkpoint of this step holds). */
   public LoraAdapter adapter(int version) {
-    return model.toAdapter(version);
+    return backend.adapter(version);
   }
 
   /**
@@ -102,12 +110,12 @@ public final class Trainer {
   public double[] score(int[] tokens) {
     int[] positions = new int[tokens.length];
     for (int i = 0; i < positions.length; i++) positions[i] = i;
-    return model.forward(tokens, positions, new int[tokens.length]).logprobs();
+    return backend.logprobs(tokens, positions, new int[tokens.length], null);
   }
 
   /** The current policy's log-probabilities of the token after {@code tokens}, whole vocabulary. */
   public double[] nextTokenLogprobs(int[] tokens) {
-    return model.nextTokenLogprobs(tokens);
+    return backend.nextTokenLogprobs(tokens);
   }
 
   /** Runs one job and stores checkpoint {@code step}, even when nothing was trainable. */
@@ -120,7 +128,7 @@ public final class Trainer {
             config.advantageBalance(),
             settings.maxSequenceLength());
     List<PackedRow> rows = batch.rows();
-    int vocab = model.config().vocabSize();
+    int vocab = backend.config().vocabSize();
     for (PackedRow row : rows)
       for (int id : row.tokens())
         if (id < 0 || id >= vocab)
@@ -130,8 +138,7 @@ public final class Trainer {
     if (config.precalculateLogprobs()) {
       // π_old := the job's starting policy, so ratios measure this job's own drift
       for (PackedRow row : rows) {
-        double[] lp =
-            model.forward(row.tokens(), row.positions(), row.segments(), row.mask()).logprobs();
+        double[] lp = backend.logprobs(row.tokens(), row.positions(), row.segments(), row.mask());
         for (int t = 0; t < row.length(); t++) if (row.mask()[t]) row.oldLogprobs()[t] = lp[t];
       }
     }
@@ -139,38 +146,13 @@ public final class Trainer {
     for (int i = 0; i < rows.size(); i++) {
       PackedRow row = rows.get(i);
       long start = System.nanoTime();
-      double[] loss = new double[1];
-      LoraTransformer.Output out =
-          model.forwardBackward(
-              row.tokens(),
-              row.positions(),
-              row.segments(),
-              row.mask(),
-              lp -> {
-                RlLoss.Result r =
-                    RlLoss.compute(
-                        config,
-                        lp,
-                        row.oldLogprobs(),
-                        row.advantages(),
-                        row.weights(),
-                        row.mask(),
-                        row.historyIds());
-                loss[0] = r.loss();
-                return r.gradient();
-              });
-      double gradNorm =
-          optimizer.update(
-              model.parameters(),
-              out.gradients(),
-              config.learningRate(),
-              model.noDecayParameters());
+      TrainingBackend.Step done = backend.step(row, config);
       double seconds = (System.nanoTime() - start) / 1e9;
       Map<String, Double> m = new LinkedHashMap<>();
-      m.put("loss", loss[0]);
-      m.put("policy_loss", loss[0]);
-      m.put("entropy", entropy(row, out.entropies()));
-      m.put("grad_norm", gradNorm);
+      m.put("loss", done.loss());
+      m.put("policy_loss", done.loss());
+      m.put("entropy", done.entropy());
+      m.put("grad_norm", done.gradNorm());
       m.put("learning_rate", config.learningRate());
       m.putAll(batch.metrics());
       m.put("num_trainable_tokens", (double) row.numTrainable());
@@ -195,33 +177,21 @@ public final class Trainer {
                 settings.lora().rank(),
                 settings.lora().alpha(),
                 settings.lora().targets()),
-            model.parameters(),
-            shapes(),
+            backend.parameters(),
+            backend.shapes(),
             optimizerState());
-    LoraAdapter adapter = settings.lora().fullFineTune() ? null : model.toAdapter((int) step);
+    LoraAdapter adapter = settings.lora().fullFineTune() ? null : backend.adapter((int) step);
     return new Result(step, dir, adapter, metrics);
   }
 
-  /** ART's logged entropy: Σ H_t·w_t·m_t / Σ m_t. */
-  private static double entropy(PackedRow row, double[] h) {
-    double s = 0;
-    int n = 0;
-    for (int t = 0; t < row.length(); t++)
-      if (row.mask()[t]) {
-        s += h[t] * row.weights()[t];
-        n++;
-      }
-    return n == 0 ? 0 : s / n;
-  }
-
   private CheckpointStore.OptimizerState optimizerState() {
-    AdamW.State s = optimizer.state();
+    AdamW.State s = backend.optimizerState();
     return new CheckpointStore.OptimizerState(s.step(), s.m(), s.v());
   }
 
-  private Map<String, long[]> shapes() {
-    Map<String, long[]> s = new LinkedHashMap<>();
-    for (String name : model.parameters().keySet()) s.put(name, model.shape(name));
-    return s;
+  /** Frees the backend (a GPU backend's device memory). */
+  @Override
+  public void close() {
+    backend.close();
   }
 }

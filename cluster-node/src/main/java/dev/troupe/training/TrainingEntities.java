@@ -16,8 +16,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Starts the training entities on a node: {@code TrainingJob} and {@code ModelTrainer}, sharded on
- * role {@code trainer}, with one training thread per node. Call after the data entities ({@code
- * DataEntities.init}: the trainer lists checkpoints with {@code TrainableModel}).
+ * role {@code trainer}, with one training thread per node, training on the CPU or the node's GPU
+ * ({@link TrainingBackends}). Call after the data entities ({@code DataEntities.init}: the trainer
+ * lists checkpoints with {@code TrainableModel}).
  */
 public final class TrainingEntities {
   private static final Logger log = LoggerFactory.getLogger(TrainingEntities.class);
@@ -48,12 +49,27 @@ public final class TrainingEntities {
         workers);
   }
 
-  /** Wiring with explicit parts (tests). */
+  /** Wiring with explicit parts (tests); the backend as configured ({@link TrainingBackends}). */
   public static void init(
       ActorSystem<?> system,
       TrainingSettings settings,
       JobRunner.BaseModels baseModels,
       JobRunner.CheckpointListener listener) {
+    init(
+        system,
+        settings,
+        baseModels,
+        listener,
+        TrainingBackends.fromConfig(system.settings().config()));
+  }
+
+  /** Wiring with explicit parts, the backend included. */
+  public static void init(
+      ActorSystem<?> system,
+      TrainingSettings settings,
+      JobRunner.BaseModels baseModels,
+      JobRunner.CheckpointListener listener,
+      TrainingBackend.Factory backends) {
     ClusterSharding sharding = ClusterSharding.get(system);
     ExecutorService trainingThread =
         Executors.newSingleThreadExecutor(
@@ -70,6 +86,7 @@ public final class TrainingEntities {
             id -> sharding.entityRefFor(TrainableModelProtocol.TYPE_KEY, id),
             baseModels,
             settings.trainer(),
+            backends,
             new CheckpointStore(settings.checkpointDir()),
             listener,
             settings.askTimeout());

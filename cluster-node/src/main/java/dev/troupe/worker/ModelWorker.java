@@ -91,7 +91,11 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   }
 
   /** The input processor finished with a request (off this thread): prepared, or refused. */
-  private record InputDone(Generate generate, EngineRequest prepared, Throwable error)
+  private record InputDone(
+      Generate generate,
+      CompletableFuture<EngineRequest> result,
+      EngineRequest prepared,
+      Throwable error)
       implements Command, NoSerializationVerificationNeeded {}
 
   /** An adapter was read from its checkpoint directory (off the worker's thread), or failed to. */
@@ -119,6 +123,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
 
   private final Executor loadExecutor;
   private final ThreadPoolExecutor inputExecutor;
+  private final Preparations preparations;
   private final ActorRef<CacheReporter.Command> cacheReports;
   private final WorkerHealth health;
 
@@ -214,6 +219,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     this.engine = engine;
     this.adapters = new AdapterSlots(maxAdapters);
     this.inputExecutor = inputExecutor;
+    this.preparations = new Preparations(inputExecutor);
     this.requesters =
         new Requesters(ref -> ctx.watchWith(ref, new RequesterGone(ref)), ctx::unwatch);
     // Reading a checkpoint is file I/O: never on the pinned engine thread.
@@ -272,9 +278,9 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     InputProcessor inputs = engine.inputs();
     try {
       CompletableFuture<EngineRequest> prepared =
-          CompletableFuture.supplyAsync(
-              () -> RequestMdc.with(id, () -> inputs.process(g.request())), inputExecutor);
-      getContext().pipeToSelf(prepared, (request, error) -> new InputDone(g, request, error));
+          preparations.submit(id, () -> RequestMdc.with(id, () -> inputs.process(g.request())));
+      getContext()
+          .pipeToSelf(prepared, (request, error) -> new InputDone(g, prepared, request, error));
     } catch (RejectedExecutionException e) {
       fail(id, overloaded());
     }
@@ -284,6 +290,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private Behavior<Command> onInputDone(InputDone done) {
     String id = done.generate().request().requestId();
     // cancelled, or its requester left, while it was prepared
+    if (!preparations.finished(id, done.result())) return this;
     if (requesters.get(id) != done.generate().replyTo()) return this;
     if (done.error() != null) {
       fail(id, WireUpdates.rejection(done.error()));
@@ -333,6 +340,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     }
     if (!engine.isActive(id)) {
       // still being prepared or waiting for its adapter: it never started, so it ends as a refusal
+      preparations.cancel(id);
       requesters.untrack(id);
       ref.tell(new Failed(id, ErrorKind.BAD_REQUEST, "The request was cancelled.", null));
       drained();
@@ -347,6 +355,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
 
   private Behavior<Command> onRequesterGone(RequesterGone gone) {
     for (String id : requesters.gone(gone.requester())) {
+      preparations.cancel(id); // its input work stops too, queued or running
       engine.abort(id); // nobody listens: the update is dropped, the blocks are freed now
       getContext().getLog().debug("{}: requester of {} is gone, cancelled", entityId, id);
     }

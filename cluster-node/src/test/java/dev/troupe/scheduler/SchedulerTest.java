@@ -55,6 +55,31 @@ class SchedulerTest {
     assertArrayEquals(new int[] {7}, decode.tokens());
   }
 
+  /**
+   * Issue 21: a request that needs every prompt position's logits (prompt logprobs) gets its own
+   * chunk bound, under a budget that would take its whole prompt at once; another request shares
+   * the same steps.
+   */
+  @Test
+  void aGroupsChunkLimitSplitsItsPromptUnderALargeBudget() {
+    Scheduler s = new Scheduler(SchedulerConfig.fcfs(4, 256, 10), 64, 4);
+    s.add("a", prompt(35), 1, 0).limitChunks(10);
+    s.add("b", prompt(20), 1, 0);
+    ScheduleResult r1 = step(s);
+    assertEquals(List.of("a", "b"), ids(r1));
+    assertEquals(10, r1.chunks().get(0).tokens().length);
+    assertEquals(20, r1.chunks().get(1).tokens().length, "b is not limited");
+    List<Integer> sizes = new ArrayList<>(List.of(10));
+    for (int i = 0; i < 3; i++) sizes.add(step(s).chunks().get(0).tokens().length);
+    assertEquals(List.of(10, 10, 10, 5), sizes);
+    assertArrayEquals(new int[] {7}, step(s).chunks().get(0).tokens(), "then it decodes");
+    // without chunked prefill the group still runs in its own chunks
+    SchedulerConfig whole = new SchedulerConfig(4, 256, 10, SchedulingPolicy.FCFS, false, 0);
+    Scheduler t = new Scheduler(whole, 64, 4);
+    t.add("c", prompt(25), 1, 0).limitChunks(10);
+    assertEquals(10, step(t).chunks().get(0).tokens().length);
+  }
+
   @Test
   void withoutChunkingAPromptWaitsForAWholeBudget() {
     SchedulerConfig config = new SchedulerConfig(4, 8, 10, SchedulingPolicy.FCFS, false, 0);

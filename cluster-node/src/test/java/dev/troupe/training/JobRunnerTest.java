@@ -60,6 +60,7 @@ class JobRunnerTest {
           throw new IllegalArgumentException("no base models in this test");
         },
         Trainer.Settings.DEFAULT,
+        TrainingBackends.cpu(),
         new CheckpointStore(dir),
         (m, b, s, d, a) -> {},
         Duration.ofSeconds(5));

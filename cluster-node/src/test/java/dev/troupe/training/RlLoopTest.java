@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.cuda.TrainingDevices;
 import dev.troupe.engine.testing.MapWeights;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.protocol.Json;
@@ -17,14 +18,16 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A seeded on-policy RL loop in process: roll out n = 8 one-token answers per prompt from the
  * current policy (with their sampled logprobs, as a sampler reports them), reward 1 when the token
  * id is a multiple of 4, train one job per iteration with the default objective (CISPO), repeat.
- * The mean reward must rise clearly above its baseline (~0.2) to above 0.85.
+ * The mean reward must rise clearly above its baseline (~0.2) to above 0.85, on the CPU trainer and
+ * on the GPU's (the same loop, {@link TrainingBackend}).
  */
 class RlLoopTest {
   @TempDir Path dir;
@@ -34,7 +37,7 @@ class RlLoopTest {
   static final String[] PROMPTS = {"Q", "R", "S", "T"};
 
   /** Runs the loop and returns the mean reward of each iteration's rollouts. */
-  static List<Double> run(Path dir, int iterations, long seed) {
+  static List<Double> run(Path dir, int iterations, long seed, TrainingBackend.Factory backend) {
     Trainer t =
         new Trainer(
             "rl",
@@ -44,7 +47,8 @@ class RlLoopTest {
             new TrajectoryTokenizer(TOK, new ChatMlTemplate()),
             new Trainer.Settings(
                 64, new LoraSpec(8, 16, LoraSpec.ALL_TARGETS, false, 1), AdamW.Hyper.ART),
-            new CheckpointStore(dir));
+            new CheckpointStore(dir),
+            backend);
     TrainingConfig cfg =
         TrainingConfig.resolve(null, null, null, null, null, 3e-2, null, null, null, null, null);
     Random random = new Random(seed);
@@ -118,10 +122,13 @@ class RlLoopTest {
     return logprobs.length - 1;
   }
 
-  @Test
-  void meanRewardRisesClearlyAboveBaseline() {
-    List<Double> curve = run(dir, 12, 42);
-    System.out.println("RL loop reward curve (mean of 32 rollouts per job): " + curve);
+  /** On the CPU, and on the GPU's training mode (emulated always, a real GPU when present). */
+  @ParameterizedTest
+  @MethodSource("dev.troupe.engine.cuda.TrainingDevices#names")
+  void meanRewardRisesClearlyAboveBaseline(String device) {
+    List<Double> curve = run(dir, 12, 42, TrainingDevices.factory(device));
+    System.out.println(
+        "RL loop reward curve on " + device + " (mean of 32 rollouts per job): " + curve);
     double baseline = curve.get(0);
     double end = (curve.get(curve.size() - 1) + curve.get(curve.size() - 2)) / 2;
     assertTrue(end > 0.85 && end > baseline + 0.25, "reward curve " + curve);

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.adapters.CheckpointStore;
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.cuda.TrainingDevices;
 import dev.troupe.engine.model.SafetensorsWeights;
 import dev.troupe.engine.testing.MapWeights;
 import dev.troupe.engine.testing.TinyModels;
@@ -19,6 +20,8 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The training loop on a tiny model: rewarded answers become likelier; checkpoints resume exactly.
@@ -30,6 +33,10 @@ class TrainerTest {
   static final CharTokenizer TOK = new CharTokenizer(CONFIG.vocabSize());
 
   static Trainer trainer(Path root) {
+    return trainer(root, TrainingBackends.cpu());
+  }
+
+  static Trainer trainer(Path root, TrainingBackend.Factory backend) {
     MapWeights w = new MapWeights(CONFIG, TinyModels.randomWeights(CONFIG, 3));
     return new Trainer(
         "m1",
@@ -39,20 +46,38 @@ class TrainerTest {
         new TrajectoryTokenizer(TOK, new ChatMlTemplate()),
         new Trainer.Settings(
             64, new LoraSpec(4, 8, LoraSpec.ALL_TARGETS, false, 1), AdamW.Hyper.ART),
-        new CheckpointStore(root));
+        new CheckpointStore(root),
+        backend);
   }
 
   /** A group of two answers to "Q": "a" (reward 1) and "b" (reward 0), sampler logprob -4.5. */
   static JsonNode group() throws Exception {
+    return group(new double[] {-4.5, -4.5}, new double[] {-4.5, -4.5});
+  }
+
+  /** As {@link #group()}, with the sampler's logprobs of "a" + end and of "b" + end given. */
+  static JsonNode group(double[] a, double[] b) throws Exception {
     List<String> ts = new ArrayList<>();
-    for (String[] ans : new String[][] {{"a", "1"}, {"b", "0"}})
+    for (Object[] ans : new Object[][] {{"a", "1", a}, {"b", "0", b}}) {
+      double[] lp = (double[]) ans[2];
       ts.add(
           ("{'reward':%s,'messages_and_choices':[{'role':'user','content':'Q'},"
                   + "{'finish_reason':'stop','message':{'role':'assistant','content':'%s'},"
-                  + "'logprobs':{'content':[{'token':'c:%s','logprob':-4.5},{'token':'<|im_end|>','logprob':-4.5}]}}]}")
-              .formatted(ans[1], ans[0], ans[0]));
+                  + "'logprobs':{'content':[{'token':'c:%s','logprob':%s},{'token':'<|im_end|>','logprob':%s}]}}]}")
+              .formatted(ans[1], ans[0], ans[0], lp[0], lp[1]));
+    }
     return Json.mapper()
         .readTree(("{'trajectories':[" + String.join(",", ts) + "]}").replace('\'', '"'));
+  }
+
+  static Trainer.Listener quiet() {
+    return new Trainer.Listener() {
+      @Override
+      public void started(int n) {}
+
+      @Override
+      public void gradientStep(int i, Map<String, Double> m) {}
+    };
   }
 
   static int[] prompt(char answer) {
@@ -64,9 +89,11 @@ class TrainerTest {
     return t.score(ids)[ids.length - 2];
   }
 
-  @Test
-  void rewardedAnswerBecomesLikelierAndCheckpointsAreStored() throws Exception {
-    Trainer t = trainer(dir);
+  @ParameterizedTest
+  @MethodSource("dev.troupe.engine.cuda.TrainingDevices#names")
+  void rewardedAnswerBecomesLikelierAndCheckpointsAreStored(String device) throws Exception {
+    TrainingBackend.Factory backend = TrainingDevices.factory(device);
+    Trainer t = trainer(dir, backend);
     double a0 = answerLogprob(t, 'a');
     double b0 = answerLogprob(t, 'b');
     TrainingConfig cfg =
@@ -116,9 +143,11 @@ class TrainerTest {
     assertEquals(0.5, r.metrics().get("train/reward"));
 
     // a fresh trainer restored from the checkpoint scores exactly like the trained one
-    Trainer restored = trainer(dir);
-    restored.restore(ckpt);
-    assertEquals(a1, answerLogprob(restored, 'a'), 1e-5);
+    try (Trainer restored = trainer(dir, backend)) {
+      restored.restore(ckpt);
+      assertEquals(a1, answerLogprob(restored, 'a'), 1e-5);
+    }
+    t.close();
   }
 
   @Test

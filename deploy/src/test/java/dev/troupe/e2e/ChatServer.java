@@ -64,6 +64,19 @@ final class ChatServer implements AutoCloseable {
 
   /** A server with these {@code troupe.models} (HOCON list). */
   static ChatServer start(String models) throws Exception {
+    return start(models, -1);
+  }
+
+  /**
+   * A server with these {@code troupe.models} and Pekko Management on {@code managementPort} (0: a
+   * free port, -1: off).
+   */
+  static ChatServer start(String models, int managementPort) throws Exception {
+    return start(models, managementPort, ConfigFactory.empty());
+  }
+
+  /** As {@link #start(String, int)}, with {@code extra} config over the test settings. */
+  static ChatServer start(String models, int managementPort, Config extra) throws Exception {
     Path dir = Files.createTempDirectory("troupe-e2e");
     List<String> flags =
         List.of(
@@ -72,13 +85,14 @@ final class ChatServer implements AutoCloseable {
             "--cluster-port",
             "0",
             "--management-port",
-            "-1",
+            String.valueOf(managementPort),
             "--api-key",
             KEY,
             "--data-dir",
             dir.toString());
     TroupeNode node =
-        TroupeNode.start(LaunchOptions.parse(flags, null), overrides(models), key -> {});
+        TroupeNode.start(
+            LaunchOptions.parse(flags, null), extra.withFallback(overrides(models)), key -> {});
     ChatServer server = new ChatServer(node, dir);
     try {
       server.awaitHealthy(Duration.ofMinutes(3));
@@ -104,6 +118,20 @@ final class ChatServer implements AutoCloseable {
   /** Where the HTTP API listens. */
   java.net.InetSocketAddress httpAddress() {
     return node.httpAddress();
+  }
+
+  /** The cluster (Artery) port. */
+  int clusterPort() {
+    return node.address().getPort().orElseThrow();
+  }
+
+  /** Pekko Management's base address (when started with a management port). */
+  String managementUrl() throws Exception {
+    return org.apache.pekko.management.javadsl.PekkoManagement.get(node.system())
+        .start()
+        .toCompletableFuture()
+        .get(10, java.util.concurrent.TimeUnit.SECONDS)
+        .toString();
   }
 
   String baseUrl() {

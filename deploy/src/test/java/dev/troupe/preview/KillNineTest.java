@@ -117,6 +117,71 @@ class KillNineTest {
     }
   }
 
+  /**
+   * Issue 21 (found by the hostile suite): a 20 MB group, a few small ones after it, and a SIGKILL
+   * two seconds later left H2 2.2.224's file unreadable ("File corrupted while reading record",
+   * MVStore's "Double mark"): the node could not start and every logged group was out of reach. H2
+   * 2.3.232 opens it with everything acknowledged.
+   */
+  @Test
+  void aLargeGroupAcknowledgedJustBeforeSigkillIsReadBack() throws Exception {
+    Path db = dir.resolve("large");
+    Path portFile = dir.resolve("large-port");
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    Process child =
+        new ProcessBuilder(
+                java,
+                "-Xmx512m",
+                "-cp",
+                System.getProperty("java.class.path"),
+                LogNodeMain.class.getName(),
+                db.toString(),
+                portFile.toString())
+            .redirectErrorStream(true)
+            .redirectOutput(dir.resolve("large-child.log").toFile())
+            .start();
+    try {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+      while (!Files.exists(portFile)) {
+        assertTrue(
+            child.isAlive(), "child died: " + Files.readString(dir.resolve("large-child.log")));
+        assertTrue(System.nanoTime() < deadline, "child did not start");
+        Thread.sleep(100);
+      }
+      PreviewClient client =
+          new PreviewClient(
+              "http://127.0.0.1:" + Files.readString(portFile).trim(), PreviewNode.KEY);
+      String id = client.createModel("large-before-kill");
+      String big =
+          group("big")
+              .replace(
+                  "\"reward\":1", "\"reward\":1,\"logs\":[\"" + "y".repeat(20_000_000) + "\"]");
+      String body =
+          "{\"split\":\"train\",\"trajectory_groups\":[" + big + "," + group("small") + "]}";
+      assertEquals(200, client.post("/v1/preview/models/" + id + "/log", body).status());
+      // a few small writes after it, then a moment for the store's background writer
+      for (int i = 0; i < 5; i++) {
+        String small = "{\"split\":\"train\",\"trajectory_groups\":[" + group("after-" + i) + "]}";
+        assertEquals(200, client.post("/v1/preview/models/" + id + "/log", small).status());
+      }
+      Thread.sleep(2000);
+      child.destroyForcibly(); // SIGKILL
+      assertTrue(child.waitFor(30, TimeUnit.SECONDS));
+
+      try (PreviewNode node = PreviewNode.start(PersistenceSettings.h2(db))) {
+        Map<String, Integer> counts =
+            count(new PreviewClient(node.baseUrl(), PreviewNode.KEY).allGroups(id, null));
+        assertEquals(
+            Map.of(
+                "big", 1, "small", 1, "after-0", 1, "after-1", 1, "after-2", 1, "after-3", 1,
+                "after-4", 1),
+            counts);
+      }
+    } finally {
+      child.destroyForcibly();
+    }
+  }
+
   private static String group(String marker) {
     return "{\"trajectories\":[{\"messages_and_choices\":[{\"role\":\"user\",\"content\":\"q\"}],"
         + "\"reward\":1,\"metadata\":{\"marker\":\""

@@ -230,4 +230,43 @@ class LogEndpointHardeningTest {
     assertEquals(413, r.statusCode(), r.body());
     assertTrue(r.body().contains("PayloadTooLargeError"), r.body());
   }
+
+  /**
+   * Issue 21: a lone surrogate in a model's names reached the registry's journal, which could not
+   * encode the event; the registry stopped and every later create got a 503 after 30 s.
+   */
+  @Test
+  void modelNamesThatCannotBeStoredAre422AndTheRegistryKeepsServing() {
+    for (String field : List.of("project", "name", "entity")) {
+      String json =
+          "{\"project\":\"p\",\"name\":\"n-"
+              + UUID.randomUUID()
+              + "\",\"base_model\":\""
+              + PreviewNode.BASE_MODEL
+              + "\"}";
+      json = json.replace("{", "{\"" + field + "\":\"x\\ud800\",");
+      if (!field.equals("entity")) json = json.replaceFirst(",\"" + field + "\":\"[^\"]*\"", "");
+      assertEquals(
+          List.of("body." + field + ":string_unicode"),
+          locs(client.post("/v1/preview/models", json)),
+          json);
+    }
+    // the registry still answers at once
+    String id = client.createModel("after-surrogates-" + UUID.randomUUID());
+    assertEquals(200, client.get("/v1/preview/models/" + id).status());
+  }
+
+  /** Issue 21: {@code {…}}}}} was a 200 here while every other endpoint refuses trailing data. */
+  @Test
+  void trailingDataAfterTheBodyIs422AndNothingIsStored() {
+    String id = client.createModel("trailing-" + UUID.randomUUID());
+    String path = "/v1/preview/models/" + id + "/log";
+    for (String tail : List.of("}}}}", " {}", "x", "]")) {
+      List<String> locs = locs(client.post(path, body("val", trajectory("t", "")) + tail));
+      assertEquals(1, locs.size(), locs.toString());
+      assertTrue(locs.get(0).endsWith(":json_invalid"), tail + " " + locs);
+    }
+    assertEquals(200, client.post(path, body("val", trajectory("t", "")) + " \n").status());
+    assertEquals(1, client.allGroups(id, null).size());
+  }
 }

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.deploy.LaunchOptions;
 import dev.troupe.deploy.TroupeNode;
+import dev.troupe.engine.cuda.EmulatedTraining;
 import dev.troupe.protocol.Json;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -66,6 +67,21 @@ class RlLoopOverHttpTest {
 
   @Test
   void meanRewardRisesAboveItsBaseline() throws Exception {
+    loop("");
+  }
+
+  /**
+   * The same loop with training on the GPU's training mode, run by the CPU emulation of its kernels
+   * ({@code troupe.training.backend}; serving stays on the CPU): the node's jobs go through the one
+   * training loop to the device backend, and what it trains is served to the next rollouts.
+   */
+  @Test
+  void meanRewardRisesAboveItsBaselineWithTrainingOnTheEmulatedGpu() throws Exception {
+    EmulatedTraining.assumeAvailable();
+    loop("troupe.training.backend = " + EmulatedTraining.class.getName());
+  }
+
+  private void loop(String config) throws Exception {
     int jobs = Integer.getInteger("troupe.rl.jobs", 14);
     LaunchOptions o =
         LaunchOptions.parse(
@@ -88,7 +104,8 @@ class RlLoopOverHttpTest {
         TroupeNode.start(
             o,
             ConfigFactory.parseString(
-                "pekko.coordinated-shutdown.exit-jvm = off\npekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off\npekko.loglevel = WARNING"),
+                config
+                    + "\npekko.coordinated-shutdown.exit-jvm = off\npekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off\npekko.loglevel = WARNING"),
             k -> {})) {
       port = node.httpPort();
       ObjectNode create =
@@ -138,7 +155,10 @@ class RlLoopOverHttpTest {
         waitFor(jobId);
       }
       System.out.println(
-          "RL loop over HTTP, reward curve (mean reward of each job's rollouts): " + curve);
+          "RL loop over HTTP"
+              + (config.isEmpty() ? "" : " (" + config + ")")
+              + ", reward curve (mean reward of each job's rollouts): "
+              + curve);
       // The baseline is the first job's rollouts: the base model's, before any training (jobs 1
       // and 2 already sample from trained adapters). The curve is noisy (64 rollouts per job, and
       // one Adam step per job overshoots now and then): the end is the mean of the last four

@@ -9,6 +9,7 @@ import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest.StreamOptions;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest.Tool;
 import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.RequestLimits;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.ToolCalling;
 import java.util.ArrayList;
@@ -131,8 +132,10 @@ public final class ChatRequestMapper {
         r.tools() == null
             ? null
             : r.tools().stream().map(t -> Json.mapper().convertValue(t, JSON_OBJECT)).toList();
-    if (r.documents() != null && r.documents().contains(null))
-      throw bad("Each document must be an object.", "documents");
+    if (r.documents() != null) {
+      limit(r.documents().size(), RequestLimits.DOCUMENTS, "documents", "documents");
+      if (r.documents().contains(null)) throw bad("Each document must be an object.", "documents");
+    }
 
     GenerationRequest generation =
         GenerationRequest.builder(engineId)
@@ -189,6 +192,7 @@ public final class ChatRequestMapper {
       List<Map<String, Object>> messages, ModelFacts model) {
     if (messages == null) throw bad("Field required: `messages`.", "messages");
     if (messages.isEmpty()) throw bad("`messages` must contain at least one message.", "messages");
+    limit(messages.size(), RequestLimits.MESSAGES, "messages", "messages");
     for (int i = 0; i < messages.size(); i++) {
       Map<String, Object> m = messages.get(i);
       String at = "messages[" + i + "]";
@@ -199,6 +203,7 @@ public final class ChatRequestMapper {
       if (content == null || content instanceof String) continue;
       if (!(content instanceof List<?> parts))
         throw bad("`content` must be a string or a list of content parts.", at + ".content");
+      limit(parts.size(), RequestLimits.CONTENT_PARTS, at + ".content", "parts");
       for (int p = 0; p < parts.size(); p++) {
         String partAt = at + ".content[" + p + "]";
         if (!(parts.get(p) instanceof Map<?, ?> part) || !(part.get("type") instanceof String type))
@@ -226,6 +231,7 @@ public final class ChatRequestMapper {
 
   private static void checkTools(List<Tool> tools, JsonNode toolChoice) {
     if (tools != null) {
+      limit(tools.size(), RequestLimits.TOOLS, "tools", "tools");
       for (int i = 0; i < tools.size(); i++) {
         Tool t = tools.get(i);
         if (t == null) throw bad("Each tool must be an object.", "tools[" + i + "]");
@@ -257,6 +263,11 @@ public final class ChatRequestMapper {
 
   private static boolean isTrue(Boolean b) {
     return b != null && b;
+  }
+
+  /** A 400 naming {@code field} when {@code size} is over its {@link RequestLimits} bound. */
+  public static void limit(long size, int max, String field, String unit) {
+    if (size > max) throw bad(RequestLimits.tooMany(field, size, max, unit), field);
   }
 
   private static ApiException bad(String message, String param) {

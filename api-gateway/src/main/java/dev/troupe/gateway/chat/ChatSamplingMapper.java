@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.api.SamplingFields;
+import dev.troupe.protocol.cluster.RequestLimits;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.SamplingParams.LogitsProcessorSpec;
 import java.util.ArrayList;
@@ -70,9 +71,9 @@ public final class ChatSamplingMapper {
 
     if (requestedMax != null && requestedMax < 1)
       throw bad("max_tokens must be at least 1, got " + requestedMax + ".", maxParam);
-    // Absent: as many as the context leaves. Whether it fits beside the prompt is the worker's
-    // rule.
-    int maxTokens = requestedMax != null ? requestedMax : SamplingParams.MAX_TOKENS_UNSET;
+    // Absent (null): as many as the context leaves. Whether it fits beside the prompt is the
+    // worker's rule.
+    Integer maxTokens = requestedMax;
     int minTokens = r.minTokens() == null ? 0 : r.minTokens();
     if (minTokens < 0)
       throw bad(
@@ -211,6 +212,9 @@ public final class ChatSamplingMapper {
 
   private static List<LogitsProcessorSpec> logitsProcessors(List<JsonNode> specs) {
     if (specs == null) return List.of();
+    // counted before each is converted (SamplingParams checks the same bound again)
+    ChatRequestMapper.limit(
+        specs.size(), RequestLimits.LOGITS_PROCESSORS, "logits_processors", "entries");
     List<LogitsProcessorSpec> out = new ArrayList<>();
     for (int i = 0; i < specs.size(); i++) {
       JsonNode s = specs.get(i);

@@ -15,7 +15,9 @@ import org.apache.pekko.http.javadsl.server.RequestEntityExpectedRejection;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.http.javadsl.server.UnsupportedRequestContentTypeRejection;
 import org.apache.pekko.http.javadsl.server.ValidationRejection;
+import org.apache.pekko.http.scaladsl.model.EntityStreamException;
 import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
+import org.apache.pekko.http.scaladsl.model.IllegalRequestException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,8 +43,9 @@ public final class ApiErrors {
 
   /**
    * Maps every throwable escaping a route: API and validation errors to their bodies, oversized
-   * bodies to 413 and anything else to a 500 that does not leak internals (logged here, with its
-   * stack).
+   * bodies to 413, a body the HTTP layer could not read (malformed chunked encoding, a client that
+   * closed the connection mid-body) to its 4xx with one log line, and anything else to a 500 that
+   * does not leak internals (logged here, with its stack).
    */
   public static ExceptionHandler exceptionHandler(long bodyLimitBytes) {
     return ExceptionHandler.newBuilder()
@@ -61,6 +64,8 @@ public final class ApiErrors {
                 return complete(JsonBodies.response(StatusCodes.UNPROCESSABLE_CONTENT, v.body()));
               if (cause instanceof EntityStreamSizeException)
                 return reply(ApiException.payloadTooLarge(bodyLimitBytes));
+              if (cause instanceof IllegalRequestException
+                  || cause instanceof EntityStreamException) return reply(unreadableBody(cause));
               log.error("Unhandled error in a route", e);
               return reply(ApiException.internal("Internal server error"));
             })
@@ -128,12 +133,32 @@ public final class ApiErrors {
     return JsonBodies.response(r.status(), new ApiException(status, type, text, null).body());
   }
 
+  /**
+   * The HTTP layer could not deliver the body: its chunked encoding is malformed, or the client
+   * closed the connection before sending all of it (then nobody reads this answer). Either is the
+   * client's doing, so one line, no stack.
+   */
+  private static ApiException unreadableBody(Throwable e) {
+    int status = 400;
+    String summary = e.getMessage();
+    if (e instanceof IllegalRequestException ire) {
+      status = ire.status().intValue();
+      summary = ire.info().summary();
+    } else if (e instanceof EntityStreamException ese) {
+      summary = ese.info().summary();
+    }
+    log.info("Could not read a request body ({}): {}", status, summary);
+    return ParseErrors.toApiException(status, "Cannot read the request body: " + summary);
+  }
+
   private static Throwable unwrap(Throwable t) {
     Throwable cur = t;
     for (int i = 0; i < 8 && cur != null; i++) {
       if (cur instanceof ApiException
           || cur instanceof ValidationException
-          || cur instanceof EntityStreamSizeException) return cur;
+          || cur instanceof EntityStreamSizeException
+          || cur instanceof IllegalRequestException
+          || cur instanceof EntityStreamException) return cur;
       cur = cur.getCause();
     }
     return t;

@@ -22,6 +22,13 @@ import org.slf4j.LoggerFactory;
 public final class GatewayServer {
   private static final Logger log = LoggerFactory.getLogger(GatewayServer.class);
 
+  /**
+   * The largest network read the HTTP parser may be handed safely: Pekko HTTP parses the requests
+   * of one read recursively, one level per request, and ~700 levels overflow a default thread stack
+   * (fatal: the JVM exits). 8 KiB holds at most 512 requests of the shortest kind (16 bytes).
+   */
+  static final long SAFE_READ_BYTES = 8 * 1024;
+
   private GatewayServer() {}
 
   /**
@@ -31,6 +38,7 @@ public final class GatewayServer {
    */
   public static CompletionStage<ServerBinding> bind(
       ActorSystem<?> system, GatewaySettings settings, Route route) {
+    warnOfLargeReads(system);
     var configured = ServerSettings.create(system.settings().config()).getTimeouts().idleTimeout();
     Duration idle =
         configured.isFinite() ? Duration.ofNanos(configured.toNanos()) : Duration.ofDays(365);
@@ -41,6 +49,7 @@ public final class GatewayServer {
             s ->
                 s.withParserSettings(
                         s.getParserSettings().withMaxContentLength(settings.maxBodyBytes()))
+                    .withParsingErrorHandler(ParseErrors.class.getName())
                     .withTimeouts(
                         s.getTimeouts()
                             .withIdleTimeout(scala.concurrent.duration.Duration.Inf())
@@ -62,5 +71,16 @@ public final class GatewayServer {
                     binding.localAddress(),
                     settings.apiKeys().size());
             });
+  }
+
+  /** The node's launcher config sets 4 KiB (troupe-node.conf); an embedding must too. */
+  private static void warnOfLargeReads(ActorSystem<?> system) {
+    long read = system.settings().config().getBytes("pekko.io.tcp.direct-buffer-size");
+    if (read > SAFE_READ_BYTES)
+      log.warn(
+          "pekko.io.tcp.direct-buffer-size is {} bytes: a client pipelining many small requests in"
+              + " one read can overflow Pekko HTTP's parser stack and stop the JVM; set it to 4 KiB"
+              + " (docs/api.md, \"Pipelined requests\")",
+          read);
   }
 }

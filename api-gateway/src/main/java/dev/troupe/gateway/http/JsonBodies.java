@@ -126,8 +126,13 @@ public final class JsonBodies {
   /** Parses {@code bytes} as {@code type}; any failure is a 400 naming the field. */
   public static <T> T parse(ByteString bytes, Class<T> type) {
     T value;
+    byte[] body = bytes.toArray();
+    long invalid = Utf8.firstInvalidByte(body);
+    if (invalid >= 0)
+      throw ApiException.badRequest(
+          "Malformed JSON in the request body: not valid UTF-8 at byte " + invalid + ".", null);
     try {
-      value = reader(type).readValue(bytes.toArray());
+      value = reader(type).readValue(body);
     } catch (IOException e) {
       throw toApiException(e);
     }
@@ -140,8 +145,12 @@ public final class JsonBodies {
 
   /** Parses {@code bytes} as {@code type}; any failure is a 422 with FastAPI's detail list. */
   public static <T> T parseOrDetail(ByteString bytes, Class<T> type) {
+    byte[] body = bytes.toArray();
+    long invalid = Utf8.firstInvalidByte(body);
+    if (invalid >= 0)
+      throw ValidationException.of(List.of("body", invalid), "JSON decode error", "json_invalid");
     try {
-      T value = reader(type).readValue(bytes.toArray());
+      T value = reader(type).readValue(body);
       if (value == null)
         throw ValidationException.of(
             List.of("body"), "Input should be a valid dictionary", "model_attributes_type");

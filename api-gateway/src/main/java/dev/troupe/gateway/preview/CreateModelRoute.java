@@ -20,7 +20,8 @@ import org.apache.pekko.http.javadsl.server.Route;
  * {@code POST /v1/preview/models} {@code {entity?, project, name, base_model, return_existing}}:
  * registers a trainable model (step 0 = the base model). The same (entity, project, name) with
  * {@code return_existing: true} returns the existing model; without it, 409. {@code base_model}
- * must be a served model (400 lists them).
+ * must be a served model (400 lists them). The names are journaled by the registry: text that
+ * cannot be stored (a lone surrogate) is a 422 at its field, before anything is asked.
  */
 public final class CreateModelRoute implements ApiRoute {
   private final PreviewContext ctx;
@@ -128,7 +129,13 @@ public final class CreateModelRoute implements ApiRoute {
       p.add(List.of("body", field), "Input should be a valid string", "string_type");
       return null;
     }
-    return v.textValue();
+    return storable(v.textValue(), field, p);
+  }
+
+  private static String storable(String s, String field, Problems p) {
+    if (Text.loneSurrogate(s) < 0) return s;
+    p.add(List.of("body", field), Text.UNSTORABLE, Text.UNSTORABLE_TYPE);
+    return null;
   }
 
   private static String optionalString(JsonNode body, String field, Problems p) {
@@ -138,6 +145,6 @@ public final class CreateModelRoute implements ApiRoute {
       p.add(List.of("body", field), "Input should be a valid string", "string_type");
       return null;
     }
-    return v.textValue();
+    return storable(v.textValue(), field, p);
   }
 }

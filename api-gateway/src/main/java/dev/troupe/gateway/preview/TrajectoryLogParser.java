@@ -33,8 +33,9 @@ import java.util.Map;
  * <p>Everything stored is checked to be storable: a string or key holding a lone surrogate is a 422
  * at its {@code loc}, and the reader's limits are this endpoint's own, each a 422 at the {@code
  * loc} where it was crossed: {@link #MAX_DEPTH} levels of nesting, numbers of {@link
- * #MAX_NUMBER_LENGTH} characters, keys of {@link #MAX_NAME_LENGTH}. Strings have no limit below the
- * body's size (the 413 of {@code troupe.gateway.max-body-size}).
+ * #MAX_NUMBER_LENGTH} characters, keys of {@link #MAX_NAME_LENGTH}, {@link #MAX_GROUPS} groups
+ * (counted without being held). Strings have no limit below the body's size (the 413 of {@code
+ * troupe.gateway.max-body-size}).
  */
 final class TrajectoryLogParser {
   /**
@@ -48,6 +49,12 @@ final class TrajectoryLogParser {
   static final int MAX_NUMBER_LENGTH = 1000;
 
   static final int MAX_NAME_LENGTH = 50_000;
+
+  /**
+   * Groups in one request. Each is one row of one database transaction, and a request of 100,000
+   * small groups took a node past a 4 GB heap; ART logs one step's groups at a time (tens).
+   */
+  static final int MAX_GROUPS = 10_000;
 
   /**
    * NaN and Infinity parse, so that they can be refused as non-finite rewards (not as bad JSON).
@@ -81,7 +88,10 @@ final class TrajectoryLogParser {
     boolean sawGroups = false;
     List<byte[]> groups = new ArrayList<>();
     SplitStats stats = SplitStats.EMPTY;
-    JsonParser jp = MAPPER.createParser(in);
+    // Read as strict UTF-8: Jackson's byte parser lets some invalid sequences through.
+    JsonParser jp =
+        MAPPER.createParser(
+            new java.io.InputStreamReader(in, dev.troupe.gateway.http.Utf8.strictDecoder()));
     try (jp) {
       JsonToken t = jp.nextToken();
       if (t != JsonToken.START_OBJECT) {
@@ -129,6 +139,11 @@ final class TrajectoryLogParser {
             int i = 0;
             for (JsonToken tk = jp.nextToken(); tk != JsonToken.END_ARRAY; tk = jp.nextToken()) {
               if (tk == null) throw new JsonParseException(jp, "Unexpected end-of-input");
+              if (i >= MAX_GROUPS) { // counted, never held: the request fails
+                jp.skipChildren();
+                i++;
+                continue;
+              }
               JsonNode group = MAPPER.readTree(jp);
               List<Object> groupLoc = List.of("body", "trajectory_groups", i);
               SplitStats g = group(group, groupLoc, p);
@@ -141,16 +156,28 @@ final class TrajectoryLogParser {
               }
               i++;
             }
+            if (i > MAX_GROUPS) {
+              groups.clear();
+              p.add(List.of("body", "trajectory_groups"), tooLong(i), "too_long");
+            }
           }
           default -> jp.skipChildren();
         }
       }
+      // Nothing may follow the object, as on every other endpoint (FAIL_ON_TRAILING_TOKENS).
+      if (jp.nextToken() != null)
+        throw new JsonParseException(jp, "Trailing data after the request body");
     } catch (StreamConstraintsException e) {
       // One of this endpoint's limits (the read constraints above), where it was crossed.
       p.add(where(jp.getParsingContext()), "Value error, " + limitCrossed(e), "value_error");
       return new Parsed(null, null, List.of(), SplitStats.EMPTY, p.details());
+    } catch (java.nio.charset.CharacterCodingException e) {
+      // not UTF-8: FastAPI's answer for a body it cannot decode, at about where it stopped
+      long at = jp.currentLocation().getCharOffset();
+      p.add(List.of("body", Math.max(0, at)), "JSON decode error", "json_invalid");
+      return new Parsed(null, null, List.of(), SplitStats.EMPTY, p.details());
     } catch (JsonParseException e) {
-      long offset = e.getLocation() == null ? 0 : e.getLocation().getByteOffset();
+      long offset = e.getLocation() == null ? 0 : e.getLocation().getCharOffset();
       p.add(List.of("body", offset < 0 ? 0 : offset), "JSON decode error", "json_invalid");
       return new Parsed(null, null, List.of(), SplitStats.EMPTY, p.details());
     }
@@ -158,6 +185,15 @@ final class TrajectoryLogParser {
     if (!sawGroups) p.add(List.of("body", "trajectory_groups"), "Field required", "missing");
     if (!p.isEmpty()) groups = List.of();
     return new Parsed(split, modelId, groups, stats, p.details());
+  }
+
+  /** pydantic's wording for a list over its {@code max_length}. */
+  static String tooLong(int items) {
+    return "List should have at most "
+        + MAX_GROUPS
+        + " items after validation, not "
+        + items
+        + " (one request's limit; log larger batches in several requests)";
   }
 
   /** Validates one group; returns its statistics (meaningless when problems were added). */
@@ -386,25 +422,12 @@ final class TrajectoryLogParser {
 
   /** A string that could not be stored (a lone surrogate) is a problem at {@code loc}. */
   private static void storable(String s, List<Object> loc, Problems p) {
-    if (Text.loneSurrogate(s) >= 0)
-      p.add(
-          loc,
-          "Input should be a valid string, unable to parse raw data as a unicode string",
-          "string_unicode");
+    if (Text.loneSurrogate(s) >= 0) p.add(loc, Text.UNSTORABLE, Text.UNSTORABLE_TYPE);
   }
 
   /** Every string and key of a group tree, each problem at its own {@code loc}. */
   private static void storable(JsonNode node, List<Object> loc, Problems p) {
-    if (node.isTextual()) storable(node.textValue(), loc, p);
-    else if (node.isArray()) {
-      for (int i = 0; i < node.size(); i++) storable(node.get(i), Problems.loc(loc, i), p);
-    } else if (node.isObject()) {
-      for (Map.Entry<String, JsonNode> e : node.properties()) {
-        List<Object> at = Problems.loc(loc, e.getKey());
-        storable(e.getKey(), at, p);
-        storable(e.getValue(), at, p);
-      }
-    }
+    Text.findUnstorable(node, loc, at -> p.add(at, Text.UNSTORABLE, Text.UNSTORABLE_TYPE));
   }
 
   /** For tests: parse from bytes. */

@@ -4,6 +4,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture
 import static org.apache.pekko.http.javadsl.server.Directives.path;
 import static org.apache.pekko.http.javadsl.server.Directives.post;
 
+import dev.troupe.gateway.chat.ChatRequestMapper;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
@@ -16,6 +17,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.DetokenizeReply;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenized;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
+import dev.troupe.protocol.cluster.RequestLimits;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.Route;
@@ -41,6 +43,11 @@ public final class DetokenizeRoute implements ApiRoute {
                           ServedModel model = models.resolve(request.model());
                           if (request.tokens() == null)
                             throw ApiException.badRequest("Field required: `tokens`.", "tokens");
+                          ChatRequestMapper.limit(
+                              request.tokens().size(),
+                              RequestLimits.DETOKENIZE_TOKENS,
+                              "tokens",
+                              "ids");
                           for (int i = 0; i < request.tokens().size(); i++)
                             if (request.tokens().get(i) == null || request.tokens().get(i) < 0)
                               throw ApiException.badRequest(

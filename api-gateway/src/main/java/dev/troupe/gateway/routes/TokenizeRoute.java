@@ -17,6 +17,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Rejected;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenizeReply;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenized;
+import dev.troupe.protocol.cluster.RequestLimits;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.Route;
@@ -85,12 +86,15 @@ public final class TokenizeRoute implements ApiRoute {
     if (chat) {
       if (r.messages().isEmpty())
         throw ApiException.badRequest("`messages` must contain at least one message.", "messages");
+      ChatRequestMapper.limit(r.messages().size(), RequestLimits.MESSAGES, "messages", "messages");
       ChatRequestMapper.checkTemplateKwargs(r.chatTemplateKwargs());
       for (int i = 0; i < r.messages().size(); i++)
         if (r.messages().get(i) == null || !(r.messages().get(i).get("role") instanceof String))
           throw ApiException.badRequest(
               "Each message needs a `role` string.", "messages[" + i + "].role");
     }
+    if (r.tools() != null)
+      ChatRequestMapper.limit(r.tools().size(), RequestLimits.TOOLS, "tools", "tools");
     // vLLM: the template brings its own BOS, so chat defaults to false; plain prompts to true.
     boolean addSpecial = r.addSpecialTokens() != null ? r.addSpecialTokens() : !chat;
     if (replyTo == null) return null;

@@ -86,8 +86,8 @@ class TrajectoryLogParserTest {
 
   @Test
   void theBodyIsReadAsAStreamNotAsOneArray() throws IOException {
-    // 20,000 groups produced lazily: the parser only ever sees a stream.
-    int n = 20_000;
+    // As many groups as one request may hold, produced lazily: the parser only sees a stream.
+    int n = TrajectoryLogParser.MAX_GROUPS;
     byte[] head = "{\"split\":\"val\",\"trajectory_groups\":[".getBytes(StandardCharsets.UTF_8);
     byte[] group =
         "{\"trajectories\":[{\"messages_and_choices\":[],\"reward\":0.5}]}"
@@ -184,5 +184,46 @@ class TrajectoryLogParserTest {
         parse(trajectory(", \"log\": \"" + "x".repeat(25_000_000) + "\""));
     assertTrue(big.problems().isEmpty(), big.problems().toString());
     assertEquals(1, big.groups().size());
+  }
+
+  private static String groups(int n) {
+    String g = "{\"trajectories\":[{\"messages_and_choices\":[],\"reward\":1}]}";
+    return "{\"split\":\"val\",\"trajectory_groups\":["
+        + String.join(",", java.util.Collections.nCopies(n, g))
+        + "]}";
+  }
+
+  /**
+   * Issue 21: a 100,000-group request took the node past its heap. One request holds at most {@link
+   * TrajectoryLogParser#MAX_GROUPS}; more is a 422 at the list (pydantic's too_long), the rest
+   * counted without being read into trees.
+   */
+  @Test
+  void aRequestHoldsAtMostTheGroupLimit() throws IOException {
+    int max = TrajectoryLogParser.MAX_GROUPS;
+    assertEquals(max, parse(groups(max)).groups().size());
+    TrajectoryLogParser.Parsed over = parse(groups(10 * max));
+    assertEquals(0, over.groups().size());
+    assertEquals(1, over.problems().size(), over.problems().toString());
+    assertEquals(java.util.List.of("body", "trajectory_groups"), over.problems().get(0).loc());
+    assertEquals("too_long", over.problems().get(0).type());
+    assertTrue(
+        over.problems().get(0).msg().startsWith("List should have at most " + max + " items"),
+        over.problems().get(0).msg());
+    assertTrue(
+        over.problems().get(0).msg().contains("not " + 10 * max), over.problems().get(0).msg());
+  }
+
+  /** Issue 21: a body that is not UTF-8 is FastAPI's json_invalid, never stored as other text. */
+  @Test
+  void aBodyThatIsNotUtf8IsAJsonError() throws IOException {
+    byte[] body =
+        ("{\"split\":\"val\",\"trajectory_groups\":[{\"trajectories\":[{\"reward\":1,"
+                + "\"messages_and_choices\":[{\"role\":\"user\",\"content\":\"\u00c0\u0080\"}]}]}]}")
+            .getBytes(StandardCharsets.ISO_8859_1);
+    TrajectoryLogParser.Parsed p = TrajectoryLogParser.parse(body);
+    assertEquals(0, p.groups().size());
+    assertEquals(1, p.problems().size(), p.problems().toString());
+    assertEquals("json_invalid", p.problems().get(0).type());
   }
 }

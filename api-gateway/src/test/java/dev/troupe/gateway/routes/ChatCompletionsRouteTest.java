@@ -152,10 +152,7 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
     assertEquals(1, s.n());
     assertNull(s.topP());
     assertNull(s.topK());
-    assertEquals(
-        SamplingParams.MAX_TOKENS_UNSET,
-        s.maxTokens(),
-        "no max_tokens: as many as the context allows");
+    assertNull(s.maxTokens(), "no max_tokens: as many as the context allows");
     assertNull(s.seed());
     assertNull(s.logprobs());
     assertNull(s.promptLogprobs());

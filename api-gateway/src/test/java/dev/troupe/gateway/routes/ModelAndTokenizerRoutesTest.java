@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.GatewayRouteTest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
+import dev.troupe.protocol.cluster.RequestLimits;
 import java.util.List;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.testkit.TestRoute;
@@ -171,5 +172,30 @@ class ModelAndTokenizerRoutesTest extends GatewayRouteTest {
     route.run(HttpRequest.GET("/health")).assertStatusCode(200);
     TestRouteResult v = authed(HttpRequest.GET("/version"));
     assertTrue(json(v).path("version").asText().matches("\\d+\\.\\d+\\.\\d+.*"), v.entityString());
+  }
+
+  /** Issue 21: the tokenizer endpoints' lists are bounded like the chat's (docs/api.md, Limits). */
+  @Test
+  void theTokenizerEndpointsListsAreBounded() {
+    String message = "{\"role\":\"user\",\"content\":\"x\"}";
+    String messages =
+        "["
+            + String.join(",", java.util.Collections.nCopies(RequestLimits.MESSAGES + 1, message))
+            + "]";
+    assertError(
+        authed(postJson("/tokenize", "{\"model\":\"fake\",\"messages\":" + messages + "}")),
+        400,
+        "BadRequestError",
+        "messages");
+    String tokens =
+        "["
+            + String.join(
+                ",", java.util.Collections.nCopies(RequestLimits.DETOKENIZE_TOKENS + 1, "1"))
+            + "]";
+    assertError(
+        authed(postJson("/detokenize", "{\"model\":\"fake\",\"tokens\":" + tokens + "}")),
+        400,
+        "BadRequestError",
+        "tokens");
   }
 }

@@ -43,6 +43,9 @@ import org.apache.pekko.cluster.typed.Join;
  * {@code i % models} (each model's log is one entity, so one model's appends are sequential).
  */
 public final class LogBench {
+  /** The log endpoint's per-request bound on groups. */
+  private static final int MAX_GROUPS = 10_000;
+
   private LogBench() {}
 
   public static void main(String[] args) throws Exception {
@@ -141,7 +144,11 @@ public final class LogBench {
   private static void big(
       HttpClient http, String base, String modelId, int mb, int trajectories, int messageBytes)
       throws Exception {
-    String group = group(trajectories, messageBytes, 0);
+    // One request holds at most 10,000 groups (docs/api.md, Limits): larger groups when needed.
+    int perGroup = trajectories;
+    String group = group(perGroup, messageBytes, 0);
+    while ((long) mb * 1_000_000 / (group.length() + 1) > MAX_GROUPS)
+      group = group(perGroup *= 2, messageBytes, 0);
     int n = (int) ((long) mb * 1_000_000 / (group.length() + 1));
     StringBuilder sb =
         new StringBuilder(mb * 1_000_000 + 1024)

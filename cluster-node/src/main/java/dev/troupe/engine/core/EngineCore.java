@@ -162,12 +162,27 @@ public final class EngineCore implements AutoCloseable {
     // Prefix-cache keys: the adapter's weights and the salt; prompt logprobs need every position.
     CacheScope scope = new CacheScope(r.adapterKey(), r.cacheSalt(), p.promptLogprobs() == null);
     SequenceGroup group = scheduler.add(id, prompt, p.n(), r.priority(), scope);
+    // Every prompt position needs its logits row: a bounded number of rows per step.
+    if (p.promptLogprobs() != null) group.limitChunks(promptLogitsRows(samplers.vocabSize()));
     CoreRequest request = new CoreRequest(r, group, choices, beam);
     if (r.resumed() != null && beam == null) Resumption.fork(request, scheduler);
     latencies.admitted(request, System.nanoTime());
     active.put(id, request);
     promptTokens += prompt.length;
     return null;
+  }
+
+  /**
+   * The logits one step may compute for one request's prompt logprobs: every prompt position of a
+   * chunk needs a row of the vocabulary's width, so a 3,000-token prompt in one 2,048-token step
+   * held 1.2 GB of them (a 152k vocabulary) and stalled the batch for seconds. Bounded instead, the
+   * prompt is computed over more steps, between which the other requests decode.
+   */
+  static final long PROMPT_LOGITS_BYTES = 64L << 20;
+
+  /** Prompt tokens per step for a prompt-logprobs request: {@link #PROMPT_LOGITS_BYTES} of rows. */
+  static int promptLogitsRows(int vocabSize) {
+    return (int) Math.max(1, PROMPT_LOGITS_BYTES / (4L * Math.max(1, vocabSize)));
   }
 
   /** Removes a request now, wherever it is, freeing its blocks; false if unknown. */

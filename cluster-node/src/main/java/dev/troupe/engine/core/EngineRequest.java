@@ -66,7 +66,7 @@ public record EngineRequest(
       throw new IllegalArgumentException("the prompt is empty");
     if (sampling == null || !sampling.resolved())
       throw new IllegalArgumentException("sampling parameters must be resolved");
-    if (sampling.maxTokens() == SamplingParams.MAX_TOKENS_UNSET)
+    if (sampling.maxTokens() == null)
       throw new IllegalArgumentException("maxTokens must be capped by the context");
     if (setup == null) throw new IllegalArgumentException("setup is required");
     if (adapterId < 0) throw new IllegalArgumentException("adapterId must be >= 0");

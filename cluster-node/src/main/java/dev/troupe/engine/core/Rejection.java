@@ -32,6 +32,11 @@ public final class Rejection extends RuntimeException {
     return new Rejection(Kind.BAD_REQUEST, message, param);
   }
 
+  /** The request was cancelled (its client went away) while it was being prepared. */
+  public static Rejection cancelled() {
+    return new Rejection(Kind.BAD_REQUEST, "The request was cancelled.", null);
+  }
+
   public static Rejection internal(String message) {
     return new Rejection(Kind.INTERNAL, message, null);
   }

@@ -60,8 +60,9 @@ import org.slf4j.LoggerFactory;
  * One NVIDIA GPU through the JavaCPP CUDA presets: the driver API for the context, memory, copies,
  * modules and launches (one non-blocking stream), NVRTC to compile the kernels for the device's own
  * architecture ({@code sm_90} on Hopper) with the machine code cached on disk, and cuBLAS {@code
- * cublasGemmEx} for the products (BF16 operands, FP32 compute). The only class besides {@link
- * CudaProbe} that touches the bindings. Obtain it through {@link CudaProbe#open(int)}.
+ * cublasGemmEx} for the products (BF16 operands, FP32 compute, any transposes and leading
+ * dimensions). The only class besides {@link CudaProbe} that touches the bindings. Obtain it
+ * through {@link CudaProbe#open(int)}.
  */
 public final class CudaGpu implements Gpu {
   private static final Logger log = LoggerFactory.getLogger(CudaGpu.class);
@@ -73,7 +74,7 @@ public final class CudaGpu implements Gpu {
   private final cublasContext blas = new cublasContext();
   private final Map<String, CUfunc_st> functions = new HashMap<>();
   private CUmod_st module;
-  private final FloatPointer one = new FloatPointer(1f);
+  private final FloatPointer alpha = new FloatPointer(1);
   private final FloatPointer beta = new FloatPointer(1);
   private final LaunchArgs launchArgs = new LaunchArgs();
   // live allocations (address → bytes): close frees what its users left, since the primary
@@ -265,30 +266,45 @@ public final class CudaGpu implements Gpu {
   }
 
   @Override
-  public void gemm(long w, long x, long y, int out, int in, int rows, boolean yBf16, float b) {
+  public void matmul(
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      long a,
+      int lda,
+      long b,
+      int ldb,
+      float beta,
+      long c,
+      int ldc,
+      boolean cBf16) {
     current();
-    beta.put(b);
-    // cuBLAS is column-major: y viewed as column-major [out, rows] = W (col-major [in, out])ᵀ · x
-    // (col-major [in, rows])
+    this.alpha.put(alpha);
+    this.beta.put(beta);
+    // cuBLAS is column-major, and a row-major matrix is its transpose seen column-major: row-major
+    // C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, so B goes first, each with its own flag
     blasCheck(
         cublasGemmEx(
             blas,
-            CUBLAS_OP_T,
-            CUBLAS_OP_N,
-            out,
-            rows,
-            in,
-            one,
-            new DevicePointer(w),
+            transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+            transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+            n,
+            m,
+            k,
+            this.alpha,
+            new DevicePointer(b),
             CUDA_R_16BF,
-            in,
-            new DevicePointer(x),
+            ldb,
+            new DevicePointer(a),
             CUDA_R_16BF,
-            in,
-            beta,
-            new DevicePointer(y),
-            yBf16 ? CUDA_R_16BF : CUDA_R_32F,
-            out,
+            lda,
+            this.beta,
+            new DevicePointer(c),
+            cBf16 ? CUDA_R_16BF : CUDA_R_32F,
+            ldc,
             CUBLAS_COMPUTE_32F,
             CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx");
@@ -332,7 +348,7 @@ public final class CudaGpu implements Gpu {
     } finally {
       closed = true;
       cuDevicePrimaryCtxRelease(cuDevice);
-      one.close();
+      alpha.close();
       beta.close();
       launchArgs.close();
     }

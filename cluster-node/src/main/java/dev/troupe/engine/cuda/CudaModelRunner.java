@@ -220,6 +220,19 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     return gpu.describe();
   }
 
+  /**
+   * A trainer of LoRA adapters on this runner's GPU and base weights, which it reads and never
+   * writes (no second copy of the model): for a node that serves and trains one model on one GPU.
+   * Call it, and use the trainer, on this runner's thread between two steps (generation pauses for
+   * a training step, as ART's shared mode); close the trainer before the runner. Its adapters are
+   * served in memory: {@code registerAdapter(id, trainer.adapter(step))}. Its buffers come out of
+   * what the KV cache left: size the cache with {@link CudaTrainer#workspaceBytes} in mind.
+   */
+  public CudaTrainer trainer(CudaTrainer.Adapter adapter, int maxTokens) {
+    if (closed) throw new IllegalStateException("runner closed");
+    return CudaTrainer.sharing(gpu, cfg, w, adapter, maxTokens);
+  }
+
   @Override
   public void registerAdapter(int id, LoraAdapter adapter) {
     lora.register(id, adapter);

@@ -4,10 +4,10 @@ import java.nio.ByteBuffer;
 import java.util.List;
 
 /**
- * What the CUDA runner needs from a device: memory, copies, kernels compiled from source, and one
- * kind of matrix product. {@link CudaGpu} is the real one (JavaCPP bindings to the machine's CUDA
- * 13 libraries); the tests also drive the same runner through a CPU emulation of the same kernels,
- * so everything but the hardware is exercised where there is no GPU.
+ * What the CUDA runner needs from a device: memory, copies, kernels compiled from source, and
+ * matrix products (BF16 operands, FP32 accumulation). {@link CudaGpu} is the real one (JavaCPP
+ * bindings to the machine's CUDA 13 libraries); the tests also drive the same runner through a CPU
+ * emulation of the same kernels, so everything but the hardware is exercised where there is no GPU.
  *
  * <p>All operations are ordered on one stream; {@link #download} returns once the data is on the
  * host. Device addresses are plain {@code long}s. Not thread-safe: confined to the runner's thread.
@@ -47,9 +47,35 @@ public interface Gpu extends AutoCloseable {
 
   /**
    * {@code y[rows, out] = x[rows, in] · w[out, in]ᵀ + beta · y}: w and x bfloat16, row-major,
-   * accumulated in fp32; y fp32 ({@code yBf16} false) or bfloat16. cuBLAS on the device.
+   * accumulated in fp32; y fp32 ({@code yBf16} false) or bfloat16. The forward's product: {@link
+   * #matmul} with x first and w transposed.
    */
-  void gemm(long w, long x, long y, int out, int in, int rows, boolean yBf16, float beta);
+  default void gemm(long w, long x, long y, int out, int in, int rows, boolean yBf16, float beta) {
+    matmul(false, true, rows, out, in, 1f, x, in, w, in, beta, y, out, yBf16);
+  }
+
+  /**
+   * {@code C[m, n] = alpha · op(A) · op(B) + beta · C}, every matrix row-major with a leading
+   * dimension (elements from one row to the next, so a matrix may be a column range of a wider
+   * one): {@code op(A)} is {@code [m, k]}, stored as is, or stored {@code [k, m]} and transposed
+   * when {@code transA}; {@code op(B)} is {@code [k, n]} likewise. A and B bfloat16, accumulated in
+   * fp32; C fp32 ({@code cBf16} false) or bfloat16. cuBLAS ({@code cublasGemmEx}) on the device.
+   */
+  void matmul(
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      long a,
+      int lda,
+      long b,
+      int ldb,
+      float beta,
+      long c,
+      int ldc,
+      boolean cBf16);
 
   /** Waits for all queued work; a failed kernel surfaces here at the latest. */
   void synchronize();

@@ -11,11 +11,14 @@ import java.util.List;
 /**
  * The CUDA C source of the runner's kernels for one model: a prelude of {@code #define}s fixing the
  * head geometry (so per-head loops unroll and per-lane arrays stay in registers) followed by {@code
- * kernels.cu} (a resource beside this class). The same text compiles with NVRTC on the device and,
- * in the tests, as C++ against a CPU emulation of the CUDA built-ins.
+ * kernels.cu} (serving) and {@code training.cu} (training), resources beside this class. The same
+ * text compiles with NVRTC on the device and, in the tests, as C++ against a CPU emulation of the
+ * CUDA built-ins.
  */
 public final class KernelSource {
-  /** Every kernel of kernels.cu, in the order the forward uses them. */
+  /**
+   * Every kernel of kernels.cu: the serving forward's in the order it uses them, then training's.
+   */
   public static final List<String> KERNELS =
       List.of(
           "embed_rows",
@@ -25,10 +28,42 @@ public final class KernelSource {
           "silu_mul",
           "lora_shrink",
           "lora_expand",
-          "sample_rows");
+          "sample_rows",
+          // training (CudaTrainer)
+          "add_f32",
+          "fill_f32",
+          "f32_to_bf16",
+          "rmsnorm_bwd",
+          "silu_mul_bwd",
+          "qkv_rope_bwd",
+          "attention_train",
+          "attention_train_dq",
+          "attention_train_dkv",
+          "lm_head_fwd",
+          "lm_head_bwd",
+          "rl_loss",
+          "grad_sumsq",
+          "adamw_step");
 
   /** Threads of the blocks of each kernel (the kernels assume these). */
   static final int NORM_THREADS = 256, QKV_THREADS = 128, ELEMENT_THREADS = 256, LORA_THREADS = 128;
+
+  /**
+   * Threads of the training kernels' blocks but the attention's and qkv_rope_bwd's (kernels.cu).
+   */
+  static final int TRAIN_THREADS = 256;
+
+  /**
+   * Threads of a training launch of the row-wise norm kernels ({@code add_rmsnorm}, {@code
+   * rmsnorm_bwd}: any multiple of 32 works): about 8 elements each, 32 to {@link #NORM_THREADS}
+   * (256 from a hidden size of 2,048 up; a small model's rows need no more).
+   */
+  static int normThreads(int hidden) {
+    return Math.max(32, Math.min(NORM_THREADS, (hidden / 8 + 31) / 32 * 32));
+  }
+
+  /** Blocks of the optimizer's two launches (kernels.cu's ADAM_BLOCKS). */
+  static final int ADAM_BLOCKS = 64;
 
   /** Shared memory the attention kernel may use for merging its warps' partial results. */
   static final int ATT_SHARED_BYTES = 32 * 1024;
@@ -88,8 +123,12 @@ public final class KernelSource {
   }
 
   private static String readBody() {
-    try (InputStream in = KernelSource.class.getResourceAsStream("kernels.cu")) {
-      if (in == null) throw new IllegalStateException("kernels.cu missing from the classpath");
+    return read("kernels.cu") + read("training.cu");
+  }
+
+  private static String read(String name) {
+    try (InputStream in = KernelSource.class.getResourceAsStream(name)) {
+      if (in == null) throw new IllegalStateException(name + " missing from the classpath");
       return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } catch (IOException e) {
       throw new UncheckedIOException(e);

@@ -18,6 +18,7 @@ import dev.troupe.scheduler.SchedulingPolicy;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CancellationException;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -128,15 +129,25 @@ public final class InputProcessor {
     Stage stage = new Stage();
     try {
       return prepare(r, stage);
-    } catch (Rejection e) {
-      throw e;
-    } catch (SamplingParams.InvalidValue e) {
-      throw Rejection.badRequest(e.getMessage(), e.param());
-    } catch (InvalidSamplingParamsException e) {
-      throw Rejection.badRequest(e.getMessage(), e.param());
     } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
-      throw stage.failed(e, r.chatTemplate() != null);
+      throw rejection(e, stage, r.chatTemplate() != null);
     }
+  }
+
+  /**
+   * What {@code e}, raised while preparing a request, means for it. An interrupted thread means the
+   * worker cancelled the request (its client went away): whatever the interrupt made fail, the
+   * request simply ends, with nothing logged.
+   */
+  private static Rejection rejection(Throwable e, Stage stage, boolean requestTemplate) {
+    if (e instanceof CancellationException || Thread.currentThread().isInterrupted())
+      return Rejection.cancelled();
+    if (e instanceof Rejection x) return x;
+    if (e instanceof SamplingParams.InvalidValue v)
+      return Rejection.badRequest(v.getMessage(), v.param());
+    if (e instanceof InvalidSamplingParamsException v)
+      return Rejection.badRequest(v.getMessage(), v.param());
+    return stage.failed(e, requestTemplate);
   }
 
   private EngineRequest prepare(GenerationRequest r, Stage stage) {
@@ -238,12 +249,12 @@ public final class InputProcessor {
   }
 
   /**
-   * {@link SamplingParams#MAX_TOKENS_UNSET} means "up to the context", as vLLM's default; an
-   * explicit value must fit beside the prompt.
+   * No {@code max_tokens} means "up to the context", as vLLM's default; an explicit value must fit
+   * beside the prompt (vLLM's 400), however large.
    */
   private SamplingParams capMaxTokens(SamplingParams p, int promptLength) {
     int room = maxModelLen - promptLength;
-    if (p.maxTokens() == SamplingParams.MAX_TOKENS_UNSET) return p.withMaxTokens(room);
+    if (p.maxTokens() == null) return p.withMaxTokens(room);
     if (p.maxTokens() > room)
       throw Rejection.badRequest(
           "'max_tokens' or 'max_completion_tokens' is too large: "
@@ -312,10 +323,8 @@ public final class InputProcessor {
         for (int id : ids) strs.add(prompts.tokenizer().idToToken(id));
       }
       return new Tokenized(ids, strs, maxModelLen);
-    } catch (Rejection e) {
-      throw e;
     } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
-      throw stage.failed(e, chatTemplate != null);
+      throw rejection(e, stage, chatTemplate != null);
     }
   }
 
@@ -349,7 +358,13 @@ public final class InputProcessor {
     private String doing = "checking the request";
     private String param;
 
+    /**
+     * Enters the next stage, unless the request was cancelled meanwhile (the worker interrupts the
+     * thread of a request whose client went away).
+     */
     void at(String doing, String param) {
+      if (Thread.currentThread().isInterrupted())
+        throw new CancellationException("cancelled before " + doing);
       this.doing = doing;
       this.param = param;
     }

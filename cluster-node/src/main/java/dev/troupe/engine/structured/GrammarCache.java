@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.Supplier;
@@ -57,8 +58,11 @@ public final class GrammarCache {
     if (theirs != null) {
       try {
         return theirs.join();
-      } catch (CompletionException e) {
-        throw e.getCause() instanceof RuntimeException r ? r : e;
+      } catch (CancellationException | CompletionException e) {
+        Throwable cause = e instanceof CompletionException ? e.getCause() : e;
+        // the request compiling it was cancelled (its client left): this one still wants it
+        if (cause instanceof CancellationException) return get(key, compile);
+        throw cause instanceof RuntimeException r ? r : e;
       }
     }
     try {

@@ -100,6 +100,9 @@ final class Budget {
   }
 
   private void checkTime() {
+    // the worker interrupts the render of a request whose client went away
+    if (Thread.currentThread().isInterrupted())
+      throw new java.util.concurrent.CancellationException("rendering cancelled");
     if (System.nanoTime() - deadline > 0)
       throw new TemplateException(
           "template rendering took longer than " + limits.maxRenderTime().toMillis() + " ms");

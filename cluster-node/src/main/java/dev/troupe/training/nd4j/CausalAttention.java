@@ -7,29 +7,35 @@ import org.nd4j.linalg.factory.Nd4j;
 /**
  * The model definition's {@code ATTENTION} step over a whole packed row ({@code softmax(q kᵀ / √d +
  * mask) v}, grouped-query heads), and its backward, which recomputes each head's probabilities.
- * Attention is block-diagonal causal over the row's segments; no sliding window.
+ * Attention is block-diagonal causal over the row's segments, within Mistral's sliding window.
  */
 final class CausalAttention {
   private static final double MASKED = -1e9;
   private final int heads;
   private final int group;
   private final int d;
+  private final int window;
   private final Nd4jOps ops;
 
   CausalAttention(ModelConfig c, Nd4jOps ops) {
     this.heads = c.numHeads();
     this.group = c.numHeads() / c.numKvHeads();
     this.d = c.headDim();
+    this.window = c.slidingWindow();
     this.ops = ops;
   }
 
-  /** {@code [T, T]}: 0 where position j is visible from i (same segment, j ≤ i), else −1e9. */
+  /**
+   * {@code [T, T]}: 0 where position j is visible from i (same segment, j ≤ i, and with Mistral's
+   * sliding window W, j > i − W, as serving computes it), else −1e9.
+   */
   INDArray mask(int[] segments) {
     int n = segments.length;
     double[] m = new double[n * n];
     for (int i = 0; i < n; i++)
       for (int j = 0; j < n; j++)
-        m[i * n + j] = j <= i && segments[j] == segments[i] ? 0.0 : MASKED;
+        m[i * n + j] =
+            j <= i && segments[j] == segments[i] && (window <= 0 || j > i - window) ? 0.0 : MASKED;
     return Nd4j.create(m, new long[] {n, n}, ops.dtype);
   }
 

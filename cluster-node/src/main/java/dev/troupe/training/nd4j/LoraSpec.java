@@ -1,8 +1,12 @@
 package dev.troupe.training.nd4j;
 
+import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.model.Projection;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Random;
 import java.util.Set;
 
 /**
@@ -33,5 +37,29 @@ public record LoraSpec(
 
   public double scale() {
     return alpha / rank;
+  }
+
+  /**
+   * The adapters before any training, by parameter name ({@code <module>.lora_A} [rank, in], then
+   * {@code <module>.lora_B} [out, rank]), layer by layer in {@link Projection} order: A drawn
+   * Kaiming-uniform as PEFT does (bound 1/sqrt(in)) from {@code seed}, B zero. Every training
+   * backend starts from these, so the CPU and the GPU train the same adapters. Empty under full
+   * fine-tuning.
+   */
+  public Map<String, double[]> initialParameters(ModelConfig config) {
+    Map<String, double[]> out = new LinkedHashMap<>();
+    if (fullFineTune) return out;
+    Random random = new Random(seed);
+    for (int layer = 0; layer < config.numLayers(); layer++)
+      for (Projection p : Projection.values()) {
+        if (!targets.contains(p.shortName())) continue;
+        int in = p.in(config), outDim = p.out(config);
+        double bound = 1.0 / Math.sqrt(in);
+        double[] a = new double[rank * in];
+        for (int i = 0; i < a.length; i++) a[i] = (random.nextDouble() * 2 - 1) * bound;
+        out.put(p.module(layer) + ".lora_A", a);
+        out.put(p.module(layer) + ".lora_B", new double[outDim * rank]);
+      }
+    return out;
   }
 }

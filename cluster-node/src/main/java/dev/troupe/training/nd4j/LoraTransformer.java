@@ -14,7 +14,6 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.Set;
 import java.util.function.Function;
 import org.nd4j.linalg.api.buffer.DataType;
@@ -105,10 +104,10 @@ public final class LoraTransformer implements AutoCloseable {
     finalNorm =
         new RmsNorm(
             TransformerLayout.FINAL_NORM, load(weights, TransformerLayout.FINAL_NORM), false);
-    Random random = new Random(spec.seed());
+    Map<String, double[]> initial = spec.initialParameters(config);
     for (TransformerLayout.LayerTensors t : layout.layers()) {
       Layer layer = new Layer();
-      for (Projection p : Projection.values()) layer.proj.put(p, linear(weights, t, p, random));
+      for (Projection p : Projection.values()) layer.proj.put(p, linear(weights, t, p, initial));
       layer.inNorm = norm(weights, t.inputNorm());
       layer.postNorm = norm(weights, t.postNorm());
       if (config.qkNorm()) {
@@ -427,7 +426,7 @@ public final class LoraTransformer implements AutoCloseable {
   }
 
   private LoraLinear linear(
-      WeightSource w, TransformerLayout.LayerTensors t, Projection p, Random random) {
+      WeightSource w, TransformerLayout.LayerTensors t, Projection p, Map<String, double[]> init) {
     String module = p.module(t.index());
     int out = p.out(config), in = p.in(config);
     LoraLinear l = new LoraLinear(module, load(w, t.weight(p)), spec.scale(), ops);
@@ -435,13 +434,10 @@ public final class LoraTransformer implements AutoCloseable {
     if (spec.fullFineTune()) {
       l.weightParam = t.weight(p);
       register(l.weightParam, l.w.dup('c').data().asDouble(), out, in);
-    } else if (spec.targets().contains(p.shortName())) {
+    } else if (init.containsKey(module + ".lora_A")) {
       int r = spec.rank();
-      double bound = 1.0 / Math.sqrt(in);
-      double[] a = new double[r * in];
-      for (int i = 0; i < a.length; i++) a[i] = (random.nextDouble() * 2 - 1) * bound;
-      register(module + ".lora_A", a, r, in);
-      register(module + ".lora_B", new double[out * r], out, r);
+      register(module + ".lora_A", init.get(module + ".lora_A"), r, in);
+      register(module + ".lora_B", init.get(module + ".lora_B"), out, r);
       l.lora = true;
     }
     return l;

@@ -579,3 +579,4 @@ extern "C" __global__ void sample_rows(const float* logits, float* work, int voc
     }
   }
 }
+

@@ -22,8 +22,8 @@ import java.util.concurrent.TimeUnit;
  * generated prelude) is compiled by the machine's C++ compiler against {@code cuda_emu.h}, which
  * emulates threads, blocks, barriers and warp shuffles with fibers, into a small server process
  * that holds "device" memory and answers this class's commands over a pipe. Products are a plain
- * fp32-accumulating loop over BF16 operands, cuBLAS's contract. Memory is poisoned (NaN) at
- * allocation, so an output a kernel forgot to write shows.
+ * fp32-accumulating loop over BF16 operands (any transposes and leading dimensions), cuBLAS's
+ * contract. Memory is poisoned (NaN) at allocation, so an output a kernel forgot to write shows.
  *
  * <p>Only for tests: slow (every CUDA thread is a fiber) but exact about what the kernels compute.
  */
@@ -85,7 +85,7 @@ final class EmulatedGpu implements Gpu {
         Process p =
             new ProcessBuilder(
                     cxx,
-                    "-O2",
+                    "-O3",
                     "-std=c++17",
                     "-Wno-unknown-pragmas",
                     "-o",
@@ -231,18 +231,38 @@ final class EmulatedGpu implements Gpu {
   }
 
   @Override
-  public void gemm(long w, long x, long y, int out, int in, int rows, boolean yBf16, float beta) {
+  public void matmul(
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      long a,
+      int lda,
+      long b,
+      int ldb,
+      float beta,
+      long c,
+      int ldc,
+      boolean cBf16) {
     send(
-        msg(1 + 24 + 20)
+        msg(1 + 3 * 8 + 11 * 4)
             .put((byte) 'G')
-            .putLong(w)
-            .putLong(x)
-            .putLong(y)
-            .putInt(out)
-            .putInt(in)
-            .putInt(rows)
-            .putInt(yBf16 ? 1 : 0)
-            .putFloat(beta));
+            .putInt(transA ? 1 : 0)
+            .putInt(transB ? 1 : 0)
+            .putInt(m)
+            .putInt(n)
+            .putInt(k)
+            .putFloat(alpha)
+            .putLong(a)
+            .putInt(lda)
+            .putLong(b)
+            .putInt(ldb)
+            .putFloat(beta)
+            .putLong(c)
+            .putInt(ldc)
+            .putInt(cBf16 ? 1 : 0));
     answer();
   }
 

@@ -58,6 +58,20 @@ final class KernelShapes {
       case "attention" -> 32 * KernelSource.attentionWarps(c);
       case "lora_shrink" -> KernelSource.LORA_THREADS;
       case "sample_rows" -> DeviceSampler.THREADS;
+      case "add_f32",
+          "fill_f32",
+          "f32_to_bf16",
+          "rmsnorm_bwd",
+          "silu_mul_bwd",
+          "lm_head_fwd",
+          "lm_head_bwd",
+          "rl_loss",
+          "grad_sumsq",
+          "adamw_step" ->
+          KernelSource.TRAIN_THREADS;
+      case "qkv_rope_bwd" -> KernelSource.QKV_THREADS;
+      case "attention_train", "attention_train_dq", "attention_train_dkv" ->
+          32 * KernelSource.attentionWarps(c);
       default -> throw new IllegalArgumentException(kernel);
     };
   }

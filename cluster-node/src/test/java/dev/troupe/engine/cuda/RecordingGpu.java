@@ -91,11 +91,26 @@ final class RecordingGpu implements Gpu {
   }
 
   @Override
-  public void gemm(long w, long x, long y, int o, int in, int rows, boolean yBf16, float beta) {
+  public void matmul(
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      long a,
+      int lda,
+      long b,
+      int ldb,
+      float beta,
+      long c,
+      int ldc,
+      boolean cBf16) {
     out.printf(
-        "gemm w=0x%x x=0x%x y=0x%x out=%d in=%d rows=%d yBf16=%b beta=%s%n",
-        w, x, y, o, in, rows, yBf16, beta);
-    gpu.gemm(w, x, y, o, in, rows, yBf16, beta);
+        "matmul transA=%b transB=%b m=%d n=%d k=%d alpha=%s a=0x%x lda=%d b=0x%x ldb=%d beta=%s"
+            + " c=0x%x ldc=%d cBf16=%b%n",
+        transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cBf16);
+    gpu.matmul(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cBf16);
   }
 
   @Override

@@ -22,8 +22,9 @@ import org.bytedeco.javacpp.BytePointer;
  *   <li>{@code probe}: JavaCPP is used first (its properties cached, as OpenBLAS does in a node),
  *       then the probe runs; prints its summary, exit 0 when it found a usable GPU.
  *   <li>{@code run MEANT_LOG}: a copy round trip, then every tiny architecture through {@link
- *       CudaModelRunner} (prefill, LoRA rows, device sampling, a block copy), each {@link Gpu}
- *       wrapped in a {@link RecordingGpu} writing what was meant to MEANT_LOG.
+ *       CudaModelRunner} (prefill, LoRA rows, device sampling, a block copy) and a training step on
+ *       the runner's GPU ({@link CudaTrainer}), each {@link Gpu} wrapped in a {@link RecordingGpu}
+ *       writing what was meant to MEANT_LOG.
  * </ul>
  */
 final class StubDriverRun {
@@ -91,6 +92,37 @@ final class StubDriverRun {
           List.of(new DeviceSampling.Row(0, greedy), new DeviceSampling.Row(1, drawn)));
       run.copyBlock(2, 3);
       run.removeAdapter(1);
+      train(run, c);
     }
+  }
+
+  /**
+   * A training step on the runner's own GPU and weights (CudaModelRunner#trainer): every training
+   * kernel and the products with transposed operands; the new adapter registered in memory.
+   */
+  static void train(CudaModelRunner run, ModelConfig c) {
+    int[] tokens = {5, 9, 13, 2, 7, 11, 3};
+    int n = tokens.length;
+    boolean[] mask = {false, true, true, false, true, true, false};
+    double[] old = new double[n], adv = new double[n], weights = new double[n];
+    java.util.Arrays.fill(old, -2.0);
+    java.util.Arrays.fill(adv, 0.5);
+    java.util.Arrays.fill(weights, 1.0);
+    try (CudaTrainer t =
+        run.trainer(new CudaTrainer.Adapter(2, 4.0, List.of("q_proj", "v_proj", "down_proj")), 8)) {
+      java.util.Map<String, double[]> zero = new java.util.LinkedHashMap<>();
+      t.shapes().forEach((k, v) -> zero.put(k, new double[(int) (v[0] * v[1])]));
+      t.parameters(zero);
+      t.step(
+          tokens,
+          new int[] {0, 1, 2, 3, 0, 1, 2},
+          new int[] {0, 0, 0, 0, 1, 1, 1},
+          new CudaTrainer.Targets(mask, old, adv, weights, new int[] {4, 4, 4, 4, 5, 5, 5}),
+          dev.troupe.protocol.cluster.TrainingConfig.defaults(),
+          new CudaTrainer.Adam(0.9, 0.99, 1e-8, 0.1, 0.1),
+          1e-3);
+      run.registerAdapter(3, t.adapter(1));
+    }
+    run.removeAdapter(3);
   }
 }

@@ -98,35 +98,38 @@ class StubDriverTest {
     for (DriverCall s : DriverCall.only(driver, "cublasSetStream"))
       assertTrue(streams.contains(s.get("stream")), "cuBLAS on another stream: " + s.line());
 
-    // products: cuBLAS column-major, y[rows, out] = x · wᵀ as yᵀ = W(ᵀ) · xᵀ
-    List<DriverCall> gemms = DriverCall.only(meant, "gemm");
+    // products: cuBLAS column-major, row-major C = op(A)·op(B) as Cᵀ = op(B)ᵀ·op(A)ᵀ
+    List<DriverCall> products = DriverCall.only(meant, "matmul");
     List<DriverCall> blas = DriverCall.only(driver, "cublasGemmEx");
-    assertEquals(gemms.size(), blas.size(), "products" + context);
-    for (int i = 0; i < gemms.size(); i++) {
-      DriverCall w = gemms.get(i), g = blas.get(i);
+    assertEquals(products.size(), blas.size(), "products" + context);
+    for (int i = 0; i < products.size(); i++) {
+      DriverCall w = products.get(i), g = blas.get(i);
       Map<String, Long> want = new TreeMap<>();
-      want.put("opA", 1L); // CUBLAS_OP_T
-      want.put("opB", 0L);
-      want.put("m", w.number("out"));
-      want.put("n", w.number("rows"));
-      want.put("k", w.number("in"));
-      want.put("A", w.number("w"));
-      want.put("lda", w.number("in"));
-      want.put("B", w.number("x"));
-      want.put("ldb", w.number("in"));
-      want.put("C", w.number("y"));
-      want.put("ldc", w.number("out"));
+      want.put("opA", Boolean.parseBoolean(w.get("transB")) ? 1L : 0L); // CUBLAS_OP_T / _N
+      want.put("opB", Boolean.parseBoolean(w.get("transA")) ? 1L : 0L);
+      want.put("m", w.number("n"));
+      want.put("n", w.number("m"));
+      want.put("k", w.number("k"));
+      want.put("A", w.number("b"));
+      want.put("lda", w.number("ldb"));
+      want.put("B", w.number("a"));
+      want.put("ldb", w.number("lda"));
+      want.put("C", w.number("c"));
+      want.put("ldc", w.number("ldc"));
       want.put("typeA", 14L); // CUDA_R_16BF
       want.put("typeB", 14L);
-      want.put("typeC", Boolean.parseBoolean(w.get("yBf16")) ? 14L : 0L); // CUDA_R_32F
+      want.put("typeC", Boolean.parseBoolean(w.get("cBf16")) ? 14L : 0L); // CUDA_R_32F
       want.put("compute", 68L); // CUBLAS_COMPUTE_32F
       want.put("algo", -1L); // CUBLAS_GEMM_DEFAULT
       Map<String, Long> have = new TreeMap<>();
       for (String k : want.keySet()) have.put(k, g.number(k));
       assertEquals(want, have, "product " + i + ":\n meant " + w.line() + "\n got   " + g.line());
-      assertEquals(1f, Float.parseFloat(g.get("alpha")), g.line());
+      assertEquals(Float.parseFloat(w.get("alpha")), Float.parseFloat(g.get("alpha")), g.line());
       assertEquals(Float.parseFloat(w.get("beta")), Float.parseFloat(g.get("beta")), g.line());
     }
+    assertTrue(
+        products.stream().anyMatch(p -> p.get("transA").equals("true")),
+        "a product with a transposed A (training's weight gradients) reached cuBLAS");
 
     // allocations and copies, in order
     same(meant, "alloc", driver, "cuMemAlloc", "ptr", "bytes");
@@ -149,11 +152,18 @@ class StubDriverTest {
           }
         }
         case "cublasGemmEx" -> {
+          // column-major operands: op N reads [rows, cols] with ld ≥ rows, op T [cols, rows]
           long m = c.number("m"), n = c.number("n"), k = c.number("k");
           long cb = c.number("typeC") == 14 ? 2 : 4;
-          assertTrue(inside(live, c.number("A"), m * k * 2), "A outside: " + c.line());
-          assertTrue(inside(live, c.number("B"), k * n * 2), "B outside: " + c.line());
-          assertTrue(inside(live, c.number("C"), m * n * cb), "C outside: " + c.line());
+          long a =
+              extent(c.number("opA") == 0 ? m : k, c.number("opA") == 0 ? k : m, c.number("lda"));
+          long b =
+              extent(c.number("opB") == 0 ? k : n, c.number("opB") == 0 ? n : k, c.number("ldb"));
+          assertTrue(inside(live, c.number("A"), a * 2), "A outside: " + c.line());
+          assertTrue(inside(live, c.number("B"), b * 2), "B outside: " + c.line());
+          assertTrue(
+              inside(live, c.number("C"), extent(m, n, c.number("ldc")) * cb),
+              "C outside: " + c.line());
         }
         case "cuDevicePrimaryCtxRelease" -> {
           releases++;
@@ -204,6 +214,11 @@ class StubDriverTest {
     assertEquals(0, run.exitCode(), run.output());
     assertTrue(run.output().contains("1 usable GPU(s)"), run.output());
     assertTrue(run.output().contains(home.resolve("lib64").toString()), run.output());
+  }
+
+  /** Elements a column-major [rows, cols] matrix with leading dimension ld spans. */
+  private static long extent(long rows, long cols, long ld) {
+    return rows == 0 || cols == 0 ? 0 : (cols - 1) * ld + rows;
   }
 
   private static boolean inside(Map<Long, Long> live, long p, long bytes) {

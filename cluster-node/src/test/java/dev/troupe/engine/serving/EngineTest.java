@@ -45,7 +45,7 @@ class EngineTest {
 
   @BeforeAll
   static void openReference() {
-    reference = ModelRunners.openDemo(16, 16);
+    reference = ModelRunners.openDemo(32, 16); // 512 positions: the long-prompt test
   }
 
   @AfterAll
@@ -57,7 +57,7 @@ class EngineTest {
     return new Driver(TestEngines.demo(settings, policy));
   }
 
-  static SamplingParams greedy(int maxTokens) {
+  static SamplingParams greedy(Integer maxTokens) {
     return SamplingParams.builder().temperature(0.0).maxTokens(maxTokens).ignoreEos(true).build();
   }
 
@@ -243,8 +243,11 @@ class EngineTest {
       assertTrue(longPrompt.getMessage().contains("maximum context length is 32 tokens"));
       assertEquals("max_tokens", e.add(prompt("b", "hello", greedy(32))).param());
       assertEquals("priority", e.add(prompt("c", "hello", greedy(2)).withPriority(3)).param());
+      // No in-band "unset": the largest int is a max_tokens like any other (issue 21: it was the
+      // sentinel, so it ran to the context instead of being refused as vLLM refuses it).
+      assertEquals("max_tokens", e.add(prompt("f", "hello", greedy(Integer.MAX_VALUE))).param());
       // Unset max_tokens runs to the context: 32 - prompt.
-      e.add(prompt("e", "hello", greedy(SamplingParams.MAX_TOKENS_UNSET)));
+      e.add(prompt("e", "hello", greedy(null)));
       assertEquals(32 - encode("hello").length, usage(e.drain().of("e")).completionTokens());
     }
   }
@@ -314,6 +317,40 @@ class EngineTest {
       LogprobsText sampled = updates.get(0).choices().get(0).logprobs().get(0);
       assertEquals(1, sampled.chosen().rank(), "greedy picks the top token");
       assertEquals(2, sampled.top().size());
+    }
+  }
+
+  /**
+   * Issue 21: a long prompt's logprobs are computed a bounded number of rows per step (here 110 of
+   * the demo model's 151,936-wide rows), and the entries across the chunk boundaries still match a
+   * from-scratch forward pass.
+   */
+  @Test
+  void longPromptLogprobsAreComputedInBoundedChunksAndStillMatchTheReference() {
+    SamplingParams p = greedy(1).toBuilder().promptLogprobs(0).build();
+    String text = "The quick brown fox jumps over the lazy dog. ".repeat(30);
+    int[] ids = encode(text);
+    int rows = dev.troupe.engine.core.EngineCoreAccess.promptLogitsRows(151_936);
+    assertTrue(ids.length > 2 * rows, ids.length + " tokens span three chunks of " + rows);
+    try (Driver e = engine(EngineSettings.small().withNumBlocks(64), SchedulingPolicy.FCFS)) {
+      e.add(prompt("long", text, p));
+      RequestUpdate.Started s = started(e.drain().of("long"));
+      assertEquals(ids.length, s.promptLogprobs().size());
+      for (int position : new int[] {1, rows, rows + 1, 2 * rows + 1, ids.length - 1}) {
+        List<Integer> prefix = new ArrayList<>();
+        for (int i = 0; i < position; i++) prefix.add(ids[i]);
+        float[] row = referenceRow(prefix);
+        double max = Double.NEGATIVE_INFINITY, sum = 0;
+        for (float v : row) max = Math.max(max, v);
+        for (float v : row) sum += Math.exp(v - max);
+        LogprobsText entry = s.promptLogprobs().get(position);
+        assertEquals(ids[position], entry.chosen().tokenId());
+        assertEquals(
+            row[ids[position]] - max - Math.log(sum),
+            entry.chosen().logprob(),
+            1e-3,
+            "position " + position);
+      }
     }
   }
 

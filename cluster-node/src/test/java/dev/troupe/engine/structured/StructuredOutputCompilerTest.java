@@ -154,4 +154,88 @@ class StructuredOutputCompilerTest {
                   }));
     assertEquals(2, tries.get());
   }
+
+  /**
+   * Issue 21: a request cancelled while its grammar compiles stops the compilation (the worker
+   * interrupts its input thread), and a request waiting for the same grammar compiles it itself
+   * instead of failing with the cancelled one.
+   */
+  @Test
+  void aCancelledCompileStopsAndAWaiterCompilesItItself() throws Exception {
+    StructuredOutputsParams schema =
+        StructuredOutputsParams.json(
+            "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}",
+            "response_format");
+    Thread.currentThread().interrupt();
+    try {
+      assertThrows(
+          java.util.concurrent.CancellationException.class,
+          () -> compiler(new GrammarCache(8, 1L << 30)).compile(schema));
+    } finally {
+      Thread.interrupted();
+    }
+
+    GrammarCache shared = new GrammarCache(8, 1L << 30);
+    CompiledGrammar real = compiler(shared).compile(schema);
+    CountDownLatch ownerStarted = new CountDownLatch(1);
+    CountDownLatch waiterWaits = new CountDownLatch(1);
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try {
+      Future<CompiledGrammar> owner =
+          pool.submit(
+              () ->
+                  shared.get(
+                      "k",
+                      () -> {
+                        ownerStarted.countDown();
+                        try {
+                          waiterWaits.await();
+                          Thread.sleep(200); // the waiter is in join() by now
+                        } catch (InterruptedException e) {
+                          Thread.currentThread().interrupt();
+                        }
+                        throw new java.util.concurrent.CancellationException("cancelled");
+                      }));
+      ownerStarted.await();
+      Future<CompiledGrammar> waiter =
+          pool.submit(
+              () -> {
+                waiterWaits.countDown();
+                return shared.get("k", () -> real);
+              });
+      assertThrows(java.util.concurrent.ExecutionException.class, owner::get);
+      assertSame(real, waiter.get());
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  private static StructuredOutputsParams refChain(int n) {
+    StringBuilder defs = new StringBuilder();
+    for (int i = 0; i < n; i++) {
+      if (i > 0) defs.append(',');
+      defs.append("\"d").append(i).append("\":");
+      if (i + 1 < n) defs.append("{\"$ref\":\"#/$defs/d").append(i + 1).append("\"}");
+      else defs.append("{\"type\":\"string\"}");
+    }
+    return StructuredOutputsParams.json(
+        "{\"$ref\":\"#/$defs/d0\",\"$defs\":{" + defs + "}}", "response_format");
+  }
+
+  /**
+   * Issue 21: a chain of 10,000 {@code $ref}s overflowed the compile thread's stack, which surfaced
+   * as a 500 ("the worker failed while compiling", through a PatternSyntaxException that
+   * java.util.regex makes of a stack overflow). A chain nests like properties do: bounded, a 400.
+   */
+  @Test
+  void aLongRefChainIsRefusedAsTooDeepAndAShortOneCompiles() {
+    compiler(new GrammarCache(8, 1L << 30)).compile(refChain(50));
+    for (int n : new int[] {100, 10_000})
+      refused(refChain(n), "response_format", "Failed to transform json schema into a grammar: ");
+    InvalidSamplingParamsException e =
+        assertThrows(
+            InvalidSamplingParamsException.class,
+            () -> compiler(new GrammarCache(8, 1L << 30)).compile(refChain(10_000)));
+    assertTrue(e.getMessage().contains("nested more than 64 levels"), e.getMessage());
+  }
 }

@@ -148,28 +148,37 @@ class LoraTransformerTest {
 
   @Test
   void floatLogprobsMatchTheServingRunnerWithTheAdapterRegistered() {
-    for (TinyModels.Arch arch : TinyModels.Arch.values()) {
-      ModelConfig c = TinyModels.config(arch);
-      MapWeights w = new MapWeights(c, TinyModels.randomWeights(c, 17));
-      LoraSpec spec = new LoraSpec(4, 8, LoraSpec.ALL_TARGETS, false, 5);
-      LoraTransformer m = new LoraTransformer(c, w, spec, DataType.FLOAT);
-      randomizeB(m, 23);
-      int[] tokens = {1, 40, 7, 93, 12, 5, 66, 31};
-      double[] lp = m.forward(tokens, new int[] {0, 1, 2, 3, 4, 5, 6, 7}, new int[8]).logprobs();
-      try (ModelRunner runner = CpuModelRunner.load(c, w, 4, 16)) {
-        runner.registerAdapter(1, m.toAdapter(1));
-        float[][] logits =
-            runner
-                .forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, new int[] {0}, true, 1)))
-                .get(0);
-        for (int t = 0; t + 1 < tokens.length; t++) {
-          double max = Double.NEGATIVE_INFINITY;
-          for (float z : logits[t]) max = Math.max(max, z);
-          double sum = 0;
-          for (float z : logits[t]) sum += Math.exp(z - max);
-          double expected = logits[t][tokens[t + 1]] - max - Math.log(sum);
-          assertEquals(expected, lp[t], 2e-4, arch + " t=" + t);
-        }
+    for (TinyModels.Arch arch : TinyModels.Arch.values())
+      assertMatchesServingRunner(TinyModels.config(arch), arch.toString());
+  }
+
+  @Test
+  void mistralsSlidingWindowIsTheServingRunnersToo() {
+    // a window of 3 over 8 tokens: a full causal mask would give other logprobs from position 3
+    assertMatchesServingRunner(
+        TinyModels.withSlidingWindow(TinyModels.config(TinyModels.Arch.MISTRAL), 3), "window 3");
+  }
+
+  private static void assertMatchesServingRunner(ModelConfig c, String arch) {
+    MapWeights w = new MapWeights(c, TinyModels.randomWeights(c, 17));
+    LoraSpec spec = new LoraSpec(4, 8, LoraSpec.ALL_TARGETS, false, 5);
+    LoraTransformer m = new LoraTransformer(c, w, spec, DataType.FLOAT);
+    randomizeB(m, 23);
+    int[] tokens = {1, 40, 7, 93, 12, 5, 66, 31};
+    double[] lp = m.forward(tokens, new int[] {0, 1, 2, 3, 4, 5, 6, 7}, new int[8]).logprobs();
+    try (ModelRunner runner = CpuModelRunner.load(c, w, 4, 16)) {
+      runner.registerAdapter(1, m.toAdapter(1));
+      float[][] logits =
+          runner
+              .forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, new int[] {0}, true, 1)))
+              .get(0);
+      for (int t = 0; t + 1 < tokens.length; t++) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (float z : logits[t]) max = Math.max(max, z);
+        double sum = 0;
+        for (float z : logits[t]) sum += Math.exp(z - max);
+        double expected = logits[t][tokens[t + 1]] - max - Math.log(sum);
+        assertEquals(expected, lp[t], 2e-4, arch + " t=" + t);
       }
     }
   }

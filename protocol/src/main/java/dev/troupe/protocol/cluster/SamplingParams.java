@@ -29,8 +29,9 @@ import java.util.Map;
  * @param frequencyPenalty over output tokens, in [-2, 2]; null = the model's default
  * @param repetitionPenalty over prompt and output tokens, > 0; 1 = off; null = the model's default
  * @param seed per-request RNG seed, null = unseeded; choice i uses seed + i
- * @param maxTokens maximum generated tokens per choice; {@link #MAX_TOKENS_UNSET} = up to the
- *     context (the worker caps it)
+ * @param maxTokens maximum generated tokens per choice; null = the client set none: up to the
+ *     context (the worker, which knows the prompt, sets it); there is no in-band "unset" value, so
+ *     every explicit value, {@code Integer.MAX_VALUE} included, is checked against the context
  * @param minTokens EOS and stop tokens are suppressed until this many tokens exist
  * @param stop stop strings, matched across token boundaries
  * @param stopTokenIds extra token ids that end a choice ({@code stop_reason} = the id)
@@ -61,7 +62,7 @@ public record SamplingParams(
     Double frequencyPenalty,
     Double repetitionPenalty,
     Long seed,
-    int maxTokens,
+    Integer maxTokens,
     int minTokens,
     List<String> stop,
     List<Integer> stopTokenIds,
@@ -89,7 +90,8 @@ public record SamplingParams(
 
   public SamplingParams {
     if (n < 1) throw new IllegalArgumentException("n must be at least 1, got " + n);
-    if (maxTokens < 0) throw new IllegalArgumentException("maxTokens must be >= 0");
+    if (maxTokens != null && maxTokens < 0)
+      throw new IllegalArgumentException("maxTokens must be >= 0");
     if (temperature != null) {
       finite(temperature, "temperature");
       if (temperature < 0)
@@ -133,6 +135,30 @@ public record SamplingParams(
     }
     if (allowedTokenIds != null && allowedTokenIds.isEmpty())
       throw new InvalidValue("allowed_token_ids", "allowed_token_ids is not None and empty!");
+    bounded(stop, RequestLimits.STOP, "stop", "strings");
+    if (stop != null && chars(stop) > RequestLimits.STOP_CHARS)
+      throw new InvalidValue(
+          "stop",
+          RequestLimits.tooMany("stop", chars(stop), RequestLimits.STOP_CHARS, "characters"));
+    bounded(stopTokenIds, RequestLimits.STOP_TOKEN_IDS, "stop_token_ids", "ids");
+    bounded(allowedTokenIds, RequestLimits.ALLOWED_TOKEN_IDS, "allowed_token_ids", "ids");
+    bounded(badWords, RequestLimits.BAD_WORDS, "bad_words", "words");
+    if (badWords != null && chars(badWords) > RequestLimits.BAD_WORDS_CHARS)
+      throw new InvalidValue(
+          "bad_words",
+          RequestLimits.tooMany(
+              "bad_words", chars(badWords), RequestLimits.BAD_WORDS_CHARS, "characters"));
+    if (logitBias != null && logitBias.size() > RequestLimits.LOGIT_BIAS)
+      throw new InvalidValue(
+          "logit_bias",
+          RequestLimits.tooMany(
+              "logit_bias", logitBias.size(), RequestLimits.LOGIT_BIAS, "entries"));
+    bounded(logitsProcessors, RequestLimits.LOGITS_PROCESSORS, "logits_processors", "entries");
+    if (engineXargs != null && engineXargs.size() > RequestLimits.ENGINE_XARGS)
+      throw new InvalidValue(
+          "engine_xargs",
+          RequestLimits.tooMany(
+              "engine_xargs", engineXargs.size(), RequestLimits.ENGINE_XARGS, "entries"));
     stop = stop == null ? List.of() : List.copyOf(stop);
     stopTokenIds = stopTokenIds == null ? List.of() : List.copyOf(stopTokenIds);
     logitBias = logitBias == null ? Map.of() : Map.copyOf(logitBias);
@@ -185,6 +211,17 @@ public record SamplingParams(
       throw new InvalidValue(param, param + " must be a finite number, got " + v + ".");
   }
 
+  private static void bounded(List<?> list, int limit, String param, String unit) {
+    if (list != null && list.size() > limit)
+      throw new InvalidValue(param, RequestLimits.tooMany(param, list.size(), limit, unit));
+  }
+
+  private static long chars(List<String> strings) {
+    long n = 0;
+    for (String s : strings) n += s == null ? 0 : s.length();
+    return n;
+  }
+
   private static void penalty(Double v, String param) {
     if (v == null) return;
     finite(v, param);
@@ -208,13 +245,6 @@ public record SamplingParams(
     }
   }
 
-  /**
-   * {@code maxTokens} when the client set no {@code max_tokens}: the worker, which knows the prompt
-   * length, generates up to the context length (vLLM's default). An explicit value that does not
-   * fit beside the prompt is a 400 naming {@code max_tokens}.
-   */
-  public static final int MAX_TOKENS_UNSET = Integer.MAX_VALUE;
-
   /** A builder starting from OpenAI's defaults: one choice, temperature 1, up to the context. */
   public static Builder builder() {
     return new Builder();
@@ -225,8 +255,8 @@ public record SamplingParams(
     return new Builder(this);
   }
 
-  /** A copy with another {@code maxTokens}. */
-  public SamplingParams withMaxTokens(int newMaxTokens) {
+  /** A copy with another {@code maxTokens} (null: unset). */
+  public SamplingParams withMaxTokens(Integer newMaxTokens) {
     return toBuilder().maxTokens(newMaxTokens).build();
   }
 
@@ -245,7 +275,7 @@ public record SamplingParams(
     private Double frequencyPenalty = 0.0;
     private Double repetitionPenalty = 1.0;
     private Long seed;
-    private int maxTokens = MAX_TOKENS_UNSET;
+    private Integer maxTokens;
     private int minTokens = 0;
     private List<String> stop = List.of();
     private List<Integer> stopTokenIds = List.of();
@@ -341,7 +371,8 @@ public record SamplingParams(
       return this;
     }
 
-    public Builder maxTokens(int v) {
+    /** Null: unset, up to the context. */
+    public Builder maxTokens(Integer v) {
       maxTokens = v;
       return this;
     }

@@ -1,5 +1,7 @@
 package dev.troupe.protocol.cluster;
 
+import static dev.troupe.protocol.StorableText.requireStorable;
+
 import dev.troupe.protocol.CborSerializable;
 import java.util.List;
 import java.util.Map;
@@ -45,6 +47,12 @@ public final class TrainableModelProtocol {
       Objects.requireNonNull(project, "project");
       Objects.requireNonNull(name, "name");
       Objects.requireNonNull(baseModel, "baseModel");
+      // It is journaled (the registry's and the model's events): text CBOR cannot write is refused.
+      requireStorable(entity, "entity");
+      requireStorable(project, "project");
+      requireStorable(name, "name");
+      requireStorable(baseModel, "baseModel");
+      requireStorable(runId, "runId");
     }
   }
 
@@ -182,7 +190,17 @@ public final class TrainableModelProtocol {
       String name,
       String baseModel,
       ActorRef<RegisterReply> replyTo)
-      implements RegistryCommand {}
+      implements RegistryCommand {
+    /**
+     * Its text becomes a journaled {@link ModelInfo}: refused here, before it reaches the entity.
+     */
+    public Register {
+      requireStorable(entity, "entity");
+      requireStorable(project, "project");
+      requireStorable(name, "name");
+      requireStorable(baseModel, "baseModel");
+    }
+  }
 
   /** Forgets a deleted model (its name becomes free). */
   public record Unregister(String id, ActorRef<Unregistered> replyTo) implements RegistryCommand {}

@@ -2,6 +2,7 @@ package dev.troupe.gateway.preview.training;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ValidationException;
+import dev.troupe.gateway.preview.Text;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.api.ValidationErrorResponse.Detail;
 import dev.troupe.protocol.cluster.TrainingConfig;
@@ -17,6 +18,9 @@ import java.util.UUID;
  */
 final class TrainingJobRequestParser {
   private static final int MAX_DETAILS = 1000;
+
+  /** Groups of one job, journaled with it (the log endpoint's per-request bound). */
+  static final int MAX_GROUPS = 10_000;
 
   /** A valid request. {@code modelId} is null when it is not a UUID (no such model: 404). */
   record Parsed(String modelId, String rawModelId, List<byte[]> groups, TrainingConfig config) {}
@@ -48,6 +52,8 @@ final class TrainingJobRequestParser {
           "model_attributes_type");
       throw new ValidationException(problems);
     }
+    // The groups and the config are journaled with the job: text that cannot be stored is refused.
+    Text.findUnstorable(body, root, at -> add(at, Text.UNSTORABLE, Text.UNSTORABLE_TYPE));
     JsonNode id = body.get("model_id");
     String raw = null;
     if (id == null || id.isNull()) add(loc(root, "model_id"), "Field required", "missing");
@@ -60,6 +66,15 @@ final class TrainingJobRequestParser {
     if (gs == null || gs.isNull()) add(loc(root, "trajectory_groups"), "Field required", "missing");
     else if (!gs.isArray())
       add(loc(root, "trajectory_groups"), "Input should be a valid list", "list_type");
+    else if (gs.size() > MAX_GROUPS)
+      add(
+          loc(root, "trajectory_groups"),
+          "List should have at most "
+              + MAX_GROUPS
+              + " items after validation, not "
+              + gs.size()
+              + " (one job's limit)",
+          "too_long");
     else
       for (int i = 0; i < gs.size(); i++) {
         List<Object> gl = loc(root, "trajectory_groups", i);

@@ -91,6 +91,9 @@ final class TokenMaskTable {
     private int active;
     volatile RuntimeException failure;
 
+    /** The thread that asked for the table: helpers stop too when it is interrupted. */
+    final Thread owner = Thread.currentThread();
+
     Shared(Automaton a, TokenVocabulary v, long maxBytes, int n) {
       this.a = a;
       this.v = v;
@@ -121,6 +124,12 @@ final class TokenMaskTable {
       try {
         for (int p = next.getAndIncrement(); p < kind.length; p = next.getAndIncrement()) {
           if (failure != null) return;
+          if (owner.isInterrupted()) { // the request that asked for it was cancelled
+            failure =
+                new java.util.concurrent.CancellationException("grammar compilation cancelled");
+            next.set(kind.length);
+            return;
+          }
           if (w == null) w = new Worker(this);
           if (total.addAndGet(w.state(p)) > maxBytes) {
             failure = tooLarge(maxBytes);

@@ -142,14 +142,15 @@ public final class JsonSchemaConverter {
   /** The expression of a (sub)schema. */
   Expr schema(JsonNode s, String hint, int depth) {
     if (depth > MAX_DEPTH)
-      throw fail("the schema is nested more than " + MAX_DEPTH + " levels deep");
+      throw fail(
+          "the schema is nested more than " + MAX_DEPTH + " levels deep (each $ref counts as one)");
     if (s.isBoolean()) {
       if (s.booleanValue()) return any();
       throw fail("the schema 'false' at " + hint + " matches nothing");
     }
     if (!s.isObject()) throw fail("a schema must be an object or a boolean (at " + hint + ")");
     JsonSchemaKeywords.checkSupported(s, hint);
-    if (s.has("$ref")) return ref(s.get("$ref"), hint);
+    if (s.has("$ref")) return ref(s.get("$ref"), hint, depth);
     if (s.has("allOf")) {
       JsonNode all = s.get("allOf");
       if (!all.isArray() || all.size() != 1)
@@ -237,7 +238,13 @@ public final class JsonSchemaConverter {
     return Expr.ref(name);
   }
 
-  private Expr ref(JsonNode refNode, String hint) {
+  /**
+   * A {@code $ref}'s rule, made once per target. Its schema is converted one level deeper than the
+   * reference: a chain of references nests like properties do and is bounded by {@link #MAX_DEPTH}
+   * (a chain of 10,000 overflowed the compile thread's stack); a reference back to a target being
+   * converted (a recursive schema) reuses its rule and nests nothing.
+   */
+  private Expr ref(JsonNode refNode, String hint, int depth) {
     if (!refNode.isTextual()) throw fail("$ref must be a string (at " + hint + ")");
     String ref = refNode.asText();
     String existing = refRules.get(ref);
@@ -252,7 +259,7 @@ public final class JsonSchemaConverter {
     if (target == null || target.isMissingNode()) throw fail("unresolved $ref " + ref);
     String name = rules.fresh(sanitize(ref.substring(ref.lastIndexOf('/') + 1)));
     refRules.put(ref, name);
-    rules.rule(name, schema(target, name, 1));
+    rules.rule(name, schema(target, name, depth + 1));
     return Expr.ref(name);
   }
 

@@ -55,10 +55,15 @@ inline void fail(const std::string& msg) {
   if (g_error.empty()) g_error = msg;
 }
 
+// A fiber runs one thread of one block, then parks at its yield; the next block (or launch)
+// resumes it there to run the next thread with that index: contexts are made once per fiber, not
+// per block (getcontext/setcontext are system calls, _setjmp/_longjmp are not).
 inline void fiber_main() {
-  g_body(g_args);
-  g_cur->state = DONE;
-  _longjmp(g_sched, 1);  // never returns: the scheduler resumes
+  for (;;) {
+    g_body(g_args);
+    g_cur->state = DONE;
+    if (!_setjmp(g_cur->jb)) _longjmp(g_sched, 1);
+  }
 }
 
 inline void warp_barrier() {
@@ -82,6 +87,12 @@ T shfl(T v, unsigned src_lane_of(unsigned lane, unsigned arg), unsigned arg) {
 inline unsigned xor_lane(unsigned lane, unsigned m) { return lane ^ m; }
 inline unsigned fixed_lane(unsigned, unsigned src) { return src; }
 
+// A launch that failed leaves fibers inside the kernel: they are started afresh next time.
+inline std::string abandon(const std::string& error) {
+  for (Fiber& f : g_fibers) f.started = false;
+  return error;
+}
+
 // Runs one launch: every block in turn, each block's threads as fibers.
 inline std::string launch(void (*body)(void**), void** args, dim3 grid, dim3 block) {
   g_error.clear();
@@ -92,7 +103,10 @@ inline std::string launch(void (*body)(void**), void** args, dim3 grid, dim3 blo
   g_block = block;
   g_body = body;
   g_args = args;
-  if (g_fibers.size() < n) g_fibers.resize(n);
+  if (g_fibers.size() < n) {
+    g_fibers.resize(n);
+    for (Fiber& f : g_fibers) f.started = false;  // moved: start them afresh
+  }
   g_slots.assign((n / 32) * 2 * 32, 0ull);
   for (unsigned bz = 0; bz < grid.z; bz++)
     for (unsigned by = 0; by < grid.y; by++)
@@ -102,11 +116,11 @@ inline std::string launch(void (*body)(void**), void** args, dim3 grid, dim3 blo
           Fiber& f = g_fibers[i];
           if (f.stack.empty()) f.stack.resize(128 * 1024);
           f.state = RUNNABLE;
-          f.started = false;
           f.idx = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
           f.lane = i % 32;
           f.warp = i / 32;
           f.warp_gen = 0;
+          if (f.started) continue;  // parked at the end of fiber_main's loop
           getcontext(&f.ctx);
           f.ctx.uc_stack.ss_sp = f.stack.data();
           f.ctx.uc_stack.ss_size = f.stack.size();
@@ -128,7 +142,7 @@ inline std::string launch(void (*body)(void**), void** args, dim3 grid, dim3 blo
             }
             ran = true;
           }
-          if (!g_error.empty()) return g_error;
+          if (!g_error.empty()) return abandon(g_error);
           if (ran) continue;
           // nothing runnable: release a barrier, finish, or report a deadlock
           unsigned done = 0, at_block = 0;
@@ -150,9 +164,9 @@ inline std::string launch(void (*body)(void**), void** args, dim3 grid, dim3 blo
               for (unsigned l = 0; l < 32; l++) g_fibers[w * 32 + l].state = RUNNABLE;
               released = true;
             } else if (at + dn == 32) {
-              return "warp " + std::to_string(w) + " of block (" + std::to_string(bx) + "," +
-                     std::to_string(by) + "): shuffle or __syncwarp after " + std::to_string(dn) +
-                     " lanes exited";
+              return abandon("warp " + std::to_string(w) + " of block (" + std::to_string(bx) +
+                             "," + std::to_string(by) + "): shuffle or __syncwarp after " +
+                             std::to_string(dn) + " lanes exited");
             }
           }
           if (released) continue;
@@ -161,8 +175,9 @@ inline std::string launch(void (*body)(void**), void** args, dim3 grid, dim3 blo
               if (g_fibers[i].state == AT_BLOCK_BARRIER) g_fibers[i].state = RUNNABLE;
             continue;
           }
-          return "deadlock in block (" + std::to_string(bx) + "," + std::to_string(by) +
-                 "): threads wait at different barriers (divergent __syncthreads or warp sync)";
+          return abandon("deadlock in block (" + std::to_string(bx) + "," + std::to_string(by) +
+                         "): threads wait at different barriers (divergent __syncthreads or warp "
+                         "sync)");
         }
       }
   return "";

@@ -44,10 +44,11 @@ import org.slf4j.LoggerFactory;
  * is a {@code sum} post-op).
  *
  * <p>Used only where oneDNN picks a hardware BF16 implementation ({@link #available}): elsewhere
- * oneDNN would emulate BF16, and the FP32 OpenBLAS path ({@link Blas}) is faster. {@code
- * -Dtroupe.engine.bf16Gemm=false} turns it off. One instance per runner, called by one team member
- * at a time: oneDNN (OpenMP build) runs each product on its own threads, as many as the process may
- * use cores, while the other members wait at the step's next barrier.
+ * oneDNN offers only its reference matmul (or none for this layout, on AVX2), and the FP32 OpenBLAS
+ * path ({@link Blas}) is faster. {@code -Dtroupe.engine.bf16Gemm=false} turns it off. One instance
+ * per runner, called by one team member at a time: oneDNN (OpenMP build) runs each product on its
+ * own threads, as many as the process may use cores, while the other members wait at the step's
+ * next barrier.
  */
 final class Bf16Gemm implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Bf16Gemm.class);

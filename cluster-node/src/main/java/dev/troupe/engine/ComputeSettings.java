@@ -20,6 +20,8 @@ import org.slf4j.LoggerFactory;
  * @param kernelMaxRows products of up to this many rows run on the Vector API kernels, larger ones
  *     on OpenBLAS
  * @param vectorKernels whether the Vector API kernels may run at all
+ * @param bf16Gemm whether BF16 prefill products may run on oneDNN's matmul (where the CPU has BF16
+ *     dot products); off = OpenBLAS over FP32 tiles
  * @param warmup each replica's start-up warm-up budget; zero = none
  * @param cudaKernelCache where compiled CUDA kernels are kept; null = {@code ~/.cache/troupe/cuda}
  */
@@ -28,6 +30,7 @@ public record ComputeSettings(
     Duration cpuSpin,
     int kernelMaxRows,
     boolean vectorKernels,
+    boolean bf16Gemm,
     Duration warmup,
     Path cudaKernelCache) {
   private static final Logger log = LoggerFactory.getLogger(ComputeSettings.class);
@@ -47,6 +50,7 @@ public record ComputeSettings(
         c.getDuration("cpu-spin"),
         c.getInt("kernel-max-rows"),
         c.getBoolean("vector-kernels"),
+        c.getBoolean("bf16-gemm"),
         c.getDuration("warmup"),
         cache.isEmpty() ? null : Path.of(cache));
   }

@@ -1,6 +1,7 @@
 package dev.troupe.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -21,6 +22,7 @@ class ComputeSettingsTest {
     assertEquals(Duration.ofNanos(20_000), s.cpuSpin());
     assertEquals(64, s.kernelMaxRows());
     assertTrue(s.vectorKernels());
+    assertTrue(s.bf16Gemm());
     assertEquals(Duration.ofSeconds(5), s.warmup());
     assertNull(s.cudaKernelCache());
     assertTrue(s.kernelCache().endsWith(Path.of(".cache", "troupe", "cuda")));
@@ -31,12 +33,13 @@ class ComputeSettingsTest {
     ComputeSettings s =
         ComputeSettings.fromConfig(
             ConfigFactory.parseString(
-                    "troupe.worker.compute { cpu-threads = 3, warmup = 0s, "
+                    "troupe.worker.compute { cpu-threads = 3, warmup = 0s, bf16-gemm = off, "
                         + "cuda-kernel-cache = \"/tmp/k\" }")
                 .withFallback(ConfigFactory.defaultReference())
                 .getConfig("troupe.worker.compute"));
     assertEquals(3, s.teamSize());
     assertEquals(Duration.ZERO, s.warmup());
+    assertFalse(s.bf16Gemm());
     assertEquals(Path.of("/tmp/k"), s.kernelCache());
   }
 }

@@ -6,6 +6,7 @@ import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_SRC;
 import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_TO;
 import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_WEIGHTS;
 
+import dev.troupe.engine.ComputeSettings;
 import dev.troupe.engine.model.DType;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -45,10 +46,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Used only where oneDNN picks a hardware BF16 implementation ({@link #available}): elsewhere
  * oneDNN offers only its reference matmul (or none for this layout, on AVX2), and the FP32 OpenBLAS
- * path ({@link Blas}) is faster. {@code -Dtroupe.engine.bf16Gemm=false} turns it off. One instance
- * per runner, called by one team member at a time: oneDNN (OpenMP build) runs each product on its
- * own threads, as many as the process may use cores, while the other members wait at the step's
- * next barrier.
+ * path ({@link Blas}) is faster. {@code troupe.worker.compute.bf16-gemm = off} turns it off. One
+ * instance per runner, called by one team member at a time: oneDNN (OpenMP build) runs each product
+ * on its own threads, as many as the process may use cores, while the other members wait at the
+ * step's next barrier.
  */
 final class Bf16Gemm implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Bf16Gemm.class);
@@ -59,8 +60,6 @@ final class Bf16Gemm implements AutoCloseable {
   /** Primitives kept (prefill chunk lengths vary; each shape's primitive is compiled once). */
   private static final int CACHED = 64;
 
-  private static final boolean ENABLED =
-      Boolean.parseBoolean(System.getProperty("troupe.engine.bf16Gemm", "true"));
   private static volatile String implementation; // oneDNN's BF16 matmul here, or why none
 
   private final engine eng = new engine(engine.kind.cpu, 0);
@@ -105,8 +104,10 @@ final class Bf16Gemm implements AutoCloseable {
   }
 
   private static String probe() {
-    if (!ENABLED || Matrix.GROUP != 64) {
-      String why = !ENABLED ? "-Dtroupe.engine.bf16Gemm=false" : "no AVX-512 (groups of 32 rows)";
+    boolean enabled = ComputeSettings.jvm().bf16Gemm();
+    if (!enabled || Matrix.GROUP != 64) {
+      String why =
+          !enabled ? "troupe.worker.compute.bf16-gemm = off" : "no AVX-512 (groups of 32 rows)";
       log.info("BF16 prefill products on OpenBLAS (FP32): {}", why);
       return why;
     }

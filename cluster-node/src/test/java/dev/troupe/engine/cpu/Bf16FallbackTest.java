@@ -23,10 +23,10 @@ import org.junit.jupiter.params.provider.CsvSource;
  * prefill products run on OpenBLAS over FP32 tiles. A forked JVM caps what oneDNN may use with its
  * {@code ONEDNN_MAX_CPU_ISA} (read once, when oneDNN loads): at {@code AVX512_CORE} (no
  * AVX512_BF16) oneDNN offers only its reference matmul, at {@code AVX2} none for our weight layout;
- * {@code -Dtroupe.engine.bf16Gemm=false} turns the path off. In each case the golden Llama (BF16)
- * prompt, in a step over 64 rows (the GEMM path), must match the FP32 scalar reference as the FP32
- * path does (within 1e-4; oneDNN's BF16-rounded activations put it 1.35e-2 away), beside either of
- * two companion sequences (OpenBLAS blocks a product by its row count: not bit for bit).
+ * {@code -Dtroupe.worker.compute.bf16-gemm=false} turns the path off. In each case the golden Llama
+ * (BF16) prompt, in a step over 64 rows (the GEMM path), must match the FP32 scalar reference as
+ * the FP32 path does (within 1e-4; oneDNN's BF16-rounded activations put it 1.35e-2 away), beside
+ * either of two companion sequences (OpenBLAS blocks a product by its row count: not bit for bit).
  */
 class Bf16FallbackTest {
   @TempDir Path tmp;
@@ -45,7 +45,7 @@ class Bf16FallbackTest {
                 "--add-modules",
                 "jdk.incubator.vector",
                 "-Xmx512m",
-                "-Dtroupe.engine.bf16Gemm=" + gemmOn),
+                "-Dtroupe.worker.compute.bf16-gemm=" + gemmOn),
             tmp.resolve("child.log"),
             Check.class,
             golden.toString());

@@ -1,7 +1,8 @@
 package dev.troupe.gateway.chat;
 
-import dev.troupe.gateway.chat.ReplicaPicker.Replica;
-import dev.troupe.gateway.liveness.ReplicaLiveness.NodeLost;
+import dev.troupe.gateway.replicas.NodeLost;
+import dev.troupe.gateway.replicas.ReplicaSelector.Attempts;
+import dev.troupe.gateway.replicas.ReplicaSelector.Replica;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.GenerationRequest.Resume;
 import dev.troupe.protocol.cluster.GenerationRequest.ResumedChoice;
@@ -108,7 +109,9 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
 
   private final ActorRef<GenerationEvent> out;
   private final GenerationRequest request;
-  private final Replicas replicas;
+  private final Attempts replicas;
+  private final Duration acceptTimeout;
+  private final MigrationSettings migration;
   private final TimerScheduler<Command> timers;
   private final ActorRef<GenerationEvent> self;
   private final ActorRef<NodeLost> nodeLost;
@@ -128,11 +131,18 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
   private String lostWhy;
 
   static Behavior<Command> create(
-      ActorRef<GenerationEvent> out, GenerationRequest request, Replicas replicas) {
+      ActorRef<GenerationEvent> out,
+      GenerationRequest request,
+      Attempts replicas,
+      Duration acceptTimeout,
+      MigrationSettings migration) {
     return Behaviors.setup(
         ctx ->
             Behaviors.withTimers(
-                timers -> new GenerationOwner(ctx, timers, out, request, replicas).submit()));
+                timers ->
+                    new GenerationOwner(
+                            ctx, timers, out, request, replicas, acceptTimeout, migration)
+                        .submit()));
   }
 
   private GenerationOwner(
@@ -140,8 +150,12 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
       TimerScheduler<Command> timers,
       ActorRef<GenerationEvent> out,
       GenerationRequest request,
-      Replicas replicas) {
+      Attempts replicas,
+      Duration acceptTimeout,
+      MigrationSettings migration) {
     super(ctx);
+    this.acceptTimeout = acceptTimeout;
+    this.migration = migration;
     this.out = out;
     this.request = request;
     this.replicas = replicas;
@@ -154,8 +168,8 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     this.finished = new boolean[n];
     ctx.getSystem().eventStream().tell(new EventStream.Subscribe<>(NodeLost.class, nodeLost));
     ctx.watchWith(out, ConsumerGone.INSTANCE);
-    if (replicas.migration().enabled())
-      timers.startSingleTimer(START_TIMER, NotStarted.INSTANCE, replicas.migration().deadline());
+    if (migration.enabled())
+      timers.startSingleTimer(START_TIMER, NotStarted.INSTANCE, migration.deadline());
   }
 
   @Override
@@ -177,23 +191,21 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
 
   /** Sends the request (or its continuation) to a reachable replica, or waits for one. */
   private Behavior<Command> submit() {
-    Optional<Replica> next = replicas.picker().pick(avoid);
+    Optional<Replica> next = replicas.next(avoid);
     if (next.isEmpty()) {
       replica = null;
       if (lostAt < 0)
         return finish(
-            "No replica of model `"
-                + replicas.picker().model()
-                + "` is reachable right now; retry later.");
-      if (System.nanoTime() - lostAt >= replicas.migration().deadline().toNanos())
+            "No replica of model `" + replicas.model() + "` is reachable right now; retry later.");
+      if (System.nanoTime() - lostAt >= migration.deadline().toNanos())
         return finish(
             gaveUp(
                 "no replica of model `"
-                    + replicas.picker().model()
+                    + replicas.model()
                     + "` could continue it within "
-                    + seconds(replicas.migration().deadline())
+                    + seconds(migration.deadline())
                     + "; retry later."));
-      timers.startSingleTimer(Retry.INSTANCE, replicas.migration().retryInterval());
+      timers.startSingleTimer(Retry.INSTANCE, migration.retryInterval());
       return this;
     }
     return send(next.get());
@@ -211,9 +223,9 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
         .tell(
             new Generate(
                 request.toBuilder().requestId(attemptId).resume(resume).build(), self, true));
-    timers.startSingleTimer(ACCEPT_TIMER, new NotAccepted(attemptId), replicas.acceptTimeout());
-    Duration soon = replicas.migration().acceptTimeout();
-    if (replicas.migration().enabled() && soon.compareTo(replicas.acceptTimeout()) < 0)
+    timers.startSingleTimer(ACCEPT_TIMER, new NotAccepted(attemptId), acceptTimeout);
+    Duration soon = migration.acceptTimeout();
+    if (migration.enabled() && soon.compareTo(acceptTimeout) < 0)
       timers.startSingleTimer(SLOW_TIMER, new SlowToAccept(attemptId), soon);
     if (attempt > 1)
       getContext()
@@ -246,14 +258,14 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     if (replica == null || !e.requestId().equals(attemptId)) return this; // a lost attempt's
     if (e instanceof Accepted a) {
       onAccepted(a.worker());
-      return a.worker() != null && !replicas.liveness().reachable(address(a.worker()))
+      return a.worker() != null && !replicas.reachable(a.worker())
           ? lose("its node is unreachable", true)
           : this;
     }
     if (e instanceof Migrate m) {
       // The replica is stopping or draining: new requests go elsewhere while another can serve
       // (it is live again once it answers, i.e. runs again after its hand-off).
-      replicas.liveness().unacknowledged(replica.entityId());
+      replicas.unacknowledged(replica.entityId());
       return lose(m.reason());
     }
     if (e instanceof Failed f) {
@@ -295,7 +307,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
   private void watch(ActorRef<ModelWorkerProtocol.Command> by) {
     if (by == null) return;
     worker = by;
-    replicas.liveness().located(replica.entityId(), by);
+    replicas.located(replica.entityId(), by);
     getContext().watchWith(by, new WorkerStopped(attemptId));
   }
 
@@ -310,7 +322,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     if (replica == null)
       why =
           "no replica of model `"
-              + replicas.picker().model()
+              + replicas.model()
               + "` could take it"
               + (lostWhy == null ? "" : "; last loss: " + lostWhy);
     else
@@ -323,11 +335,11 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
         .info(
             "request {} not started within {}: {}",
             request.requestId(),
-            seconds(replicas.migration().deadline()),
+            seconds(migration.deadline()),
             why);
     return finish(
         "No model worker started this request within "
-            + seconds(replicas.migration().deadline())
+            + seconds(migration.deadline())
             + " ("
             + why
             + "); retry later.");
@@ -343,8 +355,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
 
   private Behavior<Command> onNodeLost(NodeWentAway m) {
     if (replica == null) return this;
-    Address where =
-        worker != null ? address(worker) : replicas.liveness().location(replica.entityId());
+    Address where = worker != null ? address(worker) : replicas.lastSeenAt(replica.entityId());
     return m.lost().address().equals(where) ? lose(m.lost().reason(), true) : this;
   }
 
@@ -352,8 +363,7 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     if (replica == null || !m.attemptId().equals(attemptId) || accepted) return this;
     if (!everAccepted) // as before migration: nothing took the request in time
     return finish("No model worker answered in time; retry later.");
-    return lose(
-        replica.entityId() + " did not answer within " + seconds(replicas.acceptTimeout()), true);
+    return lose(replica.entityId() + " did not answer within " + seconds(acceptTimeout), true);
   }
 
   /**
@@ -364,15 +374,13 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
    */
   private Behavior<Command> onSlowToAccept(SlowToAccept m) {
     if (replica == null || !m.attemptId().equals(attemptId) || accepted) return this;
-    replicas.liveness().unacknowledged(replica.entityId());
+    replicas.unacknowledged(replica.entityId());
     Set<String> skip = new HashSet<>(avoid);
     skip.add(replica.entityId());
-    Optional<Replica> other = replicas.picker().pick(skip);
+    Optional<Replica> other = replicas.next(skip);
     if (other.isEmpty() || skip.contains(other.get().entityId())) return this; // none else
     return lose(
-        replica.entityId()
-            + " did not acknowledge it within "
-            + seconds(replicas.migration().acceptTimeout()),
+        replica.entityId() + " did not acknowledge it within " + seconds(migration.acceptTimeout()),
         true,
         other.get());
   }
@@ -405,14 +413,11 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     replica = null;
     if (lostAt < 0) lostAt = System.nanoTime();
     lostWhy = why;
-    if (!replicas.migration().enabled())
+    if (!migration.enabled())
       return finish("The model worker generating this request was lost (" + why + "); retry.");
-    if (++migrations > replicas.migration().maxMigrations())
+    if (++migrations > migration.maxMigrations())
       return finish(
-          gaveUp(
-              "it has already moved "
-                  + replicas.migration().maxMigrations()
-                  + " times; retry later."));
+          gaveUp("it has already moved " + migration.maxMigrations() + " times; retry later."));
     getContext().getLog().info("request {}: worker lost ({}), migrating", request.requestId(), why);
     return next == null ? submit() : send(next);
   }

@@ -1,7 +1,8 @@
 package dev.troupe.gateway.chat;
 
 import dev.troupe.gateway.http.ApiException;
-import dev.troupe.gateway.liveness.ReplicaLiveness;
+import dev.troupe.gateway.replicas.ReplicaSelector.Attempts;
+import dev.troupe.gateway.replicas.ReplicaSelector.Replica;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
@@ -59,19 +60,26 @@ public final class GenerationStream {
 
   private GenerationStream() {}
 
-  /** The events of {@code request} on {@code replicas}, ending with its last update or Failed. */
+  /**
+   * The events of {@code request} on {@code replicas}, ending with its last update or Failed.
+   *
+   * @param acceptTimeout how long an attempt may go unacknowledged when it cannot move
+   * @param migration what happens when the worker is lost
+   */
   public static Source<GenerationEvent, NotUsed> events(
-      Replicas replicas, GenerationRequest request) {
+      ActorSystem<?> system,
+      Attempts replicas,
+      GenerationRequest request,
+      Duration acceptTimeout,
+      MigrationSettings migration) {
     return ActorSource.<GenerationEvent>actorRef(
             e -> false, e -> Optional.empty(), BUFFER, OverflowStrategy.fail())
         .mapMaterializedValue(
             out -> {
-              replicas
-                  .system()
-                  .systemActorOf(
-                      GenerationOwner.create(out, request, replicas),
-                      "generation-" + OWNERS.incrementAndGet(),
-                      Props.empty());
+              system.systemActorOf(
+                  GenerationOwner.create(out, request, replicas, acceptTimeout, migration),
+                  "generation-" + OWNERS.incrementAndGet(),
+                  Props.empty());
               return NotUsed.getInstance();
             })
         .takeWhile(e -> !isLast(e), true);
@@ -86,26 +94,12 @@ public final class GenerationStream {
       GenerationRequest request,
       Duration firstEventTimeout,
       ActorSystem<?> system) {
-    ReplicaPicker only =
-        new ReplicaPicker() {
-          @Override
-          public String model() {
-            return "the model";
-          }
-
-          @Override
-          public Optional<ReplicaPicker.Replica> pick(java.util.Set<String> avoid) {
-            return Optional.of(new ReplicaPicker.Replica("worker", worker));
-          }
-        };
     return events(
-        new Replicas(
-            system,
-            only,
-            ReplicaLiveness.assumeAllLive(),
-            firstEventTimeout,
-            MigrationSettings.DISABLED),
-        request);
+        system,
+        Attempts.only(new Replica("worker", worker)),
+        request,
+        firstEventTimeout,
+        MigrationSettings.DISABLED);
   }
 
   /** The event after which nothing follows: a failure, or the update carrying the usage. */

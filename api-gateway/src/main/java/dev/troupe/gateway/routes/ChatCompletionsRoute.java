@@ -14,16 +14,17 @@ import dev.troupe.gateway.chat.ChatPlan;
 import dev.troupe.gateway.chat.ChatRequestMapper;
 import dev.troupe.gateway.chat.ChatResponseFolder;
 import dev.troupe.gateway.chat.GenerationStream;
-import dev.troupe.gateway.chat.ModelFacts;
+import dev.troupe.gateway.chat.MigrationSettings;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.ClientConnections;
 import dev.troupe.gateway.http.ClientConnections.Connection;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.http.RequestIds;
 import dev.troupe.gateway.metrics.ServingMetrics;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ModelDirectory.Destination;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ModelFacts;
+import dev.troupe.gateway.replicas.ReplicaSelector.Destination;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
@@ -49,19 +50,21 @@ public final class ChatCompletionsRoute implements ApiRoute {
   /** The debug header naming the chosen replica and why ({@code RouteDecision#headerValue}). */
   public static final String ROUTE_HEADER = Generations.ROUTE_HEADER;
 
-  private final ModelDirectory models;
+  private final ModelCatalog models;
   private final Generations generations;
 
-  public ChatCompletionsRoute(ModelDirectory models) {
-    this(models, new ServingMetrics());
+  public ChatCompletionsRoute(ModelCatalog models) {
+    this(models, new ServingMetrics(), MigrationSettings.DISABLED);
   }
 
   /**
    * @param metrics where finished requests and their latencies are recorded ({@code GET /metrics})
+   * @param migration what happens to a request whose worker is lost
    */
-  public ChatCompletionsRoute(ModelDirectory models, ServingMetrics metrics) {
+  public ChatCompletionsRoute(
+      ModelCatalog models, ServingMetrics metrics, MigrationSettings migration) {
     this.models = models;
-    this.generations = new Generations(models, metrics);
+    this.generations = new Generations(models, metrics, migration);
   }
 
   @Override
@@ -86,7 +89,7 @@ public final class ChatCompletionsRoute implements ApiRoute {
                                                     // runs on
                                                     // its base model's workers.
                                                     onSuccess(
-                                                        models.resolveChat(request.model()),
+                                                        models.resolveTarget(request.model()),
                                                         target -> {
                                                           ServedModel model = target.model();
                                                           return onSuccess(
@@ -129,7 +132,7 @@ public final class ChatCompletionsRoute implements ApiRoute {
    */
   private Route routed(ServedModel model, ChatPlan plan, ModelFacts facts) {
     return onSuccess(
-        models.route(model, plan.generation(), facts.maxModelLen()),
+        models.replicas().route(model, plan.generation(), facts.maxModelLen()),
         destination ->
             generations.withRouteHeader(
                 destination.decision().headerValue(),

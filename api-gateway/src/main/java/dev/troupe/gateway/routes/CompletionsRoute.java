@@ -10,7 +10,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
 import static org.apache.pekko.http.javadsl.server.Directives.withoutRequestTimeout;
 
 import dev.troupe.gateway.chat.GenerationStream;
-import dev.troupe.gateway.chat.ModelFacts;
+import dev.troupe.gateway.chat.MigrationSettings;
 import dev.troupe.gateway.completions.CompletionAnswers;
 import dev.troupe.gateway.completions.CompletionPlan;
 import dev.troupe.gateway.completions.CompletionRequestMapper;
@@ -20,9 +20,10 @@ import dev.troupe.gateway.http.ClientConnections.Connection;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.http.RequestIds;
 import dev.troupe.gateway.metrics.ServingMetrics;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ModelDirectory.Destination;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ModelFacts;
+import dev.troupe.gateway.replicas.ReplicaSelector.Destination;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.completions.CompletionRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import java.util.ArrayList;
@@ -49,19 +50,21 @@ import org.apache.pekko.stream.javadsl.Source;
  * refusing any prompt, unknown model, overload) are plain HTTP errors, streams included.
  */
 public final class CompletionsRoute implements ApiRoute {
-  private final ModelDirectory models;
+  private final ModelCatalog models;
   private final Generations generations;
 
-  public CompletionsRoute(ModelDirectory models) {
-    this(models, new ServingMetrics());
+  public CompletionsRoute(ModelCatalog models) {
+    this(models, new ServingMetrics(), MigrationSettings.DISABLED);
   }
 
   /**
    * @param metrics where finished requests and their latencies are recorded ({@code GET /metrics})
+   * @param migration what happens to a request whose worker is lost
    */
-  public CompletionsRoute(ModelDirectory models, ServingMetrics metrics) {
+  public CompletionsRoute(
+      ModelCatalog models, ServingMetrics metrics, MigrationSettings migration) {
     this.models = models;
-    this.generations = new Generations(models, metrics);
+    this.generations = new Generations(models, metrics, migration);
   }
 
   @Override
@@ -87,7 +90,7 @@ public final class CompletionsRoute implements ApiRoute {
   /** The model (a trained checkpoint runs on its base model's workers), then the plan. */
   private Route resolved(CompletionRequest request, Optional<String> headerId) {
     return onSuccess(
-        models.resolveChat(request.model()),
+        models.resolveTarget(request.model()),
         target ->
             onSuccess(
                 models.facts(target.model()),
@@ -113,7 +116,11 @@ public final class CompletionsRoute implements ApiRoute {
   private Route routed(ServedModel model, CompletionPlan plan, ModelFacts facts) {
     List<CompletableFuture<Destination>> routing = new ArrayList<>();
     for (CompletionPlan.Prompt p : plan.prompts())
-      routing.add(models.route(model, p.generation(), facts.maxModelLen()).toCompletableFuture());
+      routing.add(
+          models
+              .replicas()
+              .route(model, p.generation(), facts.maxModelLen())
+              .toCompletableFuture());
     CompletableFuture<List<Destination>> all =
         CompletableFuture.allOf(routing.toArray(CompletableFuture<?>[]::new))
             .thenApply(x -> routing.stream().map(CompletableFuture::join).toList())

@@ -3,11 +3,12 @@ package dev.troupe.gateway.routes;
 import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
 
 import dev.troupe.gateway.chat.GenerationStream;
+import dev.troupe.gateway.chat.MigrationSettings;
 import dev.troupe.gateway.http.ClientConnections.Connection;
 import dev.troupe.gateway.metrics.ServingMetrics;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ModelDirectory.Destination;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ReplicaSelector.Destination;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import java.util.Optional;
 import java.util.concurrent.CancellationException;
@@ -29,15 +30,17 @@ final class Generations {
   /** The debug header naming the chosen replica and why ({@code RouteDecision#headerValue}). */
   static final String ROUTE_HEADER = "X-Troupe-Route";
 
-  private final ModelDirectory models;
+  private final ModelCatalog models;
   private final ServingMetrics metrics;
+  private final MigrationSettings migration;
 
-  Generations(ModelDirectory models, ServingMetrics metrics) {
+  Generations(ModelCatalog models, ServingMetrics metrics, MigrationSettings migration) {
     this.models = models;
     this.metrics = metrics;
+    this.migration = migration;
   }
 
-  ModelDirectory models() {
+  ModelCatalog models() {
     return models;
   }
 
@@ -48,7 +51,12 @@ final class Generations {
   Source<GenerationEvent, NotUsed> events(ServedModel model, Destination destination) {
     return metrics.observe(
         model.name(),
-        GenerationStream.events(models.replicas(model, destination), destination.request())
+        GenerationStream.events(
+                models.system(),
+                models.replicas().attempts(model, destination),
+                destination.request(),
+                models.askTimeout(),
+                migration)
             .watchTermination(
                 (mat, done) -> {
                   done.whenComplete((ok, error) -> destination.lease().close());
@@ -72,7 +80,7 @@ final class Generations {
 
   /** {@code answer} with {@code X-Troupe-Route} when the debug header is on. */
   Route withRouteHeader(String value, Route answer) {
-    if (!models.router().settings().debugHeader()) return answer;
+    if (!models.replicas().settings().debugHeader()) return answer;
     return respondWithHeader(RawHeader.create(ROUTE_HEADER, value), () -> answer);
   }
 }

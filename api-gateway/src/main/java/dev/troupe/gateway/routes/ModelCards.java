@@ -1,9 +1,9 @@
 package dev.troupe.gateway.routes;
 
-import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.http.RequestIds;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ModelFacts;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.models.ModelList.ModelCard;
 import dev.troupe.protocol.api.models.ModelList.ModelPermission;
 import dev.troupe.protocol.cluster.TrainableModelProtocol.ModelInfo;
@@ -25,7 +25,7 @@ final class ModelCards {
   private ModelCards() {}
 
   /** The model's facts, or null when its workers do not answer within {@link #LISTING_WAIT}. */
-  static CompletableFuture<ModelFacts> facts(ModelDirectory models, ServedModel m) {
+  static CompletableFuture<ModelFacts> facts(ModelCatalog models, ServedModel m) {
     return models
         .facts(m)
         .toCompletableFuture()

@@ -5,11 +5,11 @@ import static org.apache.pekko.http.javadsl.server.Directives.get;
 import static org.apache.pekko.http.javadsl.server.Directives.pathEndOrSingleSlash;
 import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
 
-import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ModelFacts;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.models.ModelList;
 import dev.troupe.protocol.api.models.ModelList.ModelCard;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
@@ -33,9 +33,9 @@ public final class ModelsRoute implements ApiRoute {
   /** Trainable models listed at most (the registry is paged; this is a listing, not an export). */
   private static final int MAX_TRAINED = 1000;
 
-  private final ModelDirectory models;
+  private final ModelCatalog models;
 
-  public ModelsRoute(ModelDirectory models) {
+  public ModelsRoute(ModelCatalog models) {
     this.models = models;
   }
 

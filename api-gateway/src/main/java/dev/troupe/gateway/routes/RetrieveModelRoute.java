@@ -7,8 +7,8 @@ import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ServedModel;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
@@ -25,9 +25,9 @@ import org.apache.pekko.http.javadsl.server.Route;
  * so served names with a slash ({@code Qwen/Qwen3-0.6B}) work sent as is or encoded ({@code %2F}).
  */
 public final class RetrieveModelRoute implements ApiRoute {
-  private final ModelDirectory models;
+  private final ModelCatalog models;
 
-  public RetrieveModelRoute(ModelDirectory models) {
+  public RetrieveModelRoute(ModelCatalog models) {
     this.models = models;
   }
 
@@ -51,7 +51,7 @@ public final class RetrieveModelRoute implements ApiRoute {
             info -> {
               ServedModel base = null;
               for (ServedModel m : models.models()) if (m.name().equals(info.baseModel())) base = m;
-              CompletableFuture<dev.troupe.gateway.chat.ModelFacts> facts =
+              CompletableFuture<dev.troupe.gateway.replicas.ModelFacts> facts =
                   base == null
                       ? CompletableFuture.completedFuture(null)
                       : ModelCards.facts(models, base);

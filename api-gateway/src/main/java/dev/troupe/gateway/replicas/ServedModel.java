@@ -1,4 +1,6 @@
-package dev.troupe.gateway.workers;
+package dev.troupe.gateway.replicas;
+
+import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 
 /**
  * A model the gateway serves, as configured on the gateway node.
@@ -30,6 +32,11 @@ public record ServedModel(
     if (name == null || name.isBlank()) throw new IllegalArgumentException("name is required");
     if (replicas < 1) throw new IllegalArgumentException("replicas must be at least 1");
     if (root == null) root = name;
+  }
+
+  /** Entity id of replica {@code index}: {@code name#index}. */
+  public String entityId(int index) {
+    return ModelWorkerProtocol.entityId(name, index);
   }
 
   /** A base model with {@code replicas} replicas, created now. */

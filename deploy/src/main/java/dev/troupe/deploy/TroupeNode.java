@@ -251,6 +251,7 @@ public final class TroupeNode implements AutoCloseable {
       m.put("enable-auto-tool-choice", o.enableAutoToolChoice() && tools != null);
       String template = o.chatTemplates().get(e.getKey());
       if (template != null) m.put("chat-template", template);
+      if (!o.aliasesOf(e.getKey()).isEmpty()) m.put("aliases", o.aliasesOf(e.getKey()));
       models.add(m);
     }
     Map<String, Object> values = new LinkedHashMap<>();

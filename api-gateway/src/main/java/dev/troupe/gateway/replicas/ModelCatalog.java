@@ -89,7 +89,8 @@ public final class ModelCatalog {
                         null,
                         created,
                         m.reasoningParser(),
-                        m.autoToolParser()))
+                        m.autoToolParser(),
+                        m.aliases()))
             .toList();
     return new ModelCatalog(served, replicas, askTimeout);
   }
@@ -123,10 +124,13 @@ public final class ModelCatalog {
 
   // ------------------------------------------------------------------ resolving a name
 
-  /** The model named {@code requested}; absent or empty means the first served model (as vLLM). */
+  /**
+   * The model named {@code requested} (its name or an alias); absent or empty means the first
+   * served model (as vLLM).
+   */
   public ServedModel resolve(String requested) {
     if (requested == null || requested.isBlank()) return models.get(0);
-    for (ServedModel m : models) if (m.name().equals(requested)) return m;
+    for (ServedModel m : models) if (m.isNamed(requested)) return m;
     throw ApiException.notFound("The model `" + requested + "` does not exist.", "model");
   }
 
@@ -138,7 +142,7 @@ public final class ModelCatalog {
     if (requested == null || requested.isBlank() || trained == null)
       return CompletableFuture.completedFuture(new Target(resolve(requested), null));
     for (ServedModel m : models)
-      if (m.name().equals(requested)) return CompletableFuture.completedFuture(new Target(m, null));
+      if (m.isNamed(requested)) return CompletableFuture.completedFuture(new Target(m, null));
     return trained
         .resolve(requested)
         .thenApply(

@@ -23,11 +23,12 @@ import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
- * {@code GET /v1/models}: the served models as OpenAI's list with vLLM's card fields. A model whose
- * workers have not answered yet is listed with {@code max_model_len: null}. Trainable models follow
- * as vLLM lists LoRA adapters: {@code id} = the model's UUID (its latest step), {@code root} =
- * {@code <entity>/<project>/<name>}, {@code parent} = the base model; left out when the registry
- * does not answer in time.
+ * {@code GET /v1/models}: the served models as OpenAI's list with vLLM's card fields, one card per
+ * name a model is served under (its name, then its aliases, as vLLM lists each {@code
+ * --served-model-name}). A model whose workers have not answered yet is listed with {@code
+ * max_model_len: null}. Trainable models follow as vLLM lists LoRA adapters: {@code id} = the
+ * model's UUID (its latest step), {@code root} = {@code <entity>/<project>/<name>}, {@code parent}
+ * = the base model; left out when the registry does not answer in time.
  */
 public final class ModelsRoute implements ApiRoute {
   /** Trainable models listed at most (the registry is paged; this is a listing, not an export). */
@@ -72,7 +73,7 @@ public final class ModelsRoute implements ApiRoute {
                     ServedModel m = models.models().get(i);
                     ModelFacts f = facts.get(i).join();
                     if (f != null) byName.put(m.name(), f);
-                    cards.add(ModelCards.served(m, f));
+                    for (String name : m.names()) cards.add(ModelCards.served(m, name, f));
                   }
                   for (TrainableModelProtocol.ModelInfo info : trained.join())
                     cards.add(ModelCards.trained(info, byName.get(info.baseModel())));

@@ -2,6 +2,7 @@ package dev.troupe.gateway.routes;
 
 import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
 
+import dev.troupe.gateway.chat.GenerationOwner;
 import dev.troupe.gateway.chat.GenerationStream;
 import dev.troupe.gateway.chat.MigrationSettings;
 import dev.troupe.gateway.http.ClientConnections.Connection;
@@ -51,11 +52,10 @@ final class Generations {
   Source<GenerationEvent, NotUsed> events(ServedModel model, Destination destination) {
     return metrics.observe(
         model.name(),
-        GenerationStream.events(
+        GenerationOwner.events(
                 models.system(),
                 models.replicas().attempts(model, destination),
                 destination.request(),
-                models.askTimeout(),
                 migration)
             .watchTermination(
                 (mat, done) -> {

@@ -128,7 +128,8 @@ class GenerationMigrationTest {
   /** A generation's events on {@code picker}'s replicas, acknowledged within 5 s. */
   private static org.apache.pekko.stream.javadsl.Source<GenerationEvent, org.apache.pekko.NotUsed>
       events(TestReplicas picker, MigrationSettings settings, GenerationRequest r) {
-    return GenerationStream.events(testKit.system(), picker, r, Duration.ofSeconds(5), settings);
+    return GenerationOwner.events(
+        testKit.system(), picker, r, settings.withAttemptTimeout(Duration.ofSeconds(5)));
   }
 
   private static final MigrationSettings FAST =

@@ -13,12 +13,12 @@ import java.util.Map;
  * decode step"): the real runner and {@code CudaGpu}, through the JavaCPP bindings, against the
  * test suite's stand-in driver and cuBLAS in counting mode ({@link StubStepCost}): device calls do
  * nothing, so a step's time is the host's (Java, JNI, the bindings: the runner thread's CPU time,
- * steadier than wall time on a shared machine) and the stand-ins count the driver and cuBLAS
- * calls. What the real driver and cuBLAS spend inside those calls is not in it.
+ * steadier than wall time on a shared machine) and the stand-ins count the driver and cuBLAS calls.
+ * What the real driver and cuBLAS spend inside those calls is not in it.
  *
  * <p>Usage: {@code StubStepBench [shape] [warmup-steps] [steps] [batch...]}; defaults {@code
- * qwen3-1.7b 300 300 1 32 256} (zero weights in the stand-in's host memory: 3.4 GB for that
- * shape). Needs gcc (the stand-ins are built on the fly).
+ * qwen3-1.7b 300 300 1 32 256} (zero weights in the stand-in's host memory: 3.4 GB for that shape).
+ * Needs gcc (the stand-ins are built on the fly).
  */
 public final class StubStepBench {
   private StubStepBench() {}

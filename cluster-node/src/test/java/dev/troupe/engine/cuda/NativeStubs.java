@@ -63,7 +63,8 @@ public final class NativeStubs {
             "recording",
             List.of(
                 new Lib("libcuda.so.1", null, counted("libcuda", "stub_driver.c")),
-                new Lib("libcublas.so.13", "libcublas.so.13", counted("libcublas", "stub_cublas.c")),
+                new Lib(
+                    "libcublas.so.13", "libcublas.so.13", counted("libcublas", "stub_cublas.c")),
                 new Lib("libcublasLt.so.13", "libcublasLt.so.13", ""),
                 new Lib("libcudart.so.13", "libcudart.so.13", "")));
     try {
@@ -129,7 +130,9 @@ public final class NativeStubs {
     }
   }
 
-  /** {@code source} after the counting mode it shares ({@code stub_counts.c}), under {@code lib}. */
+  /**
+   * {@code source} after the counting mode it shares ({@code stub_counts.c}), under {@code lib}.
+   */
   private static String counted(String lib, String source) {
     return "#define STUB_LIBRARY \"" + lib + "\"\n" + resource("stub_counts.c") + resource(source);
   }

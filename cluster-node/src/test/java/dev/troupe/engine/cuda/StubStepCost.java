@@ -38,8 +38,8 @@ public final class StubStepCost {
   private StubStepCost() {}
 
   /**
-   * One batch size: per decode step the calling thread's CPU µs (median; steadier than wall time
-   * on a shared machine), its wall µs (median), and the driver/cuBLAS calls.
+   * One batch size: per decode step the calling thread's CPU µs (median; steadier than wall time on
+   * a shared machine), its wall µs (median), and the driver/cuBLAS calls.
    */
   public record Result(
       int batch, double cpuMicros, double wallMicros, Map<String, Double> callsPerStep) {
@@ -92,7 +92,8 @@ public final class StubStepCost {
     if (run.exitCode() != 0)
       throw new IllegalStateException("the forked JVM failed:\n" + run.output());
     List<Result> out = new ArrayList<>();
-    for (String line : run.output().split("\n")) if (line.startsWith("RESULT ")) out.add(parse(line));
+    for (String line : run.output().split("\n"))
+      if (line.startsWith("RESULT ")) out.add(parse(line));
     return out;
   }
 
@@ -103,9 +104,10 @@ public final class StubStepCost {
       kv.put(p.substring(0, eq), p.substring(eq + 1));
     }
     Map<String, Double> calls = new TreeMap<>();
-    kv.forEach((k, v) -> {
-      if (k.startsWith("cu")) calls.put(k, Double.parseDouble(v));
-    });
+    kv.forEach(
+        (k, v) -> {
+          if (k.startsWith("cu")) calls.put(k, Double.parseDouble(v));
+        });
     return new Result(
         Integer.parseInt(kv.get("batch")),
         Double.parseDouble(kv.get("cpu_us")),
@@ -184,8 +186,7 @@ public final class StubStepCost {
         int len = 0;
         while (len < 56 && b.get(at + len) != 0) len++;
         if (len == 0) break;
-        out.put(
-            new String(b.array(), at, len, StandardCharsets.US_ASCII), b.getLong(at + 56));
+        out.put(new String(b.array(), at, len, StandardCharsets.US_ASCII), b.getLong(at + 56));
       }
     }
     return out;

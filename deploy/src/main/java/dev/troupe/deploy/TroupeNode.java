@@ -4,16 +4,18 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import dev.troupe.deploy.health.NodeHealth;
+import dev.troupe.gateway.chat.MigrationSettings;
 import dev.troupe.gateway.http.ApiRoutes;
 import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.gateway.http.GatewaySettings;
 import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.gateway.preview.PreviewRoutes;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ReplicaSelector;
+import dev.troupe.gateway.replicas.RoutingSettings;
+import dev.troupe.gateway.replicas.TrainedModels;
 import dev.troupe.gateway.routes.StandardRoutes;
-import dev.troupe.gateway.routing.ReplicaRouter;
-import dev.troupe.gateway.routing.RoutingSettings;
-import dev.troupe.gateway.workers.ModelDirectory;
 import dev.troupe.node.DataEntities;
 import dev.troupe.node.NodeGuardian;
 import dev.troupe.node.NodeSettings;
@@ -201,27 +203,24 @@ public final class TroupeNode implements AutoCloseable {
     ServingMetrics metrics = new ServingMetrics();
     boolean requestTemplates =
         config.getBoolean("troupe.worker.engine.allow-request-chat-template");
-    ReplicaRouter router =
-        ReplicaRouter.start(
+    ReplicaSelector replicas =
+        ReplicaSelector.sharded(
             system,
             models.models().stream().map(ServedModels.ServedModel::name).toList(),
             RoutingSettings.fromConfig(config),
             metrics::routed,
-            new GatewayTokenizers(models, requestTemplates));
-    ModelDirectory directory =
-        ModelDirectory.sharded(
-                system,
-                models,
-                gs.askTimeout(),
-                dev.troupe.gateway.chat.MigrationSettings.fromConfig(config))
-            .withTrainedModels(
-                dev.troupe.gateway.workers.TrainedModels.sharded(system, gs.askTimeout()))
-            .withRouter(router);
+            new GatewayTokenizers(models, requestTemplates),
+            gs.askTimeout());
+    ModelCatalog catalog =
+        ModelCatalog.of(models, replicas, gs.askTimeout())
+            .withTrainedModels(TrainedModels.sharded(system, gs.askTimeout()));
     NodeHealth health = NodeHealth.get(system);
     var route =
         ApiRoutes.builder(gs)
             // GET /health is the node's readiness: it fails while the node drains, too.
-            .addAll(StandardRoutes.of(directory, metrics, health::ready))
+            .addAll(
+                StandardRoutes.of(
+                    catalog, metrics, MigrationSettings.fromConfig(config), health::ready))
             .addAll(PreviewRoutes.all(PreviewContext.sharded(system, gs.askTimeout())))
             .addAll(
                 dev.troupe.gateway.preview.training.TrainingRoutes.all(
@@ -230,7 +229,7 @@ public final class TroupeNode implements AutoCloseable {
             .build();
     ServerBinding binding =
         GatewayServer.bind(system, gs, route).toCompletableFuture().get(30, TimeUnit.SECONDS);
-    health.gatewayBound(directory::healthy);
+    health.gatewayBound(catalog::healthy);
     return binding;
   }
 
@@ -252,6 +251,7 @@ public final class TroupeNode implements AutoCloseable {
       m.put("enable-auto-tool-choice", o.enableAutoToolChoice() && tools != null);
       String template = o.chatTemplates().get(e.getKey());
       if (template != null) m.put("chat-template", template);
+      if (!o.aliasesOf(e.getKey()).isEmpty()) m.put("aliases", o.aliasesOf(e.getKey()));
       models.add(m);
     }
     Map<String, Object> values = new LinkedHashMap<>();

@@ -25,6 +25,7 @@ import dev.troupe.gateway.workers.ModelDirectory;
 import dev.troupe.gateway.workers.ModelDirectory.Destination;
 import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.NotUsed;
@@ -131,18 +132,18 @@ public final class ChatCompletionsRoute implements ApiRoute {
     return onSuccess(
         models.route(model, plan.generation(), facts.maxModelLen()),
         destination ->
-            generations.withRouteHeader(
-                destination.decision().headerValue(),
-                withoutRequestTimeout(
-                    () ->
-                        extractRequest(
-                            request -> {
-                              Optional<Connection> connection = ClientConnections.of(request);
-                              return completeWithFuture(
-                                  plan.stream()
-                                      ? stream(model, plan, destination, connection)
-                                      : whole(model, plan, destination, connection));
-                            }))));
+            withoutRequestTimeout(
+                () ->
+                    extractRequest(
+                        request -> {
+                          Optional<Connection> connection = ClientConnections.of(request);
+                          RouteHeader header = new RouteHeader(List.of(destination));
+                          return completeWithFuture(
+                              (plan.stream()
+                                      ? stream(model, plan, destination, header, connection)
+                                      : whole(model, plan, destination, header, connection))
+                                  .thenApply(r -> header.addTo(r, generations.routeHeader())));
+                        })));
   }
 
   /**
@@ -153,12 +154,16 @@ public final class ChatCompletionsRoute implements ApiRoute {
    * generation.
    */
   private CompletionStage<HttpResponse> whole(
-      ServedModel model, ChatPlan plan, Destination destination, Optional<Connection> connection) {
+      ServedModel model,
+      ChatPlan plan,
+      Destination destination,
+      RouteHeader header,
+      Optional<Connection> connection) {
     long created = System.currentTimeMillis() / 1000;
     SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
     CompletionStage<HttpResponse> done =
         generations
-            .events(model, destination)
+            .events(model, destination, header.served(0))
             .via(gone.flow())
             .runWith(
                 Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add),
@@ -177,12 +182,17 @@ public final class ChatCompletionsRoute implements ApiRoute {
    * client that leaves cancels the response body, which cancels the generation.
    */
   private CompletionStage<HttpResponse> stream(
-      ServedModel model, ChatPlan plan, Destination destination, Optional<Connection> connection) {
+      ServedModel model,
+      ChatPlan plan,
+      Destination destination,
+      RouteHeader header,
+      Optional<Connection> connection) {
     long created = System.currentTimeMillis() / 1000;
     SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
     CompletionStage<HttpResponse> response =
         GenerationStream.firstEvent(
-                generations.events(model, destination).via(gone.flow()), models.system())
+                generations.events(model, destination, header.served(0)).via(gone.flow()),
+                models.system())
             .thenApply(
                 first -> {
                   ChatChunkWriter writer = new ChatChunkWriter(plan, created);

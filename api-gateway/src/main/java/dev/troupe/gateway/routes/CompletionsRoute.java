@@ -30,7 +30,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.stream.Collectors;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
@@ -127,30 +126,32 @@ public final class CompletionsRoute implements ApiRoute {
     return onSuccess(
         all,
         destinations ->
-            generations.withRouteHeader(
-                destinations.stream()
-                    .map(d -> d.decision().headerValue())
-                    .collect(Collectors.joining(", ")),
-                withoutRequestTimeout(
-                    () ->
-                        extractRequest(
-                            request ->
-                                completeWithFuture(
-                                    answer(
-                                        model,
-                                        plan,
-                                        destinations,
-                                        ClientConnections.of(request)))))));
+            withoutRequestTimeout(
+                () ->
+                    extractRequest(
+                        request -> {
+                          RouteHeader header = new RouteHeader(destinations);
+                          return completeWithFuture(
+                              answer(
+                                      model,
+                                      plan,
+                                      destinations,
+                                      header,
+                                      ClientConnections.of(request))
+                                  .thenApply(r -> header.addTo(r, generations.routeHeader())));
+                        })));
   }
 
   private CompletionStage<HttpResponse> answer(
       ServedModel model,
       CompletionPlan plan,
       List<Destination> destinations,
+      RouteHeader header,
       Optional<Connection> connection) {
     SharedKillSwitch gone = KillSwitches.shared(plan.responseId());
     List<Source<GenerationEvent, NotUsed>> events = new ArrayList<>();
-    for (Destination d : destinations) events.add(generations.events(model, d).via(gone.flow()));
+    for (int i = 0; i < destinations.size(); i++)
+      events.add(generations.events(model, destinations.get(i), header.served(i)).via(gone.flow()));
     CompletionAnswers answers =
         new CompletionAnswers(plan, model, models, System.currentTimeMillis() / 1000);
     CompletionStage<HttpResponse> response =

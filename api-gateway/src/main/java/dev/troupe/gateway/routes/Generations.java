@@ -1,7 +1,5 @@
 package dev.troupe.gateway.routes;
 
-import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
-
 import dev.troupe.gateway.chat.GenerationStream;
 import dev.troupe.gateway.http.ClientConnections.Connection;
 import dev.troupe.gateway.metrics.ServingMetrics;
@@ -9,14 +7,15 @@ import dev.troupe.gateway.workers.ModelDirectory;
 import dev.troupe.gateway.workers.ModelDirectory.Destination;
 import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.NotUsed;
-import org.apache.pekko.http.javadsl.model.headers.RawHeader;
-import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.stream.SharedKillSwitch;
 import org.apache.pekko.stream.javadsl.Source;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What the generation endpoints ({@code /v1/chat/completions}, {@code /v1/completions}) share
@@ -26,7 +25,9 @@ import org.apache.pekko.stream.javadsl.Source;
  * server-sent events).
  */
 final class Generations {
-  /** The debug header naming the chosen replica and why ({@code RouteDecision#headerValue}). */
+  private static final Logger log = LoggerFactory.getLogger(Generations.class);
+
+  /** The debug header naming the chosen replica, why, and who served ({@link RouteHeader}). */
   static final String ROUTE_HEADER = "X-Troupe-Route";
 
   private final ModelDirectory models;
@@ -43,17 +44,37 @@ final class Generations {
 
   /**
    * The generation's events, from the routed replica and, if its worker is lost, from the replicas
-   * that continue it; the routed replica's in-flight count drops at the end.
+   * that continue it; the routed replica's in-flight count drops at the end, and {@code served}
+   * learns each replica that serves it (logged at the end when it moved).
    */
-  Source<GenerationEvent, NotUsed> events(ServedModel model, Destination destination) {
+  Source<GenerationEvent, NotUsed> events(
+      ServedModel model, Destination destination, RouteHeader.Served served) {
+    String id = destination.request().requestId();
     return metrics.observe(
         model.name(),
         GenerationStream.events(models.replicas(model, destination), destination.request())
+            .map(
+                e -> {
+                  served.seen(e);
+                  return e;
+                })
             .watchTermination(
                 (mat, done) -> {
-                  done.whenComplete((ok, error) -> destination.lease().close());
+                  done.whenComplete(
+                      (ok, error) -> {
+                        destination.lease().close();
+                        List<String> by = served.replicas();
+                        if (by.size() > 1)
+                          log.info("request {} served by {}", id, String.join(" > ", by));
+                        else log.debug("request {} served by {}", id, by);
+                      });
                   return mat;
                 }));
+  }
+
+  /** Whether answers carry {@code X-Troupe-Route} ({@code routing.debug-header}). */
+  boolean routeHeader() {
+    return models.router().settings().debugHeader();
   }
 
   /**
@@ -68,11 +89,5 @@ final class Generations {
         .onCloseUntil(
             response, () -> generation.abort(new CancellationException("the client went away")));
     return connection.get().holdOpenUntil(response);
-  }
-
-  /** {@code answer} with {@code X-Troupe-Route} when the debug header is on. */
-  Route withRouteHeader(String value, Route answer) {
-    if (!models.router().settings().debugHeader()) return answer;
-    return respondWithHeader(RawHeader.create(ROUTE_HEADER, value), () -> answer);
   }
 }

@@ -12,6 +12,9 @@ mvn -B -q -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFil
 rm -rf gpu-bundle && mkdir -p gpu-bundle/lib gpu-bundle/classes
 for m in protocol cluster-node bench; do cp -r $m/target/classes/. gpu-bundle/classes/; done
 cp -r cluster-node/target/test-classes/. gpu-bundle/classes/
+# the large resources are tracked files that travel anyway: run.sh puts cluster-node/src/*/resources on
+# the class path instead of carrying them twice
+rm -rf gpu-bundle/classes/tokenizers gpu-bundle/classes/golden gpu-bundle/classes/dev/troupe/engine/demo/tokenizer.json.gz
 tr ':' '\n' <cluster-node/target/gpu-cp.txt | grep -E '/(javacpp|cuda|jackson-[a-z]+|slf4j-api|logback-[a-z]+|config|junit-[a-z-]+|opentest4j|apiguardian-api|openblas)[-/][^/]*\.jar$' \
   | grep -v -E 'nd4j|cuda-redist' | xargs -I{} cp {} gpu-bundle/lib/
 # cuda-redist (NVRTC for the GPU-less CI tests, 380 MB) must never travel: the GPU machine's own CUDA is used

@@ -107,7 +107,8 @@ if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then
 fi
 $JAVA -version 2>&1 | head -1
 JAVA=(env LD_LIBRARY_PATH="$CUDA_LD" "$JAVA")
-CP="gpu-bundle/classes:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | paste -sd:)"
+# the large resources travel once, as tracked files (prepare.sh leaves their copies out of the bundle)
+CP="gpu-bundle/classes:cluster-node/src/main/resources:cluster-node/src/test/resources:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | paste -sd:)"
 JVM=(-Xmx16g --add-modules jdk.incubator.vector -Dtroupe.cuda.cacheDir=/tmp/troupe-cuda)
 timeout 60 "${JAVA[@]}" "${JVM[@]}" -cp "$CP" dev.troupe.bench.cuda.CudaBench --probe 2>&1 | grep -v '^WARNING: Using incubator'
 [ "${PIPESTATUS[0]}" -eq 0 ] || echo "!! the probe found no usable GPU (above): every CUDA test will abort"
@@ -148,7 +149,7 @@ tests() {
 shape() {
   local m=$1 cap gen bench check need end dir avail
   case $m in
-    qwen3-1.7b) cap=${TROUPE_GPU_QWEN_S:-290} gen=60 bench=60 check=40 need=5 ;;
+    qwen3-1.7b) cap=${TROUPE_GPU_QWEN_S:-290} gen=60 bench=90 check=40 need=5 ;;
     llama-3.1-8b) cap=${TROUPE_GPU_LLAMA_S:-300} gen=120 bench=100 check=90 need=18 ;;
   esac
   end=$((SECONDS + cap))
@@ -158,14 +159,23 @@ shape() {
   dir="$SHM/troupe-model-$m"
   rm -rf "$dir"
   step "$m: random model" "$(allow $gen $end)" python3 bench/gpu/make_random_model.py "$m" "$dir" || return 1
-  step "$m: CudaBench (Troupe)" "$(allow $bench $end)" \
+  local rc=0
+  [ -n "${TROUPE_GPU_CHECK_ONLY:-}" ] || step "$m: CudaBench (Troupe)" "$(allow $bench $end)" \
     "${JAVA[@]}" "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m.log" -cp "$CP" dev.troupe.bench.cuda.CudaBench "$dir" 128 32
-  local rc=$?
+  rc=$?
   # the CPU runner holds the BF16 weights on the heap
+  # then both runners against PyTorch FP32 (and PyTorch BF16's own error) on the same tokens
+  local logits="$SHM/troupe-model-logits-$m"
   step "$m: GPU runner vs CPU runner" "$(allow $check $end)" \
     "${JAVA[@]}" "${JVM[@]}" -Xmx40g -XX:ErrorFile="$OUT/hs_err-$m-check.log" -cp "$CP" \
-    dev.troupe.bench.cuda.CudaVersusCpu "$dir" 16 64
+    dev.troupe.bench.cuda.CudaVersusCpu "$dir" 16 64 "$logits"
   local same=$?
+  if [ $same -eq 0 ]; then
+    step "$m: both runners vs PyTorch FP32" "$(allow 90 $end)" python3 bench/gpu/hf_logits.py "$dir" "$logits"
+    same=$?
+  fi
+  rm -rf "$logits"
+  if [ -n "${TROUPE_GPU_CHECK_ONLY:-}" ]; then rm -rf "$dir"; return $same; fi
   # the Qwen part keeps its last 130 s for training
   local hfend=$end
   [ "$m" = qwen3-1.7b ] && hfend=$((end - 130))

@@ -31,14 +31,16 @@ import java.util.Random;
  * CPU runner keeps activations in FP32, the GPU rounds every product's input to BF16: METHOD's band
  * for BF16 operands is 1e-3 to 1e-2 per product, and a deep stack adds up, hence {@value #TOL}.
  *
- * <p>With a fourth argument, a folder, the teacher-forced tokens and both runners' logits are written
- * there ({@code tokens.i32}, {@code cpu.f32}, {@code gpu.f32}, little-endian, rows × vocab) for
- * {@code bench/gpu/hf_logits.py}, which holds both against PyTorch in FP32 and against PyTorch's own
- * BF16 error: on a deep random-weight model the relative error of any BF16 implementation grows past
- * {@value #TOL} (llama-3.1-8b: 3.8e-2 on the H200), so the yardstick there is the reference's, and this
- * program then fails only on non-finite logits or an argmax flip at a gap over {@value #GAP}.
+ * <p>With a fourth argument, a folder, the teacher-forced tokens and both runners' logits are
+ * written there ({@code tokens.i32}, {@code cpu.f32}, {@code gpu.f32}, little-endian, rows × vocab)
+ * for {@code bench/gpu/hf_logits.py}, which holds both against PyTorch in FP32 and against
+ * PyTorch's own BF16 error: on a deep random-weight model the relative error of any BF16
+ * implementation grows past {@value #TOL} (llama-3.1-8b: 3.8e-2 on the H200), so the yardstick
+ * there is the reference's, and this program then fails only on non-finite logits or an argmax flip
+ * at a gap over {@value #GAP}.
  *
- * <p>Usage: {@code CudaVersusCpu MODEL_DIR [prompt-tokens] [tokens] [dump-folder]} (default 16, 64).
+ * <p>Usage: {@code CudaVersusCpu MODEL_DIR [prompt-tokens] [tokens] [dump-folder]} (default 16,
+ * 64).
  */
 public final class CudaVersusCpu {
   static final double TOL = 2e-2, GAP = 0.1;
@@ -89,8 +91,7 @@ public final class CudaVersusCpu {
   }
 
   /** Prints the comparison of {@code gpu} with the reference {@code cpu}; true when it passes. */
-  static boolean compare(
-      ModelRunner cpu, ModelRunner gpu, int[] p, int n, int[] table, Path dump) {
+  static boolean compare(ModelRunner cpu, ModelRunner gpu, int[] p, int n, int[] table, Path dump) {
     long t0 = System.nanoTime();
     int[] cpuTokens = greedy(cpu, p, n, table);
     float[][] cpuLogits = allLogits(cpu, p, cpuTokens, table);

@@ -73,6 +73,28 @@ public record BenchModel(String name, ModelConfig config, Path dir) {
   }
 
   /**
+   * The same weights as a BF16 GGUF ({@code model-bf16.gguf}: the safetensors' values verbatim),
+   * written unless already there.
+   */
+  Path ggufBf16(Path tokenizerDir) throws IOException {
+    Path f = dir.resolve("model-bf16.gguf");
+    if (Files.isRegularFile(f)) return f;
+    ensureSafetensors(tokenizerDir);
+    Path part = f.resolveSibling("model-bf16.gguf.part");
+    try (WeightSource written = SafetensorsWeights.open(dir)) {
+      GgufWriter.write(
+          part,
+          config,
+          written,
+          tokenizerDir.resolve("tokenizer.json"),
+          "troupe-bench-" + name,
+          DType.BF16);
+    }
+    Files.move(part, f, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    return f;
+  }
+
+  /**
    * Writes both forms unless already there; {@code tokenizerDir} holds Llama 3's tokenizer files.
    */
   void ensureWritten(Path tokenizerDir) throws IOException {

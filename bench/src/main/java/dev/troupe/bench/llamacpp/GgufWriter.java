@@ -22,7 +22,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Writes a Llama model as a GGUF v3 file llama.cpp loads: F16 matrices and F32 norms, in
+ * Writes a Llama model as a GGUF v3 file llama.cpp loads: F16 or BF16 matrices and F32 norms, in
  * llama.cpp's tensor names, with the Llama 3 BPE vocabulary of a Hugging Face {@code
  * tokenizer.json}. What {@code convert_hf_to_gguf.py} does for Llama, for the benchmark's random
  * models: q and k rows are permuted from Hugging Face's rotate-half order to llama.cpp's
@@ -34,7 +34,7 @@ import java.util.Map;
  */
 public final class GgufWriter {
   private static final int ALIGN = 32;
-  private static final int GGML_F32 = 0, GGML_F16 = 1;
+  private static final int GGML_F32 = 0, GGML_F16 = 1, GGML_BF16 = 30;
   private static final int T_UINT32 = 4, T_INT32 = 5, T_FLOAT32 = 6, T_BOOL = 7, T_STRING = 8;
   private static final int T_ARRAY = 9;
 
@@ -45,7 +45,7 @@ public final class GgufWriter {
     long bytes() {
       long n = 1;
       for (long d : dims) n *= d;
-      return n * (type == GGML_F16 ? 2 : 4);
+      return n * (type == GGML_F32 ? 4 : 2);
     }
   }
 
@@ -53,43 +53,45 @@ public final class GgufWriter {
   public static void write(
       Path file, ModelConfig c, WeightSource weights, Path tokenizer, String name)
       throws IOException {
+    write(file, c, weights, tokenizer, name, DType.F16);
+  }
+
+  /** As {@link #write(Path, ModelConfig, WeightSource, Path, String)}, matrices in F16 or BF16. */
+  public static void write(
+      Path file, ModelConfig c, WeightSource weights, Path tokenizer, String name, DType matrices)
+      throws IOException {
+    if (matrices != DType.F16 && matrices != DType.BF16)
+      throw new IllegalArgumentException("GGUF matrices are F16 or BF16, not " + matrices);
+    int mt = matrices == DType.BF16 ? GGML_BF16 : GGML_F16;
     TransformerLayout layout = TransformerLayout.of(c);
     List<Entry> tensors = new ArrayList<>();
     long h = c.hiddenSize();
     tensors.add(
         new Entry(
-            "token_embd.weight",
-            TransformerLayout.EMBED,
-            new long[] {h, c.vocabSize()},
-            GGML_F16,
-            0));
+            "token_embd.weight", TransformerLayout.EMBED, new long[] {h, c.vocabSize()}, mt, 0));
     for (TransformerLayout.LayerTensors t : layout.layers()) {
       String b = "blk." + t.index() + ".";
       tensors.add(new Entry(b + "attn_norm.weight", t.inputNorm(), new long[] {h}, GGML_F32, 0));
-      tensors.add(matrix(b + "attn_q.weight", t, Projection.Q, c, c.numHeads()));
-      tensors.add(matrix(b + "attn_k.weight", t, Projection.K, c, c.numKvHeads()));
-      tensors.add(matrix(b + "attn_v.weight", t, Projection.V, c, 0));
-      tensors.add(matrix(b + "attn_output.weight", t, Projection.O, c, 0));
+      tensors.add(matrix(b + "attn_q.weight", t, Projection.Q, c, c.numHeads(), mt));
+      tensors.add(matrix(b + "attn_k.weight", t, Projection.K, c, c.numKvHeads(), mt));
+      tensors.add(matrix(b + "attn_v.weight", t, Projection.V, c, 0, mt));
+      tensors.add(matrix(b + "attn_output.weight", t, Projection.O, c, 0, mt));
       tensors.add(new Entry(b + "ffn_norm.weight", t.postNorm(), new long[] {h}, GGML_F32, 0));
-      tensors.add(matrix(b + "ffn_gate.weight", t, Projection.GATE, c, 0));
-      tensors.add(matrix(b + "ffn_up.weight", t, Projection.UP, c, 0));
-      tensors.add(matrix(b + "ffn_down.weight", t, Projection.DOWN, c, 0));
+      tensors.add(matrix(b + "ffn_gate.weight", t, Projection.GATE, c, 0, mt));
+      tensors.add(matrix(b + "ffn_up.weight", t, Projection.UP, c, 0, mt));
+      tensors.add(matrix(b + "ffn_down.weight", t, Projection.DOWN, c, 0, mt));
     }
     tensors.add(
         new Entry("output_norm.weight", TransformerLayout.FINAL_NORM, new long[] {h}, GGML_F32, 0));
     if (!c.tieWordEmbeddings())
       tensors.add(
           new Entry(
-              "output.weight",
-              TransformerLayout.LM_HEAD,
-              new long[] {h, c.vocabSize()},
-              GGML_F16,
-              0));
+              "output.weight", TransformerLayout.LM_HEAD, new long[] {h, c.vocabSize()}, mt, 0));
 
     Map<String, Object> kv = new LinkedHashMap<>();
     kv.put("general.architecture", "llama");
     kv.put("general.name", name);
-    kv.put("general.file_type", new U32(1)); // MOSTLY_F16
+    kv.put("general.file_type", new U32(mt == GGML_BF16 ? 32 : 1)); // MOSTLY_BF16 : MOSTLY_F16
     kv.put("general.alignment", new U32(ALIGN));
     kv.put("llama.vocab_size", new U32(c.vocabSize()));
     kv.put("llama.context_length", new U32(c.maxPositionEmbeddings()));
@@ -139,8 +141,13 @@ public final class GgufWriter {
   }
 
   private static Entry matrix(
-      String name, TransformerLayout.LayerTensors t, Projection p, ModelConfig c, int heads) {
-    return new Entry(name, t.weight(p), new long[] {p.in(c), p.out(c)}, GGML_F16, heads);
+      String name,
+      TransformerLayout.LayerTensors t,
+      Projection p,
+      ModelConfig c,
+      int heads,
+      int mt) {
+    return new Entry(name, t.weight(p), new long[] {p.in(c), p.out(c)}, mt, heads);
   }
 
   private static long pad(long n) {
@@ -165,6 +172,7 @@ public final class GgufWriter {
       b.clear();
       for (float f : row) {
         if (t.type() == GGML_F16) b.putShort(DType.floatToF16(f));
+        else if (t.type() == GGML_BF16) b.putShort(DType.floatToBf16(f));
         else b.putFloat(f);
       }
       out.bytes(b.array(), b.position());

@@ -147,12 +147,14 @@ public final class TroupeServer implements AutoCloseable {
 
   /**
    * A greedy chat completion of {@code maxTokens} tokens past EOS; streamed (read to the end) or
-   * not. Returns the completion tokens.
+   * not. Returns the completion tokens. Each request has a fresh {@code cache_salt}, so none reuses
+   * another's cached prefix (the BOS block would be shared otherwise).
    */
   public int chat(String text, int maxTokens, boolean stream) throws Exception {
     ObjectNode body =
         JSON.createObjectNode()
             .put("model", "bench")
+            .put("cache_salt", java.util.UUID.randomUUID().toString())
             .put("max_tokens", maxTokens)
             .put("temperature", 0)
             .put("ignore_eos", true)

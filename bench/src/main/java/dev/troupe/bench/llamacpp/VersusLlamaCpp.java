@@ -246,11 +246,11 @@ public final class VersusLlamaCpp {
     return n;
   }
 
-  private interface Job {
+  interface Job {
     int run(int i) throws Exception;
   }
 
-  private static double streams(int n, Job job) throws Exception {
+  static double streams(int n, Job job) throws Exception {
     ExecutorService ex = Executors.newFixedThreadPool(n);
     try {
       List<Callable<Integer>> tasks = new ArrayList<>();
@@ -277,7 +277,7 @@ public final class VersusLlamaCpp {
   }
 
   /** Distinct prompts of exactly n tokens: single-token words of the Llama 3 vocabulary. */
-  private static final class Prompts {
+  static final class Prompts {
     private final List<String> words = new ArrayList<>();
 
     Prompts(Path tokenizerDir) throws IOException {
@@ -303,7 +303,7 @@ public final class VersusLlamaCpp {
     }
   }
 
-  private static String load() throws IOException {
+  static String load() throws IOException {
     return Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
   }
 

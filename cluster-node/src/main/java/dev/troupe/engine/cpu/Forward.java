@@ -1,5 +1,6 @@
 package dev.troupe.engine.cpu;
 
+import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.Projection;
 import dev.troupe.engine.model.RopeTables;
 import java.util.Arrays;
@@ -31,6 +32,7 @@ final class Forward implements AutoCloseable {
   private final Attention attention;
   private final Team.Claims claims; // one counter per product (and prefill attention) of a step
   private final Member[] members;
+  private final Bf16Gemm bf16; // BF16 prefill products on oneDNN, or null (member 0 calls it)
 
   // activations, grown to the step's size
   private float[] x = new float[0], h = new float[0], qkv = new float[0], attn = new float[0];
@@ -53,6 +55,7 @@ final class Forward implements AutoCloseable {
     this.attention =
         new Attention(md.nHeads, md.nKv, md.headDim, blockSize, md.cfg.slidingWindow());
     this.members = new Member[team.size()];
+    this.bf16 = md.dtype == DType.BF16 && bf16GemmAvailable() ? new Bf16Gemm() : null;
     int wide = Math.max(Math.max(md.hidden, md.inter), md.qDim);
     for (int m = 0; m < members.length; m++) {
       members[m] = new Member();
@@ -172,9 +175,12 @@ final class Forward implements AutoCloseable {
     for (int r = rr[0]; r < rr[1]; r++)
       Kernels.normRow(x, s.logitRows[r] * H, H, md.finalNorm, md.eps, xr, r * rs, headPacked);
     team.barrier();
-    for (int[] piece = new int[2]; claim(m, md.lmHead, headKern, 4, M, slot, piece); )
-      if (headKern) md.lmHead.product(xr, R, logits, md.vocab, 0, piece[0], piece[1], false);
-      else members[m].blas.product(md.lmHead, xr, R, logits, false, piece[0], piece[1]);
+    if (!headKern && onOneDnn(md.lmHead)) {
+      if (m == 0) bf16.product(md.lmHead, xr, R, logits, false);
+    } else
+      for (int[] piece = new int[2]; claim(m, md.lmHead, headKern, 4, M, slot, piece); )
+        if (headKern) md.lmHead.product(xr, R, logits, md.vocab, 0, piece[0], piece[1], false);
+        else members[m].blas.product(md.lmHead, xr, R, logits, false, piece[0], piece[1]);
     team.barrier();
     for (int r = rr[0]; r < rr[1]; r++)
       out[r] = Arrays.copyOfRange(logits, r * md.vocab, (r + 1) * md.vocab);
@@ -203,7 +209,15 @@ final class Forward implements AutoCloseable {
       int slot,
       boolean swiglu) {
     int T = s.tokens.length;
-    if (s.anyAdapter) {
+    if (!kern && onOneDnn(w)) {
+      // one oneDNN call on its own threads; then each member adapts and activates its share
+      if (m == 0) bf16.product(w, xin, T, y, add);
+      if (!s.anyAdapter && !swiglu) return; // the next phase's barrier orders the product
+      team.barrier();
+      int[] r = Team.share(w.out, M, m, Math.max(align, Matrix.GROUP));
+      if (s.anyAdapter) lora(m, s, li, w, xin, xStride, packed, y, r[0], r[1]);
+      if (swiglu) swiglu(m, 0, T, r[0], r[1], packed);
+    } else if (s.anyAdapter) {
       int[] r = Team.share(w.out, M, m, Math.max(align, Matrix.GROUP)); // whole groups
       rows(m, w, xin, T, y, add, kern, r[0], r[1]);
       lora(m, s, li, w, xin, xStride, packed, y, r[0], r[1]);
@@ -213,6 +227,23 @@ final class Forward implements AutoCloseable {
         rows(m, w, xin, T, y, add, kern, piece[0], piece[1]);
         if (swiglu) swiglu(m, 0, T, piece[0], piece[1], packed);
       }
+  }
+
+  /**
+   * {@link Bf16Gemm#available}, false where oneDNN's classes are not on the classpath (the GPU test
+   * bundle leaves them out): linking {@code Bf16Gemm} then fails before its own probe can run.
+   */
+  private static boolean bf16GemmAvailable() {
+    try {
+      return Bf16Gemm.available();
+    } catch (LinkageError e) {
+      return false;
+    }
+  }
+
+  /** Whether a GEMM-sized product of {@code w} runs on oneDNN's BF16 matmul. */
+  private boolean onOneDnn(Matrix w) {
+    return bf16 != null && Bf16Gemm.handles(w);
   }
 
   /** Output rows {@code [o0, o1)} of the product on the kernels or on member m's BLAS. */
@@ -343,5 +374,6 @@ final class Forward implements AutoCloseable {
   @Override
   public void close() {
     for (Member me : members) me.blas.close();
+    if (bf16 != null) bf16.close();
   }
 }

@@ -65,8 +65,23 @@ final class Matrix {
     }
   }
 
-  private int partRows(int p) {
+  int partRows(int p) {
     return Math.min(rowsPerPart, out - p * rowsPerPart);
+  }
+
+  /** Parts the rows are split into (each under 2³¹ elements). */
+  int parts() {
+    return (out + rowsPerPart - 1) / rowsPerPart;
+  }
+
+  /** Rows per part (whole groups); part {@code p} starts at row {@code p · rowsPerPart()}. */
+  int rowsPerPart() {
+    return rowsPerPart;
+  }
+
+  /** 16-bit: ints per row of the layout ({@code ⌈in/2⌉}). */
+  int rowInts() {
+    return rowInts;
   }
 
   /** Part {@code p} of a 16-bit matrix (tests). */

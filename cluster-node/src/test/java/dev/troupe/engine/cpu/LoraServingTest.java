@@ -8,17 +8,22 @@ import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
+import dev.troupe.engine.model.DType;
+import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.Projection;
+import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.testing.MapWeights;
 import dev.troupe.engine.testing.ScalarReferenceModel;
 import dev.troupe.engine.testing.TinyModels;
 import dev.troupe.engine.testing.TinyModels.Arch;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** LoRA served per chunk equals the scalar reference run on merged weights W + scale·B·A. */
 class LoraServingTest {
@@ -118,5 +123,59 @@ class LoraServingTest {
           IllegalArgumentException.class,
           () -> m.registerAdapter(3, new LoraAdapter(1, 1, 1, unknown, unknown)));
     }
+  }
+
+  /**
+   * In a step over 64 rows the products of BF16 weights run as one GEMM ({@link Bf16Gemm} on oneDNN
+   * where the CPU has BF16 dot products, else OpenBLAS) and each member then adds the LoRA terms of
+   * its share of the rows: an adapter chunk and a base chunk in such a step match each alone in a
+   * kernel-path step (up to 64 rows) within 1e-2 (oneDNN rounds the activations to BF16), while the
+   * adapter moves the logits by far more than that.
+   */
+  @Test
+  void adapterAndBaseChunksInAGemmSizedBf16Step(@TempDir Path tmp) throws Exception {
+    Path dir = TinyModels.write(tmp.resolve("m"), Arch.QWEN3, DType.F32, 5, false);
+    ModelConfig c = ModelConfigs.read(dir);
+    LoraAdapter ad =
+        randomAdapter(
+            c,
+            7,
+            "self_attn.q_proj",
+            "self_attn.k_proj",
+            "self_attn.v_proj",
+            "self_attn.o_proj",
+            "mlp.gate_proj",
+            "mlp.up_proj",
+            "mlp.down_proj");
+    Random r = new Random(8);
+    int[] prompt = new int[10], other = new int[60];
+    for (int i = 0; i < prompt.length; i++) prompt[i] = 3 + r.nextInt(90);
+    for (int i = 0; i < other.length; i++) other[i] = 3 + r.nextInt(90);
+    try (ModelRunner m = ModelRunners.open(dir, "bfloat16", 96, 4)) {
+      m.registerAdapter(1, ad);
+      float[][] adAlone = m.forward(List.of(chunk(prompt, 0, true, 1))).get(0);
+      float[][] baseAlone = m.forward(List.of(chunk(prompt, 4, true, 0))).get(0);
+      float[] otherAlone = m.forward(List.of(chunk(other, 8, false, 0))).get(0)[0];
+      List<float[][]> gemm =
+          m.forward(List.of(chunk(prompt, 24, true, 1), chunk(other, 28, false, 1)));
+      List<float[][]> mixed =
+          m.forward(List.of(chunk(prompt, 44, true, 0), chunk(other, 48, false, 1)));
+      float[] otherAd = m.forward(List.of(chunk(other, 68, false, 1))).get(0)[0];
+      for (int t = 0; t < prompt.length; t++) {
+        assertTrue(maxDiff(adAlone[t], baseAlone[t]) > 0.5, "the adapter must change row " + t);
+        assertTrue(maxDiff(gemm.get(0)[t], adAlone[t]) < 1e-2, "adapter row " + t);
+        assertTrue(maxDiff(mixed.get(0)[t], baseAlone[t]) < 1e-2, "base row " + t);
+      }
+      assertTrue(maxDiff(gemm.get(1)[0], otherAd) < 1e-2, "second adapter chunk");
+      assertTrue(maxDiff(mixed.get(1)[0], otherAd) < 1e-2, "adapter chunk beside a base one");
+      assertTrue(maxDiff(otherAd, otherAlone) > 0.5, "the adapter must change the long chunk");
+    }
+  }
+
+  /** A chunk from position 0 on the 20 blocks of 4 from {@code block0} (80 positions). */
+  private static SequenceChunk chunk(int[] tokens, int block0, boolean all, int adapter) {
+    int[] table = new int[20];
+    for (int i = 0; i < table.length; i++) table[i] = block0 + i;
+    return new SequenceChunk(tokens, 0, table, all, adapter);
   }
 }

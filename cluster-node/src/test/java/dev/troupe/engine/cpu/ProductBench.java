@@ -12,8 +12,10 @@ import java.util.Random;
 /**
  * Per-shape timing of the two product paths behind {@link Forward#KERNEL_MAX_ROWS}: the Vector API
  * kernels on the team ({@link Matrix#product}) against OpenBLAS {@code sgemm} on FP32 tiles ({@link
- * Blas}), for 16-bit and FP32 weights, alternating the two within each shape. Not a test (surefire
- * runs {@code *Test} only): run it on the test classpath with {@code --add-modules
+ * Blas}, single-threaded on every team member, as {@link Forward} runs it), for 16-bit and FP32
+ * weights, and for BF16 where this CPU has BF16 matmul hardware also oneDNN's matmul ({@link
+ * Bf16Gemm}, one call on oneDNN's threads), alternating the paths within each shape. Not a test
+ * (surefire runs {@code *Test} only): run it on the test classpath with {@code --add-modules
  * jdk.incubator.vector}; args {@code [dtype] [rows,...]}. Results in docs/benchmarks.md.
  */
 public final class ProductBench {
@@ -31,7 +33,10 @@ public final class ProductBench {
     };
     Random r = new Random(1);
     Team team = Team.shared();
-    try (Blas blas = new Blas()) {
+    Blas[] blases = new Blas[team.size()];
+    for (int i = 0; i < blases.length; i++) blases[i] = new Blas();
+    Blas.singleThreaded();
+    try (Bf16Gemm dnnl = dt == DType.BF16 && Bf16Gemm.available() ? new Bf16Gemm() : null) {
       for (int[] sh : shapes) {
         int out = sh[0], in = sh[1];
         float[] wv = new float[out * in];
@@ -53,17 +58,26 @@ public final class ProductBench {
                         int[] s = Team.share(out, team.size(), k, Matrix.GROUP);
                         m.product(xl, rows, y, out, 0, s[0], s[1], false);
                       });
-          Runnable gemm = () -> blas.product(m, x, rows, y, false, 0, m.out);
-          double[] tk = new double[3], tb = new double[3];
+          Runnable gemm =
+              () ->
+                  team.run(
+                      k -> {
+                        int[] s = Team.share(out, team.size(), k, Matrix.GROUP);
+                        blases[k].product(m, x, rows, y, false, s[0], s[1]);
+                      });
+          Runnable onednn = dnnl == null ? null : () -> dnnl.product(m, x, rows, y, false);
+          double[] tk = new double[3], tb = new double[3], td = new double[3];
           for (int round = 0; round < 3; round++) {
             tk[round] = time(kernel);
             tb[round] = time(gemm);
+            td[round] = onednn == null ? Double.NaN : time(onednn);
           }
           double k = Arrays.stream(tk).min().orElseThrow(),
-              b = Arrays.stream(tb).min().orElseThrow();
+              b = Arrays.stream(tb).min().orElseThrow(),
+              d = Arrays.stream(td).min().orElseThrow();
           System.out.printf(
               Locale.ROOT,
-              "%s out=%6d in=%5d rows=%3d  kernel %9.1f us (%6.1f GFLOP/s, %5.1f GB/s)  blas tiles %9.1f us (%6.1f GFLOP/s)  kernel/blas speed %.2fx%n",
+              "%s out=%6d in=%5d rows=%3d  kernel %9.1f us (%6.1f GFLOP/s, %5.1f GB/s)  blas tiles %9.1f us (%6.1f GFLOP/s)  kernel/blas speed %.2fx  onednn %9.1f us (%6.1f GFLOP/s)  onednn/blas speed %.2fx%n",
               dt,
               out,
               in,
@@ -73,10 +87,14 @@ public final class ProductBench {
               m.bytes() / k / 1e9,
               b * 1e6,
               2.0 * rows * out * in / b / 1e9,
-              b / k);
+              b / k,
+              d * 1e6,
+              2.0 * rows * out * in / d / 1e9,
+              b / d);
         }
       }
     }
+    for (Blas b : blases) b.close();
     System.exit(0);
   }
 

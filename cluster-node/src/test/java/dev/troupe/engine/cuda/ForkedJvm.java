@@ -16,13 +16,13 @@ import java.util.function.Predicate;
 /**
  * Runs a main class of the test classpath in a new JVM: the tests that load CUDA's libraries (real
  * or stand-ins) do it there, where {@code LD_LIBRARY_PATH} is read at start and nothing they load
- * stays in the test JVM.
+ * stays in the test JVM. The CPU runner's tests fork too, to run where oneDNN sees less of the CPU.
  */
-record ForkedJvm(int exitCode, String output) {
+public record ForkedJvm(int exitCode, String output) {
   static final int TIMEOUT_SECONDS = 600;
 
   /** The test classpath (Surefire's, else this JVM's), without the entries {@code drop} names. */
-  static String classpath(Predicate<String> drop) {
+  public static String classpath(Predicate<String> drop) {
     String cp =
         System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
     return String.join(
@@ -34,7 +34,7 @@ record ForkedJvm(int exitCode, String output) {
    * Runs {@code main} with {@code args}; {@code env} entries replace the inherited ones (a null
    * value removes one). Output (stdout and stderr) is kept in {@code log}.
    */
-  static ForkedJvm run(
+  public static ForkedJvm run(
       String classpath,
       Map<String, String> env,
       List<String> jvmOptions,
@@ -68,7 +68,7 @@ record ForkedJvm(int exitCode, String output) {
     }
   }
 
-  static String read(Path file) {
+  public static String read(Path file) {
     try {
       return Files.exists(file) ? Files.readString(file, StandardCharsets.UTF_8) : "";
     } catch (IOException e) {

@@ -1,6 +1,7 @@
 package dev.troupe.engine.testing;
 
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.WeightSource;
 
 /**
@@ -11,10 +12,20 @@ import dev.troupe.engine.model.WeightSource;
 public final class ScalarReferenceModel {
   private final ModelConfig c;
   private final WeightSource w;
+  private final boolean bf16Inputs;
 
   public ScalarReferenceModel(ModelConfig c, WeightSource w) {
+    this(c, w, false);
+  }
+
+  /**
+   * With {@code bf16Inputs}, the inputs of every layer product (q/k/v, o, gate/up, down; not the LM
+   * head) are rounded to BF16 first, as a BF16 matmul of PyTorch or oneDNN rounds its activations.
+   */
+  public ScalarReferenceModel(ModelConfig c, WeightSource w, boolean bf16Inputs) {
     this.c = c;
     this.w = w;
+    this.bf16Inputs = bf16Inputs;
   }
 
   /** Logits of every position of {@code tokens}: {@code [T][vocab]}. */
@@ -87,11 +98,15 @@ public final class ScalarReferenceModel {
     float[] wm = w.floats(module + ".weight");
     float[] bias = w.contains(module + ".bias") ? w.floats(module + ".bias") : null;
     int in = x[0].length, out = wm.length / in;
+    boolean round = bf16Inputs && module.startsWith("model.layers.");
     double[][] y = new double[x.length][out];
     for (int t = 0; t < x.length; t++)
       for (int o = 0; o < out; o++) {
         double s = bias == null ? 0 : bias[o];
-        for (int i = 0; i < in; i++) s += x[t][i] * wm[o * in + i];
+        for (int i = 0; i < in; i++)
+          s +=
+              (round ? DType.bf16ToFloat(DType.floatToBf16((float) x[t][i])) : x[t][i])
+                  * wm[o * in + i];
         y[t][o] = s;
       }
     return y;

@@ -1,0 +1,254 @@
+package dev.troupe.engine.cpu;
+
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DST;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_FROM;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_SRC;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_TO;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_WEIGHTS;
+
+import dev.troupe.engine.model.DType;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.bytedeco.dnnl.IntMemoryMap;
+import org.bytedeco.dnnl.engine;
+import org.bytedeco.dnnl.matmul;
+import org.bytedeco.dnnl.memory;
+import org.bytedeco.dnnl.post_ops;
+import org.bytedeco.dnnl.primitive;
+import org.bytedeco.dnnl.primitive_attr;
+import org.bytedeco.dnnl.reorder;
+import org.bytedeco.dnnl.stream;
+import org.bytedeco.javacpp.FloatPointer;
+import org.bytedeco.javacpp.IntPointer;
+import org.bytedeco.javacpp.LongPointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.ShortPointer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * GEMM-sized products (prefill) of BF16 weights on oneDNN's matmul (JavaCPP's {@code
+ * org.bytedeco:dnnl}), which runs them on the CPU's BF16 dot-product instructions ({@code
+ * vdpbf16ps}: AVX512_BF16 on Zen 4 and Cooper Lake, AMX on Sapphire Rapids): twice the FP32 FMA
+ * rate, and no FP32 copy of the weights.
+ *
+ * <p>The weights need no reordering: {@link Matrix}'s k-major groups of 64 rows ({@code [in/2][64
+ * rows][2]} per group, groups in row order) are oneDNN's {@code BA16a64b2a} layout of {@code W^T
+ * [in, out]} whenever {@code in} is a multiple of 32 (oneDNN pads that layout's {@code in} to 32:
+ * with an odd number of 16-blocks its groups are longer than ours). They are copied from the heap
+ * to a native buffer in tiles of whole groups; the activations are copied once per product and
+ * rounded to BF16 by a oneDNN reorder (round to nearest even), as PyTorch's BF16 linear and
+ * llama.cpp's BF16 matmul round them. Products accumulate in FP32 and write FP32 (the residual add
+ * is a {@code sum} post-op).
+ *
+ * <p>Used only where oneDNN picks a hardware BF16 implementation ({@link #available}): elsewhere
+ * oneDNN offers only its reference matmul (or none for this layout, on AVX2), and the FP32 OpenBLAS
+ * path ({@link Blas}) is faster. {@code -Dtroupe.engine.bf16Gemm=false} turns it off. One instance
+ * per runner, called by one team member at a time: oneDNN (OpenMP build) runs each product on its
+ * own threads, as many as the process may use cores, while the other members wait at the step's
+ * next barrier.
+ */
+final class Bf16Gemm implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Bf16Gemm.class);
+
+  /** Weights per copied tile: 8 MiB of BF16, whole groups. */
+  private static final int TILE_INTS = 1 << 21;
+
+  /** Primitives kept (prefill chunk lengths vary; each shape's primitive is compiled once). */
+  private static final int CACHED = 64;
+
+  private static final boolean ENABLED =
+      Boolean.parseBoolean(System.getProperty("troupe.engine.bf16Gemm", "true"));
+  private static volatile String implementation; // oneDNN's BF16 matmul here, or why none
+
+  private final engine eng = new engine(engine.kind.cpu, 0);
+  private final stream st = new stream(eng);
+  private final Map<List<Integer>, Prim> cache =
+      new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<List<Integer>, Prim> e) {
+          if (size() <= CACHED) return false;
+          e.getValue().close();
+          return true;
+        }
+      };
+  private FloatPointer xf, yf;
+  private ShortPointer xb;
+  private IntPointer wb;
+
+  /** A compiled primitive, its arguments' ids and descriptors, and what else it was made from. */
+  private record Prim(primitive p, int[] args, memory.desc[] descs, List<Pointer> keep)
+      implements AutoCloseable {
+    @Override
+    public void close() {
+      p.close();
+      for (memory.desc d : descs) d.close();
+      for (Pointer k : keep) k.close();
+    }
+  }
+
+  /**
+   * Whether this machine runs BF16 products on hardware through oneDNN: decided once (oneDNN loads
+   * and picks a {@code avx512_core_bf16} or AMX implementation for a BF16 matmul in our layout),
+   * and logged.
+   */
+  static boolean available() {
+    String impl = implementation;
+    if (impl == null) {
+      synchronized (Bf16Gemm.class) {
+        if ((impl = implementation) == null) implementation = impl = probe();
+      }
+    }
+    return impl.startsWith("brg");
+  }
+
+  private static String probe() {
+    if (!ENABLED || Matrix.GROUP != 64) {
+      String why = !ENABLED ? "-Dtroupe.engine.bf16Gemm=false" : "no AVX-512 (groups of 32 rows)";
+      log.info("BF16 prefill products on OpenBLAS (FP32): {}", why);
+      return why;
+    }
+    try (engine e = new engine(engine.kind.cpu, 0);
+        memory.desc s = desc(128, 64, memory.data_type.bf16, memory.format_tag.ab);
+        memory.desc w = desc(64, 64, memory.data_type.bf16, memory.format_tag.BA16a64b2a);
+        memory.desc d = desc(128, 64, memory.data_type.f32, memory.format_tag.ab);
+        matmul.primitive_desc pd = new matmul.primitive_desc(e, s, w, d)) {
+      String impl = pd.impl_info_str().getString();
+      boolean hw = impl.startsWith("brg") && (impl.contains("bf16") || impl.contains("amx"));
+      if (hw) log.info("BF16 prefill products on oneDNN {} ({})", impl, version());
+      else log.info("BF16 prefill products on OpenBLAS (FP32): oneDNN would use {}", impl);
+      return hw ? impl : "oneDNN would use " + impl;
+    } catch (Throwable t) { // no native build for this platform, or it failed to load
+      log.info("BF16 prefill products on OpenBLAS (FP32): oneDNN unavailable ({})", t.toString());
+      return "oneDNN unavailable: " + t;
+    }
+  }
+
+  private static String version() {
+    var v = org.bytedeco.dnnl.global.dnnl.dnnl_version();
+    return "oneDNN " + v.major() + "." + v.minor() + "." + v.patch();
+  }
+
+  /** Whether {@code w}'s products can run here: BF16, and {@code in} whole blocks of 32. */
+  static boolean handles(Matrix w) {
+    return w.dtype == DType.BF16 && w.in % 32 == 0 && available();
+  }
+
+  /**
+   * {@code y [rows, w.out] (+)= bf16(x [rows, w.in]) · Wᵀ}, x and y row-major (natural layout), y
+   * rows {@code w.out} floats apart.
+   */
+  void product(Matrix w, float[] x, int rows, float[] y, boolean add) {
+    int in = w.in, out = w.out, half = w.rowInts();
+    long xn = (long) rows * in;
+    int groupsPerTile = Math.max(1, Math.min(TILE_INTS / (half * Matrix.GROUP), (out + 63) / 64));
+    int tileRows = groupsPerTile * Matrix.GROUP;
+    xf = grow(xf, xn, FloatPointer::new);
+    xb = grow(xb, xn, ShortPointer::new);
+    yf = grow(yf, (long) rows * tileRows, FloatPointer::new);
+    wb = grow(wb, (long) tileRows * half, IntPointer::new);
+    xf.position(0).put(x, 0, (int) xn);
+    execute(cached(List.of(0, rows, in), () -> toBf16(rows, in)), xf, xb.position(0));
+    for (int p = 0; p < w.parts(); p++) {
+      int[] ints = w.ints(p);
+      int partRows = w.partRows(p), row0 = p * w.rowsPerPart();
+      for (int r0 = 0; r0 < partRows; r0 += tileRows) {
+        // a tile of whole groups is one run of the part's ints; its outputs [rows, n] land in a
+        // contiguous buffer, copied to their columns of y (a destination with y's row stride gave
+        // wrong columns past 1,920 of a 7,680-column tile here; not investigated)
+        int n = Math.min(tileRows, partRows - r0), o0 = row0 + r0;
+        wb.position(0)
+            .put(ints, r0 * half, (n + Matrix.GROUP - 1) / Matrix.GROUP * Matrix.GROUP * half);
+        if (add) for (int t = 0; t < rows; t++) yf.position((long) t * n).put(y, t * out + o0, n);
+        Prim mm = cached(List.of(1, rows, in, n, add ? 1 : 0), () -> matmul(rows, in, n, add));
+        execute(mm, xb.position(0), wb.position(0), yf.position(0));
+        for (int t = 0; t < rows; t++) yf.position((long) t * n).get(y, t * out + o0, n);
+      }
+    }
+    yf.position(0);
+  }
+
+  private Prim cached(List<Integer> key, java.util.function.Supplier<Prim> make) {
+    Prim p = cache.get(key);
+    if (p == null) cache.put(key, p = make.get());
+    return p;
+  }
+
+  /** f32 → bf16 of the activations [rows, in] (round to nearest even). */
+  private Prim toBf16(int rows, int in) {
+    memory.desc f = desc(rows, in, memory.data_type.f32, memory.format_tag.ab);
+    memory.desc b = desc(rows, in, memory.data_type.bf16, memory.format_tag.ab);
+    reorder.primitive_desc pd = new reorder.primitive_desc(eng, f, eng, b);
+    return new Prim(
+        new reorder(pd),
+        new int[] {DNNL_ARG_FROM, DNNL_ARG_TO},
+        new memory.desc[] {f, b},
+        List.of(pd));
+  }
+
+  /** bf16 [rows, in] · W tile [in, n] → f32 [rows, n], (+)= into dst with {@code add}. */
+  private Prim matmul(int rows, int in, int n, boolean add) {
+    memory.desc s = desc(rows, in, memory.data_type.bf16, memory.format_tag.ab);
+    memory.desc w = desc(in, n, memory.data_type.bf16, memory.format_tag.BA16a64b2a);
+    memory.desc d = desc(rows, n, memory.data_type.f32, memory.format_tag.ab);
+    primitive_attr attr = new primitive_attr();
+    List<Pointer> keep = new ArrayList<>(List.of(attr));
+    if (add) {
+      post_ops ops = new post_ops();
+      ops.append_sum();
+      attr.set_post_ops(ops);
+      keep.add(ops);
+    }
+    matmul.primitive_desc pd = new matmul.primitive_desc(eng, s, w, d, attr, false);
+    keep.add(pd);
+    return new Prim(
+        new matmul(pd),
+        new int[] {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
+        new memory.desc[] {s, w, d},
+        keep);
+  }
+
+  /**
+   * Runs a reorder (from, to) or a matmul (src, weights, dst) on these buffers, each at its
+   * position.
+   */
+  private void execute(Prim prim, Pointer... buffers) {
+    List<memory> mems = new ArrayList<>();
+    try (IntMemoryMap map = new IntMemoryMap()) {
+      for (int i = 0; i < buffers.length; i++) {
+        memory m = new memory(prim.descs()[i], eng, buffers[i]);
+        mems.add(m);
+        map.put(prim.args()[i], m);
+      }
+      prim.p().execute(st, map);
+      st._wait();
+    } finally {
+      for (memory m : mems) m.close();
+    }
+  }
+
+  private static memory.desc desc(long a, long b, memory.data_type t, memory.format_tag tag) {
+    return new memory.desc(new LongPointer(a, b), t, tag);
+  }
+
+  private static <P extends Pointer> P grow(P p, long n, java.util.function.LongFunction<P> make) {
+    if (p != null && p.capacity() >= n) return p;
+    long cap = Math.max(n, p == null ? 0 : p.capacity() * 3 / 2);
+    if (p != null) p.close();
+    return make.apply(cap);
+  }
+
+  @Override
+  public void close() {
+    for (Prim p : cache.values()) p.close();
+    cache.clear();
+    for (Pointer p : new Pointer[] {xf, yf, xb, wb}) if (p != null) p.close();
+    xf = yf = null;
+    xb = null;
+    wb = null;
+    st.close();
+    eng.close();
+  }
+}

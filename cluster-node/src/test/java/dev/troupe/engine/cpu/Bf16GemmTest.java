@@ -1,0 +1,154 @@
+package dev.troupe.engine.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.engine.ModelRunner;
+import dev.troupe.engine.model.DType;
+import dev.troupe.engine.model.InMemoryWeights;
+import dev.troupe.engine.model.ModelConfigs;
+import dev.troupe.engine.model.SafetensorsWeights;
+import dev.troupe.engine.model.WeightSource;
+import dev.troupe.engine.runner.ModelRunners;
+import dev.troupe.engine.testing.ScalarReferenceModel;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * oneDNN's BF16 matmul ({@link Bf16Gemm}, the prefill path of BF16 weights on a CPU with BF16
+ * dot-product instructions), where this machine has them (skipped with the reason elsewhere):
+ * products against a double-precision sum over the same BF16-rounded activations, and a whole
+ * model's prefill against PyTorch's logits and against the scalar reference that rounds its product
+ * inputs the same way.
+ */
+class Bf16GemmTest {
+
+  @BeforeAll
+  static void needsHardware() {
+    Assumptions.assumeTrue(
+        Bf16Gemm.available(), "no BF16 matmul hardware through oneDNN here (see the log)");
+  }
+
+  @Test
+  void productsMatchASumOverBf16Activations() {
+    Random r = new Random(5);
+    int[][] shapes = { // rows, in, out
+      {65, 32, 1}, {65, 64, 63}, {100, 64, 64}, {70, 96, 130}, {257, 544, 200}, {65, 544, 9000}
+    };
+    try (Bf16Gemm gemm = new Bf16Gemm()) {
+      for (int[] sh : shapes)
+        for (boolean add : new boolean[] {false, true}) {
+          int rows = sh[0], in = sh[1], out = sh[2];
+          float[] w = new float[out * in], x = new float[rows * in], y = new float[rows * out];
+          for (int i = 0; i < w.length; i++) w[i] = bf16((float) r.nextGaussian() * 0.05f);
+          for (int i = 0; i < x.length; i++) x[i] = (float) r.nextGaussian();
+          for (int i = 0; i < y.length; i++) y[i] = add ? (float) r.nextGaussian() : Float.NaN;
+          float[] y0 = y.clone();
+          Matrix m = matrix(w, out, in);
+          assertTrue(Bf16Gemm.handles(m));
+          gemm.product(m, x, rows, y, add);
+          for (int t = 0; t < rows; t++)
+            for (int o = 0; o < out; o++) {
+              double s = add ? y0[t * out + o] : 0, mag = Math.abs(s);
+              for (int i = 0; i < in; i++) {
+                double p = (double) bf16(x[t * in + i]) * w[o * in + i];
+                s += p;
+                mag += Math.abs(p);
+              }
+              double got = y[t * out + o];
+              assertTrue(
+                  Math.abs(got - s) <= 1e-5 * (1 + mag),
+                  Arrays.toString(sh)
+                      + " add "
+                      + add
+                      + " row "
+                      + t
+                      + " out "
+                      + o
+                      + ": "
+                      + got
+                      + " vs "
+                      + s);
+            }
+        }
+    }
+  }
+
+  @Test
+  void notForOtherDtypesOrWidths() {
+    for (int in : new int[] {24, 48, 528}) // in not a multiple of 32
+    assertEquals(false, Bf16Gemm.handles(matrix(new float[64 * in], 64, in)));
+    var f16 = new InMemoryWeights(Map.of("w", tensor(new float[64 * 64], 64, 64)), "test");
+    assertEquals(false, Bf16Gemm.handles(Matrix.load(f16, DType.F16, List.of("w"))));
+  }
+
+  /**
+   * The golden Llama (BF16) prompt in a 70-row step, so every product runs on oneDNN: against the
+   * scalar reference with BF16-rounded product inputs within 1e-4 (the same function, summed in
+   * another order: measured 1e-6), against PyTorch's FP32 logits no further than that reference is
+   * from them (the activations' BF16 rounding: 1.35e-2 on these logits), and the same bits next to
+   * another companion sequence.
+   */
+  @Test
+  void goldenPromptOnTheBf16Path() throws Exception {
+    Path dir = Path.of(Bf16GemmTest.class.getResource("/golden/llama").toURI());
+    JsonNode g = GoldenPrompt.read(dir);
+    int[] tokens = GoldenPrompt.tokens(g);
+    float[][] ref, rounded;
+    try (WeightSource w = SafetensorsWeights.open(dir)) {
+      ref = new ScalarReferenceModel(ModelConfigs.read(dir), w).logits(tokens);
+      rounded = new ScalarReferenceModel(ModelConfigs.read(dir), w, true).logits(tokens);
+    }
+    float[][] a, b;
+    try (ModelRunner m = ModelRunners.open(dir, "auto", 32, 8)) {
+      assertEquals(DType.BF16, ((CpuModelRunner) m).dtype());
+      a = GoldenPrompt.withCompanion(m, tokens, 30, 3);
+      b = GoldenPrompt.withCompanion(m, tokens, 50, 17);
+    }
+    double toRounded = 0, toTorch = 0;
+    for (int t = 0; t < tokens.length; t++) {
+      JsonNode row = g.get("logits").get(t);
+      for (int i = 0; i < row.size(); i++) {
+        toRounded = Math.max(toRounded, Math.abs(a[t][i] - rounded[t][i]));
+        toTorch = Math.max(toTorch, Math.abs(a[t][i] - row.get(i).asDouble()));
+      }
+      assertArrayEquals(a[t], b[t], "position " + t + " with another companion");
+    }
+    double refToTorch = 0, fp32RefToTorch = 0;
+    for (int t = 0; t < tokens.length; t++) {
+      JsonNode row = g.get("logits").get(t);
+      for (int i = 0; i < row.size(); i++) {
+        refToTorch = Math.max(refToTorch, Math.abs(rounded[t][i] - row.get(i).asDouble()));
+        fp32RefToTorch = Math.max(fp32RefToTorch, Math.abs(ref[t][i] - row.get(i).asDouble()));
+      }
+    }
+    assertTrue(fp32RefToTorch <= 1e-4, "the FP32 reference is PyTorch's: " + fp32RefToTorch);
+    System.out.printf(
+        "oneDNN BF16 path: max |Δ| to the BF16-input reference %.2e, to PyTorch %.2e "
+            + "(the BF16-input reference's own distance to PyTorch %.2e)%n",
+        toRounded, toTorch, refToTorch);
+    assertTrue(toRounded <= 1e-4, "to the BF16-input reference: " + toRounded);
+    assertTrue(toTorch <= refToTorch + 1e-4, "to PyTorch: " + toTorch + " vs " + refToTorch);
+  }
+
+  private static Matrix matrix(float[] w, int out, int in) {
+    var src = new InMemoryWeights(Map.of("w", tensor(w, out, in)), "test");
+    return Matrix.load(src, DType.BF16, List.of("w"));
+  }
+
+  private static InMemoryWeights.Tensor tensor(float[] w, int out, int in) {
+    return new InMemoryWeights.Tensor(w, new long[] {out, in});
+  }
+
+  private static float bf16(float v) {
+    return DType.bf16ToFloat(DType.floatToBf16(v));
+  }
+}

@@ -2,7 +2,7 @@ package dev.troupe.deploy;
 
 import dev.troupe.engine.input.PromptEncoder;
 import dev.troupe.engine.tokenizer.TokenizerBundle;
-import dev.troupe.gateway.routing.PromptTokenizer;
+import dev.troupe.gateway.replicas.PromptTokenizer;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.ServedModels.ServedModel;

@@ -3,6 +3,7 @@ package dev.troupe.deploy;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigValueFactory;
 import dev.troupe.deploy.health.NodeHealth;
+import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.node.WorkerDrain;
 import dev.troupe.protocol.cluster.Roles;
 import java.time.Duration;
@@ -24,8 +25,9 @@ import org.apache.pekko.pattern.Patterns;
  *   <li>{@code before-service-unbind}: readiness fails ({@link NodeHealth#drain()}); the node keeps
  *       serving for {@code unready-delay} so load balancers stop sending it requests.
  *   <li>{@code service-unbind}: the HTTP API stops accepting connections (a gateway).
- *   <li>{@code service-requests-done}: HTTP requests in flight (a gateway) and generations in
- *       flight (a worker, {@link WorkerDrain}) get up to {@code timeout} to finish.
+ *   <li>{@code service-requests-done}: HTTP responses in flight (a gateway: streamed ones to their
+ *       last chunk) and generations in flight (a worker, {@link WorkerDrain}) get up to {@code
+ *       timeout} to finish.
  *   <li>Pekko's own phases: sharding hands the replicas off (what still runs migrates to other
  *       replicas, token-exactly), the node leaves the cluster, the actor system stops.
  * </ol>
@@ -95,13 +97,17 @@ final class GracefulShutdown {
         "troupe-http-unbind",
         () ->
             unlessSelfInflicted(system, () -> binding.unbind().thenApply(u -> Done.getInstance())));
+    // Pekko's binding.terminate alone would close at once a connection whose streamed response
+    // has begun (a stream cut mid-answer); GatewayServer.terminate waits for it first.
     cs.addTask(
         CoordinatedShutdown.PhaseServiceRequestsDone(),
         "troupe-http-requests-done",
         () ->
             unlessSelfInflicted(
                 system,
-                () -> binding.terminate(settings.timeout()).thenApply(t -> Done.getInstance())));
+                () ->
+                    GatewayServer.terminate(system, binding, settings.timeout())
+                        .thenApply(t -> Done.getInstance())));
   }
 
   /** {@code task}, unless the node itself terminated its actor system (nothing to wait for). */

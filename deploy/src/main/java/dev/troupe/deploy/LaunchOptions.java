@@ -50,6 +50,8 @@ import java.util.Map;
  *     {@code --max-num-seqs}, {@code --max-num-batched-tokens}); unset ones keep the config's
  * @param chatTemplates the chat template (source) a model is served with instead of its tokenizer's
  *     ({@code --chat-template})
+ * @param aliases further names a model is served under ({@code --served-model-name} with several
+ *     names: the first names the model, the others are these)
  */
 public record LaunchOptions(
     int port,
@@ -74,7 +76,8 @@ public record LaunchOptions(
     int requiredContactPoints,
     int shutdownTimeout,
     EngineFlags engine,
-    Map<String, String> chatTemplates) {
+    Map<String, String> chatTemplates,
+    Map<String, List<String>> aliases) {
 
   /**
    * vLLM's engine sizing flags; null = the config's value ({@code troupe.worker.engine.*}).
@@ -115,7 +118,8 @@ public record LaunchOptions(
                                  --served-model-name); DIR "demo" is the built-in demo model (the
                                  default). Models are read from local directories: download one
                                  first, e.g. hf download Qwen/Qwen3-0.6B --local-dir models/qwen3
-        --served-model-name NAME  the name clients use for the one --model DIR (vLLM's)
+        --served-model-name NAME [ALIAS...]  the name clients use for the one --model DIR, and
+                                 further names they may use for it (vLLM's; responses say NAME)
         --chat-template T        the chat template of the one model: a file, or the template itself
                                  (instead of the tokenizer's; vLLM's)
         --max-model-len N        context length of every replica on this node (default: the
@@ -229,6 +233,21 @@ public record LaunchOptions(
     for (String m : chatTemplates.keySet())
       if (!models.containsKey(m))
         throw new IllegalArgumentException("--chat-template names unknown model " + m);
+    aliases = Map.copyOf(aliases);
+    for (var e : aliases.entrySet()) {
+      if (!models.containsKey(e.getKey()))
+        throw new IllegalArgumentException(
+            "--served-model-name aliases unknown model " + e.getKey());
+      for (String alias : e.getValue())
+        if (models.containsKey(alias))
+          throw new IllegalArgumentException(
+              "--served-model-name " + alias + " is already the name of a model");
+    }
+  }
+
+  /** The aliases of model {@code name} (none by default). */
+  public List<String> aliasesOf(String name) {
+    return aliases.getOrDefault(name, List.of());
   }
 
   /** {@code --discovery} through the Kubernetes API. */
@@ -352,7 +371,11 @@ public record LaunchOptions(
       }
     }
     if (models.isEmpty()) models.put("demo", "demo");
-    if (servedNames != null) models = renamed(models, servedNames, namedModel);
+    Map<String, List<String>> aliases = Map.of();
+    if (servedNames != null) {
+      models = renamed(models, servedNames, namedModel);
+      aliases = Map.of(servedNames.get(0), List.copyOf(servedNames.subList(1, servedNames.size())));
+    }
     Map<String, String> templates = new LinkedHashMap<>();
     if (chatTemplate != null) {
       if (models.size() != 1)
@@ -387,18 +410,19 @@ public record LaunchOptions(
         contactPoints,
         shutdownTimeout,
         new EngineFlags(maxModelLen, maxNumSeqs, maxBatchedTokens),
-        templates);
+        templates,
+        aliases);
   }
 
   /**
-   * The one model, named by {@code --served-model-name} (vLLM: instead of the --model argument).
+   * The one model, named by {@code --served-model-name}'s first name (vLLM: instead of the --model
+   * argument); the other names are its aliases.
    */
   private static Map<String, String> renamed(
       Map<String, String> models, List<String> names, boolean named) {
     if (names.isEmpty()) throw new IllegalArgumentException("--served-model-name needs a name");
-    if (names.size() > 1)
-      throw new IllegalArgumentException(
-          "--served-model-name takes one name here; several names (aliases) are not supported");
+    if (new java.util.HashSet<>(names).size() < names.size())
+      throw new IllegalArgumentException("--served-model-name gives one name twice: " + names);
     if (models.size() != 1)
       throw new IllegalArgumentException(
           "--served-model-name names the one model of --model DIR; with several models name each"

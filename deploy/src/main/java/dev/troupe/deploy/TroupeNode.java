@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import dev.troupe.deploy.health.NodeHealth;
+import dev.troupe.gateway.chat.MigrationSettings;
 import dev.troupe.gateway.cluster.ClusterMetrics;
 import dev.troupe.gateway.cluster.ClusterRoute;
 import dev.troupe.gateway.cluster.ClusterView;
@@ -18,10 +19,11 @@ import dev.troupe.gateway.preview.TrajectoryCounts;
 import dev.troupe.gateway.preview.training.TrainingContext;
 import dev.troupe.gateway.preview.training.TrainingJobs;
 import dev.troupe.gateway.preview.training.TrainingRoutes;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ReplicaSelector;
+import dev.troupe.gateway.replicas.RoutingSettings;
+import dev.troupe.gateway.replicas.TrainedModels;
 import dev.troupe.gateway.routes.StandardRoutes;
-import dev.troupe.gateway.routing.ReplicaRouter;
-import dev.troupe.gateway.routing.RoutingSettings;
-import dev.troupe.gateway.workers.ModelDirectory;
 import dev.troupe.node.DataEntities;
 import dev.troupe.node.NodeGuardian;
 import dev.troupe.node.NodeReporter;
@@ -225,33 +227,28 @@ public final class TroupeNode implements AutoCloseable {
             ClusterViewProtocol.nodeName(Cluster.get(system).selfMember().address()));
     boolean requestTemplates =
         config.getBoolean("troupe.worker.engine.allow-request-chat-template");
-    ReplicaRouter router =
-        ReplicaRouter.start(
+    ReplicaSelector replicas =
+        ReplicaSelector.sharded(
             system,
             models.models().stream().map(ServedModels.ServedModel::name).toList(),
             RoutingSettings.fromConfig(config),
             metrics::routed,
-            new GatewayTokenizers(models, requestTemplates));
-    ModelDirectory directory =
-        ModelDirectory.sharded(
-                system,
-                models,
-                gs.askTimeout(),
-                dev.troupe.gateway.chat.MigrationSettings.fromConfig(config))
-            .withTrainedModels(
-                dev.troupe.gateway.workers.TrainedModels.sharded(system, gs.askTimeout()))
-            .withRouter(router);
+            new GatewayTokenizers(models, requestTemplates),
+            gs.askTimeout());
+    ModelCatalog catalog =
+        ModelCatalog.of(models, replicas, gs.askTimeout())
+            .withTrainedModels(TrainedModels.sharded(system, gs.askTimeout()));
     NodeHealth health = NodeHealth.get(system);
     PreviewContext preview = PreviewContext.sharded(system, gs.askTimeout());
     TrainingContext training = TrainingContext.sharded(system, gs.askTimeout());
-    List<ModelWorkerProtocol.ReplicaId> replicas = new ArrayList<>();
+    List<ModelWorkerProtocol.ReplicaId> replicaIds = new ArrayList<>();
     for (ServedModels.ServedModel m : models.models())
       for (int i = 0; i < m.replicas(); i++)
-        replicas.add(new ModelWorkerProtocol.ReplicaId(m.name(), i));
+        replicaIds.add(new ModelWorkerProtocol.ReplicaId(m.name(), i));
     ClusterView view =
         new ClusterView(
             system,
-            replicas,
+            replicaIds,
             VIEW_TIMEOUT,
             new TrainingJobs(training),
             new TrajectoryCounts(preview, VIEW_TIMEOUT));
@@ -259,7 +256,13 @@ public final class TroupeNode implements AutoCloseable {
     var route =
         ApiRoutes.builder(gs)
             // GET /health is the node's readiness: it fails while the node drains, too.
-            .addAll(StandardRoutes.of(directory, metrics, health::ready, clusterMetrics::scrape))
+            .addAll(
+                StandardRoutes.of(
+                    catalog,
+                    metrics,
+                    MigrationSettings.fromConfig(config),
+                    health::ready,
+                    clusterMetrics::scrape))
             .addAll(PreviewRoutes.all(preview))
             .addAll(TrainingRoutes.all(training))
             .add(new ClusterRoute(view))
@@ -267,7 +270,7 @@ public final class TroupeNode implements AutoCloseable {
             .build();
     ServerBinding binding =
         GatewayServer.bind(system, gs, route).toCompletableFuture().get(30, TimeUnit.SECONDS);
-    health.gatewayBound(directory::healthy);
+    health.gatewayBound(catalog::healthy);
     return binding;
   }
 
@@ -289,6 +292,7 @@ public final class TroupeNode implements AutoCloseable {
       m.put("enable-auto-tool-choice", o.enableAutoToolChoice() && tools != null);
       String template = o.chatTemplates().get(e.getKey());
       if (template != null) m.put("chat-template", template);
+      if (!o.aliasesOf(e.getKey()).isEmpty()) m.put("aliases", o.aliasesOf(e.getKey()));
       models.add(m);
     }
     Map<String, Object> values = new LinkedHashMap<>();

@@ -12,8 +12,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The house rules on package structure (STYLE.md), checked on the compiled main classes of every
  * module with ArchUnit: no package cycles, serving code never imports training, ND4J stays in
- * training, and the engine never sees the worker's wire messages (the worker maps engine outputs
- * onto them).
+ * training, the engine never sees the worker's wire messages (the worker maps engine outputs onto
+ * them), the gateway reaches the engine only through its one encoder seam, and its replica logic
+ * lives in one package.
  */
 class ArchitectureTest {
   private static JavaClasses classes;
@@ -61,6 +62,59 @@ class ArchitectureTest {
         .should()
         .dependOnClassesThat()
         .resideInAPackage("dev.troupe.training..")
+        .check(classes);
+  }
+
+  @Test
+  void theGatewayReachesTheEngineOnlyThroughTheEncoderSeam() {
+    // the gateway tokenizes for cache-aware routing through its PromptTokenizer interface, which
+    // deploy's GatewayTokenizers implements with the workers' own PromptEncoder: one encoder
+    noClasses()
+        .that()
+        .resideInAPackage("dev.troupe.gateway..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAnyPackage(
+            "dev.troupe.engine..",
+            "dev.troupe.worker..",
+            "dev.troupe.scheduler..",
+            "dev.troupe.node..")
+        .check(classes);
+    noClasses()
+        .that()
+        .resideInAPackage("dev.troupe.deploy..")
+        .and()
+        .haveNameNotMatching("dev\\.troupe\\.deploy\\.GatewayTokenizers(\\$.*)?")
+        .should()
+        .dependOnClassesThat()
+        .resideInAnyPackage("dev.troupe.engine.input..", "dev.troupe.engine.tokenizer..")
+        .check(classes);
+  }
+
+  @Test
+  void theReplicaLogicLivesInOnePackage() {
+    // which replicas are live and which one serves a request: gateway.replicas alone follows the
+    // cluster's membership and reachability (one liveness filter) and holds the Replica* types
+    // (one selector); a node's own role check (Member.hasRole) is not liveness
+    noClasses()
+        .that()
+        .resideInAPackage("dev.troupe.gateway..")
+        .and()
+        .resideOutsideOfPackage("dev.troupe.gateway.replicas..")
+        .should()
+        .dependOnClassesThat()
+        .haveNameMatching(
+            "org\\.apache\\.pekko\\.cluster\\.(ClusterEvent|MemberStatus|typed\\.Subscribe)\\b.*")
+        .check(classes);
+    noClasses()
+        .that()
+        .resideInAPackage("dev.troupe.gateway..")
+        .and()
+        .resideOutsideOfPackage("dev.troupe.gateway.replicas..")
+        .and()
+        .areTopLevelClasses()
+        .should()
+        .haveSimpleNameStartingWith("Replica")
         .check(classes);
   }
 

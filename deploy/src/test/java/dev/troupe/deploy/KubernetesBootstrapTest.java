@@ -242,6 +242,8 @@ class KubernetesBootstrapTest {
     try {
       return http.send(
           HttpRequest.newBuilder(URI.create("http://" + ip + ":" + port + path))
+              // the cluster routes need the node's key (KeyedClusterRoutes); the probes ignore it
+              .header("Authorization", "Bearer " + KEY)
               .timeout(Duration.ofSeconds(5))
               .build(),
           HttpResponse.BodyHandlers.ofString());

@@ -283,15 +283,28 @@ class LaunchOptionsTest {
                     List.of())
                 .withFallback(ConfigFactory.load()));
     assertEquals(List.of("q#0", "q#1"), models.find("q").orElseThrow().entityIds());
-    assertTrue(
-        assertThrows(
-                IllegalArgumentException.class,
-                () ->
+    // vLLM's several names: the first names the model, the others are its aliases
+    LaunchOptions aliased =
+        LaunchOptions.parse(
+            List.of("--model", "/m/q", "--served-model-name", "a", "b", "--served-model-name=a,c"),
+            null);
+    assertEquals(Map.of("a", "/m/q"), aliased.models());
+    assertEquals(List.of("c"), aliased.aliasesOf("a"), "the last flag wins, as argparse's");
+    ServedModels served =
+        ServedModels.fromConfig(
+            TroupeNode.config(
                     LaunchOptions.parse(
-                        List.of("--model", "/m/q", "--served-model-name", "a", "b"), null))
-            .getMessage()
-            .contains("aliases"),
-        "several names are refused, not half-served");
+                        List.of("--model", "/m/q", "--served-model-name", "a", "b", "c"), null),
+                    List.of())
+                .withFallback(ConfigFactory.load()));
+    assertEquals(List.of("b", "c"), served.find("a").orElseThrow().aliases());
+    assertEquals(List.of("a#0"), served.find("a").orElseThrow().entityIds(), "ids use the name");
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            LaunchOptions.parse(
+                List.of("--model", "/m/q", "--served-model-name", "a", "b", "a"), null),
+        "one name twice");
     assertThrows(
         IllegalArgumentException.class,
         () -> LaunchOptions.parse(List.of("--model", "q=/m/q", "--served-model-name", "x"), null));

@@ -3,6 +3,7 @@ package dev.troupe.gateway.chat;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.replicas.ModelFacts;
 import dev.troupe.gateway.structured.ConstraintMapper;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;

@@ -1,14 +1,13 @@
 package dev.troupe.gateway.chat;
 
-import dev.troupe.gateway.chat.ReplicaPicker.Replica;
-import dev.troupe.gateway.liveness.ReplicaLiveness.NodeLost;
+import dev.troupe.gateway.replicas.NodeLost;
+import dev.troupe.gateway.replicas.ReplicaSelector.Attempts;
+import dev.troupe.gateway.replicas.ReplicaSelector.Replica;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.GenerationRequest.Resume;
-import dev.troupe.protocol.cluster.GenerationRequest.ResumedChoice;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Accepted;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
@@ -16,64 +15,79 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Migrate;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.NoSerializationVerificationNeeded;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.eventstream.EventStream;
-import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+import org.apache.pekko.stream.OverflowStrategy;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.typed.javadsl.ActorSource;
 
 /**
  * The gateway's owner of one generation: sends it to a replica, passes the worker's events on to
  * the HTTP response ({@code out}), and moves the request when its worker is lost — token-exact
- * request migration, on by default.
+ * request migration, on by default. One per request, a system actor on the gateway node, started by
+ * materializing {@link #events}; it stops with the request.
  *
- * <p><b>Who watches what.</b> The worker acknowledges each request at once ({@link Accepted}, with
- * its actor): the owner then death-watches that actor and listens for {@link NodeLost} (its node
- * unreachable, downed or removed, from the gateway's {@code LivenessWatcher}); a replica that stops
- * on purpose (its shard handed off, its node leaving) says {@link Migrate}. No timeout decides that
- * a worker is lost, except a replica that does not acknowledge: an attempt not {@link Accepted}
- * within {@link MigrationSettings#acceptTimeout()} (a replica being restarted holds requests until
- * its model is loaded) is cancelled and moves to another replica when one can take it, and the
- * replica counts as restarting for new requests until it answers again; with no other replica the
- * attempt waits up to the ask timeout. The worker watches the owner in turn, so a request whose
- * owner stops (client gone) is cancelled.
+ * <p><b>Phases.</b>
  *
- * <p><b>Resuming.</b> The owner keeps the original request and, per choice, the token ids already
- * passed on and whether the choice ended. On loss it cancels the old attempt (in case its node is
- * only unreachable), picks another reachable replica (preferring ones this request has not lost)
- * and sends the request again with a {@link Resume} of those tokens: the new worker replays them
- * and continues, so the client sees one uninterrupted stream, the same tokens for greedy and seeded
- * sampling as without the failure. Each attempt has its own request id ({@code <id>~<attempt>}), so
- * late events of a lost attempt are told apart and dropped; the client sees the original id, one
- * {@code Started} (later ones are stripped) and the usage of the last worker, which counts the
- * replayed tokens. A request lost before anything was generated, or a beam search (which reports
- * its beams at the end), is simply sent again from scratch.
+ * <pre>
+ *   awaiting acceptance ──Accepted or first update──▶ streaming ──last update or Failed──▶ done
+ *      │   ▲                                            │
+ *      │   └────────── next attempt sent ───────────────┤ worker lost (stopped, node lost, Migrate)
+ *      │                                                ▼
+ *      └── lost / moved ──▶ migrating (no replica reachable; looks again) ──▶ done (503)
+ * </pre>
  *
- * <p><b>Bounds.</b> At most {@link MigrationSettings#maxMigrations()} moves; when no replica is
- * reachable the owner looks again every {@link MigrationSettings#retryInterval()} until {@link
- * MigrationSettings#deadline()} after the loss, then ends the request with {@link Failed} {@code
- * OVERLOADED} (503): an error event and {@code [DONE]} on a stream, a 503 status otherwise. A new
- * request with no reachable replica fails the same way at once. The deadline also bounds, from the
- * owner's start, the wait for a first worker to acknowledge the request: a request no replica has
- * accepted by then fails the same way, which is a 503 status before the first byte on a stream too,
- * so that a client gets an answer before any connection or client timeout (the HTTP idle timeout
- * applies only between requests). Once a worker has accepted it, the request waits in that worker's
- * queue as it would in vLLM's: the worker is death-watched, and its queue bound answers overload.
+ * <ul>
+ *   <li><b>Awaiting acceptance</b> ({@link #awaiting}): an attempt was sent with {@code
+ *       acknowledge}; the worker answers {@link Accepted} at once, even while it queues the
+ *       request. Bounds: {@code accept-timeout} (the attempt moves to another replica when one can
+ *       take it, and its replica counts as restarting for new requests), {@code attempt-timeout}
+ *       (given up: a 503 for a first attempt, a loss for a continuation), and from the owner's
+ *       start {@code deadline} (no worker has accepted the request: a 503 before the first byte).
+ *   <li><b>Streaming</b> ({@link #streaming}): a worker holds the request; the owner death-watches
+ *       its actor and listens for {@link NodeLost} (its node unreachable, downed or removed); a
+ *       replica stopping on purpose says {@link Migrate}. No timeout applies: the request waits in
+ *       the worker's queue as it would in vLLM's (the worker's queue bound answers overload).
+ *   <li><b>Migrating</b> ({@link #migrating}): the worker was lost and no replica is reachable; the
+ *       owner looks again every {@code retry-interval}, up to {@code deadline} after the loss.
+ * </ul>
  *
- * <p>One per request, a system actor on the gateway node; it stops with the request.
+ * <p><b>Resuming.</b> On a loss the owner cancels the old attempt (in case its node is only
+ * unreachable), picks another reachable replica (preferring ones this request has not lost) and
+ * sends the request again with a {@link Resume} of the tokens its client has ({@link Delivered}):
+ * the new worker replays them and continues, so the client sees one uninterrupted stream, the same
+ * tokens for greedy and seeded sampling as without the failure. Each attempt has its own request id
+ * ({@code <id>~<attempt>}), so late events of a lost attempt are dropped; the client sees the
+ * original id, one {@code Started} and the usage of the last worker, which counts the replayed
+ * tokens. At most {@code max-migrations} moves; past any bound the request ends with {@link Failed}
+ * {@code OVERLOADED} (503): an error event and {@code [DONE]} on a stream, a 503 status otherwise.
+ * The worker watches the owner in turn, so a request whose owner stops (client gone) is cancelled.
+ *
+ * <p>Timers are keyed by their {@link Timer} name, one attempt at a time: a timer cancelled or
+ * restarted never delivers its message afterwards (Pekko's guarantee), so no timeout can reach a
+ * later attempt.
  */
-final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
+public final class GenerationOwner {
+
+  /** Events a slow client may fall behind by before the request is failed (none are dropped). */
+  private static final int BUFFER = 16_384;
+
+  private static final AtomicLong OWNERS = new AtomicLong();
 
   /** Local messages of the owner. */
   interface Command extends NoSerializationVerificationNeeded {}
@@ -84,17 +98,16 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
 
   private record NodeWentAway(NodeLost lost) implements Command {}
 
-  private record NotAccepted(String attemptId) implements Command {}
-
-  private record SlowToAccept(String attemptId) implements Command {}
-
-  private enum Retry implements Command {
-    INSTANCE
-  }
-
-  /** The migration deadline passed and no worker has started the request. */
-  private enum NotStarted implements Command {
-    INSTANCE
+  /** The owner's timers, one per bound of {@link MigrationSettings}. */
+  private enum Timer implements Command {
+    /** {@code deadline} from the owner's start: no worker has accepted the request. */
+    START,
+    /** {@code accept-timeout}: the attempt is unacknowledged; move it if another replica can. */
+    MOVE,
+    /** {@code attempt-timeout}: the attempt is unacknowledged and could not move; give it up. */
+    GIVE_UP,
+    /** {@code retry-interval}: look for a reachable replica again. */
+    RETRY
   }
 
   /** The HTTP side stopped listening (client gone, stream failed). */
@@ -102,37 +115,71 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
     INSTANCE
   }
 
-  private static final Object ACCEPT_TIMER = "accept";
-  private static final Object SLOW_TIMER = "slow";
-  private static final Object START_TIMER = "start";
+  /** One try of the request on one replica. */
+  private record Attempt(int number, String id, Replica replica) {}
 
+  /**
+   * The request has been without a worker since {@code sinceNanos}; {@code why} is the latest loss.
+   */
+  private record Loss(long sinceNanos, String why) {
+    Loss then(String reason) {
+      return new Loss(sinceNanos, reason);
+    }
+  }
+
+  private final ActorContext<Command> ctx;
+  private final TimerScheduler<Command> timers;
   private final ActorRef<GenerationEvent> out;
   private final GenerationRequest request;
-  private final Replicas replicas;
-  private final TimerScheduler<Command> timers;
+  private final Attempts replicas;
+  private final MigrationSettings settings;
   private final ActorRef<GenerationEvent> self;
   private final ActorRef<NodeLost> nodeLost;
-  private final boolean beam;
-  private final List<List<Integer>> tokens = new ArrayList<>();
-  private final boolean[] finished;
+  private final Delivered delivered;
   private final Set<String> avoid = new HashSet<>();
-  private boolean started;
-  private int attempt;
-  private String attemptId;
-  private Replica replica; // null while looking for one
-  private ActorRef<ModelWorkerProtocol.Command> worker; // once known
-  private boolean accepted;
-  private boolean everAccepted;
+  private int attempts;
   private int migrations;
-  private long lostAt = -1;
-  private String lostWhy;
+  private boolean everAccepted;
+
+  /**
+   * The events of {@code request} on {@code replicas} — one {@link GenerationUpdate} per engine
+   * step with news for it, ending with the last update or a {@link Failed} — the single path behind
+   * streaming and non-streaming answers. Materializing it starts the request's owner; if the stream
+   * ends any other way (the client went away) the owner tells the worker to {@link Cancel}.
+   */
+  public static Source<GenerationEvent, NotUsed> events(
+      ActorSystem<?> system,
+      Attempts replicas,
+      GenerationRequest request,
+      MigrationSettings settings) {
+    return ActorSource.<GenerationEvent>actorRef(
+            e -> false, e -> Optional.empty(), BUFFER, OverflowStrategy.fail())
+        .mapMaterializedValue(
+            out -> {
+              system.systemActorOf(
+                  create(out, request, replicas, settings),
+                  "generation-" + OWNERS.incrementAndGet(),
+                  Props.empty());
+              return NotUsed.getInstance();
+            })
+        .takeWhile(e -> !isLast(e), true);
+  }
+
+  /** The event after which nothing follows: a failure, or the update carrying the usage. */
+  public static boolean isLast(GenerationEvent e) {
+    return e instanceof Failed || (e instanceof GenerationUpdate u && u.done());
+  }
 
   static Behavior<Command> create(
-      ActorRef<GenerationEvent> out, GenerationRequest request, Replicas replicas) {
+      ActorRef<GenerationEvent> out,
+      GenerationRequest request,
+      Attempts replicas,
+      MigrationSettings settings) {
     return Behaviors.setup(
         ctx ->
             Behaviors.withTimers(
-                timers -> new GenerationOwner(ctx, timers, out, request, replicas).submit()));
+                timers ->
+                    new GenerationOwner(ctx, timers, out, request, replicas, settings).start()));
   }
 
   private GenerationOwner(
@@ -140,308 +187,336 @@ final class GenerationOwner extends AbstractBehavior<GenerationOwner.Command> {
       TimerScheduler<Command> timers,
       ActorRef<GenerationEvent> out,
       GenerationRequest request,
-      Replicas replicas) {
-    super(ctx);
+      Attempts replicas,
+      MigrationSettings settings) {
+    this.ctx = ctx;
+    this.timers = timers;
     this.out = out;
     this.request = request;
     this.replicas = replicas;
-    this.timers = timers;
+    this.settings = settings;
     this.self = ctx.messageAdapter(GenerationEvent.class, FromWorker::new);
     this.nodeLost = ctx.messageAdapter(NodeLost.class, NodeWentAway::new);
-    this.beam = request.sampling().useBeamSearch();
-    int n = request.sampling().n();
-    for (int i = 0; i < n; i++) tokens.add(new ArrayList<>());
-    this.finished = new boolean[n];
-    ctx.getSystem().eventStream().tell(new EventStream.Subscribe<>(NodeLost.class, nodeLost));
-    ctx.watchWith(out, ConsumerGone.INSTANCE);
-    if (replicas.migration().enabled())
-      timers.startSingleTimer(START_TIMER, NotStarted.INSTANCE, replicas.migration().deadline());
+    this.delivered = new Delivered(request);
   }
 
-  @Override
-  public Receive<Command> createReceive() {
-    return newReceiveBuilder()
-        .onMessage(FromWorker.class, m -> onEvent(m.event()))
-        .onMessage(WorkerStopped.class, this::onWorkerStopped)
-        .onMessage(NodeWentAway.class, this::onNodeLost)
-        .onMessage(NotAccepted.class, this::onNotAccepted)
-        .onMessage(SlowToAccept.class, this::onSlowToAccept)
-        .onMessageEquals(Retry.INSTANCE, this::onRetry)
-        .onMessageEquals(NotStarted.INSTANCE, this::onNotStarted)
-        .onMessageEquals(ConsumerGone.INSTANCE, this::onConsumerGone)
-        .onSignal(PostStop.class, s -> onStop())
+  private Behavior<Command> start() {
+    ctx.getSystem().eventStream().tell(new EventStream.Subscribe<>(NodeLost.class, nodeLost));
+    ctx.watchWith(out, ConsumerGone.INSTANCE);
+    if (settings.enabled()) timers.startSingleTimer(Timer.START, Timer.START, settings.deadline());
+    return submit(null);
+  }
+
+  // ------------------------------------------------------------------ phases
+
+  /** The attempt was sent; its worker has not acknowledged it yet. */
+  private Behavior<Command> awaiting(Attempt a, Loss loss) {
+    return phase(
+        a,
+        Behaviors.receive(Command.class)
+            .onMessage(FromWorker.class, m -> isFor(a, m), m -> onEventAwaiting(a, loss, m.event()))
+            .onMessage(NodeWentAway.class, m -> onNodeLost(a, null, loss, m.lost()))
+            .onMessageEquals(Timer.MOVE, () -> onUnacknowledged(a, loss))
+            .onMessageEquals(Timer.GIVE_UP, () -> onGiveUp(a, loss))
+            .onMessageEquals(Timer.START, () -> onNotStarted(a, loss)));
+  }
+
+  /** A worker holds the request: its updates are passed on until the last. */
+  private Behavior<Command> streaming(Attempt a, ActorRef<ModelWorkerProtocol.Command> worker) {
+    return phase(
+        a,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                FromWorker.class, m -> isFor(a, m), m -> onEventStreaming(a, worker, m.event()))
+            .onMessage(
+                WorkerStopped.class,
+                m -> m.attemptId().equals(a.id()),
+                m -> lose(a, worker, a.replica().entityId() + " stopped", false, null, null))
+            .onMessage(NodeWentAway.class, m -> onNodeLost(a, worker, null, m.lost())));
+  }
+
+  /** The worker was lost and no replica is reachable: look again until the deadline. */
+  private Behavior<Command> migrating(Loss loss) {
+    return phase(
+        null,
+        Behaviors.receive(Command.class)
+            .onMessageEquals(Timer.RETRY, () -> submit(loss))
+            .onMessageEquals(Timer.START, () -> onNotStarted(null, loss)));
+  }
+
+  /**
+   * A phase's receive, completed with what every phase does: the client going away cancels {@code
+   * current} (null: none) and ends the request; other messages (a lost attempt's late events, the
+   * signals another phase listens for) are dropped.
+   */
+  private Behavior<Command> phase(Attempt current, BehaviorBuilder<Command> own) {
+    return own.onMessageEquals(ConsumerGone.INSTANCE, () -> cancelled(current))
+        .onMessage(Command.class, m -> Behaviors.same())
+        .onSignal(PostStop.class, s -> unsubscribe())
         .build();
+  }
+
+  private static boolean isFor(Attempt a, FromWorker m) {
+    return m.event().requestId().equals(a.id());
   }
 
   // ------------------------------------------------------------------ attempts
 
   /** Sends the request (or its continuation) to a reachable replica, or waits for one. */
-  private Behavior<Command> submit() {
-    Optional<Replica> next = replicas.picker().pick(avoid);
-    if (next.isEmpty()) {
-      replica = null;
-      if (lostAt < 0)
-        return finish(
-            "No replica of model `"
-                + replicas.picker().model()
-                + "` is reachable right now; retry later.");
-      if (System.nanoTime() - lostAt >= replicas.migration().deadline().toNanos())
-        return finish(
-            gaveUp(
-                "no replica of model `"
-                    + replicas.picker().model()
-                    + "` could continue it within "
-                    + seconds(replicas.migration().deadline())
-                    + "; retry later."));
-      timers.startSingleTimer(Retry.INSTANCE, replicas.migration().retryInterval());
-      return this;
-    }
-    return send(next.get());
+  private Behavior<Command> submit(Loss loss) {
+    Optional<Replica> next = replicas.next(avoid);
+    if (next.isPresent()) return send(next.get(), loss);
+    if (loss == null)
+      return finish(
+          null,
+          "No replica of model `" + replicas.model() + "` is reachable right now; retry later.");
+    if (System.nanoTime() - loss.sinceNanos() >= settings.deadline().toNanos())
+      return finish(
+          null,
+          gaveUp(
+              loss,
+              "no replica of model `"
+                  + replicas.model()
+                  + "` could continue it within "
+                  + seconds(settings.deadline())
+                  + "; retry later."));
+    timers.startSingleTimer(Timer.RETRY, Timer.RETRY, settings.retryInterval());
+    return migrating(loss);
   }
 
   /** Sends the request (or its continuation) to {@code to} as a new attempt. */
-  private Behavior<Command> send(Replica to) {
-    replica = to;
-    attempt++;
-    attemptId = attempt == 1 ? request.requestId() : request.requestId() + "~" + attempt;
-    accepted = false;
-    Resume resume = resume();
-    replica
-        .ref()
+  private Behavior<Command> send(Replica to, Loss loss) {
+    int number = ++attempts;
+    Attempt a =
+        new Attempt(
+            number, number == 1 ? request.requestId() : request.requestId() + "~" + number, to);
+    Resume resume = delivered.resume();
+    to.ref()
         .tell(
-            new Generate(
-                request.toBuilder().requestId(attemptId).resume(resume).build(), self, true));
-    timers.startSingleTimer(ACCEPT_TIMER, new NotAccepted(attemptId), replicas.acceptTimeout());
-    Duration soon = replicas.migration().acceptTimeout();
-    if (replicas.migration().enabled() && soon.compareTo(replicas.acceptTimeout()) < 0)
-      timers.startSingleTimer(SLOW_TIMER, new SlowToAccept(attemptId), soon);
-    if (attempt > 1)
-      getContext()
-          .getLog()
+            new Generate(request.toBuilder().requestId(a.id()).resume(resume).build(), self, true));
+    timers.startSingleTimer(Timer.GIVE_UP, Timer.GIVE_UP, settings.attemptTimeout());
+    if (settings.enabled() && settings.acceptTimeout().compareTo(settings.attemptTimeout()) < 0)
+      timers.startSingleTimer(Timer.MOVE, Timer.MOVE, settings.acceptTimeout());
+    if (number > 1)
+      ctx.getLog()
           .info(
               "request {} continues on {} (attempt {}, {} tokens delivered)",
               request.requestId(),
-              replica.entityId(),
-              attempt,
+              to.entityId(),
+              number,
               resume == null ? 0 : resume.totalTokens());
-    return this;
-  }
-
-  /** What the client has: null when the request starts over (nothing yet, or beam search). */
-  private Resume resume() {
-    if (!started || beam) return null;
-    List<ResumedChoice> choices = new ArrayList<>(tokens.size());
-    for (int i = 0; i < tokens.size(); i++)
-      choices.add(new ResumedChoice(tokens.get(i), finished[i]));
-    return new Resume(choices);
-  }
-
-  private Behavior<Command> onRetry() {
-    return replica == null ? submit() : this;
+    return awaiting(a, loss);
   }
 
   // ------------------------------------------------------------------ the worker's events
 
-  private Behavior<Command> onEvent(GenerationEvent e) {
-    if (replica == null || !e.requestId().equals(attemptId)) return this; // a lost attempt's
-    if (e instanceof Accepted a) {
-      onAccepted(a.worker());
-      return a.worker() != null && !replicas.liveness().reachable(address(a.worker()))
-          ? lose("its node is unreachable", true)
-          : this;
+  private Behavior<Command> onEventAwaiting(Attempt a, Loss loss, GenerationEvent e) {
+    if (e instanceof Accepted accepted) {
+      ActorRef<ModelWorkerProtocol.Command> worker = accepted(a, accepted.worker());
+      if (worker != null && !replicas.reachable(worker))
+        return lose(a, worker, "its node is unreachable", true, null, null);
+      return streaming(a, worker);
     }
+    if (e instanceof GenerationUpdate u) { // the first update also says the worker took it
+      ActorRef<ModelWorkerProtocol.Command> worker =
+          accepted(a, u.started() == null ? null : u.started().worker());
+      return forward(a, worker, u, true);
+    }
+    return onEnd(a, null, loss, e);
+  }
+
+  private Behavior<Command> onEventStreaming(
+      Attempt a, ActorRef<ModelWorkerProtocol.Command> worker, GenerationEvent e) {
+    if (e instanceof GenerationUpdate u) {
+      boolean located = worker == null && u.started() != null;
+      if (located) worker = watch(a, u.started().worker());
+      return forward(a, worker, u, located);
+    }
+    if (e instanceof Accepted) return Behaviors.same();
+    return onEnd(a, worker, null, e);
+  }
+
+  /** A {@link Migrate} or a {@link Failed} of the current attempt. */
+  private Behavior<Command> onEnd(
+      Attempt a, ActorRef<ModelWorkerProtocol.Command> worker, Loss loss, GenerationEvent e) {
     if (e instanceof Migrate m) {
       // The replica is stopping or draining: new requests go elsewhere while another can serve
       // (it is live again once it answers, i.e. runs again after its hand-off).
-      replicas.liveness().unacknowledged(replica.entityId());
-      return lose(m.reason());
+      replicas.unacknowledged(a.replica().entityId());
+      return lose(a, worker, m.reason(), false, null, loss);
     }
-    if (e instanceof Failed f) {
-      // A replica taken as a continuation that cannot take it now: another one may.
-      if (attempt > 1 && f.kind() == ErrorKind.OVERLOADED)
-        return lose(replica.entityId() + " is overloaded");
-      out.tell(new Failed(request.requestId(), f.kind(), f.message(), f.param()));
-      return Behaviors.stopped();
-    }
-    GenerationUpdate u = (GenerationUpdate) e;
-    if (!accepted) onAccepted(u.started() == null ? null : u.started().worker());
-    else if (worker == null && u.started() != null) watch(u.started().worker());
-    for (ChoiceUpdate c : u.choices()) {
-      tokens.get(c.index()).addAll(c.tokenIds());
-      if (c.finished()) finished[c.index()] = true;
-    }
-    // The client saw one Started; a continuation's only says who serves it now.
-    out.tell(
-        new GenerationUpdate(
-            request.requestId(), started ? null : u.started(), u.choices(), u.usage()));
-    started |= u.started() != null;
-    if (started) timers.cancel(START_TIMER);
-    return u.done() ? Behaviors.stopped() : this;
-  }
-
-  /** The attempt reached a worker: watch it from now on; a loss from here starts a new clock. */
-  private void onAccepted(ActorRef<ModelWorkerProtocol.Command> by) {
-    accepted = true;
-    everAccepted = true;
-    lostAt = -1;
-    timers.cancel(ACCEPT_TIMER);
-    timers.cancel(SLOW_TIMER);
-    // A live worker holds it now: it waits in that worker's queue as long as it would in vLLM's
-    // (the worker is death-watched, and its own queue bound answers overload with a 503).
-    timers.cancel(START_TIMER);
-    watch(by);
-  }
-
-  private void watch(ActorRef<ModelWorkerProtocol.Command> by) {
-    if (by == null) return;
-    worker = by;
-    replicas.liveness().located(replica.entityId(), by);
-    getContext().watchWith(by, new WorkerStopped(attemptId));
+    Failed f = (Failed) e;
+    // A replica taken as a continuation that cannot take it now: another one may.
+    if (a.number() > 1 && f.kind() == ErrorKind.OVERLOADED)
+      return lose(a, worker, a.replica().entityId() + " is overloaded", false, null, loss);
+    out.tell(new Failed(request.requestId(), f.kind(), f.message(), f.param()));
+    return Behaviors.stopped();
   }
 
   /**
-   * No worker has accepted the request within the migration deadline of its arrival: a 503 naming
+   * Passes an update on to the client, with one {@code Started} in all.
+   *
+   * @param newPhase streaming starts, or its worker became known: a new behaviour
+   */
+  private Behavior<Command> forward(
+      Attempt a,
+      ActorRef<ModelWorkerProtocol.Command> worker,
+      GenerationUpdate u,
+      boolean newPhase) {
+    out.tell(delivered.add(u));
+    if (u.done()) return Behaviors.stopped();
+    return newPhase ? streaming(a, worker) : Behaviors.same();
+  }
+
+  /**
+   * The attempt reached a worker: its timers stop (it waits in that worker's queue as in vLLM's),
+   * the worker is watched from now on, and a loss from here starts a new clock.
+   */
+  private ActorRef<ModelWorkerProtocol.Command> accepted(
+      Attempt a, ActorRef<ModelWorkerProtocol.Command> by) {
+    everAccepted = true;
+    timers.cancel(Timer.MOVE);
+    timers.cancel(Timer.GIVE_UP);
+    timers.cancel(Timer.START);
+    return watch(a, by);
+  }
+
+  private ActorRef<ModelWorkerProtocol.Command> watch(
+      Attempt a, ActorRef<ModelWorkerProtocol.Command> by) {
+    if (by == null) return null;
+    replicas.located(a.replica().entityId(), by);
+    ctx.watchWith(by, new WorkerStopped(a.id()));
+    return by;
+  }
+
+  // ------------------------------------------------------------------ bounds and losses
+
+  /**
+   * {@code accept-timeout}: the attempt's replica is most likely being restarted (sharding holds
+   * the request until its model is loaded). When another replica can take it, the attempt is
+   * cancelled and the request moves there like a lost one; otherwise it keeps waiting.
+   */
+  private Behavior<Command> onUnacknowledged(Attempt a, Loss loss) {
+    replicas.unacknowledged(a.replica().entityId());
+    Set<String> skip = new HashSet<>(avoid);
+    skip.add(a.replica().entityId());
+    Optional<Replica> other = replicas.next(skip);
+    if (other.isEmpty() || skip.contains(other.get().entityId())) return Behaviors.same();
+    String why =
+        a.replica().entityId()
+            + " did not acknowledge it within "
+            + seconds(settings.acceptTimeout());
+    return lose(a, null, why, true, other.get(), loss);
+  }
+
+  /** {@code attempt-timeout}: nothing took a first request in time; a continuation is lost. */
+  private Behavior<Command> onGiveUp(Attempt a, Loss loss) {
+    if (!everAccepted) return finish(a, "No model worker answered in time; retry later.");
+    String why =
+        a.replica().entityId() + " did not answer within " + seconds(settings.attemptTimeout());
+    return lose(a, null, why, true, null, loss);
+  }
+
+  /**
+   * {@code deadline} from the owner's start and no worker has accepted the request: a 503 naming
    * why, before the client's first byte, rather than a wait no connection or client timeout is sure
    * to outlast.
+   *
+   * @param a the attempt waiting now, or null while no replica is reachable
    */
-  private Behavior<Command> onNotStarted() {
-    if (started || accepted) return this;
-    String why;
-    if (replica == null)
-      why =
-          "no replica of model `"
-              + replicas.picker().model()
-              + "` could take it"
-              + (lostWhy == null ? "" : "; last loss: " + lostWhy);
-    else
-      why =
-          replica.entityId()
-              + " has not acknowledged it"
-              + (lostWhy == null ? "" : "; it moved there after: " + lostWhy);
-    getContext()
-        .getLog()
+  private Behavior<Command> onNotStarted(Attempt a, Loss loss) {
+    String lastLoss = loss == null ? null : loss.why();
+    String why =
+        a == null
+            ? "no replica of model `"
+                + replicas.model()
+                + "` could take it"
+                + (lastLoss == null ? "" : "; last loss: " + lastLoss)
+            : a.replica().entityId()
+                + " has not acknowledged it"
+                + (lastLoss == null ? "" : "; it moved there after: " + lastLoss);
+    ctx.getLog()
         .info(
             "request {} not started within {}: {}",
             request.requestId(),
-            seconds(replicas.migration().deadline()),
+            seconds(settings.deadline()),
             why);
     return finish(
+        a,
         "No model worker started this request within "
-            + seconds(replicas.migration().deadline())
+            + seconds(settings.deadline())
             + " ("
             + why
             + "); retry later.");
   }
 
-  // ------------------------------------------------------------------ losses
-
-  private Behavior<Command> onWorkerStopped(WorkerStopped s) {
-    return replica != null && s.attemptId().equals(attemptId)
-        ? lose(replica.entityId() + " stopped")
-        : this;
-  }
-
-  private Behavior<Command> onNodeLost(NodeWentAway m) {
-    if (replica == null) return this;
+  /** A node was lost: the request moves when its attempt's worker was there. */
+  private Behavior<Command> onNodeLost(
+      Attempt a, ActorRef<ModelWorkerProtocol.Command> worker, Loss loss, NodeLost lost) {
     Address where =
-        worker != null ? address(worker) : replicas.liveness().location(replica.entityId());
-    return m.lost().address().equals(where) ? lose(m.lost().reason(), true) : this;
-  }
-
-  private Behavior<Command> onNotAccepted(NotAccepted m) {
-    if (replica == null || !m.attemptId().equals(attemptId) || accepted) return this;
-    if (!everAccepted) // as before migration: nothing took the request in time
-    return finish("No model worker answered in time; retry later.");
-    return lose(
-        replica.entityId() + " did not answer within " + seconds(replicas.acceptTimeout()), true);
+        worker != null ? worker.path().address() : replicas.lastSeenAt(a.replica().entityId());
+    return lost.address().equals(where)
+        ? lose(a, worker, lost.reason(), true, null, loss)
+        : Behaviors.same();
   }
 
   /**
-   * The attempt was not acknowledged within the migration's accept timeout: its replica is most
-   * likely being restarted (sharding holds the request until the model is loaded). When another
-   * replica can take it, the attempt is cancelled and the request moves there like a lost one;
-   * otherwise it keeps waiting (up to the ask timeout).
-   */
-  private Behavior<Command> onSlowToAccept(SlowToAccept m) {
-    if (replica == null || !m.attemptId().equals(attemptId) || accepted) return this;
-    replicas.liveness().unacknowledged(replica.entityId());
-    Set<String> skip = new HashSet<>(avoid);
-    skip.add(replica.entityId());
-    Optional<Replica> other = replicas.picker().pick(skip);
-    if (other.isEmpty() || skip.contains(other.get().entityId())) return this; // none else
-    return lose(
-        replica.entityId()
-            + " did not acknowledge it within "
-            + seconds(replicas.migration().acceptTimeout()),
-        true,
-        other.get());
-  }
-
-  /** The current attempt's worker is gone (or said it dropped the request): resume elsewhere. */
-  private Behavior<Command> lose(String why) {
-    return lose(why, false);
-  }
-
-  /**
-   * The current attempt is lost: resume elsewhere, within the bounds.
+   * Attempt {@code a} is lost: resume the request on {@code next} (null: a replica chosen now),
+   * within the bounds.
    *
+   * @param worker its watched worker, or null
    * @param mayStillRun the worker may only be cut off: cancel it, in case it comes back
+   * @param loss the loss the request was already under, or null
    */
-  private Behavior<Command> lose(String why, boolean mayStillRun) {
-    return lose(why, mayStillRun, null);
-  }
-
-  /**
-   * The current attempt is lost: resume on {@code next} (null: a replica chosen now), within the
-   * bounds.
-   */
-  private Behavior<Command> lose(String why, boolean mayStillRun, Replica next) {
-    if (mayStillRun) replica.ref().tell(new Cancel(attemptId));
-    if (worker != null) getContext().unwatch(worker);
-    worker = null;
-    timers.cancel(ACCEPT_TIMER);
-    timers.cancel(SLOW_TIMER);
-    avoid.add(replica.entityId());
-    replica = null;
-    if (lostAt < 0) lostAt = System.nanoTime();
-    lostWhy = why;
-    if (!replicas.migration().enabled())
-      return finish("The model worker generating this request was lost (" + why + "); retry.");
-    if (++migrations > replicas.migration().maxMigrations())
+  private Behavior<Command> lose(
+      Attempt a,
+      ActorRef<ModelWorkerProtocol.Command> worker,
+      String why,
+      boolean mayStillRun,
+      Replica next,
+      Loss loss) {
+    if (mayStillRun) a.replica().ref().tell(new Cancel(a.id()));
+    if (worker != null) ctx.unwatch(worker);
+    timers.cancel(Timer.MOVE);
+    timers.cancel(Timer.GIVE_UP);
+    avoid.add(a.replica().entityId());
+    Loss now = loss == null ? new Loss(System.nanoTime(), why) : loss.then(why);
+    if (!settings.enabled())
       return finish(
-          gaveUp(
-              "it has already moved "
-                  + replicas.migration().maxMigrations()
-                  + " times; retry later."));
-    getContext().getLog().info("request {}: worker lost ({}), migrating", request.requestId(), why);
-    return next == null ? submit() : send(next);
+          null, "The model worker generating this request was lost (" + why + "); retry.");
+    if (++migrations > settings.maxMigrations())
+      return finish(
+          null,
+          gaveUp(now, "it has already moved " + settings.maxMigrations() + " times; retry later."));
+    ctx.getLog().info("request {}: worker lost ({}), migrating", request.requestId(), why);
+    return next == null ? submit(now) : send(next, now);
   }
 
-  private String gaveUp(String tail) {
-    return "The model worker generating this request was lost (" + lostWhy + ") and " + tail;
+  private static String gaveUp(Loss loss, String tail) {
+    return "The model worker generating this request was lost (" + loss.why() + ") and " + tail;
   }
 
   // ------------------------------------------------------------------ the end
 
-  private Behavior<Command> onConsumerGone() {
-    if (replica != null) replica.ref().tell(new Cancel(attemptId));
+  private Behavior<Command> cancelled(Attempt current) {
+    if (current != null) current.replica().ref().tell(new Cancel(current.id()));
     return Behaviors.stopped();
   }
 
-  /** Ends the request with a 503: an error event on a stream, the status otherwise. */
-  private Behavior<Command> finish(String message) {
-    if (replica != null) replica.ref().tell(new Cancel(attemptId));
+  /**
+   * Ends the request with a 503: an error event on a stream, the status otherwise.
+   *
+   * @param current the attempt to cancel, or null
+   */
+  private Behavior<Command> finish(Attempt current, String message) {
+    if (current != null) current.replica().ref().tell(new Cancel(current.id()));
     out.tell(new Failed(request.requestId(), ErrorKind.OVERLOADED, message, null));
     return Behaviors.stopped();
   }
 
-  private Behavior<Command> onStop() {
-    getContext().getSystem().eventStream().tell(new EventStream.Unsubscribe<>(nodeLost));
-    return this;
-  }
-
-  private static Address address(ActorRef<?> ref) {
-    return ref.path().address();
+  private Behavior<Command> unsubscribe() {
+    ctx.getSystem().eventStream().tell(new EventStream.Unsubscribe<>(nodeLost));
+    return Behaviors.same();
   }
 
   private static String seconds(Duration d) {

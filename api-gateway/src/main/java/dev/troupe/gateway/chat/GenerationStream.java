@@ -1,117 +1,41 @@
 package dev.troupe.gateway.chat;
 
 import dev.troupe.gateway.http.ApiException;
-import dev.troupe.gateway.liveness.ReplicaLiveness;
-import dev.troupe.protocol.cluster.GenerationRequest;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
-import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
-import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.Props;
-import org.apache.pekko.actor.typed.RecipientRef;
 import org.apache.pekko.http.javadsl.model.ContentType;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.MediaTypes;
 import org.apache.pekko.japi.Pair;
 import org.apache.pekko.japi.pf.PFBuilder;
-import org.apache.pekko.stream.OverflowStrategy;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
-import org.apache.pekko.stream.typed.javadsl.ActorSource;
 import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One generation as a stream of the worker's events — one {@link GenerationUpdate} per engine step
- * with news for it, the single code path behind streaming and non-streaming answers. Materializing
- * it starts the request's {@link GenerationOwner}, which sends {@link Generate} to a reachable
- * replica, forwards its events, and resumes the request on another replica if that worker is lost;
- * the stream ends after the last update or a {@link Failed}. If it ends any other way (the client
- * went away) the owner tells the worker to {@link Cancel}; the worker also watches the owner.
+ * A generation's events ({@link GenerationOwner#events}) as HTTP: an error before the first event
+ * as a plain HTTP error status ({@link #firstEvent}), a server-sent-events response whose failures
+ * after the first byte become an error event ({@link #eventStream}), and the HTTP error of a
+ * worker's {@link Failed} or of a stream failure ({@link #toApiException}).
  */
 public final class GenerationStream {
   private static final Logger log = LoggerFactory.getLogger(GenerationStream.class);
 
-  /**
-   * Events a slow client may fall behind by before the request is failed (tokens are never
-   * dropped).
-   */
-  private static final int BUFFER = 16_384;
-
-  private static final AtomicLong OWNERS = new AtomicLong();
   private static final ContentType EVENT_STREAM = MediaTypes.TEXT_EVENT_STREAM.toContentType();
 
   private GenerationStream() {}
-
-  /** The events of {@code request} on {@code replicas}, ending with its last update or Failed. */
-  public static Source<GenerationEvent, NotUsed> events(
-      Replicas replicas, GenerationRequest request) {
-    return ActorSource.<GenerationEvent>actorRef(
-            e -> false, e -> Optional.empty(), BUFFER, OverflowStrategy.fail())
-        .mapMaterializedValue(
-            out -> {
-              replicas
-                  .system()
-                  .systemActorOf(
-                      GenerationOwner.create(out, request, replicas),
-                      "generation-" + OWNERS.incrementAndGet(),
-                      Props.empty());
-              return NotUsed.getInstance();
-            })
-        .takeWhile(e -> !isLast(e), true);
-  }
-
-  /**
-   * The events of {@code request} on one fixed worker, without migration (tests, tools): a worker
-   * that does not acknowledge within {@code firstEventTimeout} is a 503.
-   */
-  public static Source<GenerationEvent, NotUsed> events(
-      RecipientRef<Command> worker,
-      GenerationRequest request,
-      Duration firstEventTimeout,
-      ActorSystem<?> system) {
-    ReplicaPicker only =
-        new ReplicaPicker() {
-          @Override
-          public String model() {
-            return "the model";
-          }
-
-          @Override
-          public Optional<ReplicaPicker.Replica> pick(java.util.Set<String> avoid) {
-            return Optional.of(new ReplicaPicker.Replica("worker", worker));
-          }
-        };
-    return events(
-        new Replicas(
-            system,
-            only,
-            ReplicaLiveness.assumeAllLive(),
-            firstEventTimeout,
-            MigrationSettings.DISABLED),
-        request);
-  }
-
-  /** The event after which nothing follows: a failure, or the update carrying the usage. */
-  public static boolean isLast(GenerationEvent e) {
-    return e instanceof Failed || (e instanceof GenerationUpdate u && u.done());
-  }
 
   /**
    * Runs {@code events} until its first event: a failure before anything was generated becomes an

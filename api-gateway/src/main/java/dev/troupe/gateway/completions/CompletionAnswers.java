@@ -3,8 +3,8 @@ package dev.troupe.gateway.completions;
 import dev.troupe.gateway.chat.GenerationStream;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.JsonBodies;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.DetokenizeReply;
@@ -44,11 +44,11 @@ import org.apache.pekko.util.ByteString;
 public final class CompletionAnswers {
   private final CompletionPlan plan;
   private final ServedModel model;
-  private final ModelDirectory models;
+  private final ModelCatalog models;
   private final long created;
 
   public CompletionAnswers(
-      CompletionPlan plan, ServedModel model, ModelDirectory models, long created) {
+      CompletionPlan plan, ServedModel model, ModelCatalog models, long created) {
     this.plan = plan;
     this.model = model;
     this.models = models;
@@ -201,7 +201,7 @@ public final class CompletionAnswers {
   /** Token ids as text, special tokens kept, by one of the model's workers. */
   private CompletionStage<String> decode(List<Integer> ids) {
     return AskPattern.<Command, DetokenizeReply>ask(
-            models.pick(model),
+            models.replicas().any(model),
             replyTo -> new Detokenize(ids, false, replyTo),
             models.askTimeout(),
             models.system().scheduler())

@@ -1,15 +1,17 @@
 package dev.troupe.gateway.completions;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.gateway.chat.ChatRequestMapper;
 import dev.troupe.gateway.chat.ChatSamplingMapper;
 import dev.troupe.gateway.chat.KvTransferParams;
-import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.chat.RequestChecks;
 import dev.troupe.gateway.completions.CompletionPlan.Prompt;
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.replicas.ModelFacts;
 import dev.troupe.gateway.structured.ConstraintMapper;
 import dev.troupe.protocol.api.completions.CompletionRequest;
 import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.RequestLimits;
 import dev.troupe.protocol.cluster.SamplingParams;
 import dev.troupe.protocol.cluster.StructuredOutputsParams;
 import java.util.ArrayList;
@@ -22,8 +24,9 @@ import java.util.Optional;
  * {@link ChatSamplingMapper}, {@link ConstraintMapper}); what differs is the API's own: {@code
  * prompt} in four shapes (one generation per prompt), {@code logprobs} as a count, {@code
  * max_tokens} 16 by default, {@code echo} of the prompt, {@code add_special_tokens} on by default,
- * and the refused {@code suffix}, {@code prompt_embeds} and {@code best_of}. Every refusal is a 400
- * naming the field.
+ * and the refused {@code suffix}, {@code prompt_embeds} and {@code best_of}. The prompts are
+ * bounded as the chat's lists are ({@link RequestLimits}: their number, the ids of a token-id
+ * prompt). Every refusal is a 400 naming the field.
  *
  * <p>Pure and thread-safe.
  */
@@ -149,6 +152,7 @@ public final class CompletionRequestMapper {
       out.add(ids(prompt, "prompt"));
       return out;
     }
+    ChatRequestMapper.limit(prompt.size(), RequestLimits.PROMPTS, "prompt", "prompts");
     for (int i = 0; i < prompt.size(); i++) {
       JsonNode p = prompt.get(i);
       String at = "prompt[" + i + "]";
@@ -161,6 +165,7 @@ public final class CompletionRequestMapper {
 
   /** A list of token ids: non-negative integers. */
   private static List<Integer> ids(JsonNode list, String at) {
+    ChatRequestMapper.limit(list.size(), RequestLimits.PROMPT_TOKEN_IDS, at, "token ids");
     List<Integer> ids = new ArrayList<>(list.size());
     for (int i = 0; i < list.size(); i++) {
       JsonNode t = list.get(i);

@@ -2,10 +2,12 @@ package dev.troupe.gateway.http;
 
 import java.time.Duration;
 import java.util.Optional;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.Done;
@@ -44,6 +46,11 @@ import org.apache.pekko.util.ByteString;
  * socket's FIN, seen as the end of the connection's request stream) is reported at once, so the
  * route cancels the generation. What bounds a request's wait is the route's: the chat route's owner
  * answers 503 when no worker has started it within the migration deadline.
+ *
+ * <p>The same bookkeeping counts the server's responses in flight, streamed bodies to their end
+ * ({@link ResponsesInFlight}), so that a draining gateway waits for them ({@link
+ * GatewayServer#terminate}): Pekko HTTP's own graceful termination closes a connection whose
+ * response has begun at once, which would cut a stream mid-answer.
  *
  * <p>Installed by {@link GatewayServer}, which turns Pekko's own idle timeout off.
  */
@@ -121,6 +128,7 @@ public final class ClientConnections {
   public static Flow<HttpRequest, HttpResponse, NotUsed> handler(
       Route route, ActorSystem<?> system, Duration idleTimeout) {
     Flow<HttpRequest, HttpResponse, NotUsed> routes = route.flow(system);
+    ResponsesInFlight server = ResponsesInFlight.get(system);
     Duration tick =
         idleTimeout.dividedBy(4).compareTo(Duration.ofSeconds(1)) < 0
             ? Duration.ofSeconds(1)
@@ -128,6 +136,9 @@ public final class ClientConnections {
     return Flow.<HttpRequest, HttpResponse, NotUsed>fromMaterializer(
             (mat, attributes) -> {
               Connection c = new Connection();
+              // responses in flight on this connection, in request order (HTTP/1.1 answers in
+              // order): each ends when its response is written to the end
+              Queue<Runnable> open = new ConcurrentLinkedQueue<>();
               SharedKillSwitch idle = KillSwitches.shared("idle-client-connection");
               Cancellable check =
                   mat.scheduleWithFixedDelay(
@@ -150,11 +161,21 @@ public final class ClientConnections {
                       r -> {
                         c.touch();
                         c.held.incrementAndGet(); // until its response is written (withProgress)
+                        open.add(server.begin());
                         return r.addAttribute(KEY, c);
                       })
                   .via(routes)
-                  .map(r -> withProgress(r, c))
-                  .via(idle.flow());
+                  .map(r -> withProgress(r, c, open.poll(), server.draining()))
+                  .via(idle.flow())
+                  .watchTermination(
+                      (m, done) -> {
+                        // a connection gone before answering: its requests are no longer in flight
+                        done.whenComplete(
+                            (ok, error) -> {
+                              for (Runnable end; (end = open.poll()) != null; ) end.run();
+                            });
+                        return m;
+                      });
             })
         .mapMaterializedValue(f -> NotUsed.getInstance());
   }
@@ -162,12 +183,21 @@ public final class ClientConnections {
   /**
    * Ends the hold its request took when the response is written: a strict one now, a streamed one
    * when its body ends (completed, failed or cancelled). Each chunk counts as activity.
+   *
+   * @param inFlight ends the response's place among the server's responses in flight
+   * @param draining the server is draining: the response closes its connection
    */
-  private static HttpResponse withProgress(HttpResponse response, Connection c) {
+  private static HttpResponse withProgress(
+      HttpResponse response, Connection c, Runnable inFlight, boolean draining) {
     c.touch();
+    if (draining)
+      response =
+          response.addHeader(
+              org.apache.pekko.http.javadsl.model.headers.Connection.create("close"));
     ResponseEntity entity = response.entity();
     if (entity.isStrict()) {
       c.held.decrementAndGet();
+      if (inFlight != null) inFlight.run();
       return response;
     }
     Source<ByteString, ?> data =
@@ -184,6 +214,7 @@ public final class ClientConnections {
                       (ok, error) -> {
                         c.touch();
                         c.held.decrementAndGet();
+                        if (inFlight != null) inFlight.run();
                       });
                   return m;
                 });

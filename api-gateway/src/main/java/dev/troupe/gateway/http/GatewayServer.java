@@ -2,8 +2,11 @@ package dev.troupe.gateway.http;
 
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.HttpTerminated;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.http.javadsl.settings.ServerSettings;
@@ -70,6 +73,37 @@ public final class GatewayServer {
                     "HTTP API listening on {} ({} API key(s) configured)",
                     binding.localAddress(),
                     settings.apiKeys().size());
+            });
+  }
+
+  /**
+   * Stops {@code binding} gracefully within {@code deadline}: first waits for the responses in
+   * flight to be written to the end ({@link ResponsesInFlight}: streamed bodies to their last
+   * chunk; responses from now on close their connections), then Pekko's graceful termination with
+   * what is left of the deadline, which closes the connections, now idle. Pekko's alone would close
+   * a connection whose streamed response has begun at once, cutting the stream. Unbind first (no
+   * new connections) for the wait to end.
+   */
+  public static CompletionStage<HttpTerminated> terminate(
+      ActorSystem<?> system, ServerBinding binding, Duration deadline) {
+    long start = System.nanoTime();
+    ResponsesInFlight responses = ResponsesInFlight.get(system);
+    int open = responses.count();
+    if (open > 0) log.info("HTTP API draining: waiting for {} response(s) in flight", open);
+    return responses
+        .drained()
+        .toCompletableFuture()
+        .completeOnTimeout(Done.getInstance(), deadline.toMillis(), TimeUnit.MILLISECONDS)
+        .thenCompose(
+            drained -> {
+              Duration left = deadline.minusNanos(System.nanoTime() - start);
+              if (responses.count() > 0)
+                log.warn(
+                    "HTTP API: {} response(s) still in flight after {} ms; closing their"
+                        + " connections",
+                    responses.count(),
+                    deadline.toMillis());
+              return binding.terminate(left.isNegative() ? Duration.ZERO : left);
             });
   }
 

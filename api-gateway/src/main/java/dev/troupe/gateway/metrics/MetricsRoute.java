@@ -6,8 +6,8 @@ import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
 import static org.apache.pekko.http.javadsl.server.Directives.path;
 
 import dev.troupe.gateway.http.ApiRoute;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.WorkerStatus;
@@ -48,7 +48,7 @@ public final class MetricsRoute implements ApiRoute {
   private static final ContentType TEXT_FORMAT =
       ContentTypes.parse("text/plain; version=0.0.4; charset=UTF-8");
 
-  private final ModelDirectory models;
+  private final ModelCatalog models;
   private final ServingMetrics serving;
   private final Duration scrapeTimeout;
   private final Supplier<CompletionStage<MetricSnapshots>> more;
@@ -57,7 +57,7 @@ public final class MetricsRoute implements ApiRoute {
   /**
    * @param scrapeTimeout how long each replica may take to report its status
    */
-  public MetricsRoute(ModelDirectory models, ServingMetrics serving, Duration scrapeTimeout) {
+  public MetricsRoute(ModelCatalog models, ServingMetrics serving, Duration scrapeTimeout) {
     this(
         models,
         serving,
@@ -70,7 +70,7 @@ public final class MetricsRoute implements ApiRoute {
    *     a failure leaves them out of that scrape
    */
   public MetricsRoute(
-      ModelDirectory models,
+      ModelCatalog models,
       ServingMetrics serving,
       Duration scrapeTimeout,
       Supplier<CompletionStage<MetricSnapshots>> more) {
@@ -105,7 +105,7 @@ public final class MetricsRoute implements ApiRoute {
         int index = i;
         asks.add(
             AskPattern.<Command, WorkerStatus>ask(
-                    models.replica(m, i),
+                    models.replicas().replica(m, i).ref(),
                     ModelWorkerProtocol.GetStatus::new,
                     scrapeTimeout,
                     models.system().scheduler())

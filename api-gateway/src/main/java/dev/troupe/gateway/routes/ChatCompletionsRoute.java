@@ -1,29 +1,27 @@
 package dev.troupe.gateway.routes;
 
-import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
-import static org.apache.pekko.http.javadsl.server.Directives.extractRequest;
 import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
 import static org.apache.pekko.http.javadsl.server.Directives.pathEndOrSingleSlash;
 import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
 import static org.apache.pekko.http.javadsl.server.Directives.post;
-import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
-import static org.apache.pekko.http.javadsl.server.Directives.withoutRequestTimeout;
 
 import dev.troupe.gateway.chat.ChatChunkWriter;
 import dev.troupe.gateway.chat.ChatPlan;
 import dev.troupe.gateway.chat.ChatRequestMapper;
 import dev.troupe.gateway.chat.ChatResponseFolder;
 import dev.troupe.gateway.chat.GenerationStream;
-import dev.troupe.gateway.chat.ModelFacts;
+import dev.troupe.gateway.chat.MigrationSettings;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.ClientConnections;
 import dev.troupe.gateway.http.ClientConnections.Connection;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.http.RequestIds;
 import dev.troupe.gateway.metrics.ServingMetrics;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ModelDirectory.Destination;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ModelCatalog.Target;
+import dev.troupe.gateway.replicas.ModelFacts;
+import dev.troupe.gateway.replicas.ReplicaSelector.Destination;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import java.util.List;
 import java.util.Optional;
@@ -31,7 +29,6 @@ import java.util.concurrent.CompletionStage;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
-import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.stream.KillSwitches;
@@ -41,109 +38,85 @@ import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
 
 /**
- * {@code POST /v1/chat/completions} (also with a trailing slash): parse → validate and convert
- * ({@link ChatRequestMapper}) → ask a worker replica → map its events, folded into one JSON
- * response or written as server-sent events. Errors found before the first byte (validation, the
- * worker refusing the prompt, unknown model, overload) are plain HTTP errors, streams included.
+ * {@code POST /v1/chat/completions} (also with a trailing slash), one step per method: parse →
+ * resolve the model and its facts ({@link ModelCatalog}) → validate and convert ({@link
+ * ChatRequestMapper}) → choose the replica ({@code ReplicaSelector}) → answer from its events,
+ * folded into one JSON response or written as server-sent events. Errors found before the first
+ * byte (validation, the worker refusing the prompt, unknown model, overload) are plain HTTP errors,
+ * streams included.
  */
 public final class ChatCompletionsRoute implements ApiRoute {
   /** The debug header naming the chosen replica and why ({@code RouteDecision#headerValue}). */
   public static final String ROUTE_HEADER = Generations.ROUTE_HEADER;
 
-  private final ModelDirectory models;
+  private final ModelCatalog models;
   private final Generations generations;
 
-  public ChatCompletionsRoute(ModelDirectory models) {
-    this(models, new ServingMetrics());
+  public ChatCompletionsRoute(ModelCatalog models) {
+    this(models, new ServingMetrics(), MigrationSettings.DISABLED);
   }
 
   /**
    * @param metrics where finished requests and their latencies are recorded ({@code GET /metrics})
+   * @param migration how a request waits for workers and moves when its worker is lost
    */
-  public ChatCompletionsRoute(ModelDirectory models, ServingMetrics metrics) {
+  public ChatCompletionsRoute(
+      ModelCatalog models, ServingMetrics metrics, MigrationSettings migration) {
     this.models = models;
-    this.generations = new Generations(models, metrics);
+    this.generations = new Generations(models, metrics, migration);
   }
 
   @Override
   public Route route() {
     return pathPrefix(
         PathMatchers.segment("v1").slash("chat").slash("completions"),
-        () ->
-            pathEndOrSingleSlash(
-                () ->
-                    post(
-                        () ->
-                            RequestIds.incoming(
-                                headerId ->
-                                    JsonBodies.entity(
-                                        ChatCompletionRequest.class,
-                                        request ->
-                                            RequestIds.echo(
-                                                headerId,
-                                                request.requestId(),
-                                                () ->
-                                                    // The model may name a trained checkpoint: it
-                                                    // runs on
-                                                    // its base model's workers.
-                                                    onSuccess(
-                                                        models.resolveChat(request.model()),
-                                                        target -> {
-                                                          ServedModel model = target.model();
-                                                          return onSuccess(
-                                                              models.facts(model),
-                                                              facts -> {
-                                                                ChatPlan mapped =
-                                                                    ChatRequestMapper.map(
-                                                                        request, facts, headerId);
-                                                                ChatPlan plan =
-                                                                    target.adapter() == null
-                                                                        ? mapped
-                                                                        : mapped.withAdapter(
-                                                                            target.adapter(),
-                                                                            request.model());
-                                                                String id =
-                                                                    plan.responseId()
-                                                                        .substring(
-                                                                            "chatcmpl-".length());
-                                                                Route answer =
-                                                                    routed(model, plan, facts);
-                                                                // A body request_id may hold
-                                                                // characters a
-                                                                // header cannot; it stays in the
-                                                                // body then.
-                                                                return RequestIds.isHeaderSafe(id)
-                                                                    ? respondWithHeader(
-                                                                        RawHeader.create(
-                                                                            RequestIds.HEADER, id),
-                                                                        () -> answer)
-                                                                    : answer;
-                                                              });
-                                                        })))))));
+        () -> pathEndOrSingleSlash(() -> post(() -> RequestIds.incoming(this::parsed))));
+  }
+
+  /** The body, its {@code request_id} echoed unless the {@code X-Request-Id} header gave one. */
+  private Route parsed(Optional<String> headerId) {
+    return JsonBodies.entity(
+        ChatCompletionRequest.class,
+        request ->
+            RequestIds.echo(headerId, request.requestId(), () -> resolved(request, headerId)));
+  }
+
+  /** The model it names (a trained checkpoint runs on its base model's workers) and its facts. */
+  private Route resolved(ChatCompletionRequest request, Optional<String> headerId) {
+    return onSuccess(
+        models.resolveTarget(request.model()),
+        target ->
+            onSuccess(
+                models.facts(target.model()), facts -> mapped(request, headerId, target, facts)));
+  }
+
+  /** The request's own rules checked and converted to a generation. */
+  private Route mapped(
+      ChatCompletionRequest request, Optional<String> headerId, Target target, ModelFacts facts) {
+    ChatPlan mapped = ChatRequestMapper.map(request, facts, headerId);
+    ChatPlan plan =
+        target.adapter() == null ? mapped : mapped.withAdapter(target.adapter(), request.model());
+    String id = plan.responseId().substring("chatcmpl-".length());
+    return Generations.withRequestId(id, routed(target.model(), plan, facts));
   }
 
   /**
-   * Chooses the replica (cache-aware routing tokenizes the prompt first, off this thread), then
-   * answers from it; with {@code debug-header} on, {@code X-Troupe-Route} tells which and why. The
-   * answer runs without Pekko's request timeout: the request's owner bounds the wait for a worker
-   * (the ask timeout, the migration deadline), and a generation may then take as long as it needs.
+   * The replica chosen (cache-aware routing tokenizes the prompt first, off this thread), then the
+   * answer from it; with {@code debug-header} on, {@code X-Troupe-Route} tells which and why.
    */
   private Route routed(ServedModel model, ChatPlan plan, ModelFacts facts) {
     return onSuccess(
-        models.route(model, plan.generation(), facts.maxModelLen()),
-        destination ->
-            withoutRequestTimeout(
-                () ->
-                    extractRequest(
-                        request -> {
-                          Optional<Connection> connection = ClientConnections.of(request);
-                          RouteHeader header = new RouteHeader(List.of(destination));
-                          return completeWithFuture(
-                              (plan.stream()
-                                      ? stream(model, plan, destination, header, connection)
-                                      : whole(model, plan, destination, header, connection))
-                                  .thenApply(r -> header.addTo(r, generations.routeHeader())));
-                        })));
+        models.replicas().route(model, plan.generation(), facts.maxModelLen()),
+        destination -> {
+          RouteHeader header = new RouteHeader(List.of(destination));
+          return Generations.answer(
+              connection ->
+                  generations.withRouteHeader(
+                      header,
+                      plan.stream()
+                          ? stream(model, plan, destination, header.served(0), connection)
+                          : whole(model, plan, destination, header.served(0), connection)));
+        });
   }
 
   /**
@@ -157,13 +130,13 @@ public final class ChatCompletionsRoute implements ApiRoute {
       ServedModel model,
       ChatPlan plan,
       Destination destination,
-      RouteHeader header,
+      RouteHeader.Served served,
       Optional<Connection> connection) {
     long created = System.currentTimeMillis() / 1000;
     SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
     CompletionStage<HttpResponse> done =
         generations
-            .events(model, destination, header.served(0))
+            .events(model, destination, served)
             .via(gone.flow())
             .runWith(
                 Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add),
@@ -185,14 +158,13 @@ public final class ChatCompletionsRoute implements ApiRoute {
       ServedModel model,
       ChatPlan plan,
       Destination destination,
-      RouteHeader header,
+      RouteHeader.Served served,
       Optional<Connection> connection) {
     long created = System.currentTimeMillis() / 1000;
     SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
     CompletionStage<HttpResponse> response =
         GenerationStream.firstEvent(
-                generations.events(model, destination, header.served(0)).via(gone.flow()),
-                models.system())
+                generations.events(model, destination, served).via(gone.flow()), models.system())
             .thenApply(
                 first -> {
                   ChatChunkWriter writer = new ChatChunkWriter(plan, created);

@@ -1,28 +1,25 @@
 package dev.troupe.gateway.routes;
 
-import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
-import static org.apache.pekko.http.javadsl.server.Directives.extractRequest;
 import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
 import static org.apache.pekko.http.javadsl.server.Directives.pathEndOrSingleSlash;
 import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
 import static org.apache.pekko.http.javadsl.server.Directives.post;
-import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
-import static org.apache.pekko.http.javadsl.server.Directives.withoutRequestTimeout;
 
 import dev.troupe.gateway.chat.GenerationStream;
-import dev.troupe.gateway.chat.ModelFacts;
+import dev.troupe.gateway.chat.MigrationSettings;
 import dev.troupe.gateway.completions.CompletionAnswers;
 import dev.troupe.gateway.completions.CompletionPlan;
 import dev.troupe.gateway.completions.CompletionRequestMapper;
 import dev.troupe.gateway.http.ApiRoute;
-import dev.troupe.gateway.http.ClientConnections;
 import dev.troupe.gateway.http.ClientConnections.Connection;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.http.RequestIds;
 import dev.troupe.gateway.metrics.ServingMetrics;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ModelDirectory.Destination;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ModelCatalog.Target;
+import dev.troupe.gateway.replicas.ModelFacts;
+import dev.troupe.gateway.replicas.ReplicaSelector.Destination;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.completions.CompletionRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import java.util.ArrayList;
@@ -32,7 +29,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
-import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.stream.KillSwitches;
@@ -40,106 +36,100 @@ import org.apache.pekko.stream.SharedKillSwitch;
 import org.apache.pekko.stream.javadsl.Source;
 
 /**
- * {@code POST /v1/completions} (also with a trailing slash), vLLM's completions API: parse →
- * validate and convert ({@link CompletionRequestMapper}: the chat path's checks and sampling
- * mapper) → route and run one generation per prompt on the model's replicas, exactly as chat runs
- * its one ({@link Generations}) → fold them into one JSON answer or write them as server-sent
- * events ({@link CompletionAnswers}). Errors found before the first byte (validation, a worker
- * refusing any prompt, unknown model, overload) are plain HTTP errors, streams included.
+ * {@code POST /v1/completions} (also with a trailing slash), vLLM's completions API, one step per
+ * method: parse → resolve the model → validate and convert ({@link CompletionRequestMapper}: the
+ * chat path's checks and sampling mapper) → route and run one generation per prompt on the model's
+ * replicas, exactly as chat runs its one ({@link Generations}) → fold them into one JSON answer or
+ * write them as server-sent events ({@link CompletionAnswers}). Errors found before the first byte
+ * (validation, a worker refusing any prompt, unknown model, overload) are plain HTTP errors,
+ * streams included.
  */
 public final class CompletionsRoute implements ApiRoute {
-  private final ModelDirectory models;
+  private final ModelCatalog models;
   private final Generations generations;
 
-  public CompletionsRoute(ModelDirectory models) {
-    this(models, new ServingMetrics());
+  public CompletionsRoute(ModelCatalog models) {
+    this(models, new ServingMetrics(), MigrationSettings.DISABLED);
   }
 
   /**
    * @param metrics where finished requests and their latencies are recorded ({@code GET /metrics})
+   * @param migration what happens to a request whose worker is lost
    */
-  public CompletionsRoute(ModelDirectory models, ServingMetrics metrics) {
+  public CompletionsRoute(
+      ModelCatalog models, ServingMetrics metrics, MigrationSettings migration) {
     this.models = models;
-    this.generations = new Generations(models, metrics);
+    this.generations = new Generations(models, metrics, migration);
   }
 
   @Override
   public Route route() {
     return pathPrefix(
         PathMatchers.segment("v1").slash("completions"),
-        () ->
-            pathEndOrSingleSlash(
-                () ->
-                    post(
-                        () ->
-                            RequestIds.incoming(
-                                headerId ->
-                                    JsonBodies.entity(
-                                        CompletionRequest.class,
-                                        request ->
-                                            RequestIds.echo(
-                                                headerId,
-                                                request.requestId(),
-                                                () -> resolved(request, headerId)))))));
+        () -> pathEndOrSingleSlash(() -> post(() -> RequestIds.incoming(this::parsed))));
   }
 
-  /** The model (a trained checkpoint runs on its base model's workers), then the plan. */
+  /** The body, its {@code request_id} echoed unless the {@code X-Request-Id} header gave one. */
+  private Route parsed(Optional<String> headerId) {
+    return JsonBodies.entity(
+        CompletionRequest.class,
+        request ->
+            RequestIds.echo(headerId, request.requestId(), () -> resolved(request, headerId)));
+  }
+
+  /** The model it names (a trained checkpoint runs on its base model's workers) and its facts. */
   private Route resolved(CompletionRequest request, Optional<String> headerId) {
     return onSuccess(
-        models.resolveChat(request.model()),
+        models.resolveTarget(request.model()),
         target ->
             onSuccess(
-                models.facts(target.model()),
-                facts -> {
-                  CompletionPlan mapped = CompletionRequestMapper.map(request, facts, headerId);
-                  CompletionPlan plan =
-                      target.adapter() == null
-                          ? mapped
-                          : mapped.withAdapter(target.adapter(), request.model());
-                  String id = plan.responseId().substring("cmpl-".length());
-                  Route answer = routed(target.model(), plan, facts);
-                  return RequestIds.isHeaderSafe(id)
-                      ? respondWithHeader(RawHeader.create(RequestIds.HEADER, id), () -> answer)
-                      : answer;
-                }));
+                models.facts(target.model()), facts -> mapped(request, headerId, target, facts)));
+  }
+
+  /** The request's own rules checked and converted to one generation per prompt. */
+  private Route mapped(
+      CompletionRequest request, Optional<String> headerId, Target target, ModelFacts facts) {
+    CompletionPlan mapped = CompletionRequestMapper.map(request, facts, headerId);
+    CompletionPlan plan =
+        target.adapter() == null ? mapped : mapped.withAdapter(target.adapter(), request.model());
+    String id = plan.responseId().substring("cmpl-".length());
+    return Generations.withRequestId(id, routed(target.model(), plan, facts));
   }
 
   /**
-   * Routes every prompt's generation (each by its own cached prefix), then answers; {@code
-   * X-Troupe-Route} lists the prompts' decisions in order. Without Pekko's request timeout: the
-   * requests' owners bound the wait for a worker, as for chat.
+   * Every prompt's generation routed (each by its own cached prefix), then the answer; {@code
+   * X-Troupe-Route} lists the prompts' decisions in order.
    */
   private Route routed(ServedModel model, CompletionPlan plan, ModelFacts facts) {
+    return onSuccess(
+        destinations(model, plan, facts),
+        destinations -> {
+          RouteHeader header = new RouteHeader(destinations);
+          return Generations.answer(
+              connection ->
+                  generations.withRouteHeader(
+                      header, answer(model, plan, destinations, header, connection)));
+        });
+  }
+
+  /** One routing decision per prompt; when one fails, the others' places are released. */
+  private CompletableFuture<List<Destination>> destinations(
+      ServedModel model, CompletionPlan plan, ModelFacts facts) {
     List<CompletableFuture<Destination>> routing = new ArrayList<>();
     for (CompletionPlan.Prompt p : plan.prompts())
-      routing.add(models.route(model, p.generation(), facts.maxModelLen()).toCompletableFuture());
-    CompletableFuture<List<Destination>> all =
-        CompletableFuture.allOf(routing.toArray(CompletableFuture<?>[]::new))
-            .thenApply(x -> routing.stream().map(CompletableFuture::join).toList())
-            .whenComplete(
-                (ok, error) -> {
-                  // a prompt that could not be routed: release the others' places
-                  if (error != null)
-                    for (CompletableFuture<Destination> r : routing)
-                      if (!r.isCompletedExceptionally()) r.thenAccept(d -> d.lease().close());
-                });
-    return onSuccess(
-        all,
-        destinations ->
-            withoutRequestTimeout(
-                () ->
-                    extractRequest(
-                        request -> {
-                          RouteHeader header = new RouteHeader(destinations);
-                          return completeWithFuture(
-                              answer(
-                                      model,
-                                      plan,
-                                      destinations,
-                                      header,
-                                      ClientConnections.of(request))
-                                  .thenApply(r -> header.addTo(r, generations.routeHeader())));
-                        })));
+      routing.add(
+          models
+              .replicas()
+              .route(model, p.generation(), facts.maxModelLen())
+              .toCompletableFuture());
+    return CompletableFuture.allOf(routing.toArray(CompletableFuture<?>[]::new))
+        .thenApply(x -> routing.stream().map(CompletableFuture::join).toList())
+        .whenComplete(
+            (ok, error) -> {
+              if (error != null)
+                for (CompletableFuture<Destination> r : routing)
+                  if (!r.isCompletedExceptionally()) r.thenAccept(d -> d.lease().close());
+            });
   }
 
   private CompletionStage<HttpResponse> answer(

@@ -8,8 +8,8 @@ import dev.troupe.gateway.chat.ChatRequestMapper;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.tokenize.DetokenizeRequest;
 import dev.troupe.protocol.api.tokenize.DetokenizeResponse;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
@@ -24,9 +24,9 @@ import org.apache.pekko.http.javadsl.server.Route;
 
 /** {@code POST /detokenize} (vLLM's shape, outside {@code /v1}): token ids back to text. */
 public final class DetokenizeRoute implements ApiRoute {
-  private final ModelDirectory models;
+  private final ModelCatalog models;
 
-  public DetokenizeRoute(ModelDirectory models) {
+  public DetokenizeRoute(ModelCatalog models) {
     this.models = models;
   }
 
@@ -54,7 +54,7 @@ public final class DetokenizeRoute implements ApiRoute {
                                   "Token ids must be non-negative integers.", "tokens[" + i + "]");
                           return completeWithFuture(
                               AskPattern.<Command, DetokenizeReply>ask(
-                                      models.pick(model),
+                                      models.replicas().any(model),
                                       replyTo -> new Detokenize(request.tokens(), replyTo),
                                       models.askTimeout(),
                                       models.system().scheduler())

@@ -1,17 +1,30 @@
 package dev.troupe.gateway.routes;
 
+import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
+import static org.apache.pekko.http.javadsl.server.Directives.extractRequest;
+import static org.apache.pekko.http.javadsl.server.Directives.respondWithHeader;
+import static org.apache.pekko.http.javadsl.server.Directives.withoutRequestTimeout;
+
+import dev.troupe.gateway.chat.GenerationOwner;
 import dev.troupe.gateway.chat.GenerationStream;
+import dev.troupe.gateway.chat.MigrationSettings;
+import dev.troupe.gateway.http.ClientConnections;
 import dev.troupe.gateway.http.ClientConnections.Connection;
+import dev.troupe.gateway.http.RequestIds;
 import dev.troupe.gateway.metrics.ServingMetrics;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ModelDirectory.Destination;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ReplicaSelector.Destination;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
 import org.apache.pekko.NotUsed;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.stream.SharedKillSwitch;
 import org.apache.pekko.stream.javadsl.Source;
 import org.slf4j.Logger;
@@ -21,24 +34,26 @@ import org.slf4j.LoggerFactory;
  * What the generation endpoints ({@code /v1/chat/completions}, {@code /v1/completions}) share
  * between a routed request and its answer: the worker events of a generation (measured, the
  * replica's in-flight count released at the end), holding the client's connection until the answer
- * is ready, and the routing debug header ({@link GenerationStream#eventStream} writes their
- * server-sent events).
+ * is ready, answering without Pekko's request timeout, and the routing and request-id headers
+ * ({@link GenerationStream#eventStream} writes their server-sent events).
  */
 final class Generations {
   private static final Logger log = LoggerFactory.getLogger(Generations.class);
 
-  /** The debug header naming the chosen replica, why, and who served ({@link RouteHeader}). */
+  /** The debug header naming the chosen replica and why ({@code RouteDecision#headerValue}). */
   static final String ROUTE_HEADER = "X-Troupe-Route";
 
-  private final ModelDirectory models;
+  private final ModelCatalog models;
   private final ServingMetrics metrics;
+  private final MigrationSettings migration;
 
-  Generations(ModelDirectory models, ServingMetrics metrics) {
+  Generations(ModelCatalog models, ServingMetrics metrics, MigrationSettings migration) {
     this.models = models;
     this.metrics = metrics;
+    this.migration = migration;
   }
 
-  ModelDirectory models() {
+  ModelCatalog models() {
     return models;
   }
 
@@ -52,7 +67,11 @@ final class Generations {
     String id = destination.request().requestId();
     return metrics.observe(
         model.name(),
-        GenerationStream.events(models.replicas(model, destination), destination.request())
+        GenerationOwner.events(
+                models.system(),
+                models.replicas().attempts(model, destination),
+                destination.request(),
+                migration)
             .map(
                 e -> {
                   served.seen(e);
@@ -72,11 +91,6 @@ final class Generations {
                 }));
   }
 
-  /** Whether answers carry {@code X-Troupe-Route} ({@code routing.debug-header}). */
-  boolean routeHeader() {
-    return models.router().settings().debugHeader();
-  }
-
   /**
    * Holds the connection open until {@code response} is ready, cancelling the generation if the
    * client closes it first.
@@ -89,5 +103,36 @@ final class Generations {
         .onCloseUntil(
             response, () -> generation.abort(new CancellationException("the client went away")));
     return connection.get().holdOpenUntil(response);
+  }
+
+  /**
+   * {@code answer} with {@code X-Troupe-Route} when the debug header is on, written when the
+   * response is ready so that it names the replicas that served ({@link RouteHeader}).
+   */
+  CompletionStage<HttpResponse> withRouteHeader(
+      RouteHeader header, CompletionStage<HttpResponse> answer) {
+    boolean on = models.replicas().settings().debugHeader();
+    return answer.thenApply(r -> header.addTo(r, on));
+  }
+
+  /**
+   * {@code answer} with the response's {@code X-Request-Id}: a body {@code request_id} may hold
+   * characters a header cannot, and then it stays in the body only.
+   */
+  static Route withRequestId(String id, Route answer) {
+    if (!RequestIds.isHeaderSafe(id)) return answer;
+    return respondWithHeader(RawHeader.create(RequestIds.HEADER, id), () -> answer);
+  }
+
+  /**
+   * Completes with {@code answer} of the request's client connection, without Pekko's request
+   * timeout: the requests' owners bound the wait for a worker ({@code migration.attempt-timeout},
+   * {@code migration.deadline}), and a generation may then take as long as it needs.
+   */
+  static Route answer(Function<Optional<Connection>, CompletionStage<HttpResponse>> answer) {
+    return withoutRequestTimeout(
+        () ->
+            extractRequest(
+                request -> completeWithFuture(answer.apply(ClientConnections.of(request)))));
   }
 }

@@ -1,9 +1,9 @@
 package dev.troupe.gateway.routes;
 
-import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.http.RequestIds;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ModelFacts;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.models.ModelList.ModelCard;
 import dev.troupe.protocol.api.models.ModelList.ModelPermission;
 import dev.troupe.protocol.cluster.TrainableModelProtocol.ModelInfo;
@@ -14,9 +14,10 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The model cards of {@code GET /v1/models} and {@code GET /v1/models/{id}}, vLLM's shape: a served
- * model ({@code max_model_len} null while its workers have not answered), or a trainable model as
- * vLLM lists a LoRA adapter ({@code root} = {@code <entity>/<project>/<name>}, {@code parent} = the
- * base model).
+ * model under one of its names (each alias has a card of its own, as vLLM lists every served name;
+ * {@code max_model_len} null while its workers have not answered), or a trainable model as vLLM
+ * lists a LoRA adapter ({@code root} = {@code <entity>/<project>/<name>}, {@code parent} = the base
+ * model).
  */
 final class ModelCards {
   /** How long a card waits for a model's facts before it is written without them. */
@@ -25,7 +26,7 @@ final class ModelCards {
   private ModelCards() {}
 
   /** The model's facts, or null when its workers do not answer within {@link #LISTING_WAIT}. */
-  static CompletableFuture<ModelFacts> facts(ModelDirectory models, ServedModel m) {
+  static CompletableFuture<ModelFacts> facts(ModelCatalog models, ServedModel m) {
     return models
         .facts(m)
         .toCompletableFuture()
@@ -34,9 +35,12 @@ final class ModelCards {
         .exceptionally(e -> null);
   }
 
-  static ModelCard served(ServedModel m, ModelFacts facts) {
+  /**
+   * @param name the name the card lists it under: {@code m}'s name or one of its aliases
+   */
+  static ModelCard served(ServedModel m, String name, ModelFacts facts) {
     return new ModelCard(
-        m.name(),
+        name,
         "model",
         m.created(),
         "troupe",

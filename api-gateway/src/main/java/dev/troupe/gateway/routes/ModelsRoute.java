@@ -5,11 +5,11 @@ import static org.apache.pekko.http.javadsl.server.Directives.get;
 import static org.apache.pekko.http.javadsl.server.Directives.pathEndOrSingleSlash;
 import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
 
-import dev.troupe.gateway.chat.ModelFacts;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ModelFacts;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.models.ModelList;
 import dev.troupe.protocol.api.models.ModelList.ModelCard;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
@@ -23,19 +23,20 @@ import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
- * {@code GET /v1/models}: the served models as OpenAI's list with vLLM's card fields. A model whose
- * workers have not answered yet is listed with {@code max_model_len: null}. Trainable models follow
- * as vLLM lists LoRA adapters: {@code id} = the model's UUID (its latest step), {@code root} =
- * {@code <entity>/<project>/<name>}, {@code parent} = the base model; left out when the registry
- * does not answer in time.
+ * {@code GET /v1/models}: the served models as OpenAI's list with vLLM's card fields, one card per
+ * name a model is served under (its name, then its aliases, as vLLM lists each {@code
+ * --served-model-name}). A model whose workers have not answered yet is listed with {@code
+ * max_model_len: null}. Trainable models follow as vLLM lists LoRA adapters: {@code id} = the
+ * model's UUID (its latest step), {@code root} = {@code <entity>/<project>/<name>}, {@code parent}
+ * = the base model; left out when the registry does not answer in time.
  */
 public final class ModelsRoute implements ApiRoute {
   /** Trainable models listed at most (the registry is paged; this is a listing, not an export). */
   private static final int MAX_TRAINED = 1000;
 
-  private final ModelDirectory models;
+  private final ModelCatalog models;
 
-  public ModelsRoute(ModelDirectory models) {
+  public ModelsRoute(ModelCatalog models) {
     this.models = models;
   }
 
@@ -72,7 +73,7 @@ public final class ModelsRoute implements ApiRoute {
                     ServedModel m = models.models().get(i);
                     ModelFacts f = facts.get(i).join();
                     if (f != null) byName.put(m.name(), f);
-                    cards.add(ModelCards.served(m, f));
+                    for (String name : m.names()) cards.add(ModelCards.served(m, name, f));
                   }
                   for (TrainableModelProtocol.ModelInfo info : trained.join())
                     cards.add(ModelCards.trained(info, byName.get(info.baseModel())));

@@ -7,8 +7,8 @@ import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ServedModel;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
@@ -20,14 +20,15 @@ import org.apache.pekko.http.javadsl.server.Route;
 
 /**
  * {@code GET /v1/models/{id}} (OpenAI's retrieve, the SDKs' {@code models.retrieve}): the card
- * {@code GET /v1/models} lists under that id — a served model, or a trainable model by its UUID —
- * else a 404 {@code NotFoundError} naming {@code model}. The id is the rest of the path, decoded,
- * so served names with a slash ({@code Qwen/Qwen3-0.6B}) work sent as is or encoded ({@code %2F}).
+ * {@code GET /v1/models} lists under that id — a served model by its name or an alias, or a
+ * trainable model by its UUID — else a 404 {@code NotFoundError} naming {@code model}. The id is
+ * the rest of the path, decoded, so served names with a slash ({@code Qwen/Qwen3-0.6B}) work sent
+ * as is or encoded ({@code %2F}).
  */
 public final class RetrieveModelRoute implements ApiRoute {
-  private final ModelDirectory models;
+  private final ModelCatalog models;
 
-  public RetrieveModelRoute(ModelDirectory models) {
+  public RetrieveModelRoute(ModelCatalog models) {
     this.models = models;
   }
 
@@ -40,9 +41,9 @@ public final class RetrieveModelRoute implements ApiRoute {
 
   private CompletionStage<HttpResponse> card(String id) {
     for (ServedModel m : models.models())
-      if (m.name().equals(id))
+      if (m.isNamed(id))
         return ModelCards.facts(models, m)
-            .thenApply(f -> JsonBodies.response(StatusCodes.OK, ModelCards.served(m, f)));
+            .thenApply(f -> JsonBodies.response(StatusCodes.OK, ModelCards.served(m, id, f)));
     if (models.trainedModels() == null) return CompletableFuture.failedFuture(notFound(id));
     return models
         .trainedModels()
@@ -51,7 +52,7 @@ public final class RetrieveModelRoute implements ApiRoute {
             info -> {
               ServedModel base = null;
               for (ServedModel m : models.models()) if (m.name().equals(info.baseModel())) base = m;
-              CompletableFuture<dev.troupe.gateway.chat.ModelFacts> facts =
+              CompletableFuture<dev.troupe.gateway.replicas.ModelFacts> facts =
                   base == null
                       ? CompletableFuture.completedFuture(null)
                       : ModelCards.facts(models, base);

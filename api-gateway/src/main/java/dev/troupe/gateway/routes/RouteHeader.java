@@ -1,6 +1,6 @@
 package dev.troupe.gateway.routes;
 
-import dev.troupe.gateway.workers.ModelDirectory.Destination;
+import dev.troupe.gateway.replicas.ReplicaSelector.Destination;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import java.util.ArrayList;

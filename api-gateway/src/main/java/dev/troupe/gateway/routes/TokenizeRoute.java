@@ -8,8 +8,8 @@ import dev.troupe.gateway.chat.ChatRequestMapper;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.tokenize.TokenizeRequest;
 import dev.troupe.protocol.api.tokenize.TokenizeResponse;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
@@ -27,9 +27,9 @@ import org.apache.pekko.http.javadsl.server.Route;
  * messages} rendered with the model's template, tokenized by a worker of the model.
  */
 public final class TokenizeRoute implements ApiRoute {
-  private final ModelDirectory models;
+  private final ModelCatalog models;
 
-  public TokenizeRoute(ModelDirectory models) {
+  public TokenizeRoute(ModelCatalog models) {
     this.models = models;
   }
 
@@ -47,7 +47,7 @@ public final class TokenizeRoute implements ApiRoute {
                           toCommand(request, null); // validate before asking a worker
                           return completeWithFuture(
                               AskPattern.<Command, TokenizeReply>ask(
-                                      models.pick(model),
+                                      models.replicas().any(model),
                                       replyTo -> toCommand(request, replyTo),
                                       models.askTimeout(),
                                       models.system().scheduler())

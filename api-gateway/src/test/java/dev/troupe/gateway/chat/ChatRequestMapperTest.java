@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.replicas.ModelFacts;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import dev.troupe.protocol.cluster.SamplingParams;
 import java.util.Optional;

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.replicas.ModelFacts;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import dev.troupe.protocol.cluster.StructuredOutputsParams;
 import dev.troupe.protocol.cluster.StructuredOutputsParams.Kind;

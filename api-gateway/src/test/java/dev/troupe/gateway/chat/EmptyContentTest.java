@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.replicas.ModelFacts;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.FinishReason;

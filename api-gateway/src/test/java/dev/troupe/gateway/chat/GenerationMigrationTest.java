@@ -9,8 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.gateway.http.ApiException;
-import dev.troupe.gateway.liveness.ReplicaLiveness;
-import dev.troupe.gateway.liveness.ReplicaLiveness.NodeLost;
+import dev.troupe.gateway.replicas.NodeLost;
+import dev.troupe.gateway.replicas.ReplicaSelector;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.GenerationRequest.ResumedChoice;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Accepted;
@@ -36,6 +36,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -73,9 +74,13 @@ class GenerationMigrationTest {
         });
   }
 
-  /** Replicas by entity id; a removed one is unreachable for the picker. */
-  private static final class TestReplicas implements ReplicaPicker {
+  /**
+   * Replicas by entity id; a removed one is unreachable for the owner. Records the replicas the
+   * owner reported as not acknowledging.
+   */
+  private static final class TestReplicas implements ReplicaSelector.Attempts {
     final Map<String, ActorRef<Command>> live = new LinkedHashMap<>();
+    final Set<String> unacknowledged = ConcurrentHashMap.newKeySet();
 
     @Override
     public String model() {
@@ -83,10 +88,31 @@ class GenerationMigrationTest {
     }
 
     @Override
-    public Optional<Replica> pick(Set<String> avoid) {
+    public Optional<ReplicaSelector.Replica> next(Set<String> avoid) {
       for (var e : live.entrySet())
-        if (!avoid.contains(e.getKey())) return Optional.of(new Replica(e.getKey(), e.getValue()));
-      return live.entrySet().stream().findFirst().map(e -> new Replica(e.getKey(), e.getValue()));
+        if (!avoid.contains(e.getKey()))
+          return Optional.of(new ReplicaSelector.Replica(e.getKey(), e.getValue()));
+      return live.entrySet().stream()
+          .findFirst()
+          .map(e -> new ReplicaSelector.Replica(e.getKey(), e.getValue()));
+    }
+
+    @Override
+    public boolean reachable(ActorRef<?> worker) {
+      return true;
+    }
+
+    @Override
+    public void located(String entityId, ActorRef<?> worker) {}
+
+    @Override
+    public void unacknowledged(String entityId) {
+      unacknowledged.add(entityId);
+    }
+
+    @Override
+    public org.apache.pekko.actor.Address lastSeenAt(String entityId) {
+      return null;
     }
   }
 
@@ -99,9 +125,11 @@ class GenerationMigrationTest {
     return new Replica(id, ref, seen);
   }
 
-  private static Replicas of(TestReplicas picker, MigrationSettings settings) {
-    return new Replicas(
-        testKit.system(), picker, ReplicaLiveness.assumeAllLive(), Duration.ofSeconds(5), settings);
+  /** A generation's events on {@code picker}'s replicas, acknowledged within 5 s. */
+  private static org.apache.pekko.stream.javadsl.Source<GenerationEvent, org.apache.pekko.NotUsed>
+      events(TestReplicas picker, MigrationSettings settings, GenerationRequest r) {
+    return GenerationOwner.events(
+        testKit.system(), picker, r, settings.withAttemptTimeout(Duration.ofSeconds(5)));
   }
 
   private static final MigrationSettings FAST =
@@ -114,8 +142,8 @@ class GenerationMigrationTest {
   }
 
   private static CompletionStage<List<GenerationEvent>> run(
-      Replicas replicas, GenerationRequest r) {
-    return GenerationStream.events(replicas, r).runWith(Sink.seq(), testKit.system());
+      TestReplicas picker, MigrationSettings settings, GenerationRequest r) {
+    return events(picker, settings, r).runWith(Sink.seq(), testKit.system());
   }
 
   private static Generate generate(Replica r) {
@@ -187,7 +215,7 @@ class GenerationMigrationTest {
     TestReplicas picker = new TestReplicas();
     Replica a = spawn(picker, "m#0");
     Replica b = spawn(picker, "m#1");
-    var events = run(of(picker, FAST), request("die", 2));
+    var events = run(picker, FAST, request("die", 2));
     startOn(a, "die");
     testKit.stop(a.ref()); // the worker is gone: death watch, no timeout
     continueOn(b, "die");
@@ -199,7 +227,7 @@ class GenerationMigrationTest {
     TestReplicas picker = new TestReplicas();
     Replica a = spawn(picker, "m#0");
     Replica b = spawn(picker, "m#1");
-    var events = run(of(picker, FAST), request("cut", 2));
+    var events = run(picker, FAST, request("cut", 2));
     Generate first = startOn(a, "cut");
     // The failure detector marks a's node unreachable; a itself is still running.
     a.seen().expectNoMessage(Duration.ofMillis(200));
@@ -219,7 +247,7 @@ class GenerationMigrationTest {
     TestReplicas picker = new TestReplicas();
     Replica a = spawn(picker, "m#0");
     Replica b = spawn(picker, "m#1");
-    var events = run(of(picker, FAST), request("moved", 2));
+    var events = run(picker, FAST, request("moved", 2));
     Generate first = startOn(a, "moved");
     first.replyTo().tell(new Migrate("moved", "m#0 stopped"));
     continueOn(b, "moved");
@@ -230,7 +258,7 @@ class GenerationMigrationTest {
   void aLostRequestNoReplicaTakesEndsWithA503WithinTheDeadline() {
     TestReplicas picker = new TestReplicas();
     Replica a = spawn(picker, "m#0");
-    var events = run(of(picker, FAST), request("alone", 2));
+    var events = run(picker, FAST, request("alone", 2));
     startOn(a, "alone");
     picker.live.clear(); // its only replica's node is unreachable
     long start = System.nanoTime();
@@ -250,9 +278,8 @@ class GenerationMigrationTest {
     Replica a = spawn(picker, "m#0");
     var events =
         run(
-            of(
-                picker,
-                new MigrationSettings(true, 3, Duration.ofSeconds(5), Duration.ofMillis(50))),
+            picker,
+            new MigrationSettings(true, 3, Duration.ofSeconds(5), Duration.ofMillis(50)),
             request("back", 2));
     startOn(a, "back");
     picker.live.clear();
@@ -268,8 +295,7 @@ class GenerationMigrationTest {
     TestReplicas picker = new TestReplicas();
     long start = System.nanoTime();
     var first =
-        GenerationStream.firstEvent(
-            GenerationStream.events(of(picker, FAST), request("none", 1)), testKit.system());
+        GenerationStream.firstEvent(events(picker, FAST, request("none", 1)), testKit.system());
     CompletionException e =
         assertThrows(CompletionException.class, () -> first.toCompletableFuture().join());
     ApiException api = assertInstanceOf(ApiException.class, e.getCause());
@@ -290,12 +316,8 @@ class GenerationMigrationTest {
     TestReplicas picker = new TestReplicas();
     Replica a = spawn(picker, "m#0");
     Replica b = spawn(picker, "m#1");
-    ReplicaLiveness liveness = ReplicaLiveness.assumeAllLive();
     long start = System.nanoTime();
-    var events =
-        run(
-            new Replicas(testKit.system(), picker, liveness, Duration.ofSeconds(5), SHORT_ACCEPT),
-            request("slow", 2));
+    var events = run(picker, SHORT_ACCEPT, request("slow", 2));
     Generate first = generate(a);
     assertEquals("slow", first.request().requestId());
     // No Accepted from m#0: after the accept timeout the attempt is cancelled and moves to m#1.
@@ -307,7 +329,7 @@ class GenerationMigrationTest {
     assertNull(g.request().resume(), "nothing was delivered: it starts over");
     String attempt = g.request().requestId();
     assertEquals("slow~2", attempt);
-    assertEquals(ReplicaLiveness.State.RESTARTING, liveness.state("m#0"), "avoided from now on");
+    assertEquals(Set.of("m#0"), picker.unacknowledged, "avoided from now on");
     // m#0 comes up late and answers the cancelled attempt: nothing of it reaches the client.
     first.replyTo().tell(new Accepted("slow", a.id(), a.ref()));
     first.replyTo().tell(new GenerationUpdate("slow", started(a), List.of(token(0, 99)), null));
@@ -329,15 +351,7 @@ class GenerationMigrationTest {
   void aSlowAcknowledgementWithNoOtherReplicaIsWaitedFor() {
     TestReplicas picker = new TestReplicas();
     Replica a = spawn(picker, "m#0");
-    var events =
-        run(
-            new Replicas(
-                testKit.system(),
-                picker,
-                ReplicaLiveness.assumeAllLive(),
-                Duration.ofSeconds(5),
-                SHORT_ACCEPT),
-            request("lone", 1));
+    var events = run(picker, SHORT_ACCEPT, request("lone", 1));
     Generate g = generate(a);
     a.seen()
         .expectNoMessage(Duration.ofMillis(800)); // past the accept timeout: no Cancel, no retry
@@ -353,7 +367,7 @@ class GenerationMigrationTest {
     TestReplicas picker = new TestReplicas();
     Replica a = spawn(picker, "m#0");
     var settings = new MigrationSettings(true, 2, Duration.ofSeconds(5), Duration.ofMillis(50));
-    var events = run(of(picker, settings), request("bounce", 1));
+    var events = run(picker, settings, request("bounce", 1));
     for (int i = 1; i <= 3; i++) {
       Generate g = generate(a);
       String attempt = g.request().requestId();
@@ -385,7 +399,7 @@ class GenerationMigrationTest {
                 .temperature(0.0)
                 .maxTokens(4)
                 .build());
-    var events = run(of(picker, FAST), beam);
+    var events = run(picker, FAST, beam);
     Generate g = generate(a);
     g.replyTo().tell(new Accepted("beam", a.id(), a.ref()));
     g.replyTo().tell(new GenerationUpdate("beam", started(a), List.of(), null));

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.replicas.ReplicaSelector;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
@@ -19,9 +20,11 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
+import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
@@ -44,6 +47,18 @@ class GenerationStreamTest {
         SamplingParams.builder().maxTokens(4).build());
   }
 
+  /**
+   * The events of {@code r} on the one {@code worker}, which must acknowledge within {@code wait}.
+   */
+  private static Source<GenerationEvent, NotUsed> events(
+      TestProbe<Command> worker, GenerationRequest r, Duration wait) {
+    return GenerationOwner.events(
+        testKit.system(),
+        ReplicaSelector.Attempts.only(new ReplicaSelector.Replica("m#0", worker.ref())),
+        r,
+        MigrationSettings.DISABLED.withAttemptTimeout(wait));
+  }
+
   private static Started started() {
     return new Started("m#0", null, 0, 1, null, null);
   }
@@ -52,9 +67,7 @@ class GenerationStreamTest {
   void endsAfterTheLastUpdateWithoutCancelling() {
     TestProbe<Command> worker = testKit.createTestProbe();
     var result =
-        GenerationStream.events(
-                worker.ref(), request("r1"), Duration.ofSeconds(3), testKit.system())
-            .runWith(Sink.seq(), testKit.system());
+        events(worker, request("r1"), Duration.ofSeconds(3)).runWith(Sink.seq(), testKit.system());
     Generate g = worker.expectMessageClass(Generate.class);
     g.replyTo().tell(new GenerationUpdate("r1", started(), List.of(), null));
     g.replyTo().tell(new GenerationUpdate("r1", null, List.of(), new Usage(1, 0, 0)));
@@ -69,8 +82,7 @@ class GenerationStreamTest {
     TestProbe<Command> worker = testKit.createTestProbe();
     // take(1): the consumer stops after the first event, as an SSE client that disconnects.
     var result =
-        GenerationStream.events(
-                worker.ref(), request("r2"), Duration.ofSeconds(3), testKit.system())
+        events(worker, request("r2"), Duration.ofSeconds(3))
             .take(1)
             .runWith(Sink.seq(), testKit.system());
     Generate g = worker.expectMessageClass(Generate.class);
@@ -84,9 +96,7 @@ class GenerationStreamTest {
     TestProbe<Command> worker = testKit.createTestProbe();
     var first =
         GenerationStream.firstEvent(
-            GenerationStream.events(
-                worker.ref(), request("r3"), Duration.ofMillis(200), testKit.system()),
-            testKit.system());
+            events(worker, request("r3"), Duration.ofMillis(200)), testKit.system());
     worker.expectMessageClass(Generate.class);
     CompletionException e =
         assertThrows(CompletionException.class, () -> first.toCompletableFuture().join());

@@ -499,9 +499,9 @@ class ChatCompletionsRouteTest extends GatewayRouteTest {
             org.apache.pekko.actor.typed.javadsl.Behaviors
                 .<dev.troupe.protocol.cluster.ModelWorkerProtocol.Command>ignore());
     var directory =
-        new dev.troupe.gateway.workers.ModelDirectory(
+        dev.troupe.gateway.replicas.ModelCatalog.inTurn(
             testKit.system(),
-            List.of(dev.troupe.gateway.workers.ServedModel.of("fake", 1, "x")),
+            List.of(dev.troupe.gateway.replicas.ServedModel.of("fake", 1, "x")),
             id -> silent,
             java.time.Duration.ofMillis(300));
     TestRoute r =

@@ -2,8 +2,8 @@ package dev.troupe.gateway.routes;
 
 import dev.troupe.gateway.http.ApiRoutes;
 import dev.troupe.gateway.http.GatewaySettings;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import java.time.Duration;
 import java.util.List;
@@ -22,7 +22,7 @@ final class ChatRouteFixture {
   /** Commands the {@code prio} worker received. */
   final TestProbe<Object> seenPrio;
 
-  final ModelDirectory models;
+  final ModelCatalog models;
   final Route route;
 
   ChatRouteFixture(ActorTestKit testKit) {
@@ -31,7 +31,7 @@ final class ChatRouteFixture {
     ActorRef<Command> fcfs = testKit.spawn(FakeWorker.create("fcfs", seen.ref()));
     ActorRef<Command> prio = testKit.spawn(FakeWorker.create("priority", seenPrio.ref()));
     models =
-        new ModelDirectory(
+        ModelCatalog.inTurn(
             testKit.system(),
             List.of(
                 ServedModel.of("fake", 1, "/models/fake"),

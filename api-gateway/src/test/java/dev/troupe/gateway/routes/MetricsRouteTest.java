@@ -9,8 +9,8 @@ import dev.troupe.gateway.http.GatewayRouteTest;
 import dev.troupe.gateway.http.GatewaySettings;
 import dev.troupe.gateway.metrics.MetricsRoute;
 import dev.troupe.gateway.metrics.ServingMetrics;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import java.time.Duration;
 import java.util.List;
@@ -194,8 +194,8 @@ class MetricsRouteTest extends GatewayRouteTest {
     ActorRef<Command> silent = testKit.spawn(Behaviors.ignore());
     ActorRef<Command> fake =
         testKit.spawn(FakeWorker.create("fcfs", testKit.<Object>createTestProbe().ref()));
-    ModelDirectory models =
-        new ModelDirectory(
+    ModelCatalog models =
+        ModelCatalog.inTurn(
             testKit.system(),
             List.of(ServedModel.of("fake", 2, "/models/fake")),
             id -> id.equals("fake#1") ? silent : fake,

@@ -9,9 +9,9 @@ import dev.troupe.gateway.chat.GenerationStream;
 import dev.troupe.gateway.http.ApiRoutes;
 import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.gateway.http.GatewaySettings;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.gateway.testing.LogCapture;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
@@ -55,8 +55,8 @@ class NonStreamingOverHttpTest {
   void bind() throws Exception {
     seen = testKit.createTestProbe();
     ActorRef<Command> worker = testKit.spawn(FakeWorker.create("fcfs", seen.ref()));
-    ModelDirectory models =
-        new ModelDirectory(
+    ModelCatalog models =
+        ModelCatalog.inTurn(
             testKit.system(),
             List.of(ServedModel.of("fake", 1, "x")),
             id -> worker,

@@ -9,9 +9,9 @@ import dev.troupe.gateway.chat.MigrationSettings;
 import dev.troupe.gateway.http.ApiRoutes;
 import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.gateway.http.GatewaySettings;
-import dev.troupe.gateway.liveness.ReplicaLiveness;
-import dev.troupe.gateway.workers.ModelDirectory;
-import dev.troupe.gateway.workers.ServedModel;
+import dev.troupe.gateway.metrics.ServingMetrics;
+import dev.troupe.gateway.replicas.ModelCatalog;
+import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.Json;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Accepted;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
@@ -66,18 +66,19 @@ class SilentWorkerOverHttpTest {
   @BeforeAll
   void bind() throws Exception {
     ActorRef<Command> worker = testKit.spawn(silentWorker());
-    ModelDirectory models =
-        new ModelDirectory(
-                testKit.system(),
-                List.of(ServedModel.of("fake", 1, "x")),
-                id -> worker,
-                Duration.ofSeconds(20))
-            .withLiveness(
-                ReplicaLiveness.assumeAllLive(),
-                new MigrationSettings(
-                    true, 3, DEADLINE, Duration.ofMillis(100), Duration.ofMillis(500)));
+    ModelCatalog models =
+        ModelCatalog.inTurn(
+            testKit.system(),
+            List.of(ServedModel.of("fake", 1, "x")),
+            id -> worker,
+            Duration.ofSeconds(20));
+    MigrationSettings migration =
+        new MigrationSettings(true, 3, DEADLINE, Duration.ofMillis(100), Duration.ofMillis(500));
     GatewaySettings settings = GatewaySettings.of(0, List.of());
-    var route = ApiRoutes.builder(settings).add(new ChatCompletionsRoute(models)).build();
+    var route =
+        ApiRoutes.builder(settings)
+            .add(new ChatCompletionsRoute(models, new ServingMetrics(), migration))
+            .build();
     binding =
         GatewayServer.bind(testKit.system(), settings, route)
             .toCompletableFuture()

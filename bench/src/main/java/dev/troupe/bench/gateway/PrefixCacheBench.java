@@ -161,6 +161,7 @@ public final class PrefixCacheBench {
                     // A rollout queued behind a step's worth of others gets its first event only
                     // at its prefill, which on 2 loaded cores can be after the default 30 s.
                     + "troupe.gateway.ask-timeout = 600s\n"
+                    + "troupe.gateway.migration.attempt-timeout = 600s\n"
                     + "troupe.gateway.request-timeout = 900s\n"
                     + "troupe.gateway.routing.policy = "
                     + policy),

@@ -6,8 +6,8 @@ package dev.troupe.protocol.cluster;
  * words on the worker's input thread, matching its stop strings and biasing its logits at every
  * step of the shared batch, rendering its messages and tools) stays small against the others it
  * shares a replica with. Each limit is far above real use; over it is a 400 naming the field. The
- * gateway's mapper checks the chat fields, and {@link SamplingParams} checks its own lists again (a
- * worker trusts no sender). Documented in docs/api.md, "Limits".
+ * gateway's mappers check the chat and completions fields, and {@link SamplingParams} checks its
+ * own lists again (a worker trusts no sender). Documented in docs/api.md, "Limits".
  */
 public final class RequestLimits {
   private RequestLimits() {}
@@ -53,6 +53,20 @@ public final class RequestLimits {
 
   /** {@code engine_xargs} entries. */
   public static final int ENGINE_XARGS = 256;
+
+  /**
+   * {@code prompt}s of one {@code /v1/completions} request: each is its own generation (routed,
+   * owned and answered by the gateway on its own). The same bound as {@code n} × prompts (vLLM's
+   * {@code VLLM_MAX_N_SEQUENCES}), counted before the prompts are read.
+   */
+  public static final int PROMPTS = 16_384;
+
+  /**
+   * Token ids of one token-id {@code prompt} of {@code /v1/completions}: above any served context
+   * (the worker refuses a longer prompt unless {@code truncate_prompt_tokens} cuts it), so that the
+   * gateway does not copy, hash for routing and send on a prompt no model can take.
+   */
+  public static final int PROMPT_TOKEN_IDS = 1 << 20;
 
   /** {@code tokens} of one {@code /detokenize}. */
   public static final int DETOKENIZE_TOKENS = 1 << 20;

@@ -20,13 +20,14 @@ public record ServedModels(List<ServedModel> models) {
     models = List.copyOf(models);
     Map<String, ServedModel> seen = new LinkedHashMap<>();
     for (ServedModel m : models)
-      if (seen.put(m.name(), m) != null)
-        throw new IllegalArgumentException("model '" + m.name() + "' is configured twice");
+      for (String name : m.names())
+        if (seen.put(name, m) != null)
+          throw new IllegalArgumentException("model '" + name + "' is configured twice");
   }
 
   /**
    * Reads {@code troupe.models}, a list of {@code {name, path, replicas, scheduling-policy,
-   * reasoning-parser, tool-call-parser, enable-auto-tool-choice, chat-template}}.
+   * reasoning-parser, tool-call-parser, enable-auto-tool-choice, chat-template, aliases}}.
    */
   public static ServedModels fromConfig(Config config) {
     List<ServedModel> out = new ArrayList<>();
@@ -43,7 +44,8 @@ public record ServedModels(List<ServedModel> models) {
                   : ServedModel.DEMO_PATH.equals(path) ? "qwen3" : null,
               c.hasPath("tool-call-parser") ? blankToNull(c.getString("tool-call-parser")) : null,
               c.hasPath("enable-auto-tool-choice") && c.getBoolean("enable-auto-tool-choice"),
-              c.hasPath("chat-template") ? c.getString("chat-template") : null));
+              c.hasPath("chat-template") ? c.getString("chat-template") : null,
+              c.hasPath("aliases") ? c.getStringList("aliases") : List.of()));
     }
     return new ServedModels(out);
   }
@@ -77,6 +79,9 @@ public record ServedModels(List<ServedModel> models) {
    *     "auto"} is served (with {@code toolCallParser})
    * @param chatTemplate vLLM's {@code --chat-template}: the template source served instead of the
    *     tokenizer's, or null
+   * @param aliases further names clients may use for it (vLLM's {@code --served-model-name} with
+   *     several names: the first is {@code name}, the rest are these); responses and metrics use
+   *     {@code name}, and so do its replicas' entity ids
    */
   public record ServedModel(
       String name,
@@ -86,7 +91,8 @@ public record ServedModels(List<ServedModel> models) {
       String reasoningParser,
       String toolCallParser,
       boolean enableAutoToolChoice,
-      String chatTemplate) {
+      String chatTemplate,
+      List<String> aliases) {
     /** The {@code path} of the built-in demo model. */
     public static final String DEMO_PATH = "demo";
 
@@ -122,9 +128,38 @@ public record ServedModels(List<ServedModel> models) {
           null);
     }
 
+    /** A model served under its one name. */
+    public ServedModel(
+        String name,
+        String path,
+        int replicas,
+        String schedulingPolicy,
+        String reasoningParser,
+        String toolCallParser,
+        boolean enableAutoToolChoice,
+        String chatTemplate) {
+      this(
+          name,
+          path,
+          replicas,
+          schedulingPolicy,
+          reasoningParser,
+          toolCallParser,
+          enableAutoToolChoice,
+          chatTemplate,
+          List.of());
+    }
+
     public ServedModel {
       if (name == null || name.isBlank())
         throw new IllegalArgumentException("model name is required");
+      aliases = aliases == null ? List.of() : List.copyOf(aliases);
+      for (String alias : aliases)
+        if (alias == null || alias.isBlank() || alias.equals(name))
+          throw new IllegalArgumentException(
+              "aliases of " + name + " must be names other than its own, got " + aliases);
+      if (new java.util.HashSet<>(aliases).size() < aliases.size())
+        throw new IllegalArgumentException("aliases of " + name + " name one alias twice");
       if (path == null || path.isBlank())
         throw new IllegalArgumentException("model path is required");
       if (replicas < 1) throw new IllegalArgumentException("replicas must be >= 1 for " + name);
@@ -150,6 +185,14 @@ public record ServedModels(List<ServedModel> models) {
       if (enableAutoToolChoice && toolCallParser == null)
         throw new IllegalArgumentException(
             "enable-auto-tool-choice for " + name + " needs a tool-call-parser");
+    }
+
+    /** Every name clients may use for it: {@code name}, then its aliases. */
+    public List<String> names() {
+      List<String> all = new ArrayList<>(1 + aliases.size());
+      all.add(name);
+      all.addAll(aliases);
+      return all;
     }
 
     /** The parser {@code tool_choice: "auto"} runs, or null when auto tool choice is off. */

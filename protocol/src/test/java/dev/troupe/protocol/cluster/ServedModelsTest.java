@@ -17,6 +17,23 @@ class ServedModelsTest {
   }
 
   @Test
+  void aModelMayHaveAliases() {
+    ServedModels models =
+        ServedModels.fromConfig(
+            ConfigFactory.parseString(
+                "troupe.models = [{name = qwen, aliases = [q, \"Qwen/Q\"]}]"));
+    var m = models.find("qwen").orElseThrow();
+    assertEquals(List.of("q", "Qwen/Q"), m.aliases());
+    assertEquals(List.of("qwen", "q", "Qwen/Q"), m.names());
+    assertEquals(List.of("qwen#0"), m.entityIds());
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            new ServedModels.ServedModel(
+                "a", "demo", 1, "fcfs", null, null, false, null, List.of("a")));
+  }
+
+  @Test
   void readsEveryField() {
     ServedModels models =
         ServedModels.fromConfig(
@@ -32,6 +49,13 @@ class ServedModelsTest {
         () ->
             ServedModels.fromConfig(
                 ConfigFactory.parseString("troupe.models = [{name = a}, {name = a}]")));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            ServedModels.fromConfig(
+                ConfigFactory.parseString(
+                    "troupe.models = [{name = a}, {name = b, aliases = [a]}]")),
+        "an alias is a name like any other: never two models' names");
     assertThrows(
         IllegalArgumentException.class,
         () ->

@@ -1,9 +1,7 @@
-package dev.troupe.gateway.workers;
+package dev.troupe.gateway.replicas;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.troupe.gateway.chat.MigrationSettings;
-import dev.troupe.gateway.liveness.ReplicaLiveness;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GetStatus;
@@ -42,14 +40,38 @@ class RestartingReplicaRoutingTest {
     return GenerationRequest.chat(id, List.of(Map.of("role", "user", "content", "hi")), p);
   }
 
-  private static List<String> routeFour(ModelDirectory directory, ServedModel model) {
+  private static List<String> routeFour(ReplicaSelector selector, ServedModel model) {
     List<String> chosen = new ArrayList<>();
     for (int i = 0; i < 4; i++) {
-      var d = directory.route(model, request("r" + i), 64).toCompletableFuture().join();
+      var d = selector.route(model, request("r" + i), 64).toCompletableFuture().join();
       d.lease().close();
-      chosen.add(d.entityId());
+      chosen.add(d.replica().entityId());
     }
     return chosen;
+  }
+
+  /** Round-robin over {@code refs}, reachability as {@code liveness} says. */
+  private static ReplicaSelector selector(
+      Liveness liveness, java.util.function.Function<String, ActorRef<Command>> refs) {
+    return new ReplicaSelector(
+        gateway.system(),
+        refs::apply,
+        liveness,
+        new RoutingTable(),
+        RoutingSettings.DEFAULTS.withCacheAware(false),
+        ReplicaSelector.Recorder.NONE,
+        PromptTokenizer.NONE,
+        Duration.ofSeconds(5));
+  }
+
+  /** The replica of a generation's second attempt (a continuation), avoiding {@code avoid}. */
+  private static String continuation(
+      ReplicaSelector selector, ServedModel model, Set<String> avoid) {
+    var first = selector.route(model, request("c"), 64).toCompletableFuture().join();
+    first.lease().close();
+    var attempts = selector.attempts(model, first);
+    attempts.next(Set.of()); // the first attempt: the routing decision
+    return attempts.next(avoid).orElseThrow().entityId();
   }
 
   @Test
@@ -58,10 +80,8 @@ class RestartingReplicaRoutingTest {
     TestProbe<Command> local = gateway.createTestProbe(); // m#1
     Map<String, ActorRef<Command>> refs = Map.of("m#0", remote.ref(), "m#1", local.ref());
     ServedModel model = new ServedModel("m", 2, "m", null, 0);
-    ReplicaLiveness liveness = ReplicaLiveness.assumeAllLive();
-    ModelDirectory directory =
-        new ModelDirectory(gateway.system(), List.of(model), refs::get, Duration.ofSeconds(5))
-            .withLiveness(liveness, MigrationSettings.DEFAULT);
+    Liveness liveness = Liveness.assumeAllLive();
+    ReplicaSelector directory = selector(liveness, refs::get);
     liveness.located("m#0", remote.ref());
     liveness.located("m#1", local.ref());
     assertEquals(List.of("m#0", "m#1", "m#0", "m#1"), routeFour(directory, model));
@@ -70,14 +90,11 @@ class RestartingReplicaRoutingTest {
     liveness.removed(remote.ref().path().address());
     assertEquals(
         List.of("m#1", "m#1", "m#1", "m#1"), routeFour(directory, model), "live replica only");
-    assertEquals(ReplicaLiveness.State.RESTARTING, liveness.state("m#0"));
-    assertEquals(
-        "m#1",
-        directory.pick(model, Set.of()).orElseThrow().entityId(),
-        "continuations too prefer it");
+    assertEquals(Liveness.State.RESTARTING, liveness.state("m#0"));
+    assertEquals("m#1", continuation(directory, model, Set.of()), "continuations too prefer it");
     assertEquals(
         "m#0",
-        directory.pick(model, Set.of("m#1")).orElseThrow().entityId(),
+        continuation(directory, model, Set.of("m#1")),
         "a restarting replica is better than none");
 
     // The directory probes the restarting replica; once it answers, it is chosen again.
@@ -87,7 +104,7 @@ class RestartingReplicaRoutingTest {
     local.awaitAssert(
         WAIT,
         () -> {
-          assertEquals(ReplicaLiveness.State.UNKNOWN, liveness.state("m#0"));
+          assertEquals(Liveness.State.UNKNOWN, liveness.state("m#0"));
           return null;
         });
     List<String> after = routeFour(directory, model);
@@ -98,11 +115,8 @@ class RestartingReplicaRoutingTest {
   void withOnlyRestartingReplicasTheyAreStillChosen() {
     TestProbe<Command> remote = otherNode.createTestProbe();
     ServedModel model = new ServedModel("solo", 1, "solo", null, 0);
-    ReplicaLiveness liveness = ReplicaLiveness.assumeAllLive();
-    ModelDirectory directory =
-        new ModelDirectory(
-                gateway.system(), List.of(model), id -> remote.ref(), Duration.ofSeconds(5))
-            .withLiveness(liveness, MigrationSettings.DEFAULT);
+    Liveness liveness = Liveness.assumeAllLive();
+    ReplicaSelector directory = selector(liveness, id -> remote.ref());
     liveness.located("solo#0", remote.ref());
     liveness.removed(remote.ref().path().address());
     assertEquals(

@@ -1,4 +1,4 @@
-package dev.troupe.gateway.liveness;
+package dev.troupe.gateway.replicas;
 
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import java.util.ArrayList;
@@ -15,8 +15,8 @@ import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 
 /**
- * Which model replicas this gateway can reach now: the filter applied before any replica choice
- * (round-robin, cache-aware routing) and the source of the gateway's "worker lost" signal.
+ * Which model replicas this gateway can reach now: the {@link ReplicaSelector}'s filter before any
+ * replica choice, and the source of the gateway's "worker lost" signal.
  *
  * <p>A replica's node is learnt from its worker's actor reference, which every request's first
  * event carries ({@link #located}). A replica whose node is unreachable or being downed is {@link
@@ -25,7 +25,7 @@ import org.apache.pekko.cluster.typed.Cluster;
  * is being restarted elsewhere (remember-entities): {@link State#RESTARTING}, as is a replica that
  * did not acknowledge a request in time ({@link #unacknowledged}). A restarting replica holds what
  * is sent to it (sharding's buffer, then the model load) for tens of seconds, so it is chosen only
- * when no other replica is reachable ({@link #candidates}); it is {@link State#LIVE} again once it
+ * when no other replica is reachable ({@link #tiers}); it is {@link State#LIVE} again once it
  * acknowledges a request ({@link #located}) or answers a status probe ({@link #confirmed}). A
  * replica never seen is {@link State#UNKNOWN}, chosen like a live one.
  *
@@ -35,10 +35,10 @@ import org.apache.pekko.cluster.typed.Cluster;
  *
  * <p>Thread-safe: reads the cluster's current state, which Pekko keeps up to date.
  */
-public final class ReplicaLiveness {
+final class Liveness {
 
   /** What this gateway knows of a replica's reachability. */
-  public enum State {
+  enum State {
     /** On a reachable member that is up. */
     LIVE,
     /** Not seen yet (never lost): chosen like a live one. */
@@ -52,41 +52,33 @@ public final class ReplicaLiveness {
     DOWN
   }
 
-  /**
-   * A cluster node this gateway lost: unreachable, downed or removed. Published on the actor
-   * system's event stream by the {@link LivenessWatcher}.
-   *
-   * @param reason what happened, for logs and error messages
-   */
-  public record NodeLost(Address address, String reason) {}
-
   private final Cluster cluster; // null: no cluster (tests, a single JVM without remoting)
   private final Map<String, Address> located = new ConcurrentHashMap<>();
   private final Set<String> restarting = ConcurrentHashMap.newKeySet();
 
-  private ReplicaLiveness(Cluster cluster) {
+  private Liveness(Cluster cluster) {
     this.cluster = cluster;
   }
 
   /**
    * Liveness from {@code system}'s cluster membership; starts the watcher that publishes losses.
    */
-  public static ReplicaLiveness start(ActorSystem<?> system) {
-    ReplicaLiveness liveness = new ReplicaLiveness(Cluster.get(system));
+  static Liveness start(ActorSystem<?> system) {
+    Liveness liveness = new Liveness(Cluster.get(system));
     system.systemActorOf(LivenessWatcher.create(liveness), "replica-liveness", Props.empty());
     return liveness;
   }
 
   /** Every replica is assumed reachable (no cluster: tests, embedded gateways). */
-  public static ReplicaLiveness assumeAllLive() {
-    return new ReplicaLiveness(null);
+  static Liveness assumeAllLive() {
+    return new Liveness(null);
   }
 
   /**
    * Replica {@code entityId} runs in {@code worker}'s node (from an {@code Accepted}/{@code
    * Started}).
    */
-  public void located(String entityId, ActorRef<?> worker) {
+  void located(String entityId, ActorRef<?> worker) {
     if (worker == null) return;
     Address a = worker.path().address();
     located.put(entityId, a.hasGlobalScope() || cluster == null ? a : selfAddress());
@@ -94,7 +86,7 @@ public final class ReplicaLiveness {
   }
 
   /** Replica {@code entityId} answered a status probe: it runs again (where is not known yet). */
-  public void confirmed(String entityId) {
+  void confirmed(String entityId) {
     restarting.remove(entityId);
   }
 
@@ -102,17 +94,17 @@ public final class ReplicaLiveness {
    * Replica {@code entityId} did not acknowledge a request in time: prefer other replicas until it
    * acknowledges one or answers a probe.
    */
-  public void unacknowledged(String entityId) {
+  void unacknowledged(String entityId) {
     restarting.add(entityId);
   }
 
   /** The node replica {@code entityId} was last seen on, or null. */
-  public Address location(String entityId) {
+  Address location(String entityId) {
     return located.get(entityId);
   }
 
   /** Where replica {@code entityId} stands now. */
-  public State state(String entityId) {
+  State state(String entityId) {
     Address a = located.get(entityId);
     if (a != null && cluster != null) {
       if (!reachable(a)) return State.DOWN;
@@ -137,7 +129,7 @@ public final class ReplicaLiveness {
    * State#UNKNOWN} replicas, then {@link State#RESTARTING} ones — each in index order. Empty when
    * none is reachable.
    */
-  public List<List<Integer>> tiers(String model, int replicas) {
+  List<List<Integer>> tiers(String model, int replicas) {
     List<Integer> live = new ArrayList<>(replicas);
     List<Integer> unknown = new ArrayList<>();
     List<Integer> restarting = new ArrayList<>();
@@ -156,18 +148,8 @@ public final class ReplicaLiveness {
     return tiers;
   }
 
-  /**
-   * The replicas of {@code model} a new request may go to now: the first of {@link #tiers} — live
-   * and unknown replicas (live first), or when there are none the restarting ones. Empty when none
-   * is reachable. Routing strategies choose among these.
-   */
-  public List<Integer> candidates(String model, int replicas) {
-    List<List<Integer>> tiers = tiers(model, replicas);
-    return tiers.isEmpty() ? List.of() : tiers.get(0);
-  }
-
   /** The entity ids of {@code model}'s replicas that are {@link State#RESTARTING} now. */
-  public List<String> restarting(String model, int replicas) {
+  List<String> restarting(String model, int replicas) {
     List<String> out = new ArrayList<>();
     for (int i = 0; i < replicas; i++) {
       String id = ModelWorkerProtocol.entityId(model, i);
@@ -177,7 +159,7 @@ public final class ReplicaLiveness {
   }
 
   /** False while {@code address} is marked unreachable, or is downed or removed. */
-  public boolean reachable(Address address) {
+  boolean reachable(Address address) {
     if (cluster == null || address == null) return true;
     var state = cluster.state();
     for (Member m : state.getUnreachable()) if (m.address().equals(address)) return false;
@@ -189,7 +171,7 @@ public final class ReplicaLiveness {
    * Replicas located on {@code address} are being restarted elsewhere once it has left the cluster:
    * their location is forgotten and they count as {@link State#RESTARTING} until they answer again.
    */
-  public void removed(Address address) {
+  void removed(Address address) {
     for (var e : located.entrySet()) if (address.equals(e.getValue())) forget(e.getKey(), address);
   }
 

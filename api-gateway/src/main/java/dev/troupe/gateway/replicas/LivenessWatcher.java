@@ -1,6 +1,5 @@
-package dev.troupe.gateway.liveness;
+package dev.troupe.gateway.replicas;
 
-import dev.troupe.gateway.liveness.ReplicaLiveness.NodeLost;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.eventstream.EventStream;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -11,10 +10,9 @@ import org.apache.pekko.cluster.typed.Subscribe;
 /**
  * The gateway's one subscriber to cluster membership and reachability: turns a node becoming
  * unreachable, downed or removed into a {@link NodeLost} on the system's event stream (where the
- * requests in flight listen), and tells {@link ReplicaLiveness} when a node has left so that its
- * replicas count as restarting elsewhere. Reachability is the failure detector's verdict (seconds),
- * not the Split Brain Resolver's (tens of seconds): requests move as soon as their node is
- * unreachable.
+ * requests in flight listen), and tells {@link Liveness} when a node has left so that its replicas
+ * count as restarting elsewhere. Reachability is the failure detector's verdict (seconds), not the
+ * Split Brain Resolver's (tens of seconds): requests move as soon as their node is unreachable.
  *
  * <p>One per gateway node, a system actor; nothing to recover on restart (it re-subscribes and the
  * cluster replays its current state).
@@ -22,7 +20,7 @@ import org.apache.pekko.cluster.typed.Subscribe;
 final class LivenessWatcher {
   private LivenessWatcher() {}
 
-  static Behavior<Object> create(ReplicaLiveness liveness) {
+  static Behavior<Object> create(Liveness liveness) {
     return Behaviors.setup(
         ctx -> {
           Cluster cluster = Cluster.get(ctx.getSystem());

@@ -1,4 +1,4 @@
-package dev.troupe.gateway.chat;
+package dev.troupe.gateway.replicas;
 
 /**
  * What the gateway knows about a served model, from a worker's status: enough to shape-check a

@@ -1,4 +1,4 @@
-package dev.troupe.gateway.routing;
+package dev.troupe.gateway.replicas;
 
 import dev.troupe.protocol.cluster.GenerationRequest;
 

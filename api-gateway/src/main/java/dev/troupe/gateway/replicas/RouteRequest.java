@@ -1,4 +1,4 @@
-package dev.troupe.gateway.routing;
+package dev.troupe.gateway.replicas;
 
 import dev.troupe.protocol.kv.BlockHash;
 import java.util.List;
@@ -15,14 +15,14 @@ import java.util.List;
  * @param promptTokens the prompt's length in tokens, 0 when not known
  * @param adapterKey the identity of the trained checkpoint (LoRA adapter) it runs with, or null
  */
-public record RouteRequest(
+record RouteRequest(
     String model,
     List<Integer> candidates,
     List<BlockHash> chain,
     int promptTokens,
     String adapterKey) {
 
-  public RouteRequest {
+  RouteRequest {
     if (candidates == null || candidates.isEmpty())
       throw new IllegalArgumentException("at least one candidate replica is required");
     candidates = List.copyOf(candidates);

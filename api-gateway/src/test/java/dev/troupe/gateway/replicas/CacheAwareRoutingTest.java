@@ -1,10 +1,11 @@
-package dev.troupe.gateway.routing;
+package dev.troupe.gateway.replicas;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.gateway.metrics.ServingMetrics;
+import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.kv.BlockHash;
 import dev.troupe.protocol.kv.BlockHasher;
 import dev.troupe.protocol.kv.CacheReports;
@@ -15,6 +16,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
@@ -89,7 +91,7 @@ class CacheAwareRoutingTest {
     int[] prompt = tokens(0, 64); // 4 blocks, 3 can hit
     report(0, List.of(), load(0));
     report(1, hasher.chain(prompt, BS, null, null), load(0));
-    List<ReplicaView.Lease> leases = new ArrayList<>();
+    List<ReplicaSelector.Lease> leases = new ArrayList<>();
     List<String> reasons = new ArrayList<>();
     int[] counts = new int[2];
     for (int i = 0; i < 8; i++) {
@@ -101,7 +103,7 @@ class CacheAwareRoutingTest {
     assertEquals(RouteDecision.PREFIX, reasons.get(0));
     assertTrue(reasons.contains(RouteDecision.LOAD), reasons::toString);
     assertTrue(counts[0] >= 3 && counts[1] >= 3, () -> counts[0] + "/" + counts[1]);
-    leases.forEach(ReplicaView.Lease::close);
+    leases.forEach(ReplicaSelector.Lease::close);
     leases.get(0).close(); // idempotent
     assertEquals(0, table.view("m", 1).inFlight());
     assertEquals(0, table.view("m", 1).inFlightBlocks());
@@ -161,7 +163,7 @@ class CacheAwareRoutingTest {
 
   @Test
   void reportsAreAppliedInSequenceAndGapsAskForASnapshot() {
-    ReplicaView v = table.view("m", 0);
+    RoutingTable.View v = table.view("m", 0);
     BlockHash a = new BlockHash(1, 1);
     BlockHash b = new BlockHash(2, 2);
     ReplicaLoad l = load(0);
@@ -182,7 +184,7 @@ class CacheAwareRoutingTest {
   }
 
   private static boolean apply(
-      ReplicaView v,
+      RoutingTable.View v,
       String incarnation,
       long seq,
       boolean replace,
@@ -202,41 +204,79 @@ class CacheAwareRoutingTest {
         0);
   }
 
-  private static List<BlockHash> chainOf(ReplicaView v, BlockHash... hashes) {
+  private static List<BlockHash> chainOf(RoutingTable.View v, BlockHash... hashes) {
     List<BlockHash> held = new ArrayList<>();
     for (BlockHash h : hashes) if (v.cachedBlocks(List.of(h)) == 1) held.add(h);
     return held;
   }
 
-  @Test
-  void roundRobinTakesCandidatesInTurn() {
-    RoundRobinRouting rr = new RoundRobinRouting();
-    RouteRequest r = new RouteRequest("m", List.of(2, 5), List.of(), 0, null);
-    assertEquals(2, rr.choose(r).replica());
-    assertEquals(5, rr.choose(r).replica());
-    assertEquals(2, rr.choose(r).replica());
-    assertEquals(RouteDecision.ROUND_ROBIN, rr.choose(r).reason());
+  /** A selector over this test's table: model {@code m}'s two replicas, all assumed reachable. */
+  private ReplicaSelector selector(
+      RoutingSettings with, ReplicaSelector.Recorder recorder, PromptTokenizer tokenizer) {
+    return new ReplicaSelector(
+        null, // no actor system: nothing here asks a replica
+        id -> null,
+        Liveness.assumeAllLive(),
+        table,
+        with,
+        recorder,
+        tokenizer,
+        Duration.ofSeconds(1));
+  }
+
+  private static final ServedModel M = new ServedModel("m", 2, "m", null, 0);
+
+  private static ReplicaSelector.Destination routed(
+      ReplicaSelector selector, ServedModel model, GenerationRequest request) throws Exception {
+    return selector.route(model, request, 4096).toCompletableFuture().get(5, TimeUnit.SECONDS);
+  }
+
+  /** A request with the client's token ids (as /v1/completions sends them). */
+  private static GenerationRequest withIds(
+      int[] ids, GenerationRequest.Adapter adapter, String salt) {
+    return GenerationRequest.builder("r")
+        .prompt("")
+        .promptTokenIds(IntStream.of(ids).boxed().toList())
+        .adapter(adapter)
+        .cacheSalt(salt)
+        .build();
   }
 
   @Test
-  void theRouterHashesTheTokensCountsTheDecisionAndHoldsALease() throws Exception {
+  void roundRobinTakesReplicasInTurn() throws Exception {
+    ReplicaSelector rr =
+        selector(
+            settings.withCacheAware(false), ReplicaSelector.Recorder.NONE, PromptTokenizer.NONE);
+    ServedModel three = new ServedModel("m3", 3, "m3", null, 0);
+    GenerationRequest r = withIds(tokens(0, 40), null, null);
+    List<Integer> chosen = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      ReplicaSelector.Destination d = routed(rr, three, r);
+      assertEquals(RouteDecision.ROUND_ROBIN, d.decision().reason());
+      assertEquals("m3#" + d.decision().replica(), d.replica().entityId());
+      chosen.add(d.decision().replica());
+    }
+    assertEquals(List.of(0, 1, 2, 0), chosen);
+  }
+
+  @Test
+  void theSelectorHashesTheTokensCountsTheDecisionAndHoldsALease() throws Exception {
     ServingMetrics metrics = new ServingMetrics();
-    ReplicaRouter router =
-        new ReplicaRouter(table, routing, settings, metrics::routed, PromptTokenizer.NONE);
+    ReplicaSelector router = selector(settings, metrics::routed, PromptTokenizer.NONE);
     int[] prompt = tokens(0, 100);
     report(0, List.of(), load(0));
     report(1, hasher.chain(prompt, BS, "a:step1", "s"), load(0));
-    ReplicaRouter.Routed routed = router.route("m", TWO, prompt, "a:step1", "s");
-    assertEquals(1, routed.decision().replica());
-    assertEquals(RouteDecision.PREFIX, routed.decision().reason());
+    GenerationRequest.Adapter adapter = new GenerationRequest.Adapter("a", 1, "/d");
+    ReplicaSelector.Destination d = routed(router, M, withIds(prompt, adapter, "s"));
+    assertEquals(1, d.decision().replica());
+    assertEquals(RouteDecision.PREFIX, d.decision().reason());
     assertEquals(1, table.view("m", 1).inFlight());
     assertEquals(7, table.view("m", 1).inFlightBlocks());
-    routed.lease().close();
+    d.lease().close();
     assertEquals(0, table.view("m", 1).inFlight());
-    assertEquals(
-        0,
-        router.route("m", TWO, prompt, "a:step1", null).decision().bestCachedTokens(),
-        "without the salt nothing matches");
+    ReplicaSelector.Destination unsalted = routed(router, M, withIds(prompt, adapter, null));
+    assertEquals(0, unsalted.decision().bestCachedTokens(), "without the salt nothing matches");
+    unsalted.lease().close();
     java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
     new io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter(false)
         .write(out, metrics.scrape());
@@ -248,51 +288,35 @@ class CacheAwareRoutingTest {
   }
 
   @Test
-  void theRouterTokenizesOffTheCallerAndFallsBackToLoadWhenItCannot() throws Exception {
+  void theSelectorTokenizesOffTheCallerAndFallsBackToLoadWhenItCannot() throws Exception {
     int[] prompt = tokens(0, 100);
     report(0, List.of(), load(0));
     report(1, hasher.chain(prompt, BS, null, "s"), load(0));
-    dev.troupe.protocol.cluster.GenerationRequest request =
-        dev.troupe.protocol.cluster.GenerationRequest.builder("r1")
+    GenerationRequest request =
+        GenerationRequest.builder("r1")
             .messages(List.of(Map.of("role", "user", "content", "hi")))
             .cacheSalt("s")
             .build();
-    ReplicaRouter router =
-        new ReplicaRouter(
-            table, routing, settings, RouteRecorder.NONE, (model, len, r) -> prompt.clone());
-    ReplicaRouter.Routed routed =
-        router
-            .route("m", TWO, request, 4096)
-            .toCompletableFuture()
-            .get(5, java.util.concurrent.TimeUnit.SECONDS);
-    assertEquals(1, routed.decision().replica());
-    assertEquals(RouteDecision.PREFIX, routed.decision().reason());
-    assertEquals(100, routed.promptTokenIds().length);
-    routed.lease().close();
-    ReplicaRouter failing =
-        new ReplicaRouter(
-            table,
-            routing,
+    ReplicaSelector router =
+        selector(settings, ReplicaSelector.Recorder.NONE, (model, len, r) -> prompt.clone());
+    ReplicaSelector.Destination d = routed(router, M, request);
+    assertEquals(1, d.decision().replica());
+    assertEquals(RouteDecision.PREFIX, d.decision().reason());
+    assertEquals(100, d.request().promptTokenIds().size(), "the ids travel with the request");
+    d.lease().close();
+    ReplicaSelector failing =
+        selector(
             settings,
-            RouteRecorder.NONE,
+            ReplicaSelector.Recorder.NONE,
             (model, len, r) -> {
               throw new IllegalStateException("template exploded");
             });
-    ReplicaRouter.Routed fallback =
-        failing
-            .route("m", TWO, request, 4096)
-            .toCompletableFuture()
-            .get(5, java.util.concurrent.TimeUnit.SECONDS);
+    ReplicaSelector.Destination fallback = routed(failing, M, request);
     assertEquals(RouteDecision.LEAST_LOADED, fallback.decision().reason());
-    assertEquals(null, fallback.promptTokenIds());
-    assertEquals(null, ReplicaRouter.adapterKey(null));
+    assertEquals(null, fallback.request().promptTokenIds());
+    assertEquals(null, ReplicaSelector.adapterKey(null));
+    assertEquals(null, ReplicaSelector.adapterKey(new GenerationRequest.Adapter("x", 0, null)));
     assertEquals(
-        null,
-        ReplicaRouter.adapterKey(
-            new dev.troupe.protocol.cluster.GenerationRequest.Adapter("x", 0, null)));
-    assertEquals(
-        "x:step3",
-        ReplicaRouter.adapterKey(
-            new dev.troupe.protocol.cluster.GenerationRequest.Adapter("x", 3, "/d")));
+        "x:step3", ReplicaSelector.adapterKey(new GenerationRequest.Adapter("x", 3, "/d")));
   }
 }

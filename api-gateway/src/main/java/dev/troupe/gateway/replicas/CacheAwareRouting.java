@@ -1,4 +1,4 @@
-package dev.troupe.gateway.routing;
+package dev.troupe.gateway.replicas;
 
 import dev.troupe.protocol.kv.CacheReports.ReplicaLoad;
 
@@ -20,17 +20,17 @@ import dev.troupe.protocol.kv.CacheReports.ReplicaLoad;
  * other gateways' requests, lags by a publish interval). A replica without a fresh report counts as
  * holding nothing and reporting no load. With no prompt known (no chain) it is least-loaded.
  */
-public final class CacheAwareRouting implements RoutingStrategy {
+final class CacheAwareRouting {
   private final RoutingTable table;
   private final RoutingSettings settings;
 
-  public CacheAwareRouting(RoutingTable table, RoutingSettings settings) {
+  CacheAwareRouting(RoutingTable table, RoutingSettings settings) {
     this.table = table;
     this.settings = settings;
   }
 
-  @Override
-  public RouteDecision choose(RouteRequest request) {
+  /** The replica for {@code request}, among {@link RouteRequest#candidates()}, and why. */
+  RouteDecision choose(RouteRequest request) {
     long now = table.now();
     long stale = settings.staleAfter().toNanos();
     int n = request.candidates().size();
@@ -40,14 +40,14 @@ public final class CacheAwareRouting implements RoutingStrategy {
     int[] inFlight = new int[n];
     int blockSize = 0;
     for (int i = 0; i < n; i++) {
-      ReplicaView v = table.view(request.model(), request.candidates().get(i));
+      RoutingTable.View v = table.view(request.model(), request.candidates().get(i));
       if (v.fresh(now, stale) && v.blockSize() > 0) blockSize = v.blockSize();
     }
     long promptBlocks = blockSize == 0 ? 0 : (request.promptTokens() + blockSize - 1) / blockSize;
     // At most the blocks before the one holding the last prompt token can be hits.
     int maxHit = blockSize == 0 ? 0 : Math.max(0, (request.promptTokens() - 1) / blockSize);
     for (int i = 0; i < n; i++) {
-      ReplicaView v = table.view(request.model(), request.candidates().get(i));
+      RoutingTable.View v = table.view(request.model(), request.candidates().get(i));
       boolean fresh = v.fresh(now, stale);
       ReplicaLoad load = fresh ? v.load() : null;
       cached[i] = fresh ? Math.min(v.cachedBlocks(request.chain()), maxHit) : 0;

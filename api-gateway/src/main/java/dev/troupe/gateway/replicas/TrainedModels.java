@@ -1,4 +1,4 @@
-package dev.troupe.gateway.workers;
+package dev.troupe.gateway.replicas;
 
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;

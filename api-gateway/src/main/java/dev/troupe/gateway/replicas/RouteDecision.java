@@ -1,4 +1,4 @@
-package dev.troupe.gateway.routing;
+package dev.troupe.gateway.replicas;
 
 /**
  * A routing choice and its reason, as shown in the {@code X-Troupe-Route} response header, the

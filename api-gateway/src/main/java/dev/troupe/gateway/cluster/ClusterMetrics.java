@@ -109,10 +109,10 @@ public final class ClusterMetrics {
     Map<String, Map<String, Double>> byModel = new TreeMap<>();
     List<String> states = new ArrayList<>();
     for (ReplicaState s : ReplicaState.values()) states.add(s.wireName());
-    states.add(Replicas.UNPLACED);
+    states.add(ReportedReplicas.UNPLACED);
     Set<String> models = new LinkedHashSet<>();
     for (ReplicaId id : view.configured()) models.add(id.model());
-    var hosted = Replicas.byId(reports);
+    var hosted = ReportedReplicas.byId(reports);
     for (var h : hosted.values())
       models.add(
           dev.troupe.protocol.cluster.ModelWorkerProtocol.parseEntityId(h.report().id()).model());
@@ -123,7 +123,7 @@ public final class ClusterMetrics {
     }
     for (ReplicaId id : view.configured())
       if (!hosted.containsKey(id.entityId()))
-        byModel.get(id.model()).merge(Replicas.UNPLACED, 1.0, Double::sum);
+        byModel.get(id.model()).merge(ReportedReplicas.UNPLACED, 1.0, Double::sum);
     for (var h : hosted.values())
       byModel
           .get(

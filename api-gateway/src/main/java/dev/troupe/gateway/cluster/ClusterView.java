@@ -158,7 +158,7 @@ public final class ClusterView {
                   leader(),
                   members,
                   shards.join(),
-                  Replicas.of(configured, nodes.join()),
+                  ReportedReplicas.of(configured, nodes.join()),
                   training.join(),
                   trajectories.join(),
                   List.copyOf(missing));

@@ -12,11 +12,11 @@ import java.util.List;
 import java.util.Map;
 
 /** The view's replica rows: every configured replica, as the node hosting it reports it. */
-final class Replicas {
+final class ReportedReplicas {
   /** The state of a configured replica no node reports. */
   static final String UNPLACED = "unplaced";
 
-  private Replicas() {}
+  private ReportedReplicas() {}
 
   /** A reported replica and the node that reported it. */
   record Hosted(String node, ReplicaReport report) {}

@@ -136,8 +136,23 @@ record BatchPlan(
 
   /** All sections back to back, little-endian, ready for one upload. */
   ByteBuffer pack() {
+    return pack(null);
+  }
+
+  /**
+   * {@link #pack()} into {@code reuse} (position 0, limit the packed bytes) when it is direct and
+   * large enough, else into a new buffer with room to spare: a runner keeps the returned buffer for
+   * its next step instead of a new direct buffer per step.
+   */
+  ByteBuffer pack(ByteBuffer reuse) {
+    int bytes = packedInts() * Integer.BYTES;
     ByteBuffer b =
-        ByteBuffer.allocateDirect(packedInts() * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        reuse != null && reuse.isDirect() && reuse.capacity() >= bytes
+            ? reuse
+            : ByteBuffer.allocateDirect(
+                reuse == null ? bytes : Math.max(bytes, 2 * reuse.capacity()));
+    b.clear().limit(bytes);
+    b.order(ByteOrder.LITTLE_ENDIAN);
     IntBuffer i = b.asIntBuffer();
     i.put(tokens).put(positions).put(slots).put(tableOffsets).put(adapterSlots);
     i.put(logitRows).put(tables);

@@ -77,6 +77,14 @@ public final class CudaGpu implements Gpu {
   private final FloatPointer alpha = new FloatPointer(1);
   private final FloatPointer beta = new FloatPointer(1);
   private final LaunchArgs launchArgs = new LaunchArgs();
+  // reused at every call instead of a new JavaCPP object per call (a Pointer made from a buffer
+  // registers a deallocator reference under a global lock): the host side of a copy, cuBLAS's
+  // operands
+  private final Address host = new Address(), opA = new Address(), opB = new Address();
+  private final Address opC = new Address();
+  // the GPU whose context this thread made current last (CudaGpu is the only code here that sets
+  // one): current() then needs no driver call, which halves a decode step's calls
+  private static final ThreadLocal<CudaGpu> CURRENT = new ThreadLocal<>();
   // live allocations (address → bytes): close frees what its users left, since the primary
   // context outlives this object (cuBLAS's runtime retains it too) and would keep them
   private final Map<Long, Long> allocations = new LinkedHashMap<>();
@@ -101,16 +109,28 @@ public final class CudaGpu implements Gpu {
     }
   }
 
-  /** A device address as a JavaCPP pointer (for the APIs that take {@code void*}). */
-  private static final class DevicePointer extends Pointer {
-    DevicePointer(long address) {
+  /** An address as a JavaCPP pointer (for the APIs that take {@code void*}), set per call. */
+  private static final class Address extends Pointer {
+    Address at(long address) {
       this.address = address;
+      return this;
+    }
+
+    /** {@code buffer}'s position as a host address ({@code buffer} direct). */
+    Address at(ByteBuffer buffer) {
+      if (!buffer.isDirect()) throw new IllegalArgumentException("not a direct buffer");
+      return at(getDirectBufferAddress(buffer) + buffer.position());
     }
   }
 
-  /** Makes this GPU's context current on the calling thread (cheap; done before every call). */
+  /**
+   * Makes this GPU's context current on the calling thread before every call: a driver call only
+   * when the thread's last one was for another GPU (or none).
+   */
   private void current() {
+    if (CURRENT.get() == this) return;
     check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    CURRENT.set(this);
   }
 
   static void check(int rc, String what) {
@@ -188,22 +208,14 @@ public final class CudaGpu implements Gpu {
     current();
     // pageable source: the driver stages it and returns once src has been read (CUDA's API
     // synchronisation rules), so src may be reused at once
-    try (BytePointer p = new BytePointer(src)) {
-      check(
-          cuMemcpyHtoDAsync(dst, p.position(src.position()), src.remaining(), stream),
-          "cuMemcpyHtoD");
-    }
+    check(cuMemcpyHtoDAsync(dst, host.at(src), src.remaining(), stream), "cuMemcpyHtoD");
   }
 
   @Override
   public void download(long src, ByteBuffer dst) {
     current();
-    try (BytePointer p = new BytePointer(dst)) {
-      check(
-          cuMemcpyDtoHAsync(p.position(dst.position()), src, dst.remaining(), stream),
-          "cuMemcpyDtoH");
-      check(cuStreamSynchronize(stream), "download (a kernel before it may have failed)");
-    }
+    check(cuMemcpyDtoHAsync(host.at(dst), src, dst.remaining(), stream), "cuMemcpyDtoH");
+    check(cuStreamSynchronize(stream), "download (a kernel before it may have failed)");
   }
 
   @Override
@@ -269,10 +281,10 @@ public final class CudaGpu implements Gpu {
     if (f == null) throw new IllegalArgumentException("kernel " + kernel + " not loaded");
     PointerPointer<Pointer> params = launchArgs.pack(kernel, args);
     current();
-    check(
+    int rc =
         cuLaunchKernel(
-            f, gridX, gridY, 1, threads, 1, 1, 0, stream, params, (PointerPointer<?>) null),
-        "launch " + kernel);
+            f, gridX, gridY, 1, threads, 1, 1, 0, stream, params, (PointerPointer<?>) null);
+    if (rc != 0) check(rc, "launch " + kernel); // the message only when it failed
   }
 
   @Override
@@ -305,14 +317,14 @@ public final class CudaGpu implements Gpu {
             m,
             k,
             this.alpha,
-            new DevicePointer(b),
+            opB.at(b),
             CUDA_R_16BF,
             ldb,
-            new DevicePointer(a),
+            opA.at(a),
             CUDA_R_16BF,
             lda,
             this.beta,
-            new DevicePointer(c),
+            opC.at(c),
             cBf16 ? CUDA_R_16BF : CUDA_R_32F,
             ldc,
             CUBLAS_COMPUTE_32F,
@@ -357,6 +369,7 @@ public final class CudaGpu implements Gpu {
       cuStreamDestroy(stream);
     } finally {
       closed = true;
+      if (CURRENT.get() == this) CURRENT.remove();
       cuDevicePrimaryCtxRelease(cuDevice);
       alpha.close();
       beta.close();

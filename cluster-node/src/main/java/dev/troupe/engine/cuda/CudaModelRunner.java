@@ -50,6 +50,8 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
   private int capacity, metaInts, axRows, axRank;
   private long x, h, qkv, q, attn, y, gu, a, meta, ax, logits;
   private final ByteBuffer hostLogits;
+  private ByteBuffer hostMeta; // the step's packed metadata, reused from step to step
+  private final DeviceSampler.Buffers samplerBuffers;
   private long hostNanos;
   private final long sampleWork; // [LOGIT_PIECE, vocab] fp32: device sampling's scratch
   private int samplerThreads = DeviceSampler.THREADS;
@@ -81,6 +83,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     this.logits = gpu.alloc((long) LOGIT_PIECE * vocab * 4);
     // device sampling's scratch rows, before the KV cache takes what is left
     this.sampleWork = gpu.alloc((long) LOGIT_PIECE * vocab * 4);
+    this.samplerBuffers = new DeviceSampler.Buffers(gpu);
     this.hostLogits =
         ByteBuffer.allocateDirect(LOGIT_PIECE * vocab * 4).order(ByteOrder.LITTLE_ENDIAN);
     this.blockBytes = (long) blockSize * kvDim * 2;
@@ -311,58 +314,54 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       sortedSource[j] = source[order[j]];
     }
     DeviceSampler.Batch sampling =
-        sorted.isEmpty() ? null : new DeviceSampler.Batch(gpu, sorted, sortedSource);
-    try {
-      BatchPlan s = layers(batch);
-      int total = s.logitRows().length;
-      boolean[] wanted = new boolean[total];
-      for (int c = 0; c < chunks; c++)
-        if (hostLogits != null && hostLogits[c])
-          java.util.Arrays.fill(wanted, firstLogit[c], firstLogit[c + 1], true);
-      float[][] host = new float[total][];
-      long waited = 0; // in downloads: the step's GPU work, then the copies
-      int next = 0;
-      for (int r0 = 0; r0 < total; r0 += LOGIT_PIECE) {
-        int n = Math.min(LOGIT_PIECE, total - r0);
-        gpu.gemm(w.lmHead, h + (long) r0 * hidden * 2, logits, vocab, hidden, n, false, 0f);
-        int s0 = next;
-        while (next < sortedSource.length && sortedSource[next] < r0 + n) next++;
-        for (int a = s0; a < next; a += LOGIT_PIECE)
-          sampling.launch(
-              logits, sampleWork, vocab, a, Math.min(LOGIT_PIECE, next - a), r0, samplerThreads);
-        for (int j = 0; j < n; ) {
-          if (!wanted[r0 + j]) {
-            j++;
-            continue;
-          }
-          int e = j;
-          while (e < n && wanted[r0 + e]) e++;
-          long d0 = System.nanoTime();
-          download(r0, j, e, host);
-          waited += System.nanoTime() - d0;
-          j = e;
+        sorted.isEmpty() ? null : new DeviceSampler.Batch(samplerBuffers, sorted, sortedSource);
+    BatchPlan s = layers(batch);
+    int total = s.logitRows().length;
+    boolean[] wanted = new boolean[total];
+    for (int c = 0; c < chunks; c++)
+      if (hostLogits != null && hostLogits[c])
+        java.util.Arrays.fill(wanted, firstLogit[c], firstLogit[c + 1], true);
+    float[][] host = new float[total][];
+    long waited = 0; // in downloads: the step's GPU work, then the copies
+    int next = 0;
+    for (int r0 = 0; r0 < total; r0 += LOGIT_PIECE) {
+      int n = Math.min(LOGIT_PIECE, total - r0);
+      gpu.gemm(w.lmHead, h + (long) r0 * hidden * 2, logits, vocab, hidden, n, false, 0f);
+      int s0 = next;
+      while (next < sortedSource.length && sortedSource[next] < r0 + n) next++;
+      for (int a = s0; a < next; a += LOGIT_PIECE)
+        sampling.launch(
+            logits, sampleWork, vocab, a, Math.min(LOGIT_PIECE, next - a), r0, samplerThreads);
+      for (int j = 0; j < n; ) {
+        if (!wanted[r0 + j]) {
+          j++;
+          continue;
         }
-      }
-      Result[] results = new Result[order.length];
-      if (sampling != null) {
+        int e = j;
+        while (e < n && wanted[r0 + e]) e++;
         long d0 = System.nanoTime();
-        List<Result> got = sampling.results(); // waits for the step
+        download(r0, j, e, host);
         waited += System.nanoTime() - d0;
-        for (int j = 0; j < order.length; j++) results[order[j]] = got.get(j);
+        j = e;
       }
-      List<float[][]> out = new ArrayList<>(chunks);
-      for (int c = 0; c < chunks; c++)
-        out.add(
-            hostLogits != null && hostLogits[c]
-                ? java.util.Arrays.copyOfRange(host, firstLogit[c], firstLogit[c + 1])
-                : null);
-      // host time of the step: its wall time minus the waits for the device (packing, launches,
-      // unpacking what came back)
-      hostNanos = System.nanoTime() - start - waited;
-      return new Step(out, java.util.Arrays.asList(results));
-    } finally {
-      if (sampling != null) sampling.close();
     }
+    Result[] results = new Result[order.length];
+    if (sampling != null) {
+      long d0 = System.nanoTime();
+      List<Result> got = sampling.results(); // waits for the step
+      waited += System.nanoTime() - d0;
+      for (int j = 0; j < order.length; j++) results[order[j]] = got.get(j);
+    }
+    List<float[][]> out = new ArrayList<>(chunks);
+    for (int c = 0; c < chunks; c++)
+      out.add(
+          hostLogits != null && hostLogits[c]
+              ? java.util.Arrays.copyOfRange(host, firstLogit[c], firstLogit[c + 1])
+              : null);
+    // host time of the step: its wall time minus the waits for the device (packing, launches,
+    // unpacking what came back)
+    hostNanos = System.nanoTime() - start - waited;
+    return new Step(out, java.util.Arrays.asList(results));
   }
 
   /** Copies logit rows {@code r0+j .. r0+e} of the current piece into {@code host}. */
@@ -387,7 +386,8 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     int T = s.rows();
     ensureCapacity(T);
     ensureMeta(s.packedInts());
-    gpu.upload(meta, s.pack());
+    hostMeta = s.pack(hostMeta);
+    gpu.upload(meta, hostMeta);
     long tokens = meta + 4L * s.offTokens(), positions = meta + 4L * s.offPositions();
     long slots = meta + 4L * s.offSlots(), tableOff = meta + 4L * s.offTableOffsets();
     long adapterSlots = meta + 4L * s.offAdapters(), logitRows = meta + 4L * s.offLogitRows();
@@ -488,6 +488,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
         gpu.free(p);
       gpu.free(ropeCos);
       gpu.free(ropeSin);
+      samplerBuffers.close();
       lora.close();
       w.close();
     } finally {

@@ -5,6 +5,7 @@ import dev.troupe.engine.DeviceSampling.Result;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
+import java.util.function.IntFunction;
 
 /**
  * Sampling on the device ({@code sample_rows}), so that a step's logits never leave the GPU: per
@@ -41,6 +42,11 @@ public final class DeviceSampler {
    * which logit rows its launch holds).
    */
   static Packed pack(List<Params> rows, int[] source) {
+    return pack(rows, source, bytes -> ByteBuffer.allocateDirect(bytes));
+  }
+
+  /** {@link #pack(List, int[])} into {@code buffer.apply(bytes)} (position 0, limit bytes). */
+  static Packed pack(List<Params> rows, int[] source, IntFunction<ByteBuffer> buffer) {
     int n = rows.size(), nInts = 0, nFloats = 0;
     if (source.length != n) throw new IllegalArgumentException("one source row per row");
     for (Params r : rows) {
@@ -54,8 +60,7 @@ public final class DeviceSampler {
     }
     long uniforms = 0, ip = uniforms + 8L * n, fp = ip + 4L * ROW_INTS * n, ints = fp + 16L * n;
     long floats = ints + 4L * nInts;
-    ByteBuffer b =
-        ByteBuffer.allocateDirect((int) (floats + 4L * nFloats)).order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer b = buffer.apply((int) (floats + 4L * nFloats)).order(ByteOrder.LITTLE_ENDIAN);
     int io = 0, fo = 0;
     for (int i = 0; i < n; i++) {
       Params r = rows.get(i);
@@ -77,6 +82,7 @@ public final class DeviceSampler {
       b.putFloat((int) fp + 16 * i, r.temperature());
       b.putFloat((int) fp + 16 * i + 4, r.topP());
       b.putFloat((int) fp + 16 * i + 8, r.minP());
+      b.putFloat((int) fp + 16 * i + 12, 0f); // padding (a reused buffer holds old bytes)
       for (int[] a :
           new int[][] {r.allowed(), r.masked(), r.biasIds(), r.seen(), r.countIds(), r.counts()})
         for (int v : a) b.putInt((int) ints + 4 * io++, v);
@@ -88,28 +94,73 @@ public final class DeviceSampler {
     return new Packed(b, ip, fp, uniforms, ints, floats);
   }
 
-  /** The rows' parameters and result slots on the device: uploaded before the step's layers. */
-  static final class Batch implements AutoCloseable {
+  /**
+   * The device memory (parameters, then results) and host buffers a runner's steps reuse, grown
+   * when a step needs more: no allocation, free or new direct buffer per step (cuMemFree may wait
+   * for the device, and a new direct buffer costs more than the packing).
+   */
+  static final class Buffers implements AutoCloseable {
     private final Gpu gpu;
+    private long device, deviceBytes;
+    private ByteBuffer params = ByteBuffer.allocateDirect(0), results = params;
+
+    Buffers(Gpu gpu) {
+      this.gpu = gpu;
+    }
+
+    /** Device memory of at least {@code bytes} (its old contents are not kept). */
+    long device(long bytes) {
+      if (bytes > deviceBytes) {
+        gpu.free(device);
+        device = 0;
+        long grown = Math.max(bytes, 2 * deviceBytes);
+        device = gpu.alloc(grown);
+        deviceBytes = grown;
+      }
+      return device;
+    }
+
+    ByteBuffer params(int bytes) {
+      return params = fit(params, bytes);
+    }
+
+    ByteBuffer results(int bytes) {
+      return results = fit(results, bytes);
+    }
+
+    private static ByteBuffer fit(ByteBuffer b, int bytes) {
+      if (b.capacity() < bytes) b = ByteBuffer.allocateDirect(Math.max(bytes, 2 * b.capacity()));
+      return b.clear().limit(bytes).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    @Override
+    public void close() {
+      gpu.free(device);
+      device = deviceBytes = 0;
+    }
+  }
+
+  /**
+   * One step's rows: their parameters packed and uploaded (before the step's layers) and their
+   * result slots, in a runner's {@link Buffers}, valid until its next step.
+   */
+  static final class Batch {
+    private final Gpu gpu;
+    private final Buffers buffers;
     private final List<Params> rows;
     private final Packed packed;
     private final long params, out;
 
     /** Row i samples logits row {@code source[i]} of the step. */
-    Batch(Gpu gpu, List<Params> rows, int[] source) {
-      this.gpu = gpu;
+    Batch(Buffers buffers, List<Params> rows, int[] source) {
+      this.gpu = buffers.gpu;
+      this.buffers = buffers;
       this.rows = rows;
-      this.packed = pack(rows, source);
-      this.params = gpu.alloc(packed.bytes().capacity());
-      long o;
-      try {
-        gpu.upload(params, packed.bytes());
-        o = gpu.alloc((long) rows.size() * (12 + 8 * MAX_TOP));
-      } catch (RuntimeException e) {
-        gpu.free(params);
-        throw e;
-      }
-      this.out = o;
+      this.packed = pack(rows, source, buffers::params);
+      long paramBytes = (packed.bytes().limit() + 255L) & ~255L; // results 256-byte aligned
+      this.params = buffers.device(paramBytes + (long) rows.size() * (12 + 8 * MAX_TOP));
+      this.out = params + paramBytes;
+      gpu.upload(params, packed.bytes());
     }
 
     /**
@@ -146,7 +197,7 @@ public final class DeviceSampler {
     List<Result> results() {
       int n = rows.size();
       long outBytes = (long) n * (12 + 8 * MAX_TOP);
-      ByteBuffer host = ByteBuffer.allocateDirect((int) outBytes).order(ByteOrder.LITTLE_ENDIAN);
+      ByteBuffer host = buffers.results((int) outBytes);
       gpu.download(out, host);
       int topIds = 12 * n, topLp = topIds + 4 * n * MAX_TOP;
       Result[] res = new Result[n];
@@ -169,12 +220,6 @@ public final class DeviceSampler {
       }
       return List.of(res);
     }
-
-    @Override
-    public void close() {
-      gpu.free(params);
-      gpu.free(out);
-    }
   }
 
   /**
@@ -187,7 +232,8 @@ public final class DeviceSampler {
     if (rows.isEmpty()) return List.of();
     int[] source = new int[rows.size()];
     for (int i = 0; i < source.length; i++) source[i] = i;
-    try (Batch b = new Batch(gpu, rows, source)) {
+    try (Buffers buffers = new Buffers(gpu)) {
+      Batch b = new Batch(buffers, rows, source);
       b.launch(logits, work, vocab, 0, rows.size(), 0, threads);
       return b.results();
     }

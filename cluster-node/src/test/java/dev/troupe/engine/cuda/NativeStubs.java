@@ -17,12 +17,13 @@ import org.bytedeco.javacpp.Loader;
 /**
  * Stand-ins for CUDA's libraries, built with the machine's C compiler into a folder under {@code
  * target/} (cached by content): the recording driver and cuBLAS ({@code stub/stub_driver.c}, {@code
- * stub/stub_cublas.c}), and symbol-less {@code libcudart.so.13} and {@code libcublasLt.so.13}, each
+ * stub/stub_cublas.c}; with {@code TROUPE_CUDA_STUB_COUNTS} they only count calls, {@code
+ * stub/stub_counts.c}), and symbol-less {@code libcudart.so.13} and {@code libcublasLt.so.13}, each
  * with the soname and symbol version the JavaCPP bindings link against. The bindings bind lazily,
  * so a library without a function loads and only a call to that function would abort the process:
  * the empty runtime proves the runner calls no runtime (cuda*) function.
  */
-final class NativeStubs {
+public final class NativeStubs {
   private static final String RES = "/dev/troupe/engine/cuda/stub/";
 
   /** What the redistributable NVRTC jar (a test dependency) holds, under JavaCPP's names. */
@@ -33,7 +34,7 @@ final class NativeStubs {
   private NativeStubs() {}
 
   /** The C compiler: {@code -Dtroupe.stub.cc}, else gcc; null when there is none. */
-  static String compiler() {
+  public static String compiler() {
     String cc = System.getProperty("troupe.stub.cc", "gcc");
     try {
       Process p = new ProcessBuilder(cc, "--version").redirectErrorStream(true).start();
@@ -56,13 +57,14 @@ final class NativeStubs {
    * The recording driver and cuBLAS, the empty runtime and cuBLASLt, and links to the real NVRTC of
    * the redistributable jar (extracted into JavaCPP's cache), in one folder.
    */
-  static Path recording() {
+  public static Path recording() {
     Path dir =
         build(
             "recording",
             List.of(
-                new Lib("libcuda.so.1", null, resource("stub_driver.c")),
-                new Lib("libcublas.so.13", "libcublas.so.13", resource("stub_cublas.c")),
+                new Lib("libcuda.so.1", null, counted("libcuda", "stub_driver.c")),
+                new Lib(
+                    "libcublas.so.13", "libcublas.so.13", counted("libcublas", "stub_cublas.c")),
                 new Lib("libcublasLt.so.13", "libcublasLt.so.13", ""),
                 new Lib("libcudart.so.13", "libcudart.so.13", "")));
     try {
@@ -80,7 +82,7 @@ final class NativeStubs {
   }
 
   /** Whether the redistributable NVRTC (test scope) is on the classpath. */
-  static boolean nvrtcOnClasspath() {
+  public static boolean nvrtcOnClasspath() {
     return NativeStubs.class.getResource(NVRTC_RES + NVRTC.get(0)) != null;
   }
 
@@ -126,6 +128,13 @@ final class NativeStubs {
     } catch (java.security.NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /**
+   * {@code source} after the counting mode it shares ({@code stub_counts.c}), under {@code lib}.
+   */
+  private static String counted(String lib, String source) {
+    return "#define STUB_LIBRARY \"" + lib + "\"\n" + resource("stub_counts.c") + resource(source);
   }
 
   private static String resource(String name) {

@@ -52,6 +52,30 @@ class StubDriverTest {
         args);
   }
 
+  /**
+   * A decode step's driver and cuBLAS calls as the stand-ins count them ({@link StubStepCost}): per
+   * layer its five kernels and four products; per step the embedding, the final norm, the LM head
+   * and the sampling kernel, the metadata and the sampling parameters up, the results down and the
+   * wait for them. No context switch, allocation or free: a count, so it holds on any machine.
+   */
+  @Test
+  void aDecodeStepMakesABoundedNumberOfDriverCalls() {
+    assumeTools();
+    String shape = "tiny-qwen3";
+    int layers = StubStepCost.shape(shape).numLayers();
+    List<StubStepCost.Result> results = StubStepCost.measure(shape, 2, 3, tmp, List.of(1, 5));
+    assertEquals(2, results.size());
+    for (StubStepCost.Result r : results) {
+      String what = "batch " + r.batch() + ", calls per step: " + r.callsPerStep();
+      assertEquals(5 * layers + 3, r.calls("cuLaunchKernel"), what);
+      assertEquals(4 * layers + 1, r.calls("cublasGemmEx"), what);
+      assertEquals(0, r.calls("cuCtxSetCurrent"), what);
+      assertEquals(0, r.calls("cuMemAlloc_v2") + r.calls("cuMemFree_v2"), what);
+      assertEquals(1, r.calls("cuStreamSynchronize"), what);
+      assertTrue(r.totalCalls() <= 9 * layers + 8, what);
+    }
+  }
+
   @Test
   void everyLaunchProductCopyAndFreeReachesTheDriverAsTheRunnerMeantIt() throws Exception {
     assumeTools();

@@ -11,6 +11,7 @@
  * each parameter's offset and size (the table the real driver copies kernel arguments by), and
  * cuLaunchKernel reads each kernelParams[i] as a pointer to that many bytes, as the driver does.
  * Reads go through a pipe, so a bad pointer is reported as "unreadable" instead of crashing.
+ * With $TROUPE_CUDA_STUB_COUNTS set it only counts calls (stub_counts.c), checks still made.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -47,6 +48,7 @@ static char context[1], *current;
 static char streams[16];
 
 static void say(const char *fmt, ...) {
+  if (counting()) return;
   if (!out) {
     const char *path = getenv("TROUPE_CUDA_STUB_LOG");
     out = path ? fopen(path, "a") : NULL;
@@ -140,6 +142,7 @@ static int parse_info(const unsigned char *b, size_t n, Kernel *k) {
 }
 
 CUresult cuModuleLoadData(void **module, const void *image) {
+  COUNT("cuModuleLoadData");
   CUresult rc = need_context("cuModuleLoadData");
   if (rc) return rc;
   const unsigned char *e = image;
@@ -167,6 +170,7 @@ CUresult cuModuleLoadData(void **module, const void *image) {
 }
 
 CUresult cuModuleGetFunction(void **f, void *module, const char *name) {
+  COUNT("cuModuleGetFunction");
   Module *m = module;
   for (int i = 0; m && i < m->nkernels; i++)
     if (strcmp(m->kernels[i].name, name) == 0) {
@@ -179,12 +183,14 @@ CUresult cuModuleGetFunction(void **f, void *module, const char *name) {
 }
 
 CUresult cuModuleUnload(void *module) {
+  COUNT("cuModuleUnload");
   say("cuModuleUnload module=%p", module);
   return OK;
 }
 
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+  COUNT("cuLaunchKernel");
   CUresult rc = need_context("cuLaunchKernel");
   if (rc) return rc;
   Kernel *k = f;
@@ -193,6 +199,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (extra) return say("cuLaunchKernel name=%s error=extra-not-supported", k->name), INVALID_VALUE;
   if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long)bx * by * bz > 1024)
     return say("cuLaunchKernel name=%s error=bad-dims", k->name), INVALID_VALUE;
+  if (counting()) return OK; /* decoding the arguments (syscalls) would swamp the caller's cost */
   char args[MAX_PARAMS * 24] = "", *a = args;
   for (int i = 0; i < k->nparams; i++) {
     void *slot = NULL;
@@ -212,23 +219,27 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 /* ---- initialisation, devices, contexts, streams ---- */
 
 CUresult cuInit(unsigned flags) {
+  COUNT("cuInit");
   initialised = 1;
   say("cuInit flags=%u", flags);
   return OK;
 }
 
 CUresult cuDriverGetVersion(int *v) {
+  COUNT("cuDriverGetVersion");
   *v = 13000; /* CUDA 13.0, as driver 580 reports */
   return OK;
 }
 
 CUresult cuDeviceGetCount(int *n) {
+  COUNT("cuDeviceGetCount");
   if (!initialised) return NOT_INITIALIZED;
   *n = 1;
   return OK;
 }
 
 CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+  COUNT("cuDeviceGet");
   if (!initialised) return NOT_INITIALIZED;
   if (ordinal != 0) return INVALID_DEVICE;
   *d = 0;
@@ -236,24 +247,28 @@ CUresult cuDeviceGet(CUdevice *d, int ordinal) {
 }
 
 CUresult cuDeviceGetAttribute(int *v, int attribute, CUdevice d) {
+  COUNT("cuDeviceGetAttribute");
   if (d != 0) return INVALID_DEVICE;
   *v = attribute == 75 ? DEVICE_ARCH / 10 : attribute == 76 ? DEVICE_ARCH % 10 : 0;
   return OK;
 }
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+  COUNT("cuDeviceGetName");
   if (d != 0) return INVALID_DEVICE;
   snprintf(name, len, "Troupe recording stub");
   return OK;
 }
 
 CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
+  COUNT("cuDeviceTotalMem_v2");
   if (d != 0) return INVALID_DEVICE;
   *bytes = DEVICE_MEMORY;
   return OK;
 }
 
 CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d) {
+  COUNT("cuDevicePrimaryCtxRetain");
   if (!initialised) return NOT_INITIALIZED;
   if (d != 0) return INVALID_DEVICE;
   *ctx = context;
@@ -262,6 +277,7 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d) {
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+  COUNT("cuDevicePrimaryCtxRelease_v2");
   if (d != 0 || retained == 0) return INVALID_DEVICE;
   say("cuDevicePrimaryCtxRelease refs=%d live=%zu live_bytes=%zu", --retained, nallocs,
       live_bytes);
@@ -269,12 +285,14 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 }
 
 CUresult cuCtxSetCurrent(void *ctx) {
+  COUNT("cuCtxSetCurrent");
   if (ctx != NULL && ctx != context) return INVALID_CONTEXT;
   current = ctx;
   return OK;
 }
 
 CUresult cuStreamCreate(void **s, unsigned flags) {
+  COUNT("cuStreamCreate");
   CUresult rc = need_context("cuStreamCreate");
   if (rc) return rc;
   if (stream_count == (int)sizeof streams) return OUT_OF_MEMORY;
@@ -284,11 +302,13 @@ CUresult cuStreamCreate(void **s, unsigned flags) {
 }
 
 CUresult cuStreamDestroy_v2(void *s) {
+  COUNT("cuStreamDestroy_v2");
   say("cuStreamDestroy stream=%p", s);
   return known_stream(s) ? OK : INVALID_HANDLE;
 }
 
 CUresult cuStreamSynchronize(void *s) {
+  COUNT("cuStreamSynchronize");
   CUresult rc = need_context("cuStreamSynchronize");
   if (rc) return rc;
   return known_stream(s) ? OK : INVALID_HANDLE;
@@ -297,6 +317,7 @@ CUresult cuStreamSynchronize(void *s) {
 /* ---- memory and copies ---- */
 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  COUNT("cuMemGetInfo_v2");
   CUresult rc = need_context("cuMemGetInfo");
   if (rc) return rc;
   *total = DEVICE_MEMORY;
@@ -305,6 +326,7 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+  COUNT("cuMemAlloc_v2");
   CUresult rc = need_context("cuMemAlloc");
   if (rc) return rc;
   if (bytes == 0) return say("cuMemAlloc bytes=0 error=invalid-value"), INVALID_VALUE;
@@ -325,6 +347,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
 }
 
 CUresult cuMemFree_v2(CUdeviceptr p) {
+  COUNT("cuMemFree_v2");
   CUresult rc = need_context("cuMemFree");
   if (rc) return rc;
   for (size_t i = 0; i < nallocs; i++)
@@ -353,14 +376,17 @@ static CUresult copy(const char *what, CUdeviceptr dst, int dst_dev, CUdeviceptr
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream) {
+  COUNT("cuMemcpyHtoDAsync_v2");
   return copy("cuMemcpyHtoDAsync", dst, 1, (CUdeviceptr)(uintptr_t)src, 0, n, stream);
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream) {
+  COUNT("cuMemcpyDtoHAsync_v2");
   return copy("cuMemcpyDtoHAsync", (CUdeviceptr)(uintptr_t)dst, 0, src, 1, n, stream);
 }
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream) {
+  COUNT("cuMemcpyDtoDAsync_v2");
   return copy("cuMemcpyDtoDAsync", dst, 1, src, 1, n, stream);
 }
 
@@ -383,15 +409,20 @@ static const char *error_name(CUresult rc) {
 }
 
 CUresult cuGetErrorName(CUresult rc, const char **name) {
+  COUNT("cuGetErrorName");
   *name = error_name(rc);
   return *name ? OK : INVALID_VALUE;
 }
 
-CUresult cuGetErrorString(CUresult rc, const char **text) { return cuGetErrorName(rc, text); }
+CUresult cuGetErrorString(CUresult rc, const char **text) {
+  COUNT("cuGetErrorString");
+  return cuGetErrorName(rc, text);
+}
 
 /* NVRTC 13 opens libcuda.so.1 itself and asks for the driver's private export tables (and crashes
  * on a driver that lacks the function): this driver has none. */
 CUresult cuGetExportTable(const void **table, const void *id) {
+  COUNT("cuGetExportTable");
   (void)id;
   *table = NULL;
   say("cuGetExportTable error=not-found");

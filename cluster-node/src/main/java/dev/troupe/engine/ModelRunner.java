@@ -47,6 +47,11 @@ public interface ModelRunner extends AutoCloseable {
     throw new UnsupportedOperationException("this runner does not serve LoRA adapters");
   }
 
+  /** Where this runner computes, for the cluster view: the CPU unless it says otherwise. */
+  default DeviceInfo deviceInfo() {
+    return DeviceInfo.cpu();
+  }
+
   @Override
   void close();
 

@@ -16,10 +16,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Starts the persistent preview entities on a node: {@code TrainableModel}, {@code ModelRegistry}
- * and {@code TrajectoryLog}, sharded on role {@code trainer} (nodes without it get proxies). Call
- * after {@link PersistenceInit#ensureSchema} and before the gateway routes are built. Only nodes
- * with the role open a connection pool for the trajectory store.
+ * Starts the persistent preview entities on a node: {@code TrainableModel}, {@code ModelRegistry},
+ * {@code TrajectoryLog} and the {@code TrainingJobIndex}, sharded on role {@code trainer} (nodes
+ * without it get proxies). Call after {@link PersistenceInit#ensureSchema} and before the gateway
+ * routes are built. Only nodes with the role open a connection pool for the trajectory store.
  */
 public final class DataEntities {
   private static final Logger log = LoggerFactory.getLogger(DataEntities.class);
@@ -52,6 +52,7 @@ public final class DataEntities {
                     r -> new TrainableModelProtocol.RecordMetrics(step, metrics, r),
                     METRICS_TIMEOUT);
     TrajectoryLog.init(system, store, sink, settings, BLOCKING_DISPATCHER);
+    dev.troupe.registry.TrainingJobIndex.init(system, settings);
     log.info("Preview data entities started on {}", settings.backend());
   }
 }

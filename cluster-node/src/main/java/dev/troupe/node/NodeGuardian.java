@@ -76,11 +76,15 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
 
   private Behavior<Command> onReplicaUp(ReplicaUp up) {
     WorkerStatus s = up.status();
-    if (s.maxModelLen() > 0)
+    // Every worker node wakes every replica, wherever sharding put it: each node speaks only of
+    // the replicas it hosts (the others' nodes say it themselves).
+    if (!health.hosted().containsKey(s.entityId()))
+      getContext().getLog().debug("replica {} answered from another node", s.entityId());
+    else if (s.maxModelLen() > 0)
       getContext()
           .getLog()
           .info(
-              "replica {} is up (context {}, {} KV blocks)",
+              "replica {} is up on this node (context {}, {} KV blocks)",
               s.entityId(),
               s.maxModelLen(),
               s.kvBlocksTotal());

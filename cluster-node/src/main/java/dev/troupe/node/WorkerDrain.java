@@ -51,7 +51,7 @@ public final class WorkerDrain {
     for (var e : health.hosted().entrySet()) {
       if (e.getValue().worker() == null) continue;
       asks.add(
-          AskPattern.<Drain, Drain.Drained>ask(
+          AskPattern.<dev.troupe.protocol.cluster.ModelWorkerProtocol.Command, Drain.Drained>ask(
                   e.getValue().worker(), Drain::new, timeout, system.scheduler())
               .toCompletableFuture());
     }

@@ -201,6 +201,7 @@ public final class TrajectoryLog
         .onCommand(Append.class, this::onAppend)
         .onCommand(ReadPage.class, this::onReadPage)
         .onCommand(Purge.class, this::onPurge)
+        .onCommand(TrajectoryLogProtocol.GetCounts.class, this::onGetCounts)
         .onCommand(BatchWritten.class, this::onBatchWritten)
         .onCommand(MetricsDone.class, this::onMetricsDone)
         .build();
@@ -369,6 +370,22 @@ public final class TrajectoryLog
     return Effect()
         .persist(new LogPurged(deleted))
         .thenReply(cmd.replyTo(), s -> new Purged(deleted));
+  }
+
+  /** Groups and trajectories per split, summed over the steps ({@code stats} keys split@step). */
+  private ReplyEffect<Event, State> onGetCounts(State state, TrajectoryLogProtocol.GetCounts cmd) {
+    Map<String, TrajectoryLogProtocol.SplitCount> splits = new java.util.TreeMap<>();
+    state
+        .stats()
+        .forEach(
+            (key, stats) ->
+                splits.merge(
+                    key.substring(0, key.lastIndexOf('@')),
+                    new TrajectoryLogProtocol.SplitCount(stats.groups(), stats.trajectories()),
+                    (a, b) ->
+                        new TrajectoryLogProtocol.SplitCount(
+                            a.groups() + b.groups(), a.trajectories() + b.trajectories())));
+    return Effect().reply(cmd.replyTo(), new TrajectoryLogProtocol.Counts(splits));
   }
 
   private ReplyEffect<Event, State> onReadPage(State state, ReadPage cmd) {

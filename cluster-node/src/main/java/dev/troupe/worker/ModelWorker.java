@@ -8,11 +8,13 @@ import dev.troupe.engine.core.Rejection;
 import dev.troupe.engine.input.InputProcessor;
 import dev.troupe.engine.output.RequestUpdate;
 import dev.troupe.engine.serving.Engine;
+import dev.troupe.protocol.cluster.ClusterViewProtocol;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Accepted;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Describe;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Detokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
@@ -140,6 +142,15 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private final ActorRef<CacheReporter.Command> cacheReports;
   private final WorkerHealth health;
 
+  /** Prompt and generated tokens per second over the last minute, for the cluster view. */
+  private final TokenRates rates = new TokenRates(System.nanoTime());
+
+  /** This node's cluster address, {@code host:port}: where the cluster view places the replica. */
+  private final String node;
+
+  /** Where the model runs (read once: a GPU's memory query is a driver call). */
+  private final dev.troupe.engine.DeviceInfo device;
+
   /** Set by {@link Drain}: new requests migrate at once; these wait for the last one to end. */
   private boolean draining;
 
@@ -263,7 +274,9 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     this.cacheReports =
         CacheReporter.spawn(ctx, entityId, engine.core().scheduler().blocks().blockSize());
     this.health = WorkerHealth.get(ctx.getSystem());
-    health.serving(entityId, ctx.getSelf().narrow());
+    this.node = ClusterViewProtocol.nodeName(ctx.getSystem().address());
+    this.device = engine.core().device();
+    health.serving(entityId, ctx.getSelf());
   }
 
   @Override
@@ -277,6 +290,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         .onMessage(Tokenize.class, this::onTokenize)
         .onMessage(Detokenize.class, this::onDetokenize)
         .onMessage(GetStatus.class, this::onGetStatus)
+        .onMessage(Describe.class, this::onDescribe)
         .onMessageEquals(Step.INSTANCE, this::onStep)
         .onMessage(RequesterGone.class, this::onRequesterGone)
         .onMessageEquals(LogMetrics.INSTANCE, this::onLogMetrics)
@@ -357,7 +371,15 @@ public final class ModelWorker extends AbstractBehavior<Command> {
 
   private Behavior<Command> onStep() {
     stepScheduled = false;
-    Engine.Step step = engine.step();
+    Engine.Step step;
+    try {
+      step = engine.step();
+    } catch (RuntimeException | Error e) {
+      // The supervisor restarts the replica; the cluster view says why.
+      health.failing(entityId, "its engine failed: " + e);
+      throw e;
+    }
+    rates.record(System.nanoTime(), engine.core().promptTokens(), engine.core().generatedTokens());
     for (RequestUpdate u : step.updates()) send(u);
     for (var f : step.failures()) fail(f.requestId(), f.rejection());
     cacheReports.tell(CacheReporter.changes(engine, adapters.names()));
@@ -498,6 +520,11 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     return this;
   }
 
+  private Behavior<Command> onDescribe(Describe d) {
+    d.replyTo().tell(status());
+    return this;
+  }
+
   // ------------------------------------------------------------------ drain
 
   private Behavior<Command> onDrain(Drain d) {
@@ -534,8 +561,14 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     return this;
   }
 
+  /** The engine's load and counters, and where the replica runs and what it holds. */
   private WorkerStatus status() {
-    return WireUpdates.status(entityId, engine);
+    long now = System.nanoTime();
+    rates.record(now, engine.core().promptTokens(), engine.core().generatedTokens());
+    return WireUpdates.status(entityId, engine)
+        .withDetails(
+            WireUpdates.details(
+                node, device, adapters.names(), rates, now, draining || health.draining()));
   }
 
   /**
@@ -553,7 +586,11 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     inputExecutor.shutdownNow();
     engine.close();
     if (migrate) health.stopped(entityId);
-    else health.loading(entityId); // restarting: it loads again after the back-off
+    else { // restarting: it loads again after the back-off
+      String failure = health.failure(entityId);
+      health.restarting(
+          entityId, failure != null ? failure : "it failed (see the log of node " + node + ")");
+    }
     return this;
   }
 

@@ -71,6 +71,13 @@ final class UnavailableWorker {
               s.replyTo().tell(WorkerStatus.unavailable(entityId, r.model(), message));
               return Behaviors.same();
             })
+        .onMessage(
+            ModelWorkerProtocol.Describe.class,
+            d -> {
+              ReplicaId r = ModelWorkerProtocol.parseEntityId(entityId);
+              d.replyTo().tell(WorkerStatus.unavailable(entityId, r.model(), message));
+              return Behaviors.same();
+            })
         .build();
   }
 }

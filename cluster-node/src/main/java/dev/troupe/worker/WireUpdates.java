@@ -100,11 +100,50 @@ final class WireUpdates {
         histogram(l.prefill()),
         histogram(l.decode()),
         histogram(l.inference()),
-        histogram(l.interToken()));
+        histogram(l.interToken()),
+        new WorkerStatus.Tokens(
+            histogram(l.promptTokens()),
+            histogram(l.generationTokens()),
+            histogram(l.maxGenerationTokens()),
+            histogram(l.paramsN()),
+            histogram(l.paramsMaxTokens()),
+            histogram(l.timePerOutputToken()),
+            histogram(l.iterationTokens())));
+  }
+
+  /** Where the replica runs and what it holds. */
+  static WorkerStatus.Details details(
+      String node,
+      dev.troupe.engine.DeviceInfo d,
+      List<String> adapters,
+      TokenRates rates,
+      long nowNanos,
+      boolean draining) {
+    List<WorkerStatus.LoadedAdapter> loaded = new ArrayList<>();
+    for (String name : adapters) loaded.add(new WorkerStatus.LoadedAdapter(name, stepOf(name)));
+    return new WorkerStatus.Details(
+        node,
+        new WorkerStatus.Device(d.kind(), d.index(), d.name(), d.memoryBytes()),
+        loaded,
+        rates.promptPerSecond(nowNanos),
+        rates.generatedPerSecond(nowNanos),
+        draining);
   }
 
   private static Histogram histogram(LatencyStats.Snapshot s) {
     return new Histogram(s.bounds(), s.counts(), s.sum());
+  }
+
+  /**
+   * The step of an adapter named {@code <model id>:step<N>} ({@code Adapter.name()}); -1 if not.
+   */
+  static long stepOf(String adapterName) {
+    int at = adapterName.lastIndexOf(":step");
+    try {
+      return at < 0 ? -1 : Long.parseLong(adapterName.substring(at + ":step".length()));
+    } catch (NumberFormatException e) {
+      return -1;
+    }
   }
 
   /** What a failed preparation (off the worker thread) means for its request. */

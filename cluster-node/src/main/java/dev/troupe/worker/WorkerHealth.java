@@ -1,5 +1,6 @@
 package dev.troupe.worker;
 
+import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.WorkerStatus;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,14 +35,22 @@ public final class WorkerHealth implements Extension {
   public enum State {
     LOADING,
     SERVING,
+    /** Its engine failed; it loads again after a back-off. */
+    RESTARTING,
     FAILED
   }
 
   /**
-   * A hosted replica's state; {@code reason} says why a failed one cannot serve, {@code worker} is
-   * a serving one's actor (null otherwise).
+   * A hosted replica's state; {@code reason} says why a failed one cannot serve (or why a
+   * restarting one restarts), {@code worker} is a serving one's actor (null otherwise), {@code
+   * restarts} counts its restarts after a failure on this node.
    */
-  public record Replica(State state, String reason, ActorRef<Drain> worker) {}
+  public record Replica(
+      State state, String reason, ActorRef<ModelWorkerProtocol.Command> worker, int restarts) {
+    public Replica(State state, String reason, ActorRef<ModelWorkerProtocol.Command> worker) {
+      this(state, reason, worker, 0);
+    }
+  }
 
   private static final ExtensionId<WorkerHealth> ID =
       new ExtensionId<>() {
@@ -52,6 +61,7 @@ public final class WorkerHealth implements Extension {
       };
 
   private final Map<String, Replica> hosted = new ConcurrentHashMap<>();
+  private final Map<String, String> failures = new ConcurrentHashMap<>();
   private final Set<String> awaiting = ConcurrentHashMap.newKeySet();
   private final List<WorkerStatus> answered = new ArrayList<>();
   private final CompletableFuture<List<WorkerStatus>> replicasStarted = new CompletableFuture<>();
@@ -72,15 +82,37 @@ public final class WorkerHealth implements Extension {
   // ------------------------------------------------------------------ reported by the replicas
 
   void loading(String entityId) {
-    hosted.put(entityId, new Replica(State.LOADING, null, null));
+    hosted.compute(entityId, (id, was) -> new Replica(State.LOADING, null, null, restarts(was)));
   }
 
-  void serving(String entityId, ActorRef<Drain> worker) {
-    hosted.put(entityId, new Replica(State.SERVING, null, worker));
+  void serving(String entityId, ActorRef<ModelWorkerProtocol.Command> worker) {
+    hosted.compute(entityId, (id, was) -> new Replica(State.SERVING, null, worker, restarts(was)));
   }
 
   void failed(String entityId, String reason) {
-    hosted.put(entityId, new Replica(State.FAILED, reason, null));
+    hosted.compute(entityId, (id, was) -> new Replica(State.FAILED, reason, null, restarts(was)));
+  }
+
+  /**
+   * The replica's engine failed ({@code reason}): it restarts, and loads again after a back-off.
+   */
+  void restarting(String entityId, String reason) {
+    hosted.compute(
+        entityId, (id, was) -> new Replica(State.RESTARTING, reason, null, restarts(was) + 1));
+  }
+
+  /** Why the replica's engine failed, kept until it restarts ({@link #restarting}). */
+  void failing(String entityId, String reason) {
+    failures.put(entityId, reason);
+  }
+
+  /** The reason {@link #failing} left for the replica's restart, consumed. */
+  String failure(String entityId) {
+    return failures.remove(entityId);
+  }
+
+  private static int restarts(Replica was) {
+    return was == null ? 0 : was.restarts();
   }
 
   /** The replica stopped here (handed off, passivated, the node stopping). */
@@ -131,7 +163,8 @@ public final class WorkerHealth implements Extension {
    */
   public boolean started() {
     if (!wakeUpsSent || !awaiting.isEmpty()) return false;
-    for (Replica r : hosted.values()) if (r.state() == State.LOADING) return false;
+    for (Replica r : hosted.values())
+      if (r.state() == State.LOADING || r.state() == State.RESTARTING) return false;
     return true;
   }
 
@@ -154,6 +187,9 @@ public final class WorkerHealth implements Extension {
         }
         case FAILED -> {
           return e.getKey() + " failed: " + e.getValue().reason();
+        }
+        case RESTARTING -> {
+          return e.getKey() + " is restarting: " + e.getValue().reason();
         }
         case SERVING -> {}
       }

@@ -15,17 +15,28 @@ import org.apache.pekko.actor.CoordinatedShutdown;
 /**
  * Entry point of the distribution ({@code ./troupe serve [flags]}, or {@code java -jar troupe.jar
  * serve [flags]}): parses the flags (see {@link LaunchOptions#USAGE}), starts one node, waits for
- * its models to load, says it is serving, and runs until the JVM is stopped. SIGTERM drains the
- * node ({@link GracefulShutdown}: readiness fails, generations in flight finish or migrate, shards
- * hand off, the node leaves) and exits with status 0; Ctrl-C leaves the cluster without the drain's
- * waits. {@code --help} and {@code --version} print to standard output and exit with status 0; bad
- * flags exit with status 2. A node that cannot start (a port in use, a model that is not a model
- * directory or fails to load) prints one line saying why and exits with status 1.
+ * its models to load (on a gateway: for every served model to be ready somewhere in the cluster),
+ * says it is serving, and runs until the JVM is stopped. {@code troupe status} prints the cluster
+ * instead ({@link StatusCommand}). SIGTERM drains the node ({@link GracefulShutdown}: readiness
+ * fails, generations in flight finish or migrate, shards hand off, the node leaves) and exits with
+ * status 0; Ctrl-C leaves the cluster without the drain's waits. {@code --help} and {@code
+ * --version} print to standard output and exit with status 0; bad flags exit with status 2. A node
+ * that cannot start (a port in use, a model that is not a model directory or fails to load) prints
+ * one line saying why and exits with status 1.
  */
 public final class Main {
   private Main() {}
 
   public static void main(String[] args) throws Exception {
+    if (args.length > 0 && args[0].equals("status")) {
+      System.exit(
+          StatusCommand.run(
+              Arrays.asList(args).subList(1, args.length),
+              System.getenv("TROUPE_API_KEYS"),
+              System.out,
+              System.err));
+      return;
+    }
     LaunchOptions options;
     try {
       options = LaunchOptions.parse(Arrays.asList(args), System.getenv("TROUPE_API_KEYS"));
@@ -84,8 +95,9 @@ public final class Main {
       return;
     }
     onSigterm(node);
-    // "Serving" only once this node's replicas have loaded; one that failed stops the node.
-    CompletableFuture<List<WorkerStatus>> started = node.replicasStarted().toCompletableFuture();
+    // "Serving" only once this node's replicas have loaded (one that failed stops the node) and,
+    // on a gateway, once every served model has a loaded replica somewhere in the cluster.
+    CompletableFuture<List<WorkerStatus>> started = node.serving().toCompletableFuture();
     CompletableFuture.anyOf(started, node.system().getWhenTerminated().toCompletableFuture())
         .join();
     if (started.isDone()) {

@@ -6,12 +6,20 @@ import com.typesafe.config.ConfigValueFactory;
 import dev.troupe.deploy.health.NodeHealth;
 import dev.troupe.engine.ComputeSettings;
 import dev.troupe.gateway.chat.MigrationSettings;
+import dev.troupe.gateway.cluster.ClusterMetrics;
+import dev.troupe.gateway.cluster.ClusterRoute;
+import dev.troupe.gateway.cluster.ClusterView;
+import dev.troupe.gateway.dashboard.DashboardRoute;
 import dev.troupe.gateway.http.ApiRoutes;
 import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.gateway.http.GatewaySettings;
 import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.gateway.preview.PreviewRoutes;
+import dev.troupe.gateway.preview.TrajectoryCounts;
+import dev.troupe.gateway.preview.training.TrainingContext;
+import dev.troupe.gateway.preview.training.TrainingJobs;
+import dev.troupe.gateway.preview.training.TrainingRoutes;
 import dev.troupe.gateway.replicas.ModelCatalog;
 import dev.troupe.gateway.replicas.ReplicaSelector;
 import dev.troupe.gateway.replicas.RoutingSettings;
@@ -19,10 +27,13 @@ import dev.troupe.gateway.replicas.TrainedModels;
 import dev.troupe.gateway.routes.StandardRoutes;
 import dev.troupe.node.DataEntities;
 import dev.troupe.node.NodeGuardian;
+import dev.troupe.node.NodeReporter;
 import dev.troupe.node.NodeSettings;
 import dev.troupe.persistence.Persistence;
 import dev.troupe.persistence.PersistenceInit;
 import dev.troupe.persistence.PersistenceSettings;
+import dev.troupe.protocol.cluster.ClusterViewProtocol;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.Roles;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.WorkerStatus;
@@ -33,6 +44,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -121,6 +133,11 @@ public final class TroupeNode implements AutoCloseable {
                             EngineProvider.loading(
                                 node.engine(), node.device(), node.structuredOutputs())),
                         "models");
+                    // Every node describes itself to the gateways' cluster view.
+                    ctx.spawn(
+                        NodeReporter.create(
+                            REPORT_TIMEOUT, () -> NodeHealth.get(ctx.getSystem()).draining()),
+                        "node-reporter");
                     return Behaviors.empty();
                   }),
               SYSTEM_NAME,
@@ -198,10 +215,18 @@ public final class TroupeNode implements AutoCloseable {
     return false;
   }
 
+  /** How long a replica may take to describe itself to its node's reporter. */
+  static final Duration REPORT_TIMEOUT = Duration.ofSeconds(2);
+
+  /** How long each source of the cluster view may take (more than a node's own replicas). */
+  static final Duration VIEW_TIMEOUT = Duration.ofSeconds(3);
+
   private static ServerBinding bindGateway(
       ActorSystem<?> system, Config config, ServedModels models) throws Exception {
     GatewaySettings gs = GatewaySettings.fromConfig(config);
-    ServingMetrics metrics = new ServingMetrics();
+    ServingMetrics metrics =
+        new ServingMetrics(
+            ClusterViewProtocol.nodeName(Cluster.get(system).selfMember().address()));
     boolean requestTemplates =
         config.getBoolean("troupe.worker.engine.allow-request-chat-template");
     ReplicaSelector replicas =
@@ -216,17 +241,34 @@ public final class TroupeNode implements AutoCloseable {
         ModelCatalog.of(models, replicas, gs.askTimeout())
             .withTrainedModels(TrainedModels.sharded(system, gs.askTimeout()));
     NodeHealth health = NodeHealth.get(system);
+    PreviewContext preview = PreviewContext.sharded(system, gs.askTimeout());
+    TrainingContext training = TrainingContext.sharded(system, gs.askTimeout());
+    List<ModelWorkerProtocol.ReplicaId> replicaIds = new ArrayList<>();
+    for (ServedModels.ServedModel m : models.models())
+      for (int i = 0; i < m.replicas(); i++)
+        replicaIds.add(new ModelWorkerProtocol.ReplicaId(m.name(), i));
+    ClusterView view =
+        new ClusterView(
+            system,
+            replicaIds,
+            VIEW_TIMEOUT,
+            new TrainingJobs(training),
+            new TrajectoryCounts(preview, VIEW_TIMEOUT));
+    ClusterMetrics clusterMetrics = new ClusterMetrics(view);
     var route =
         ApiRoutes.builder(gs)
             // GET /health is the node's readiness: it fails while the node drains, too.
             .addAll(
                 StandardRoutes.of(
-                    catalog, metrics, MigrationSettings.fromConfig(config), health::ready))
-            .addAll(PreviewRoutes.all(PreviewContext.sharded(system, gs.askTimeout())))
-            .addAll(
-                dev.troupe.gateway.preview.training.TrainingRoutes.all(
-                    dev.troupe.gateway.preview.training.TrainingContext.sharded(
-                        system, gs.askTimeout())))
+                    catalog,
+                    metrics,
+                    MigrationSettings.fromConfig(config),
+                    health::ready,
+                    clusterMetrics::scrape))
+            .addAll(PreviewRoutes.all(preview))
+            .addAll(TrainingRoutes.all(training))
+            .add(new ClusterRoute(view))
+            .add(new DashboardRoute())
             .build();
     ServerBinding binding =
         GatewayServer.bind(system, gs, route).toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -329,6 +371,40 @@ public final class TroupeNode implements AutoCloseable {
   public CompletionStage<List<WorkerStatus>> replicasStarted() {
     return replicasStarted;
   }
+
+  /**
+   * Completes when this node can say it serves: its own replicas have loaded (or one failed to:
+   * then at once, with its reason in the list) and, on a gateway, the node is ready — at least one
+   * loaded replica of every served model answers, wherever it runs. A gateway-only node therefore
+   * waits for the worker nodes' models, not only for itself.
+   */
+  public CompletionStage<List<WorkerStatus>> serving() {
+    return replicasStarted.thenCompose(
+        started -> {
+          if (binding == null || started.stream().anyMatch(s -> s.unavailable() != null))
+            return CompletableFuture.completedFuture(started);
+          CompletableFuture<List<WorkerStatus>> ready = new CompletableFuture<>();
+          whenReady(ready, started);
+          return ready;
+        });
+  }
+
+  private void whenReady(CompletableFuture<List<WorkerStatus>> ready, List<WorkerStatus> started) {
+    NodeHealth.get(system)
+        .ready()
+        .whenComplete(
+            (ok, error) -> {
+              if (Boolean.TRUE.equals(ok)) ready.complete(started);
+              else if (!system.getWhenTerminated().toCompletableFuture().isDone())
+                system
+                    .scheduler()
+                    .scheduleOnce(
+                        READY_POLL, () -> whenReady(ready, started), system.executionContext());
+            });
+  }
+
+  /** How often {@link #serving} looks at the node's readiness. */
+  private static final Duration READY_POLL = Duration.ofMillis(500);
 
   /** Leaves the cluster and stops the node (CoordinatedShutdown). */
   @Override

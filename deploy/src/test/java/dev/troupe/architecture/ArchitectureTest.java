@@ -162,12 +162,15 @@ class ArchitectureTest {
   void theReplicaLogicLivesInOnePackage() {
     // which replicas are live and which one serves a request: gateway.replicas alone follows the
     // cluster's membership and reachability (one liveness filter) and holds the Replica* types
-    // (one selector); a node's own role check (Member.hasRole) is not liveness
+    // (one selector); a node's own role check (Member.hasRole) is not liveness, and the cluster
+    // view (gateway.cluster) only reports the membership it reads, it routes nothing
     noClasses()
         .that()
         .resideInAPackage("dev.troupe.gateway..")
         .and()
         .resideOutsideOfPackage("dev.troupe.gateway.replicas..")
+        .and()
+        .resideOutsideOfPackage("dev.troupe.gateway.cluster..")
         .should()
         .dependOnClassesThat()
         .haveNameMatching(

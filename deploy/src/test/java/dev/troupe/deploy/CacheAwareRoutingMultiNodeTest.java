@@ -242,10 +242,16 @@ class CacheAwareRoutingMultiNodeTest {
                 + replica
                 + "\",model_name=\"demo\",reason=\"prefix\"}"),
         m);
-    String hits = "vllm:prefix_cache_hits_total{engine=\"" + replica + "\",model_name=\"demo\"}";
+    // the replica's series, labelled with its id and its node
+    String hits = "vllm:prefix_cache_hits_total{engine=\"" + replica + "\",model_name=\"demo\",";
+    String id = "replica=\"demo#" + replica + "\"}";
+    boolean found = false;
     for (String line : m.split("\n"))
-      if (line.startsWith(hits + " "))
-        assertTrue(Double.parseDouble(line.substring(hits.length() + 1)) > 0, line);
-    assertTrue(m.contains(hits), m);
+      if (line.startsWith(hits) && line.contains(",node=\"127.0.0.1:") && line.contains(id + " ")) {
+        found = true;
+        assertTrue(
+            Double.parseDouble(line.substring(line.indexOf(id) + id.length() + 1)) > 0, line);
+      }
+    assertTrue(found, m);
   }
 }

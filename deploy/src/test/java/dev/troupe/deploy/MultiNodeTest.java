@@ -5,8 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.troupe.protocol.Json;
+import dev.troupe.protocol.cluster.ClusterViewProtocol;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
@@ -41,7 +44,8 @@ import org.junit.jupiter.api.io.TempDir;
  * served by a worker on another node (over HTTP and through the sharding proxy); when the worker
  * node hosting the replica leaves, remember-entities restarts it on the remaining worker node, a
  * stream in flight there moves with it token for token (hand-off → Migrate → resume), and requests
- * are served again.
+ * are served again. Throughout, {@code GET /v1/cluster} on the gateway names the node hosting the
+ * replica.
  */
 class MultiNodeTest {
   private static final Duration WAIT = Duration.ofSeconds(90);
@@ -168,6 +172,16 @@ class MultiNodeTest {
     TroupeNode host = hosted(workerA).contains("demo#0") ? workerA : workerB;
     TroupeNode other = host == workerA ? workerB : workerA;
     assertEquals(Set.of("demo#0"), hosted(host));
+    // The cluster view says the same: three members, the replica ready on its host's node.
+    JsonNode view = clusterView(gateway);
+    assertEquals(3, view.get("members").size(), view.toString());
+    assertEquals(nodeName(host), replica(view, "demo#0").get("node").asText(), view.toString());
+    assertEquals("ready", replica(view, "demo#0").get("state").asText(), view.toString());
+    for (JsonNode m : view.get("members"))
+      assertEquals(
+          m.get("node").asText().equals(nodeName(host)) ? 1 : 0,
+          m.get("replicas").size(),
+          view.toString());
 
     // A seeded stream in flight when the hosting node leaves: its shard is handed off, the worker
     // hands the request back (Migrate), and the gateway resumes it on the replica's new home.
@@ -194,5 +208,40 @@ class MultiNodeTest {
           return null;
         });
     generateThrough(gateway, "r2");
+    wait.awaitAssert(
+        WAIT,
+        () -> {
+          JsonNode moved = clusterView(gateway);
+          assertEquals(nodeName(other), replica(moved, "demo#0").get("node").asText());
+          return null;
+        });
+  }
+
+  private static String nodeName(TroupeNode node) {
+    return ClusterViewProtocol.nodeName(node.address());
+  }
+
+  private static JsonNode replica(JsonNode view, String id) {
+    for (JsonNode r : view.get("replicas")) if (r.get("id").asText().equals(id)) return r;
+    throw new AssertionError(id + " is not in " + view);
+  }
+
+  /** {@code GET /v1/cluster} on {@code gateway}. */
+  private static JsonNode clusterView(TroupeNode gateway) {
+    try {
+      HttpResponse<String> r =
+          HttpClient.newHttpClient()
+              .send(
+                  HttpRequest.newBuilder(
+                          URI.create("http://127.0.0.1:" + gateway.httpPort() + "/v1/cluster"))
+                      .header("Authorization", "Bearer sk-multi")
+                      .timeout(WAIT)
+                      .build(),
+                  HttpResponse.BodyHandlers.ofString());
+      assertEquals(200, r.statusCode(), r.body());
+      return Json.mapper().readTree(r.body());
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
   }
 }

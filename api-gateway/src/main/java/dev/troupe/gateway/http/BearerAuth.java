@@ -8,6 +8,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Supplier;
+import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.server.Route;
 
@@ -15,10 +16,11 @@ import org.apache.pekko.http.javadsl.server.Route;
  * API-key check for every path: {@code Authorization: Bearer <key>} must match a configured key.
  * Runs before routing, so an unauthenticated caller learns nothing about which routes exist (not
  * even through {@code OPTIONS}: there is no CORS support, so a preflight could not succeed anyway).
- * Open are only {@code /health} (load balancers probe it) and, when configured, {@code GET
- * /metrics}. vLLM's middleware guards only {@code /v1}; here {@code /tokenize} and {@code
- * /detokenize} run the model's tokenizer and template, and {@code /metrics} shows model names and
- * load, so they need the key too. No keys configured means the API is open.
+ * Open are only {@code /health} (load balancers probe it), the dashboard's static files ({@code GET
+ * /dashboard/…}: no data, its own calls carry the key) and, when configured, {@code GET /metrics}.
+ * vLLM's middleware guards only {@code /v1}; here {@code /tokenize} and {@code /detokenize} run the
+ * model's tokenizer and template, and {@code /metrics} shows model names and load, so they need the
+ * key too. No keys configured means the API is open.
  */
 public final class BearerAuth {
   private final List<byte[]> keyDigests;
@@ -46,6 +48,9 @@ public final class BearerAuth {
   private boolean needsAuth(HttpRequest request) {
     String path = request.getUri().path();
     if (path.equals("/health")) return false;
+    // The dashboard's static files hold no data; its data calls carry the key.
+    if (request.method() == HttpMethods.GET
+        && (path.equals("/dashboard") || path.startsWith("/dashboard/"))) return false;
     return !(metricsOpen && path.equals("/metrics"));
   }
 

@@ -1,19 +1,25 @@
 package dev.troupe.gateway.metrics;
 
+import dev.troupe.protocol.cluster.ClusterViewProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.Address;
 import org.apache.pekko.stream.javadsl.Source;
 
 /**
  * The metrics a gateway measures itself, with vLLM's names: finished requests by reason and the
- * latency histograms (vLLM's bucket bounds), labelled {@code model_name} (the served base model).
- * The scheduler's own gauges and token counters come from the workers ({@link MetricsRoute}).
+ * latency histograms (vLLM's bucket bounds), labelled {@code model_name} (the served base model),
+ * {@code engine}, {@code replica} and {@code node} of the replica that served it (the last one, for
+ * a request that moved); and the requests that moved to another replica ({@code
+ * troupe:request_migrations_total}). The scheduler's own gauges and token counters come from the
+ * workers ({@link MetricsRoute}).
  *
  * <p>Latencies run from when the gateway sends the request to the worker, so they include the
  * cluster hop but not the HTTP parsing before it. Thread-safe; one instance per gateway, shared by
@@ -35,14 +41,14 @@ public final class ServingMetrics {
       Counter.builder()
           .name("vllm:request_success_total")
           .help("Count of successfully processed requests.")
-          .labelNames("model_name", "finished_reason")
+          .labelNames("model_name", "engine", "replica", "node", "finished_reason")
           .withoutExemplars()
           .register(registry);
   private final Histogram ttft =
       Histogram.builder()
           .name("vllm:time_to_first_token_seconds")
           .help("Histogram of time to first token in seconds.")
-          .labelNames("model_name")
+          .labelNames("model_name", "engine", "replica", "node")
           .classicOnly()
           .classicUpperBounds(TTFT_BOUNDS)
           .withoutExemplars()
@@ -51,11 +57,35 @@ public final class ServingMetrics {
       Histogram.builder()
           .name("vllm:e2e_request_latency_seconds")
           .help("Histogram of e2e request latency in seconds.")
-          .labelNames("model_name")
+          .labelNames("model_name", "engine", "replica", "node")
           .classicOnly()
           .classicUpperBounds(E2E_BOUNDS)
           .withoutExemplars()
           .register(registry);
+  private final Counter migrations =
+      Counter.builder()
+          .name("troupe:request_migrations_total")
+          .help(
+              "Requests that moved to another replica of their model after their worker was"
+                  + " lost, once per move.")
+          .labelNames("model_name")
+          .withoutExemplars()
+          .register(registry);
+
+  /** How this gateway's own node is named (a local worker's address has no host and port). */
+  private final String localNode;
+
+  /** Without a cluster address: local workers' series say {@code node="local"}. */
+  public ServingMetrics() {
+    this("local");
+  }
+
+  /**
+   * @param localNode this node's cluster address, {@code host:port}, for workers on this node
+   */
+  public ServingMetrics(String localNode) {
+    this.localNode = localNode;
+  }
 
   private final Counter routed =
       Counter.builder()
@@ -80,29 +110,66 @@ public final class ServingMetrics {
    */
   public Source<GenerationEvent, NotUsed> observe(
       String model, Source<GenerationEvent, NotUsed> events) {
+    migrations.labelValues(model); // the series exists (at 0) once the model has served
     return Source.fromMaterializer(
             (mat, attributes) -> {
-              long start = System.nanoTime();
-              boolean[] sawToken = {false};
+              Observed seen = new Observed(model, System.nanoTime());
               return events.map(
                   event -> {
-                    record(model, event, start, sawToken);
+                    record(seen, event);
                     return event;
                   });
             })
         .mapMaterializedValue(ignored -> NotUsed.getInstance());
   }
 
-  private void record(String model, GenerationEvent event, long start, boolean[] sawToken) {
-    if (!(event instanceof GenerationUpdate u)) return;
-    for (ChoiceUpdate c : u.choices()) {
-      if (!sawToken[0] && !c.tokenIds().isEmpty()) {
-        sawToken[0] = true;
-        ttft.labelValues(model).observe(seconds(start));
-      }
-      if (c.finished()) success.labelValues(model, c.finishReason().wireName()).inc();
+  /** One generation's progress: its clock, whether it has a token, who serves it now. */
+  private static final class Observed {
+    final String model;
+    final long start;
+    boolean sawToken;
+    String[] replica; // engine, replica, node; null until the first update names it
+
+    Observed(String model, long start) {
+      this.model = model;
+      this.start = start;
     }
-    if (u.done()) e2e.labelValues(model).observe(seconds(start));
+
+    String[] labels(String... more) {
+      String[] r = replica == null ? new String[] {"", "", ""} : replica;
+      String[] out = new String[1 + r.length + more.length];
+      out[0] = model;
+      System.arraycopy(r, 0, out, 1, r.length);
+      System.arraycopy(more, 0, out, 1 + r.length, more.length);
+      return out;
+    }
+  }
+
+  private void record(Observed seen, GenerationEvent event) {
+    if (!(event instanceof GenerationUpdate u)) return;
+    if (u.started() != null) {
+      // Each later start is the request resumed elsewhere after its worker was lost.
+      if (seen.replica != null) migrations.labelValues(seen.model).inc();
+      seen.replica = replicaLabels(u.started());
+    }
+    for (ChoiceUpdate c : u.choices()) {
+      if (!seen.sawToken && !c.tokenIds().isEmpty()) {
+        seen.sawToken = true;
+        ttft.labelValues(seen.labels()).observe(seconds(seen.start));
+      }
+      if (c.finished()) success.labelValues(seen.labels(c.finishReason().wireName())).inc();
+    }
+    if (u.done()) e2e.labelValues(seen.labels()).observe(seconds(seen.start));
+  }
+
+  /** The serving replica's {@code engine}, {@code replica} and {@code node} label values. */
+  private String[] replicaLabels(Started s) {
+    String id = s.servedBy();
+    int hash = id.lastIndexOf('#');
+    String engine = hash < 0 ? "" : id.substring(hash + 1);
+    Address a = s.worker() == null ? null : s.worker().path().address();
+    String node = a == null || a.getHost().isEmpty() ? localNode : ClusterViewProtocol.nodeName(a);
+    return new String[] {engine, id, node};
   }
 
   private static double seconds(long startNanos) {

@@ -21,11 +21,57 @@ public final class PageQuery {
   private final Optional<String> after;
   private final Optional<String> limit;
   private final Optional<String> order;
+  private final Optional<String> status;
 
   private PageQuery(Optional<String> after, Optional<String> limit, Optional<String> order) {
+    this(after, limit, order, Optional.empty());
+  }
+
+  private PageQuery(
+      Optional<String> after,
+      Optional<String> limit,
+      Optional<String> order,
+      Optional<String> status) {
     this.after = after;
     this.limit = limit;
     this.order = order;
+    this.status = status;
+  }
+
+  /** Extracts {@code after}, {@code limit}, {@code order} and {@code status} (a filter). */
+  public static Route afterLimitOrderStatus(Function<PageQuery, Route> inner) {
+    return afterLimitOrder(
+        q ->
+            parameterOptional(
+                "status", status -> inner.apply(new PageQuery(q.after, q.limit, q.order, status))));
+  }
+
+  /**
+   * {@code limit}, {@code order} and {@code status} checked together (one 422 listing every
+   * problem); {@code status} must be one of {@code statuses} when given.
+   */
+  public Checked checked(List<String> statuses) {
+    Problems p = new Problems();
+    int l = limit(p);
+    boolean desc = descending(p);
+    String s = status.orElse(null);
+    if (s != null && !statuses.contains(s))
+      p.add(List.of("query", "status"), "Input should be " + choices(statuses), "enum");
+    p.throwIfAny();
+    return new Checked(l, desc, s);
+  }
+
+  /** A checked query: the page size, the order and the status filter (null: any). */
+  public record Checked(int limit, boolean descending, String status) {}
+
+  /** Pydantic's wording of an enum's values: {@code 'a', 'b' or 'c'}. */
+  private static String choices(List<String> values) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < values.size(); i++) {
+      if (i > 0) b.append(i == values.size() - 1 ? " or " : ", ");
+      b.append('\'').append(values.get(i)).append('\'');
+    }
+    return b.toString();
   }
 
   /** Extracts {@code after} and {@code limit}. */

@@ -23,6 +23,7 @@ import dev.troupe.gateway.replicas.ModelFacts;
 import dev.troupe.gateway.replicas.ReplicaSelector.Destination;
 import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.NotUsed;
@@ -106,14 +107,16 @@ public final class ChatCompletionsRoute implements ApiRoute {
   private Route routed(ServedModel model, ChatPlan plan, ModelFacts facts) {
     return onSuccess(
         models.replicas().route(model, plan.generation(), facts.maxModelLen()),
-        destination ->
-            generations.withRouteHeader(
-                destination.decision().headerValue(),
-                Generations.answer(
-                    connection ->
-                        plan.stream()
-                            ? stream(model, plan, destination, connection)
-                            : whole(model, plan, destination, connection))));
+        destination -> {
+          RouteHeader header = new RouteHeader(List.of(destination));
+          return Generations.answer(
+              connection ->
+                  generations.withRouteHeader(
+                      header,
+                      plan.stream()
+                          ? stream(model, plan, destination, header.served(0), connection)
+                          : whole(model, plan, destination, header.served(0), connection)));
+        });
   }
 
   /**
@@ -124,12 +127,16 @@ public final class ChatCompletionsRoute implements ApiRoute {
    * generation.
    */
   private CompletionStage<HttpResponse> whole(
-      ServedModel model, ChatPlan plan, Destination destination, Optional<Connection> connection) {
+      ServedModel model,
+      ChatPlan plan,
+      Destination destination,
+      RouteHeader.Served served,
+      Optional<Connection> connection) {
     long created = System.currentTimeMillis() / 1000;
     SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
     CompletionStage<HttpResponse> done =
         generations
-            .events(model, destination)
+            .events(model, destination, served)
             .via(gone.flow())
             .runWith(
                 Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add),
@@ -148,12 +155,16 @@ public final class ChatCompletionsRoute implements ApiRoute {
    * client that leaves cancels the response body, which cancels the generation.
    */
   private CompletionStage<HttpResponse> stream(
-      ServedModel model, ChatPlan plan, Destination destination, Optional<Connection> connection) {
+      ServedModel model,
+      ChatPlan plan,
+      Destination destination,
+      RouteHeader.Served served,
+      Optional<Connection> connection) {
     long created = System.currentTimeMillis() / 1000;
     SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
     CompletionStage<HttpResponse> response =
         GenerationStream.firstEvent(
-                generations.events(model, destination).via(gone.flow()), models.system())
+                generations.events(model, destination, served).via(gone.flow()), models.system())
             .thenApply(
                 first -> {
                   ChatChunkWriter writer = new ChatChunkWriter(plan, created);

@@ -27,7 +27,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.stream.Collectors;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.server.PathMatchers;
@@ -104,12 +103,13 @@ public final class CompletionsRoute implements ApiRoute {
   private Route routed(ServedModel model, CompletionPlan plan, ModelFacts facts) {
     return onSuccess(
         destinations(model, plan, facts),
-        destinations ->
-            generations.withRouteHeader(
-                destinations.stream()
-                    .map(d -> d.decision().headerValue())
-                    .collect(Collectors.joining(", ")),
-                Generations.answer(connection -> answer(model, plan, destinations, connection))));
+        destinations -> {
+          RouteHeader header = new RouteHeader(destinations);
+          return Generations.answer(
+              connection ->
+                  generations.withRouteHeader(
+                      header, answer(model, plan, destinations, header, connection)));
+        });
   }
 
   /** One routing decision per prompt; when one fails, the others' places are released. */
@@ -136,10 +136,12 @@ public final class CompletionsRoute implements ApiRoute {
       ServedModel model,
       CompletionPlan plan,
       List<Destination> destinations,
+      RouteHeader header,
       Optional<Connection> connection) {
     SharedKillSwitch gone = KillSwitches.shared(plan.responseId());
     List<Source<GenerationEvent, NotUsed>> events = new ArrayList<>();
-    for (Destination d : destinations) events.add(generations.events(model, d).via(gone.flow()));
+    for (int i = 0; i < destinations.size(); i++)
+      events.add(generations.events(model, destinations.get(i), header.served(i)).via(gone.flow()));
     CompletionAnswers answers =
         new CompletionAnswers(plan, model, models, System.currentTimeMillis() / 1000);
     CompletionStage<HttpResponse> response =

@@ -16,6 +16,7 @@ import dev.troupe.gateway.replicas.ModelCatalog;
 import dev.troupe.gateway.replicas.ReplicaSelector.Destination;
 import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionStage;
@@ -26,6 +27,8 @@ import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.stream.SharedKillSwitch;
 import org.apache.pekko.stream.javadsl.Source;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What the generation endpoints ({@code /v1/chat/completions}, {@code /v1/completions}) share
@@ -35,6 +38,8 @@ import org.apache.pekko.stream.javadsl.Source;
  * ({@link GenerationStream#eventStream} writes their server-sent events).
  */
 final class Generations {
+  private static final Logger log = LoggerFactory.getLogger(Generations.class);
+
   /** The debug header naming the chosen replica and why ({@code RouteDecision#headerValue}). */
   static final String ROUTE_HEADER = "X-Troupe-Route";
 
@@ -54,9 +59,12 @@ final class Generations {
 
   /**
    * The generation's events, from the routed replica and, if its worker is lost, from the replicas
-   * that continue it; the routed replica's in-flight count drops at the end.
+   * that continue it; the routed replica's in-flight count drops at the end, and {@code served}
+   * learns each replica that serves it (logged at the end when it moved).
    */
-  Source<GenerationEvent, NotUsed> events(ServedModel model, Destination destination) {
+  Source<GenerationEvent, NotUsed> events(
+      ServedModel model, Destination destination, RouteHeader.Served served) {
+    String id = destination.request().requestId();
     return metrics.observe(
         model.name(),
         GenerationOwner.events(
@@ -64,9 +72,21 @@ final class Generations {
                 models.replicas().attempts(model, destination),
                 destination.request(),
                 migration)
+            .map(
+                e -> {
+                  served.seen(e);
+                  return e;
+                })
             .watchTermination(
                 (mat, done) -> {
-                  done.whenComplete((ok, error) -> destination.lease().close());
+                  done.whenComplete(
+                      (ok, error) -> {
+                        destination.lease().close();
+                        List<String> by = served.replicas();
+                        if (by.size() > 1)
+                          log.info("request {} served by {}", id, String.join(" > ", by));
+                        else log.debug("request {} served by {}", id, by);
+                      });
                   return mat;
                 }));
   }
@@ -85,10 +105,14 @@ final class Generations {
     return connection.get().holdOpenUntil(response);
   }
 
-  /** {@code answer} with {@code X-Troupe-Route} when the debug header is on. */
-  Route withRouteHeader(String value, Route answer) {
-    if (!models.replicas().settings().debugHeader()) return answer;
-    return respondWithHeader(RawHeader.create(ROUTE_HEADER, value), () -> answer);
+  /**
+   * {@code answer} with {@code X-Troupe-Route} when the debug header is on, written when the
+   * response is ready so that it names the replicas that served ({@link RouteHeader}).
+   */
+  CompletionStage<HttpResponse> withRouteHeader(
+      RouteHeader header, CompletionStage<HttpResponse> answer) {
+    boolean on = models.replicas().settings().debugHeader();
+    return answer.thenApply(r -> header.addTo(r, on));
   }
 
   /**

@@ -5,6 +5,7 @@ import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.metrics.MetricsRoute;
 import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.gateway.replicas.ModelCatalog;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.time.Duration;
 import java.util.List;
 
@@ -47,12 +48,31 @@ public final class StandardRoutes {
       ServingMetrics metrics,
       MigrationSettings migration,
       java.util.function.Supplier<java.util.concurrent.CompletionStage<Boolean>> health) {
+    return of(
+        models,
+        metrics,
+        migration,
+        health,
+        () -> java.util.concurrent.CompletableFuture.completedFuture(MetricSnapshots.of()));
+  }
+
+  /**
+   * As above, with {@code GET /metrics} also writing the families {@code moreMetrics} gathers at
+   * each scrape (a cluster node's {@code troupe:} families).
+   */
+  public static List<ApiRoute> of(
+      ModelCatalog models,
+      ServingMetrics metrics,
+      MigrationSettings migration,
+      java.util.function.Supplier<java.util.concurrent.CompletionStage<Boolean>> health,
+      java.util.function.Supplier<java.util.concurrent.CompletionStage<MetricSnapshots>>
+          moreMetrics) {
     Duration scrapeTimeout =
         models.askTimeout().compareTo(SCRAPE_TIMEOUT) < 0 ? models.askTimeout() : SCRAPE_TIMEOUT;
     return List.of(
         new ChatCompletionsRoute(models, metrics, migration),
         new CompletionsRoute(models, metrics, migration),
-        new MetricsRoute(models, metrics, scrapeTimeout),
+        new MetricsRoute(models, metrics, scrapeTimeout, moreMetrics),
         new ModelsRoute(models),
         new RetrieveModelRoute(models),
         new TokenizeRoute(models),

@@ -71,7 +71,15 @@ class MetricsRouteTest extends GatewayRouteTest {
             "vllm:generation_tokens_total"))
       for (String model : List.of("fake", "prio"))
         assertFalse(
-            Double.isNaN(value(body, name + "{engine=\"0\",model_name=\"" + model + "\"}")),
+            Double.isNaN(
+                value(
+                    body,
+                    name
+                        + "{engine=\"0\",model_name=\""
+                        + model
+                        + "\",replica=\""
+                        + model
+                        + "#0\"}")),
             name + "\n" + body);
     assertTrue(body.contains("# TYPE vllm:num_requests_running gauge"), body);
     assertTrue(body.contains("# TYPE vllm:prompt_tokens_total counter"), body);
@@ -81,7 +89,7 @@ class MetricsRouteTest extends GatewayRouteTest {
 
   @Test
   void aChatRequestMovesTheWorkerCountersAndTheGatewayMetrics() {
-    String fake = "{engine=\"0\",model_name=\"fake\"}";
+    String fake = "{engine=\"0\",model_name=\"fake\",replica=\"fake#0\"}";
     String before = scrape(route);
     TestRouteResult chat =
         route.run(
@@ -101,16 +109,20 @@ class MetricsRouteTest extends GatewayRouteTest {
         value(after, "vllm:generation_tokens_total" + fake)
             - value(before, "vllm:generation_tokens_total" + fake));
     // From the gateway: both choices finished with stop; one request timed.
-    String stop = "vllm:request_success_total{finished_reason=\"stop\",model_name=\"fake\"}";
+    String stop =
+        "vllm:request_success_total{engine=\"0\",finished_reason=\"stop\",model_name=\"fake\",node=\"local\",replica=\"fake#0\"}";
     assertEquals(2.0, value(after, stop) - orZero(value(before, stop)), after);
-    String e2e = "vllm:e2e_request_latency_seconds_count{model_name=\"fake\"}";
+    String e2e =
+        "vllm:e2e_request_latency_seconds_count{engine=\"0\",model_name=\"fake\",node=\"local\",replica=\"fake#0\"}";
     assertEquals(1.0, value(after, e2e) - orZero(value(before, e2e)), after);
-    String ttft = "vllm:time_to_first_token_seconds_count{model_name=\"fake\"}";
+    String ttft =
+        "vllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"fake\",node=\"local\",replica=\"fake#0\"}";
     assertEquals(1.0, value(after, ttft) - orZero(value(before, ttft)), after);
-    String inf = "vllm:e2e_request_latency_seconds_bucket{model_name=\"fake\",le=\"+Inf\"}";
+    String inf =
+        "vllm:e2e_request_latency_seconds_bucket{engine=\"0\",model_name=\"fake\",node=\"local\",replica=\"fake#0\",le=\"+Inf\"}";
     assertEquals(value(after, e2e), value(after, inf), after);
     // The other model saw nothing.
-    String prio = "{engine=\"0\",model_name=\"prio\"}";
+    String prio = "{engine=\"0\",model_name=\"prio\",replica=\"prio#0\"}";
     assertEquals(
         value(before, "vllm:prompt_tokens_total" + prio),
         value(after, "vllm:prompt_tokens_total" + prio));
@@ -118,7 +130,7 @@ class MetricsRouteTest extends GatewayRouteTest {
 
   @Test
   void prefixCacheKvUsageAndEngineLatenciesComePerReplica() {
-    String fake = "{engine=\"0\",model_name=\"fake\"}";
+    String fake = "{engine=\"0\",model_name=\"fake\",replica=\"fake#0\"}";
     route
         .run(
             bearer(
@@ -145,19 +157,27 @@ class MetricsRouteTest extends GatewayRouteTest {
       assertTrue(count >= 1, h + "\n" + body);
       assertEquals(
           count,
-          value(body, h + "_bucket{engine=\"0\",model_name=\"fake\",le=\"+Inf\"}"),
+          value(
+              body, h + "_bucket{engine=\"0\",model_name=\"fake\",replica=\"fake#0\",le=\"+Inf\"}"),
           "buckets are cumulative in the text format: +Inf holds them all\n" + body);
       assertEquals(
-          count, value(body, h + "_bucket{engine=\"0\",model_name=\"fake\",le=\"0.5\"}"), body);
+          count,
+          value(
+              body, h + "_bucket{engine=\"0\",model_name=\"fake\",replica=\"fake#0\",le=\"0.5\"}"),
+          body);
       assertEquals(
-          0.0, value(body, h + "_bucket{engine=\"0\",model_name=\"fake\",le=\"0.05\"}"), body);
+          0.0,
+          value(
+              body, h + "_bucket{engine=\"0\",model_name=\"fake\",replica=\"fake#0\",le=\"0.05\"}"),
+          body);
       assertEquals(0.1 * count, value(body, h + "_sum" + fake), 1e-9);
     }
   }
 
   @Test
   void aStreamedRequestIsRecordedToo() {
-    String stop = "vllm:request_success_total{finished_reason=\"stop\",model_name=\"fake\"}";
+    String stop =
+        "vllm:request_success_total{engine=\"0\",finished_reason=\"stop\",model_name=\"fake\",node=\"local\",replica=\"fake#0\"}";
     String before = scrape(route);
     TestRouteResult chat =
         route.run(
@@ -187,9 +207,15 @@ class MetricsRouteTest extends GatewayRouteTest {
                 .build());
     String body = scrape(two);
     assertEquals(
-        0.0, value(body, "vllm:num_requests_waiting{engine=\"0\",model_name=\"fake\"}"), body);
+        0.0,
+        value(
+            body, "vllm:num_requests_waiting{engine=\"0\",model_name=\"fake\",replica=\"fake#0\"}"),
+        body);
     assertTrue(
-        Double.isNaN(value(body, "vllm:num_requests_waiting{engine=\"1\",model_name=\"fake\"}")),
+        Double.isNaN(
+            value(
+                body,
+                "vllm:num_requests_waiting{engine=\"1\",model_name=\"fake\",replica=\"fake#1\"}")),
         body);
   }
 

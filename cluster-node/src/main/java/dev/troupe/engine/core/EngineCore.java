@@ -1,5 +1,6 @@
 package dev.troupe.engine.core;
 
+import dev.troupe.engine.DeviceInfo;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
@@ -66,7 +67,7 @@ public final class EngineCore implements AutoCloseable {
   private final SchedulingPolicy policy;
   private final int maxModelLen;
   private final Map<String, CoreRequest> active = new LinkedHashMap<>();
-  private final LatencyStats latencies = new LatencyStats();
+  private final LatencyStats latencies;
   private long generatedTokens;
   private long promptTokens;
 
@@ -79,6 +80,7 @@ public final class EngineCore implements AutoCloseable {
     this.policy = policy;
     this.samplers = samplers;
     this.maxModelLen = settings.maxModelLen(runner);
+    this.latencies = new LatencyStats(maxModelLen);
     this.sampling = SamplingStage.of(runner);
     this.scheduler =
         new Scheduler(settings.schedulerConfig(policy), runner.numBlocks(), runner.blockSize());
@@ -100,6 +102,11 @@ public final class EngineCore implements AutoCloseable {
   /** The sampling stage: where rows are sampled, and how many on the device and on the host. */
   public SamplingStage sampling() {
     return sampling;
+  }
+
+  /** Where the model runs. */
+  public DeviceInfo device() {
+    return runner.deviceInfo();
   }
 
   /** Prompt tokens of the requests admitted since start, once per request whatever n is. */
@@ -252,7 +259,7 @@ public final class EngineCore implements AutoCloseable {
     for (int i = 0; i < chunks; i++) {
       ScheduledChunk c = plan.chunks().get(i);
       CoreRequest r = active.get(c.sequence().group().requestId());
-      latencies.scheduled(r, scheduledAt);
+      latencies.scheduled(r, scheduledAt, c.tokens().length);
       boolean all = r.wantsPromptLogits(c);
       batch.add(
           new SequenceChunk(c.tokens(), c.start(), c.blockTable(), all, r.request.adapterId()));

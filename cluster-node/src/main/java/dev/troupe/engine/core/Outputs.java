@@ -29,6 +29,7 @@ final class Outputs {
           break;
         }
     for (CoreRequest r : leaving) latencies.left(r);
+    latencies.stepDone();
   }
 
   RequestOutputBuilder of(CoreRequest r) {

@@ -148,6 +148,16 @@ public final class CudaGpu implements Gpu {
   }
 
   @Override
+  public int ordinal() {
+    return ordinal;
+  }
+
+  @Override
+  public String name() {
+    return device.name();
+  }
+
+  @Override
   public long totalMemory() {
     return memInfo()[1];
   }

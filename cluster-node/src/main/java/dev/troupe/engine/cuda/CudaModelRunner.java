@@ -1,5 +1,6 @@
 package dev.troupe.engine.cuda;
 
+import dev.troupe.engine.DeviceInfo;
 import dev.troupe.engine.DeviceSampling;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
@@ -221,6 +222,11 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
   /** The device, for logs. */
   public String device() {
     return gpu.describe();
+  }
+
+  @Override
+  public DeviceInfo deviceInfo() {
+    return new DeviceInfo("cuda", gpu.ordinal(), gpu.name(), gpu.totalMemory());
   }
 
   /**

@@ -17,6 +17,16 @@ public interface Gpu extends AutoCloseable {
   /** Device name and compute capability, for logs. */
   String describe();
 
+  /** The device's ordinal on its machine (-1 where it has none: an emulation). */
+  default int ordinal() {
+    return -1;
+  }
+
+  /** The device's name, for the cluster view. */
+  default String name() {
+    return describe();
+  }
+
   /** Bytes of device memory in total and free now. */
   long totalMemory();
 

@@ -152,6 +152,17 @@ public final class ModelWorkerProtocol {
     }
   }
 
+  /**
+   * Asks for the worker's status with its {@link WorkerStatus.Details} (node, device, adapters,
+   * throughput), for the cluster view. Unlike {@link GetStatus} it is answered while the replica
+   * drains too: it describes, it does not probe for new work.
+   */
+  public record Describe(ActorRef<WorkerStatus> replyTo) implements Command {
+    public Describe {
+      if (replyTo == null) throw new IllegalArgumentException("replyTo is required");
+    }
+  }
+
   // ---------------------------------------------------------------- replies
 
   /** Why a request was refused; the gateway maps it to an HTTP status. */

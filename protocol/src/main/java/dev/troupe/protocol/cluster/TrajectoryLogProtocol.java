@@ -68,6 +68,23 @@ public final class TrajectoryLogProtocol {
   /** Reply to {@link Purge}. */
   public record Purged(long groupsDeleted) implements CborSerializable {}
 
+  /** Asks how many groups and trajectories are logged, per split (the cluster view). */
+  public record GetCounts(ActorRef<Counts> replyTo) implements Command {
+    public GetCounts {
+      Objects.requireNonNull(replyTo, "replyTo");
+    }
+  }
+
+  /** Reply to {@link GetCounts}: the logged groups and trajectories of each split, by name. */
+  public record Counts(Map<String, SplitCount> splits) implements CborSerializable {
+    public Counts {
+      splits = Map.copyOf(splits);
+    }
+  }
+
+  /** One split's logged groups and trajectories, over all its steps. */
+  public record SplitCount(long groups, long trajectories) implements CborSerializable {}
+
   /** Reply to {@link Append}. */
   public sealed interface AppendReply extends CborSerializable {}
 

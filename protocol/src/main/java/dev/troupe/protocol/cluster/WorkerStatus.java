@@ -1,6 +1,7 @@
 package dev.troupe.protocol.cluster;
 
 import dev.troupe.protocol.CborSerializable;
+import java.util.List;
 
 /**
  * A worker's state for routing and monitoring: the answer to {@link ModelWorkerProtocol.GetStatus}.
@@ -24,6 +25,8 @@ import dev.troupe.protocol.CborSerializable;
  *     whose model did not load)
  * @param unavailable why the replica cannot serve (its model failed to load, or is not configured),
  *     one line; null when it serves
+ * @param details where the replica runs and what it holds; null from a replica that serves nothing
+ *     (and in tests)
  */
 public record WorkerStatus(
     String entityId,
@@ -41,8 +44,47 @@ public record WorkerStatus(
     long prefixCacheQueries,
     long prefixCacheHits,
     Latencies latencies,
-    String unavailable)
+    String unavailable,
+    Details details)
     implements CborSerializable {
+
+  /** Without {@link Details}. */
+  public WorkerStatus(
+      String entityId,
+      String model,
+      int maxModelLen,
+      String schedulingPolicy,
+      int waiting,
+      int running,
+      long preemptions,
+      int kvBlocksUsed,
+      int kvBlocksTotal,
+      long weightVersion,
+      long promptTokens,
+      long generationTokens,
+      long prefixCacheQueries,
+      long prefixCacheHits,
+      Latencies latencies,
+      String unavailable) {
+    this(
+        entityId,
+        model,
+        maxModelLen,
+        schedulingPolicy,
+        waiting,
+        running,
+        preemptions,
+        kvBlocksUsed,
+        kvBlocksTotal,
+        weightVersion,
+        promptTokens,
+        generationTokens,
+        prefixCacheQueries,
+        prefixCacheHits,
+        latencies,
+        unavailable,
+        null);
+  }
 
   /** A replica that serves. */
   public WorkerStatus(
@@ -77,12 +119,14 @@ public record WorkerStatus(
         prefixCacheQueries,
         prefixCacheHits,
         latencies,
+        null,
         null);
   }
 
   /** A replica that cannot serve {@code model}, and why. */
   public static WorkerStatus unavailable(String entityId, String model, String reason) {
-    return new WorkerStatus(entityId, model, 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, null, reason);
+    return new WorkerStatus(
+        entityId, model, 0, "fcfs", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, null, reason, null);
   }
 
   /** Without prefix-cache counts or latencies (a replica that serves nothing, tests). */
@@ -115,6 +159,7 @@ public record WorkerStatus(
         0,
         0,
         null,
+        null,
         null);
   }
 
@@ -122,6 +167,77 @@ public record WorkerStatus(
   public double kvCacheUsage() {
     return kvBlocksTotal == 0 ? 0 : (double) kvBlocksUsed / kvBlocksTotal;
   }
+
+  /** Share of the prompt tokens looked up in the prefix cache that were found, 0 to 1. */
+  public double prefixCacheHitRate() {
+    return prefixCacheQueries == 0 ? 0 : (double) prefixCacheHits / prefixCacheQueries;
+  }
+
+  /** This status with {@code details}. */
+  public WorkerStatus withDetails(Details details) {
+    return new WorkerStatus(
+        entityId,
+        model,
+        maxModelLen,
+        schedulingPolicy,
+        waiting,
+        running,
+        preemptions,
+        kvBlocksUsed,
+        kvBlocksTotal,
+        weightVersion,
+        promptTokens,
+        generationTokens,
+        prefixCacheQueries,
+        prefixCacheHits,
+        latencies,
+        unavailable,
+        details);
+  }
+
+  /**
+   * Where a replica runs and what it holds, for the cluster view ({@code GET /v1/cluster}) and the
+   * {@code node} label of its metrics.
+   *
+   * @param node the cluster address ({@code host:port}) of the node hosting the replica
+   * @param device where its model runs
+   * @param adapters the LoRA adapters registered with it now, by name
+   * @param prefillTokensPerSecond prompt tokens admitted per second over the last minute (the same
+   *     count as {@code vllm:prompt_tokens_total}; over the replica's life when it is younger)
+   * @param decodeTokensPerSecond tokens generated per second over the last minute
+   * @param draining it takes no new request (its node is shutting down)
+   */
+  public record Details(
+      String node,
+      Device device,
+      List<LoadedAdapter> adapters,
+      double prefillTokensPerSecond,
+      double decodeTokensPerSecond,
+      boolean draining)
+      implements CborSerializable {
+    public Details {
+      adapters = adapters == null ? List.of() : List.copyOf(adapters);
+    }
+  }
+
+  /**
+   * The device a replica's model runs on.
+   *
+   * @param kind {@code cpu} or {@code cuda}
+   * @param index the GPU's ordinal; -1 on the CPU
+   * @param name the GPU's name, or the CPU's architecture and hardware threads
+   * @param memoryBytes the GPU's memory (the JVM's maximum heap on the CPU); 0 when unknown
+   */
+  public record Device(String kind, int index, String name, long memoryBytes)
+      implements CborSerializable {}
+
+  /**
+   * A LoRA adapter a replica holds.
+   *
+   * @param name the served model name of the checkpoint ({@code <model id>:step<N>})
+   * @param step the checkpoint step
+   */
+  public record LoadedAdapter(String name, long step) implements CborSerializable {}
 
   /**
    * vLLM's per-request latency histograms of one replica, measured on its engine's clock: time
@@ -134,15 +250,44 @@ public record WorkerStatus(
       Histogram prefill,
       Histogram decode,
       Histogram inference,
-      Histogram interToken)
+      Histogram interToken,
+      Tokens tokens)
+      implements CborSerializable {
+    /** Without the token histograms. */
+    public Latencies(
+        Histogram queue,
+        Histogram prefill,
+        Histogram decode,
+        Histogram inference,
+        Histogram interToken) {
+      this(queue, prefill, decode, inference, interToken, null);
+    }
+  }
+
+  /**
+   * vLLM's per-request and per-step histograms beside the latencies, with its buckets: prompt and
+   * generated tokens per request (each choice counts as one request, as vLLM v1 runs n > 1 as n
+   * requests), the most tokens any choice of a request generated, the {@code n} and {@code
+   * max_tokens} parameters, the mean time per output token of a request (decode time over its
+   * tokens after the first, seconds) and the tokens one engine step computed.
+   */
+  public record Tokens(
+      Histogram promptTokens,
+      Histogram generationTokens,
+      Histogram maxGenerationTokens,
+      Histogram paramsN,
+      Histogram paramsMaxTokens,
+      Histogram timePerOutputToken,
+      Histogram iterationTokens)
       implements CborSerializable {}
 
   /**
    * One histogram's state.
    *
-   * @param bounds upper bounds of the buckets in seconds (the last bucket, +Inf, has none)
+   * @param bounds upper bounds of the buckets, in the histogram's unit (the last bucket, +Inf, has
+   *     none)
    * @param counts observations per bucket, not cumulative: {@code bounds.length + 1} of them
-   * @param sum the sum of the observations, seconds
+   * @param sum the sum of the observations
    */
   public record Histogram(double[] bounds, long[] counts, double sum) implements CborSerializable {
     public Histogram {

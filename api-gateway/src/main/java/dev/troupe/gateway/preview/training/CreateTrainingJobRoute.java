@@ -11,6 +11,7 @@ import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.preview.PreviewPaths;
 import dev.troupe.protocol.api.preview.training.TrainingJobResponse;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
+import dev.troupe.protocol.cluster.TrainingJobIndexProtocol;
 import dev.troupe.protocol.cluster.TrainingJobProtocol;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -19,8 +20,8 @@ import org.apache.pekko.http.javadsl.server.Route;
 
 /**
  * {@code POST /v1/preview/training-jobs} {@code {model_id, trajectory_groups, experimental_config}}
- * → {@code {id}}, answered only once the job is durably recorded. 422 {@code detail[]} for an
- * invalid body, 404 for an unknown model.
+ * → {@code {id}}, answered only once the job is durably recorded (and listed: {@link
+ * ListTrainingJobsRoute}). 422 {@code detail[]} for an invalid body, 404 for an unknown model.
  */
 public final class CreateTrainingJobRoute implements ApiRoute {
   private final TrainingContext ctx;
@@ -53,10 +54,18 @@ public final class CreateTrainingJobRoute implements ApiRoute {
             model -> {
               if (!(model instanceof TrainableModelProtocol.ModelFound))
                 throw notFound(p.modelId());
-              return ctx.<TrainingJobProtocol.SubmitReply>askJob(
-                  jobId,
-                  r -> new TrainingJobProtocol.Submit(p.modelId(), p.groups(), p.config(), r));
+              // Listed before it exists, so every job that exists is listed (a job whose
+              // submission fails is dropped from the list later: TrainingJobs).
+              return ctx.<TrainingJobIndexProtocol.Added>askIndex(
+                  r ->
+                      new TrainingJobIndexProtocol.Add(
+                          jobId, p.modelId(), System.currentTimeMillis(), r));
             })
+        .thenCompose(
+            listed ->
+                ctx.<TrainingJobProtocol.SubmitReply>askJob(
+                    jobId,
+                    r -> new TrainingJobProtocol.Submit(p.modelId(), p.groups(), p.config(), r)))
         .thenApply(
             reply -> {
               if (reply instanceof TrainingJobProtocol.Submitted s)

@@ -13,6 +13,7 @@ public final class TrainingRoutes {
   public static List<ApiRoute> all(TrainingContext ctx) {
     return List.of(
         new CreateTrainingJobRoute(ctx),
+        new ListTrainingJobsRoute(ctx),
         new GetTrainingJobRoute(ctx),
         new ListTrainingJobEventsRoute(ctx));
   }

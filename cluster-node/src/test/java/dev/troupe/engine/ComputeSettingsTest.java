@@ -16,13 +16,17 @@ class ComputeSettingsTest {
   void referenceConfHoldsTheDefaults() {
     ComputeSettings s =
         ComputeSettings.fromConfig(
-            ConfigFactory.defaultReference().getConfig("troupe.worker.compute"));
+            // the reference.conf files alone: defaultReference() lets -D properties win, and this
+            // module's tests set bf16-gemm on (pom.xml)
+            ConfigFactory.parseResources("reference.conf")
+                .resolve()
+                .getConfig("troupe.worker.compute"));
     assertEquals(0, s.cpuThreads());
     assertEquals(Runtime.getRuntime().availableProcessors(), s.teamSize());
     assertEquals(Duration.ofNanos(20_000), s.cpuSpin());
     assertEquals(64, s.kernelMaxRows());
     assertTrue(s.vectorKernels());
-    assertTrue(s.bf16Gemm());
+    assertFalse(s.bf16Gemm());
     assertEquals(Duration.ofSeconds(5), s.warmup());
     assertNull(s.cudaKernelCache());
     assertTrue(s.kernelCache().endsWith(Path.of(".cache", "troupe", "cuda")));
@@ -33,13 +37,13 @@ class ComputeSettingsTest {
     ComputeSettings s =
         ComputeSettings.fromConfig(
             ConfigFactory.parseString(
-                    "troupe.worker.compute { cpu-threads = 3, warmup = 0s, bf16-gemm = off, "
+                    "troupe.worker.compute { cpu-threads = 3, warmup = 0s, bf16-gemm = on, "
                         + "cuda-kernel-cache = \"/tmp/k\" }")
                 .withFallback(ConfigFactory.defaultReference())
                 .getConfig("troupe.worker.compute"));
     assertEquals(3, s.teamSize());
     assertEquals(Duration.ZERO, s.warmup());
-    assertFalse(s.bf16Gemm());
+    assertTrue(s.bf16Gemm());
     assertEquals(Path.of("/tmp/k"), s.kernelCache());
   }
 }

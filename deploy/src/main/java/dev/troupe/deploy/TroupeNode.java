@@ -17,7 +17,6 @@ import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.gateway.preview.PreviewRoutes;
 import dev.troupe.gateway.preview.TrajectoryCounts;
-import dev.troupe.gateway.preview.training.TrainingContext;
 import dev.troupe.gateway.preview.training.TrainingJobs;
 import dev.troupe.gateway.preview.training.TrainingRoutes;
 import dev.troupe.gateway.replicas.ModelCatalog;
@@ -242,7 +241,6 @@ public final class TroupeNode implements AutoCloseable {
             .withTrainedModels(TrainedModels.sharded(system, gs.askTimeout()));
     NodeHealth health = NodeHealth.get(system);
     PreviewContext preview = PreviewContext.sharded(system, gs.askTimeout());
-    TrainingContext training = TrainingContext.sharded(system, gs.askTimeout());
     List<ModelWorkerProtocol.ReplicaId> replicaIds = new ArrayList<>();
     for (ServedModels.ServedModel m : models.models())
       for (int i = 0; i < m.replicas(); i++)
@@ -252,7 +250,7 @@ public final class TroupeNode implements AutoCloseable {
             system,
             replicaIds,
             VIEW_TIMEOUT,
-            new TrainingJobs(training),
+            new TrainingJobs(preview),
             new TrajectoryCounts(preview, VIEW_TIMEOUT));
     ClusterMetrics clusterMetrics = new ClusterMetrics(view);
     var route =
@@ -266,7 +264,7 @@ public final class TroupeNode implements AutoCloseable {
                     health::ready,
                     clusterMetrics::scrape))
             .addAll(PreviewRoutes.all(preview))
-            .addAll(TrainingRoutes.all(training))
+            .addAll(TrainingRoutes.all(preview))
             .add(new ClusterRoute(view))
             .add(new DashboardRoute())
             .build();

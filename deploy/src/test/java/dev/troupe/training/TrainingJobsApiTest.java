@@ -12,7 +12,6 @@ import dev.troupe.gateway.http.GatewayServer;
 import dev.troupe.gateway.http.GatewaySettings;
 import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.gateway.preview.PreviewRoutes;
-import dev.troupe.gateway.preview.training.TrainingContext;
 import dev.troupe.gateway.preview.training.TrainingRoutes;
 import dev.troupe.node.DataEntities;
 import dev.troupe.persistence.PersistenceInit;
@@ -86,10 +85,11 @@ class TrainingJobsApiTest {
         bases,
         (modelId, base, step, d, adapter) -> published.add(modelId + ":" + step + ":" + d));
     GatewaySettings gs = GatewaySettings.of(0, List.of(KEY));
+    PreviewContext ctx = PreviewContext.sharded(system, Duration.ofSeconds(20));
     var route =
         ApiRoutes.builder(gs)
-            .addAll(PreviewRoutes.all(PreviewContext.sharded(system, Duration.ofSeconds(20))))
-            .addAll(TrainingRoutes.all(TrainingContext.sharded(system, Duration.ofSeconds(20))))
+            .addAll(PreviewRoutes.all(ctx))
+            .addAll(TrainingRoutes.all(ctx))
             .build();
     binding = GatewayServer.bind(system, gs, route).toCompletableFuture().get(30, TimeUnit.SECONDS);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.gateway.preview.PreviewPaths;
 import dev.troupe.protocol.api.preview.training.TrainingJobResponse;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
@@ -24,9 +25,9 @@ import org.apache.pekko.http.javadsl.server.Route;
  * ListTrainingJobsRoute}). 422 {@code detail[]} for an invalid body, 404 for an unknown model.
  */
 public final class CreateTrainingJobRoute implements ApiRoute {
-  private final TrainingContext ctx;
+  private final PreviewContext ctx;
 
-  public CreateTrainingJobRoute(TrainingContext ctx) {
+  public CreateTrainingJobRoute(PreviewContext ctx) {
     this.ctx = ctx;
   }
 
@@ -56,7 +57,7 @@ public final class CreateTrainingJobRoute implements ApiRoute {
                 throw notFound(p.modelId());
               // Listed before it exists, so every job that exists is listed (a job whose
               // submission fails is dropped from the list later: TrainingJobs).
-              return ctx.<TrainingJobIndexProtocol.Added>askIndex(
+              return ctx.<TrainingJobIndexProtocol.Added>askJobIndex(
                   r ->
                       new TrainingJobIndexProtocol.Add(
                           jobId, p.modelId(), System.currentTimeMillis(), r));

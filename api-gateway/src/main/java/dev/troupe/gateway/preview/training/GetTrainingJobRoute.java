@@ -7,6 +7,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.path;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.gateway.preview.PreviewPaths;
 import dev.troupe.protocol.api.preview.training.TrainingJobStatusResponse;
 import dev.troupe.protocol.cluster.TrainingJobProtocol;
@@ -16,9 +17,9 @@ import org.apache.pekko.http.javadsl.server.Route;
 
 /** {@code GET /v1/preview/training-jobs/{id}}: the job's id, status, step and times, or 404. */
 public final class GetTrainingJobRoute implements ApiRoute {
-  private final TrainingContext ctx;
+  private final PreviewContext ctx;
 
-  public GetTrainingJobRoute(TrainingContext ctx) {
+  public GetTrainingJobRoute(PreviewContext ctx) {
     this.ctx = ctx;
   }
 

@@ -7,6 +7,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.path;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.preview.PageQuery;
+import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.gateway.preview.PreviewPaths;
 import dev.troupe.protocol.api.preview.CursorPage;
 import dev.troupe.protocol.api.preview.training.TrainingJobEventResponse;
@@ -20,9 +21,9 @@ import org.apache.pekko.http.javadsl.server.Route;
  * order as a cursor page ({@code limit} 1..100, default 20; no {@code after} = from the first).
  */
 public final class ListTrainingJobEventsRoute implements ApiRoute {
-  private final TrainingContext ctx;
+  private final PreviewContext ctx;
 
-  public ListTrainingJobEventsRoute(TrainingContext ctx) {
+  public ListTrainingJobEventsRoute(PreviewContext ctx) {
     this.ctx = ctx;
   }
 

@@ -7,6 +7,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.path;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.preview.PageQuery;
+import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.gateway.preview.PreviewPaths;
 import dev.troupe.protocol.api.preview.CursorPage;
 import dev.troupe.protocol.api.preview.training.TrainingJobSummary;
@@ -28,7 +29,7 @@ public final class ListTrainingJobsRoute implements ApiRoute {
 
   private final TrainingJobs jobs;
 
-  public ListTrainingJobsRoute(TrainingContext ctx) {
+  public ListTrainingJobsRoute(PreviewContext ctx) {
     this.jobs = new TrainingJobs(ctx);
   }
 

@@ -1,5 +1,6 @@
 package dev.troupe.gateway.preview.training;
 
+import dev.troupe.gateway.preview.PreviewContext;
 import dev.troupe.protocol.api.preview.training.TrainingJobSummary;
 import dev.troupe.protocol.cluster.TrainingJobIndexProtocol;
 import dev.troupe.protocol.cluster.TrainingJobIndexProtocol.Entry;
@@ -34,9 +35,9 @@ public final class TrainingJobs {
 
   static final long FORGET_AFTER_MILLIS = 60_000;
 
-  private final TrainingContext ctx;
+  private final PreviewContext ctx;
 
-  public TrainingJobs(TrainingContext ctx) {
+  public TrainingJobs(PreviewContext ctx) {
     this.ctx = ctx;
   }
 
@@ -110,7 +111,7 @@ public final class TrainingJobs {
   }
 
   private CompletionStage<JobPage> indexPage(String after, boolean descending) {
-    return ctx.askIndex(r -> new TrainingJobIndexProtocol.ListJobs(after, SCAN, descending, r));
+    return ctx.askJobIndex(r -> new TrainingJobIndexProtocol.ListJobs(after, SCAN, descending, r));
   }
 
   private static String last(JobPage page) {
@@ -136,11 +137,11 @@ public final class TrainingJobs {
             reply -> {
               if (reply instanceof JobView v) {
                 if (e.finalStatus() == null && TrainingJobIndexProtocol.finished(v.status()))
-                  ctx.tellIndex(new TrainingJobIndexProtocol.Settle(v.id(), v.status()));
+                  ctx.tellJobIndex(new TrainingJobIndexProtocol.Settle(v.id(), v.status()));
                 return v;
               }
               if (System.currentTimeMillis() - e.createdAtMillis() > FORGET_AFTER_MILLIS)
-                ctx.tellIndex(new TrainingJobIndexProtocol.Forget(e.jobId()));
+                ctx.tellJobIndex(new TrainingJobIndexProtocol.Forget(e.jobId()));
               return null;
             });
   }

@@ -1,6 +1,7 @@
 package dev.troupe.gateway.preview.training;
 
 import dev.troupe.gateway.http.ApiRoute;
+import dev.troupe.gateway.preview.PreviewContext;
 import java.util.List;
 
 /**
@@ -10,7 +11,7 @@ import java.util.List;
 public final class TrainingRoutes {
   private TrainingRoutes() {}
 
-  public static List<ApiRoute> all(TrainingContext ctx) {
+  public static List<ApiRoute> all(PreviewContext ctx) {
     return List.of(
         new CreateTrainingJobRoute(ctx),
         new ListTrainingJobsRoute(ctx),

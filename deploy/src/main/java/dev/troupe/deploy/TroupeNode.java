@@ -22,6 +22,7 @@ import dev.troupe.node.NodeSettings;
 import dev.troupe.persistence.Persistence;
 import dev.troupe.persistence.PersistenceInit;
 import dev.troupe.persistence.PersistenceSettings;
+import dev.troupe.protocol.cluster.LargeMessages;
 import dev.troupe.protocol.cluster.Roles;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.WorkerStatus;
@@ -94,6 +95,7 @@ public final class TroupeNode implements AutoCloseable {
     List<String> keys = ApiKeys.resolve(options.apiKeys(), options.dataDir(), announceKey);
     Config base =
         overrides
+            .withFallback(LargeMessages.config())
             .withFallback(config(options, keys))
             .withFallback(ConfigFactory.parseResources("troupe-node.conf"))
             .withFallback(ConfigFactory.load());

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A generation request larger than Artery's ordinary frame (256 KiB) served by a model worker on
  * another node: a gateway-only node and a worker node of the real distribution on loopback. The
- * request's {@code Generate} crosses the cluster in the large-message lane.
+ * request's {@code Generate} crosses the cluster in the large-message lane; one over every bound is
+ * refused by the gateway before it is sent, at once, instead of being dropped by Artery.
  */
 class LargeRequestAcrossNodesTest {
   private static final Duration WAIT = Duration.ofSeconds(90);
@@ -37,6 +38,8 @@ class LargeRequestAcrossNodesTest {
           pekko.cluster.log-info = off
           troupe.worker.engine.num-blocks = 32
           troupe.worker.metrics-log-interval = 0s
+          # A smaller large-message frame than production's, so that a request over it stays small.
+          pekko.remote.artery.advanced.maximum-large-frame-size = 2MiB
           """);
 
   private final List<TroupeNode> nodes = new ArrayList<>();
@@ -119,5 +122,18 @@ class LargeRequestAcrossNodesTest {
     long seconds = (System.nanoTime() - start) / 1_000_000_000L;
     assertEquals(200, r.statusCode(), "after " + seconds + " s: " + r.body());
     assertTrue(r.body().contains("\"completion_tokens\":3"), r.body());
+  }
+
+  @Test
+  void aRequestLargerThanEveryFrameIsA400AtTheGateway(@TempDir Path dir) throws Exception {
+    TroupeNode gateway = gatewayAndWorker(dir);
+    // A 3 MB prompt: over the 2 MiB large-message frame of this test's nodes.
+    String body =
+        """
+        {"model":"demo","prompt":"%s","max_tokens":1}"""
+            .formatted("hello ".repeat(500_000));
+    HttpResponse<String> r = post(gateway, "/v1/completions", body);
+    assertEquals(400, r.statusCode(), r.body());
+    assertTrue(r.body().contains("maximum-large-frame-size"), r.body());
   }
 }

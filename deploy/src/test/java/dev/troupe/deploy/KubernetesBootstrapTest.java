@@ -115,14 +115,24 @@ class KubernetesBootstrapTest {
     assertEquals(0, victim.exitValue(), log(host));
     assertTrue(log(host).contains("draining"), log(host));
     api.deletePod("troupe-worker-" + host);
-    await("the node has left", () -> !upMembers().contains(hostIp));
+    await(
+        "the node has left",
+        () -> {
+          List<String> up = upMembers();
+          return up != null && !up.contains(hostIp);
+        });
     assertEquals(8, ChatClient.tokenIds(client.whole(8).get(2, TimeUnit.MINUTES)).size());
     await("the replica serves from the other worker", () -> modelLoaded(other));
 
     // A pod that appears later is discovered and joins the running cluster.
     api.addPod("troupe-worker-c", "127.0.0.5");
     start("c", "127.0.0.5", "worker");
-    await("the new node joined", () -> upMembers().contains("127.0.0.5"));
+    await(
+        "the new node joined",
+        () -> {
+          List<String> up = upMembers();
+          return up != null && up.contains("127.0.0.5");
+        });
     await("the new node is ready", () -> status("127.0.0.5", "/ready") == 200);
   }
 
@@ -205,11 +215,15 @@ class KubernetesBootstrapTest {
     return Integer.parseInt(m.group(1));
   }
 
-  /** The IPs of the Up members, as the gateway's management API lists them, in order. */
+  /**
+   * The IPs of the Up members, as the gateway's management API lists them, in order; null when the
+   * gateway did not answer in time. Any answer but 200 fails: read as "no members", a refusal (the
+   * cluster routes need the key) would pass "the node has left" without it having left.
+   */
   private List<String> upMembers() throws Exception {
+    HttpResponse<String> r = clusterRoute("127.0.0.2", "/cluster/members");
+    if (r == null) return null;
     List<String> ips = new ArrayList<>();
-    HttpResponse<String> r = get("127.0.0.2", management, "/cluster/members");
-    if (r == null || r.statusCode() != 200) return ips;
     for (JsonNode m : Json.mapper().readTree(r.body()).path("members"))
       if (m.path("status").asText().equals("Up")) {
         Matcher ip = Pattern.compile("@([0-9.]+):").matcher(m.path("node").asText());
@@ -221,11 +235,23 @@ class KubernetesBootstrapTest {
 
   /** True when the worker at {@code ip} hosts a model replica now. */
   private boolean hasReplica(String ip) throws Exception {
-    HttpResponse<String> r = get(ip, management, "/cluster/shards/ModelWorker");
+    HttpResponse<String> r = clusterRoute(ip, "/cluster/shards/ModelWorker");
+    assertTrue(r != null, ip + " did not answer GET /cluster/shards/ModelWorker");
     int entities = 0;
     for (JsonNode region : Json.mapper().readTree(r.body()).path("regions"))
       entities += region.path("numEntities").asInt();
     return entities > 0;
+  }
+
+  /**
+   * {@code GET path} on a cluster route of the management port, with the API key (those routes
+   * refuse callers without it, unlike the probes); null when nothing answers, and a failure for any
+   * status but 200.
+   */
+  private HttpResponse<String> clusterRoute(String ip, String path) {
+    HttpResponse<String> r = get(ip, management, path, KEY);
+    if (r != null) assertEquals(200, r.statusCode(), "GET " + path + " on " + ip + ": " + r.body());
+    return r;
   }
 
   private int status(String ip, String path) {
@@ -234,19 +260,20 @@ class KubernetesBootstrapTest {
 
   /** The HTTP status of {@code GET path}, or -1 when nothing answers. */
   private int status(String ip, String path, int port) {
-    HttpResponse<String> r = get(ip, port, path);
+    HttpResponse<String> r = get(ip, port, path, null);
     return r == null ? -1 : r.statusCode();
   }
 
-  private HttpResponse<String> get(String ip, int port, String path) {
+  /**
+   * {@code GET path}, with {@code key} as the bearer token unless null; null when nothing answers.
+   */
+  private HttpResponse<String> get(String ip, int port, String path, String key) {
+    HttpRequest.Builder request =
+        HttpRequest.newBuilder(URI.create("http://" + ip + ":" + port + path))
+            .timeout(Duration.ofSeconds(5));
+    if (key != null) request.header("Authorization", "Bearer " + key);
     try {
-      return http.send(
-          HttpRequest.newBuilder(URI.create("http://" + ip + ":" + port + path))
-              // the cluster routes need the node's key (KeyedClusterRoutes); the probes ignore it
-              .header("Authorization", "Bearer " + KEY)
-              .timeout(Duration.ofSeconds(5))
-              .build(),
-          HttpResponse.BodyHandlers.ofString());
+      return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
     } catch (java.io.IOException e) {
       return null;
     } catch (InterruptedException e) {

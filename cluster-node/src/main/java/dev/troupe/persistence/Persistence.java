@@ -8,20 +8,11 @@ import java.util.Map;
 
 /**
  * The pekko-persistence-jdbc configuration for a {@link PersistenceSettings}: journal and snapshot
- * store on one shared Slick database (HikariCP pool), plus the Artery large-message settings the
- * trajectory log needs across nodes. Use as an overlay in front of the node's config: {@code
- * Persistence.configFor(settings).withFallback(config)}.
+ * store on one shared Slick database (HikariCP pool). Use as an overlay in front of the node's
+ * config: {@code Persistence.configFor(settings).withFallback(config)}. The trajectory log's large
+ * messages across nodes need {@code LargeMessages.config()} too.
  */
 public final class Persistence {
-  /** Where large messages of the data entities go (sharding regions, ask replies). */
-  public static final java.util.List<String> LARGE_MESSAGE_DESTINATIONS =
-      java.util.List.of(
-          "/system/sharding/TrajectoryLog",
-          "/system/sharding/TrajectoryLog/*",
-          "/system/sharding/TrajectoryLog/*/*",
-          "/system/sharding/TrajectoryLogProxy",
-          "/temp/*");
-
   private Persistence() {}
 
   /** The config overlay that points journal, snapshots and the read journal at the database. */
@@ -45,12 +36,6 @@ public final class Persistence {
         }) {
       m.put(plugin + ".use-shared-db", "troupe");
     }
-    // Trajectory groups travel as one message from a gateway to the node hosting the model's log (a
-    // log request may be 64 MiB), and page reads answer with large replies: Artery's ordinary
-    // frames are 256 KiB. Set here, not in reference.conf, where "+=" would depend on the order in
-    // which the jars' reference.conf files are merged.
-    m.put("pekko.remote.artery.large-message-destinations", LARGE_MESSAGE_DESTINATIONS);
-    m.put("pekko.remote.artery.advanced.maximum-large-frame-size", "80MiB");
     Config overlay = ConfigFactory.empty();
     for (Map.Entry<String, Object> e : m.entrySet()) {
       overlay = overlay.withValue(e.getKey(), ConfigValueFactory.fromAnyRef(e.getValue()));

@@ -32,6 +32,7 @@ import dev.troupe.persistence.Persistence;
 import dev.troupe.persistence.PersistenceInit;
 import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.cluster.ClusterViewProtocol;
+import dev.troupe.protocol.cluster.LargeMessages;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.Roles;
 import dev.troupe.protocol.cluster.ServedModels;
@@ -106,6 +107,7 @@ public final class TroupeNode implements AutoCloseable {
     List<String> keys = ApiKeys.resolve(options.apiKeys(), options.dataDir(), announceKey);
     Config base =
         overrides
+            .withFallback(LargeMessages.config())
             .withFallback(config(options, keys))
             .withFallback(ConfigFactory.parseResources("troupe-node.conf"))
             .withFallback(ConfigFactory.load());

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.persistence.Persistence;
 import dev.troupe.persistence.PersistenceSettings;
+import dev.troupe.protocol.cluster.LargeMessages;
 
 /** Config of an in-JVM test node with roles gateway and trainer on a random loopback port. */
 public final class TestNodeConfig {
@@ -12,6 +13,7 @@ public final class TestNodeConfig {
   /** The node's config on {@code settings}' store, serving {@code baseModel} (the demo model). */
   public static Config gatewayTrainer(PersistenceSettings settings, String baseModel) {
     return Persistence.configFor(settings)
+        .withFallback(LargeMessages.config())
         .withFallback(
             ConfigFactory.parseString(
                 """

@@ -5,6 +5,7 @@ import dev.troupe.gateway.replicas.ReplicaSelector.Attempts;
 import dev.troupe.gateway.replicas.ReplicaSelector.Replica;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.GenerationRequest.Resume;
+import dev.troupe.protocol.cluster.LargeMessages;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Accepted;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
@@ -158,7 +159,7 @@ public final class GenerationOwner {
             out -> {
               system.systemActorOf(
                   create(out, request, replicas, settings),
-                  "generation-" + OWNERS.incrementAndGet(),
+                  LargeMessages.GENERATION_OWNER_PREFIX + OWNERS.incrementAndGet(),
                   Props.empty());
               return NotUsed.getInstance();
             })

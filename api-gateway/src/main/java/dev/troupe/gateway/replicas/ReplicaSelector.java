@@ -72,6 +72,7 @@ public final class ReplicaSelector {
   private final PromptTokenizer tokenizer;
   private final Duration askTimeout;
   private final ExecutorService tokenizing;
+  private final MessageBound bound;
   private final Map<String, AtomicInteger> turns = new ConcurrentHashMap<>();
   private final Set<String> probing = ConcurrentHashMap.newKeySet();
 
@@ -93,6 +94,7 @@ public final class ReplicaSelector {
     this.recorder = recorder;
     this.tokenizer = tokenizer;
     this.askTimeout = askTimeout;
+    this.bound = new MessageBound(system);
     int threads = Math.max(1, Runtime.getRuntime().availableProcessors());
     AtomicInteger n = new AtomicInteger();
     this.tokenizing =
@@ -178,7 +180,8 @@ public final class ReplicaSelector {
    * Where a generation goes: the replica of {@code model} chosen among its reachable ones, and the
    * request to send it (carrying the prompt's token ids when the gateway computed them). Close
    * {@link Destination#lease()} when the generation ends, however it ends. Fails with a 503 at once
-   * when no replica is reachable.
+   * when no replica is reachable, and with a 400 when the request (with the ids computed here) is
+   * larger than a message to a worker may be ({@link MessageBound}).
    *
    * @param maxModelLen the model's context length (its facts): truncation and the prompt bound of
    *     the gateway's tokenization depend on it
@@ -187,22 +190,27 @@ public final class ReplicaSelector {
       ServedModel model, GenerationRequest request, int maxModelLen) {
     List<Integer> candidates = candidates(model, Set.of());
     if (candidates.isEmpty()) return CompletableFuture.failedFuture(noneReachable(model));
-    if (!settings.cacheAware())
-      return CompletableFuture.completedFuture(decide(model, candidates, request, null));
-    if (request.promptTokenIds() != null) // the client sent ids (/v1/completions): no tokenizing
-    return CompletableFuture.completedFuture(
-          decide(
-              model,
-              candidates,
-              request,
-              truncated(request.promptTokenIds(), request.truncatePromptTokens(), maxModelLen)));
+    try {
+      if (!settings.cacheAware())
+        return CompletableFuture.completedFuture(
+            decide(model, candidates, bound.check(request), null));
+      if (request.promptTokenIds() != null) // the client sent ids (/v1/completions): no tokenizing
+      return CompletableFuture.completedFuture(
+            decide(
+                model,
+                candidates,
+                bound.check(request),
+                truncated(request.promptTokenIds(), request.truncatePromptTokens(), maxModelLen)));
+    } catch (ApiException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     return encode(model, request, maxModelLen)
         .thenApply(
             ids ->
                 decide(
                     model,
                     candidates,
-                    ids == null ? request : request.withPromptTokenIds(boxed(ids)),
+                    bound.check(ids == null ? request : request.withPromptTokenIds(boxed(ids))),
                     ids));
   }
 

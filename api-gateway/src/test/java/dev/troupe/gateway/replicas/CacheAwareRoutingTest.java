@@ -18,10 +18,19 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 /** The routing decision on its own: a table fed with reports, a fake clock. */
 class CacheAwareRoutingTest {
+  private static final ActorTestKit KIT = ActorTestKit.create();
+
+  @AfterAll
+  static void stopKit() {
+    KIT.shutdownTestKit();
+  }
+
   private static final int BS = 16;
   private static final List<Integer> TWO = List.of(0, 1);
   private final long[] clock = {0};
@@ -214,7 +223,7 @@ class CacheAwareRoutingTest {
   private ReplicaSelector selector(
       RoutingSettings with, ReplicaSelector.Recorder recorder, PromptTokenizer tokenizer) {
     return new ReplicaSelector(
-        null, // no actor system: nothing here asks a replica
+        KIT.system(), // nothing here asks a replica; the request's size is checked against it
         id -> null,
         Liveness.assumeAllLive(),
         table,

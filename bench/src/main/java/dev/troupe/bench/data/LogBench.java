@@ -11,6 +11,7 @@ import dev.troupe.node.DataEntities;
 import dev.troupe.persistence.Persistence;
 import dev.troupe.persistence.PersistenceInit;
 import dev.troupe.persistence.PersistenceSettings;
+import dev.troupe.protocol.cluster.LargeMessages;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.net.URI;
@@ -66,6 +67,7 @@ public final class LogBench {
     PersistenceInit.ensureSchema(settings);
     Config config =
         Persistence.configFor(settings)
+            .withFallback(LargeMessages.config())
             .withFallback(
                 ConfigFactory.parseString(
                     """

@@ -48,44 +48,6 @@ public record WorkerStatus(
     Details details)
     implements CborSerializable {
 
-  /** Without {@link Details}. */
-  public WorkerStatus(
-      String entityId,
-      String model,
-      int maxModelLen,
-      String schedulingPolicy,
-      int waiting,
-      int running,
-      long preemptions,
-      int kvBlocksUsed,
-      int kvBlocksTotal,
-      long weightVersion,
-      long promptTokens,
-      long generationTokens,
-      long prefixCacheQueries,
-      long prefixCacheHits,
-      Latencies latencies,
-      String unavailable) {
-    this(
-        entityId,
-        model,
-        maxModelLen,
-        schedulingPolicy,
-        waiting,
-        running,
-        preemptions,
-        kvBlocksUsed,
-        kvBlocksTotal,
-        weightVersion,
-        promptTokens,
-        generationTokens,
-        prefixCacheQueries,
-        prefixCacheHits,
-        latencies,
-        unavailable,
-        null);
-  }
-
   /** A replica that serves. */
   public WorkerStatus(
       String entityId,

@@ -46,6 +46,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
   private final long[] kCache, vCache;
   private final long ropeCos, ropeSin;
   private final long blockBytes;
+  private final long reserved; // kept out of the KV cache for a trainer on this runner
   // work buffers, sized for `capacity` token rows
   private int capacity, metaInts, axRows, axRank;
   private long x, h, qkv, q, attn, y, gu, a, meta, ax, logits;
@@ -56,6 +57,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
   private final long sampleWork; // [LOGIT_PIECE, vocab] fp32: device sampling's scratch
   private int samplerThreads = DeviceSampler.THREADS;
   private boolean closed;
+  private final List<CudaTrainer> trainers = new ArrayList<>(); // closed before the runner
 
   private CudaModelRunner(
       Gpu gpu,
@@ -64,11 +66,13 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       int blockSize,
       int fixedBlocks,
       double memoryUtilization,
-      int maxBatchTokens) {
+      int maxBatchTokens,
+      long reservedBytes) {
     if (blockSize < 1) throw new IllegalArgumentException("blockSize must be >= 1");
     this.gpu = gpu;
     this.cfg = cfg;
     this.blockSize = blockSize;
+    this.reserved = Math.max(0, reservedBytes);
     this.hidden = cfg.hiddenSize();
     this.headDim = cfg.headDim();
     this.qDim = cfg.numHeads() * headDim;
@@ -93,14 +97,19 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     if (fixedBlocks > 0) numBlocks = fixedBlocks;
     else {
       long total = gpu.totalMemory(), free = gpu.freeMemory();
-      long budget = (long) (memoryUtilization * total) - (total - free) - ropeBytes;
+      long budget = (long) (memoryUtilization * total) - (total - free) - ropeBytes - reserved;
       numBlocks = (int) Math.min(Integer.MAX_VALUE, budget / perBlock);
       if (numBlocks < 1)
         throw new ModelLoadException(
             String.format(
                 "no room for a KV cache on %s: weights %d MiB, %d MiB of %d MiB free, "
-                    + "--gpu-memory-utilization %.2f",
-                gpu.describe(), w.bytes >> 20, free >> 20, total >> 20, memoryUtilization));
+                    + "%d MiB kept for training, --gpu-memory-utilization %.2f",
+                gpu.describe(),
+                w.bytes >> 20,
+                free >> 20,
+                total >> 20,
+                reserved >> 20,
+                memoryUtilization));
     }
     this.ropePositions = (int) Math.min(ropeMax, (long) numBlocks * blockSize);
     this.kCache = new long[cfg.numLayers()];
@@ -113,13 +122,14 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     ropeCos = uploadFloats(rope[0]);
     ropeSin = uploadFloats(rope[1]);
     log.info(
-        "{}: weights {} MiB (BF16), KV cache {} blocks × {} positions = {} MiB (BF16), work buffers for {} tokens",
+        "{}: weights {} MiB (BF16), KV cache {} blocks × {} positions = {} MiB (BF16), work buffers for {} tokens, {} MiB kept for training",
         gpu.describe(),
         w.bytes >> 20,
         numBlocks,
         blockSize,
         (long) numBlocks * perBlock >> 20,
-        capacity);
+        capacity,
+        reserved >> 20);
   }
 
   /**
@@ -137,9 +147,34 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       int numBlocks,
       double memoryUtilization,
       int maxBatchTokens) {
+    return load(gpu, cfg, weights, blockSize, numBlocks, memoryUtilization, maxBatchTokens, 0);
+  }
+
+  /**
+   * As {@link #load(Gpu, ModelConfig, WeightSource, int, int, double, int)}, keeping {@code
+   * reservedBytes} of the {@code memoryUtilization} share out of the KV cache for a trainer on this
+   * runner ({@link #trainer}; {@link CudaTrainer#reservedBytes}), so that serving and training
+   * together stay within {@code --gpu-memory-utilization}.
+   */
+  public static CudaModelRunner load(
+      Gpu gpu,
+      ModelConfig cfg,
+      WeightSource weights,
+      int blockSize,
+      int numBlocks,
+      double memoryUtilization,
+      int maxBatchTokens,
+      long reservedBytes) {
     try {
       return new CudaModelRunner(
-          gpu, cfg, weights, blockSize, numBlocks, memoryUtilization, maxBatchTokens);
+          gpu,
+          cfg,
+          weights,
+          blockSize,
+          numBlocks,
+          memoryUtilization,
+          maxBatchTokens,
+          reservedBytes);
     } catch (RuntimeException | Error e) {
       gpu.close();
       throw e;
@@ -224,6 +259,11 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     return gpu.describe();
   }
 
+  /** Bytes kept out of the KV cache for a trainer on this runner (0: none). */
+  public long reservedBytes() {
+    return reserved;
+  }
+
   @Override
   public DeviceInfo deviceInfo() {
     return new DeviceInfo("cuda", gpu.ordinal(), gpu.name(), gpu.totalMemory());
@@ -233,13 +273,16 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
    * A trainer of LoRA adapters on this runner's GPU and base weights, which it reads and never
    * writes (no second copy of the model): for a node that serves and trains one model on one GPU.
    * Call it, and use the trainer, on this runner's thread between two steps (generation pauses for
-   * a training step, as ART's shared mode); close the trainer before the runner. Its adapters are
-   * served in memory: {@code registerAdapter(id, trainer.adapter(step))}. Its buffers come out of
-   * what the KV cache left: size the cache with {@link CudaTrainer#workspaceBytes} in mind.
+   * a training step, as ART's shared mode); the runner closes it first when it closes. Its adapters
+   * are served in memory: {@code registerAdapter(id, trainer.adapter(step))}. Its buffers come out
+   * of what {@link #reservedBytes} kept from the KV cache ({@link CudaTrainer#reservedBytes}).
    */
   public CudaTrainer trainer(CudaTrainer.Adapter adapter, int maxTokens) {
     if (closed) throw new IllegalStateException("runner closed");
-    return CudaTrainer.sharing(gpu, cfg, w, adapter, maxTokens);
+    trainers.removeIf(CudaTrainer::isClosed);
+    CudaTrainer t = CudaTrainer.sharing(gpu, cfg, w, adapter, maxTokens);
+    trainers.add(t);
+    return t;
   }
 
   @Override
@@ -481,6 +524,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     if (closed) return;
     closed = true;
     try {
+      for (CudaTrainer t : trainers) t.close(); // no-op for those closed already
       gpu.synchronize();
       for (long p : kCache) gpu.free(p);
       for (long p : vCache) gpu.free(p);

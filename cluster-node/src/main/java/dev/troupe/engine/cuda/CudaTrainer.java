@@ -162,6 +162,20 @@ public final class CudaTrainer implements AutoCloseable {
     return TrainingBuffers.bytes(cfg, rank, rows);
   }
 
+  /**
+   * Device memory a trainer on a serving runner takes for rows of {@code maxTokens} tokens: its
+   * work buffers ({@link #workspaceBytes}), the adapter's parameters with their gradients and
+   * AdamW's moments, its RoPE tables and each row's metadata. What a runner that trains keeps out
+   * of its KV cache.
+   */
+  public static long reservedBytes(ModelConfig cfg, Adapter adapter, int maxTokens) {
+    long rope = 2L * cfg.maxPositionEmbeddings() * (cfg.headDim() / 2) * 4;
+    return workspaceBytes(cfg, adapter.rank(), maxTokens)
+        + LoraParams.bytes(cfg, adapter.rank(), adapter.targets())
+        + TrainingRow.metaBytes(maxTokens)
+        + rope;
+  }
+
   public ModelConfig config() {
     return cfg;
   }
@@ -372,6 +386,10 @@ public final class CudaTrainer implements AutoCloseable {
   private TrainingRow row(int[] tokens, int[] positions, int[] segments, boolean[] needed) {
     open();
     return TrainingRow.of(tokens, positions, segments, needed, cfg.vocabSize(), ropePositions);
+  }
+
+  boolean isClosed() {
+    return closed;
   }
 
   private void open() {

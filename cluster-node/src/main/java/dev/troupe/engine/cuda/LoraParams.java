@@ -35,6 +35,18 @@ final class LoraParams implements AutoCloseable {
   final long p, pb, g, m, v, partial, norm;
   long step;
 
+  /**
+   * Device memory the parameters take: the FP32 master copy, its BF16 working copy, the gradients,
+   * AdamW's two moments (18 bytes per parameter), and the norm's partial sums.
+   */
+  static long bytes(ModelConfig cfg, int rank, List<String> targets) {
+    long n = 0;
+    for (int l = 0; l < cfg.numLayers(); l++)
+      for (Projection pr : Projection.values())
+        if (targets.contains(pr.shortName())) n += (long) rank * (pr.in(cfg) + pr.out(cfg));
+    return n * (4 + 2 + 4 + 4 + 4) + KernelSource.ADAM_BLOCKS * 8L + 8;
+  }
+
   LoraParams(Gpu gpu, ModelConfig cfg, int rank, double alpha, List<String> targets) {
     this.gpu = gpu;
     this.rank = rank;

@@ -158,6 +158,15 @@ final class TrainingRow {
     return offMask() + 3L * length;
   }
 
+  /**
+   * Device bytes a trainer's metadata buffers may hold for rows of up to {@code rows} tokens: the
+   * int and double arrays of the longest row with its loss, twice (a buffer grows to at least twice
+   * its size).
+   */
+  static long metaBytes(int rows) {
+    return 2 * ((10L * rows + 4) * 4 + (3L * rows + 4) * 8);
+  }
+
   int intCount() {
     return (int) (hasLoss() ? offLossInts() + 4 : offMask());
   }

@@ -226,6 +226,67 @@ class CudaTrainerTest {
   }
 
   /**
+   * A runner that will train keeps {@link CudaTrainer#reservedBytes} out of its KV cache (the
+   * emulator reports half its memory free: the blocks are exact), and a trainer on it for rows of
+   * that length — its buffers, the adapter, gradients and moments — allocates no more than that.
+   */
+  @ParameterizedTest
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
+  void aRunnerThatTrainsKeepsTheTrainersMemoryOutOfItsKvCache(GpuBackends b) {
+    ModelConfig c = TinyModels.config(Arch.QWEN3);
+    Map<String, float[]> w = CudaModelRunnerTest.bf16Weights(c, 41);
+    int rows = 64, bs = 4;
+    long reserved = CudaTrainer.reservedBytes(c, adapter(SPEC), rows);
+    long perBlock = 2L * c.numLayers() * bs * c.numKvHeads() * c.headDim() * 2;
+    long rope = 2L * c.maxPositionEmbeddings() * (c.headDim() / 2) * 4;
+    int without;
+    try (CudaModelRunner r =
+        CudaModelRunner.load(b.open(c, bs), c, new MapWeights(c, w), bs, 0, 0.9, 16)) {
+      without = r.numBlocks();
+    }
+    long[] allocated = {0};
+    Gpu real = b.open(c, bs);
+    long total = real.totalMemory();
+    Gpu gpu =
+        (Gpu)
+            java.lang.reflect.Proxy.newProxyInstance(
+                Gpu.class.getClassLoader(),
+                new Class<?>[] {Gpu.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("alloc")) allocated[0] += (Long) args[0];
+                  try {
+                    return method.invoke(real, args);
+                  } catch (java.lang.reflect.InvocationTargetException e) {
+                    throw e.getCause();
+                  }
+                });
+    try (CudaModelRunner r =
+        CudaModelRunner.load(gpu, c, new MapWeights(c, w), bs, 0, 0.9, 16, reserved)) {
+      assertEquals(reserved, r.reservedBytes());
+      assertTrue(
+          (double) r.numBlocks() * perBlock + rope + reserved <= 0.9 * total, "" + r.numBlocks());
+      if (b == GpuBackends.EMULATED) {
+        assertEquals(
+            (long) ((0.9 * total - total / 2 - rope - reserved) / perBlock), r.numBlocks());
+        assertTrue(
+            without - r.numBlocks() >= reserved / perBlock, without + " vs " + r.numBlocks());
+      }
+      long before = allocated[0];
+      try (CudaTrainer t = r.trainer(adapter(SPEC), rows)) {
+        int[] tokens = new int[rows], positions = new int[rows];
+        for (int i = 0; i < rows; i++) {
+          tokens[i] = (7 * i + 3) % c.vocabSize();
+          positions[i] = i;
+        }
+        t.gradients(tokens, positions, new int[rows], null, new double[rows]);
+        assertTrue(
+            allocated[0] - before <= reserved,
+            "the trainer allocated " + (allocated[0] - before) + " bytes; kept " + reserved);
+      }
+    }
+  }
+
+  /**
    * dL/dε at 0 along u = g / |g| from L(±ε_i), ε_i = E/4 … E: a least-squares fit of c1·ε + c3·ε³
    * to the odd part (L(ε) − L(−ε)) / 2, which the even terms and the curvature's cubic cannot bias.
    */

@@ -3,9 +3,13 @@ package dev.troupe.node;
 import com.typesafe.config.Config;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.runner.DeviceSettings;
+import dev.troupe.engine.runner.SharedTraining;
 import dev.troupe.engine.structured.StructuredOutputSettings;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ServedModels;
+import dev.troupe.protocol.cluster.TrainingJobProtocol;
 import java.time.Duration;
+import java.util.List;
 
 /**
  * What a node runs, read once from config: the served models ({@code troupe.models}), the engine
@@ -33,7 +37,26 @@ public record NodeSettings(
         EngineSettings.fromConfig(config.getConfig("troupe.worker.engine")),
         config.getDuration("troupe.worker.metrics-log-interval"),
         config.getBoolean("troupe.node.start-replicas"),
-        DeviceSettings.fromConfig(config.getConfig("troupe.worker.device")),
+        DeviceSettings.fromConfig(config.getConfig("troupe.worker.device"))
+            .withTraining(sharedTraining(config)),
         StructuredOutputSettings.fromConfig(config.getConfig("troupe.worker.structured-outputs")));
+  }
+
+  /**
+   * What a GPU replica keeps for a trainer on its runner: on a node that serves and trains, with
+   * {@code troupe.training.share-serving-gpu} on (the GPU trains LoRA only: not under full
+   * fine-tuning); else null.
+   */
+  static SharedTraining sharedTraining(Config config) {
+    List<String> roles = config.getStringList("pekko.cluster.roles");
+    Config t = config.getConfig("troupe.training");
+    if (!roles.contains(ModelWorkerProtocol.ROLE)
+        || !roles.contains(TrainingJobProtocol.ROLE)
+        || !t.getBoolean("share-serving-gpu")
+        || t.getBoolean("full-fine-tune")) return null;
+    return new SharedTraining(
+        t.getInt("lora.rank"),
+        t.getStringList("lora.target-modules"),
+        t.getInt("max-sequence-length"));
   }
 }

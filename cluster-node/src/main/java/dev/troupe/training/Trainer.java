@@ -29,6 +29,7 @@ public final class Trainer implements AutoCloseable {
   private final Settings settings;
   private final CheckpointStore store;
   private final TrainingBackend backend;
+  private final String backendName;
 
   /**
    * @param maxSequenceLength packed row length
@@ -73,6 +74,7 @@ public final class Trainer implements AutoCloseable {
     this.tokenizer = tokenizer;
     this.settings = settings;
     this.store = store;
+    this.backendName = backends.describe();
     this.backend =
         backends.open(
             config, weights, settings.lora(), settings.optimizer(), settings.maxSequenceLength());
@@ -92,6 +94,16 @@ public final class Trainer implements AutoCloseable {
     }
     CheckpointStore.OptimizerState o = saved.optimizer();
     backend.restore(saved.parameters(), o == null ? null : new AdamW.State(o.step(), o.m(), o.v()));
+  }
+
+  /** What opened the backend ({@link TrainingBackend.Factory#describe}). */
+  public String backendName() {
+    return backendName;
+  }
+
+  /** Whether the backend can still train ({@link TrainingBackend#usable}). */
+  public boolean usable() {
+    return backend.usable();
   }
 
   /** Where the per-row work runs. */

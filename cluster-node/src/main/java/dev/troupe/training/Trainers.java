@@ -20,6 +20,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 
 /**
  * The node's training thread and the {@link Trainer} of each model it trained last (weights,
@@ -61,19 +62,31 @@ public final class Trainers implements AutoCloseable {
 
   private final BaseModels baseModels;
   private final Trainer.Settings settings;
-  private final TrainingBackend.Factory backends;
+  private final Function<String, TrainingBackend.Factory> backends;
   private final CheckpointStore store;
   private final ExecutorService thread;
 
   /** Training thread only. */
   private final Map<String, Loaded> loaded = new HashMap<>();
 
-  private record Loaded(Trainer trainer, long step) {}
+  private record Loaded(Trainer trainer, long step, String device) {}
 
   public Trainers(
       BaseModels baseModels,
       Trainer.Settings settings,
       TrainingBackend.Factory backends,
+      CheckpointStore store) {
+    this(baseModels, settings, baseModel -> backends, store);
+  }
+
+  /**
+   * @param backends what trains a base model's adapters, asked at every job (a serving replica's
+   *     GPU while one serves the model on this node, else the node's backend)
+   */
+  public Trainers(
+      BaseModels baseModels,
+      Trainer.Settings settings,
+      Function<String, TrainingBackend.Factory> backends,
       CheckpointStore store) {
     this.baseModels = baseModels;
     this.settings = settings;
@@ -127,14 +140,19 @@ public final class Trainers implements AutoCloseable {
       throw e;
     }
     // if the step is not listed after all, the next job's latest step differs and reloads
-    loaded.put(job.modelId(), new Loaded(trainer, result.step()));
+    loaded.put(job.modelId(), new Loaded(trainer, result.step(), trainer.backendName()));
     return result;
   }
 
   /** The model's trainer at its latest checkpoint: the one in memory, or loaded. */
   private Trainer trainerAt(Job job) {
+    TrainingBackend.Factory backend = backends.apply(job.baseModel());
     Loaded l = loaded.get(job.modelId());
-    if (l != null && l.step() == job.latestStep()) return l.trainer();
+    // kept while it can train where this job should (a replica's GPU came or went: load again)
+    if (l != null
+        && l.step() == job.latestStep()
+        && l.trainer().usable()
+        && l.device().equals(backend.describe())) return l.trainer();
     drop(job.modelId());
     BaseModels.Loaded base = baseModels.load(job.baseModel());
     Trainer t =
@@ -146,7 +164,7 @@ public final class Trainers implements AutoCloseable {
             new TrajectoryTokenizer(base.tokenizer(), base.template()),
             settings,
             store,
-            backends);
+            backend);
     try {
       if (job.latestArtifact() != null) t.restore(Path.of(job.latestArtifact()));
     } catch (RuntimeException e) {

@@ -46,6 +46,14 @@ public interface TrainingBackend extends AutoCloseable {
 
   ModelConfig config();
 
+  /**
+   * Whether the backend can still train: false once what it runs on went away (a serving replica's
+   * GPU whose replica stopped); its trainer is then loaded again.
+   */
+  default boolean usable() {
+    return true;
+  }
+
   /** What computes, for logs and the job's metrics. */
   String device();
 

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.cuda.CudaProbe;
 import dev.troupe.engine.cuda.Gpu;
+import dev.troupe.engine.cuda.GpuProvider;
 import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.engine.runner.Devices;
 import java.util.List;
@@ -39,6 +40,10 @@ public final class TrainingBackends {
   /** The backend for the device replicas are served on. */
   public static TrainingBackend.Factory forDevice(DeviceSettings device) {
     if (device.isCpu()) return cpu();
+    if (!device.gpuProvider().isEmpty()) { // tests: the GPUs replicas are served on
+      GpuProvider gpus = GpuProvider.named(device.gpuProvider());
+      return cuda("GPUs of " + device.gpuProvider(), cfg -> gpus.open(cfg, 16));
+    }
     CudaProbe.Result probe = CudaProbe.get();
     List<CudaProbe.Device> usable = probe.usableDevices();
     if (usable.isEmpty()) {

@@ -6,6 +6,8 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrainingJobProtocol;
+import dev.troupe.worker.GpuReplicas;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
@@ -57,6 +59,17 @@ public final class TrainingEntities {
   }
 
   /**
+   * What trains a base model's adapters, asked at every job: with {@code share} (ART's shared
+   * mode), the runner of a replica serving it on this node's GPU while there is one; else {@code
+   * own}, the node's backend.
+   */
+  static Function<String, TrainingBackend.Factory> backends(
+      GpuReplicas gpus, boolean share, TrainingBackend.Factory own) {
+    if (!share) return baseModel -> own;
+    return baseModel -> gpus.find(baseModel).map(ServingGpuBackend::factory).orElse(own);
+  }
+
+  /**
    * Wiring with explicit parts, the backend included (asked for on trainer nodes only: finding a
    * GPU is not for a gateway).
    */
@@ -69,11 +82,15 @@ public final class TrainingEntities {
     ClusterSharding sharding = ClusterSharding.get(system);
     Trainers trainers = null;
     if (Cluster.get(system).selfMember().hasRole(TrainingJobProtocol.ROLE)) {
+      TrainingBackend.Factory own = backends.get();
+      GpuReplicas gpus = GpuReplicas.get(system);
+      // the GPU trains LoRA only: full fine-tuning stays on the node's backend (the CPU)
+      boolean share = settings.shareServingGpu() && !settings.trainer().lora().fullFineTune();
       Trainers t =
           new Trainers(
               baseModels,
               settings.trainer(),
-              backends.get(),
+              backends(gpus, share, own),
               new CheckpointStore(settings.checkpointDir()));
       system.getWhenTerminated().thenRun(t::close);
       trainers = t;

@@ -12,9 +12,22 @@ import java.time.Duration;
  * @param trainer row length, adapter shape and optimizer
  * @param askTimeout how long a run waits for the model's entity to answer
  * @param idleTimeout how long a finished job stays in memory after it was last read
+ * @param shareServingGpu a job for a model a replica serves on this node's GPU trains on that
+ *     replica's runner ({@code share-serving-gpu}; LoRA only)
  */
 public record TrainingSettings(
-    Path checkpointDir, Trainer.Settings trainer, Duration askTimeout, Duration idleTimeout) {
+    Path checkpointDir,
+    Trainer.Settings trainer,
+    Duration askTimeout,
+    Duration idleTimeout,
+    boolean shareServingGpu) {
+
+  /** Settings that train on a serving replica's GPU where there is one (the default). */
+  public TrainingSettings(
+      Path checkpointDir, Trainer.Settings trainer, Duration askTimeout, Duration idleTimeout) {
+    this(checkpointDir, trainer, askTimeout, idleTimeout, true);
+  }
+
   public static TrainingSettings fromConfig(Config root) {
     Config c = root.getConfig("troupe.training");
     Path dir = Path.of(c.getString("checkpoint-dir"));
@@ -40,6 +53,7 @@ public record TrainingSettings(
         dir.toAbsolutePath().normalize(),
         new Trainer.Settings(c.getInt("max-sequence-length"), lora, hyper),
         c.getDuration("ask-timeout"),
-        c.getDuration("finished-job-idle-timeout"));
+        c.getDuration("finished-job-idle-timeout"),
+        c.getBoolean("share-serving-gpu"));
   }
 }

@@ -5,6 +5,7 @@ import dev.troupe.adapters.TrainedAdapters;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.core.EngineRequest;
 import dev.troupe.engine.core.Rejection;
+import dev.troupe.engine.cuda.CudaModelRunner;
 import dev.troupe.engine.input.InputProcessor;
 import dev.troupe.engine.output.RequestUpdate;
 import dev.troupe.engine.serving.Engine;
@@ -110,6 +111,10 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private record AdapterLoaded(String name, LoraAdapter adapter, Throwable error)
       implements Command, NoSerializationVerificationNeeded {}
 
+  /** Work for the runner between two engine steps (a training step on the serving GPU). */
+  private record OnEngine(GpuReplicas.Task task)
+      implements Command, NoSerializationVerificationNeeded {}
+
   /** A watched requester stopped. */
   private record RequesterGone(ActorRef<GenerationEvent> requester)
       implements Command, NoSerializationVerificationNeeded {}
@@ -155,6 +160,11 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private boolean draining;
 
   private final List<ActorRef<Drain.Drained>> drainWaiters = new ArrayList<>();
+
+  /** This replica's runner as reachable for training, when it serves on a GPU; else null. */
+  private final GpuReplicas.Replica onGpu;
+
+  private final CudaModelRunner gpuRunner;
 
   /**
    * Starts {@code ModelWorker} sharding on this node: hosts on role {@code worker}, a proxy
@@ -276,6 +286,15 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     this.health = WorkerHealth.get(ctx.getSystem());
     this.node = ClusterViewProtocol.nodeName(ctx.getSystem().address());
     this.device = engine.core().device();
+    if (engine.core().runner() instanceof CudaModelRunner r) {
+      ActorRef<Command> self = ctx.getSelf();
+      this.gpuRunner = r;
+      this.onGpu = new GpuReplicas.Replica(entityId, task -> self.tell(new OnEngine(task)));
+      GpuReplicas.get(ctx.getSystem()).register(engine.modelName(), onGpu);
+    } else {
+      this.gpuRunner = null;
+      this.onGpu = null;
+    }
     health.serving(entityId, ctx.getSelf());
   }
 
@@ -286,6 +305,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         .onMessage(InputDone.class, this::onInputDone)
         .onMessage(AdapterCheckpoint.class, this::onAdapterCheckpoint)
         .onMessage(AdapterLoaded.class, this::onAdapterLoaded)
+        .onMessage(OnEngine.class, this::onEngine)
         .onMessage(Cancel.class, this::onCancel)
         .onMessage(Tokenize.class, this::onTokenize)
         .onMessage(Detokenize.class, this::onDetokenize)
@@ -499,6 +519,17 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     return this;
   }
 
+  // ------------------------------------------------------------------ training on this GPU
+
+  /**
+   * Runs work on the runner between two engine steps (generation waits for it, then goes on: the
+   * next step is already queued when requests are in flight).
+   */
+  private Behavior<Command> onEngine(OnEngine work) {
+    work.task().run(gpuRunner);
+    return this;
+  }
+
   // ------------------------------------------------------------------ tokenizer endpoints
 
   private Behavior<Command> onTokenize(Tokenize t) {
@@ -584,6 +615,10 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                   ? new Migrate(e.getKey(), why)
                   : new Failed(e.getKey(), ErrorKind.INTERNAL, why, null));
     inputExecutor.shutdownNow();
+    if (onGpu != null) { // work queued for the runner fails; a trainer on it closes with it
+      GpuReplicas.get(getContext().getSystem()).unregister(engine.modelName(), onGpu);
+      onGpu.stop(why);
+    }
     engine.close();
     if (migrate) health.stopped(entityId);
     else { // restarting: it loads again after the back-off

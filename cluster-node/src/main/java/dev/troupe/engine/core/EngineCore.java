@@ -104,6 +104,14 @@ public final class EngineCore implements AutoCloseable {
     return sampling;
   }
 
+  /**
+   * The runner, for work its owner runs on this thread between two steps (a training step on the
+   * serving GPU); never for a step of its own.
+   */
+  public ModelRunner runner() {
+    return runner;
+  }
+
   /** Where the model runs. */
   public DeviceInfo device() {
     return runner.deviceInfo();

@@ -18,11 +18,26 @@ import java.util.Locale;
  * @param dtype as vLLM's {@code --dtype} ({@link ServedDType}): {@code auto}, {@code bfloat16},
  *     {@code half}/{@code float16}, {@code float}/{@code float32}; the GPU runner takes {@code
  *     auto} and {@code bfloat16} only (it computes in BF16)
+ * @param training a trainer that will share each GPU replica's runner (its memory is kept out of
+ *     the KV cache), null for none
+ * @param gpuProvider a {@link dev.troupe.engine.cuda.GpuProvider} class that opens the GPUs in
+ *     place of the machine's ({@code troupe.worker.device.gpu-provider}; tests: the CPU emulation),
+ *     empty for the machine's
  */
-public record DeviceSettings(String device, double gpuMemoryUtilization, String dtype) {
+public record DeviceSettings(
+    String device,
+    double gpuMemoryUtilization,
+    String dtype,
+    SharedTraining training,
+    String gpuProvider) {
   public static final List<String> DTYPES = ServedDType.NAMES;
 
+  public DeviceSettings(String device, double gpuMemoryUtilization, String dtype) {
+    this(device, gpuMemoryUtilization, dtype, null, "");
+  }
+
   public DeviceSettings {
+    gpuProvider = gpuProvider == null ? "" : gpuProvider.trim();
     device = device.trim().toLowerCase(Locale.ROOT);
     dtype = dtype.trim().toLowerCase(Locale.ROOT);
     ordinal(device); // validates
@@ -39,7 +54,16 @@ public record DeviceSettings(String device, double gpuMemoryUtilization, String 
 
   public static DeviceSettings fromConfig(Config c) {
     return new DeviceSettings(
-        c.getString("device"), c.getDouble("gpu-memory-utilization"), c.getString("dtype"));
+        c.getString("device"),
+        c.getDouble("gpu-memory-utilization"),
+        c.getString("dtype"),
+        null,
+        c.hasPath("gpu-provider") ? c.getString("gpu-provider") : "");
+  }
+
+  /** These settings, with GPU replicas keeping {@code t}'s memory for a trainer (null: none). */
+  public DeviceSettings withTraining(SharedTraining t) {
+    return new DeviceSettings(device, gpuMemoryUtilization, dtype, t, gpuProvider);
   }
 
   public boolean isAuto() {

@@ -49,6 +49,8 @@ public final class Devices {
 
   /** {@link #choose} against this machine, logging the auto decision once per JVM. */
   public static Choice choose(DeviceSettings s) {
+    if (!s.isCpu() && !s.gpuProvider().isEmpty())
+      return new Choice(true, 0, "--device " + s.device() + ": GPUs of " + s.gpuProvider());
     Choice c =
         s.isCpu()
             ? choose(s, new CudaProbe.Result(List.of(), "not probed", 0))
@@ -66,7 +68,7 @@ public final class Devices {
    * and this machine cannot serve it.
    */
   public static void checkAvailable(DeviceSettings s) {
-    if (s.isCpu()) return;
+    if (s.isCpu() || !s.gpuProvider().isEmpty()) return;
     CudaProbe.Result r = CudaProbe.get();
     if (!s.isAuto()) choose(s, r);
   }

@@ -5,6 +5,7 @@ import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.cpu.CpuModelRunner;
 import dev.troupe.engine.cuda.CudaModelRunner;
 import dev.troupe.engine.cuda.CudaProbe;
+import dev.troupe.engine.cuda.GpuProvider;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.DemoModel;
 import dev.troupe.engine.model.LoadProgress;
@@ -52,13 +53,16 @@ public final class ModelRunners {
     try (WeightSource w = modelDir == null ? DemoModel.weights() : weights(modelDir)) {
       CudaModelRunner r =
           CudaModelRunner.load(
-              CudaProbe.open(choice.ordinal()),
+              device.gpuProvider().isEmpty()
+                  ? CudaProbe.open(choice.ordinal())
+                  : GpuProvider.named(device.gpuProvider()).open(config, blockSize),
               config,
               w,
               blockSize,
               0,
               device.gpuMemoryUtilization(),
-              maxBatchTokens);
+              maxBatchTokens,
+              device.training() == null ? 0 : device.training().bytes(config));
       if (w instanceof LoadProgress p) p.done();
       log.info("{} runs on {}", modelDir == null ? "demo" : modelDir, r.device());
       return r;

@@ -12,6 +12,8 @@ import java.util.Map;
 import java.util.concurrent.CompletionException;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Training on a serving replica's GPU (ART's shared mode): a {@link CudaTrainingBackend} over the
@@ -26,6 +28,7 @@ import java.util.function.Supplier;
  * from its latest checkpoint for the next job.
  */
 final class ServingGpuBackend implements TrainingBackend {
+  private static final Logger log = LoggerFactory.getLogger(ServingGpuBackend.class);
   private final GpuReplicas.Replica replica;
   private final CudaTrainingBackend onDevice; // used on the replica's engine thread only
   private final String device;
@@ -59,6 +62,10 @@ final class ServingGpuBackend implements TrainingBackend {
                   CudaTrainer t = runner.trainer(adapter, maxLen);
                   return new Opened(new CudaTrainingBackend(t, lora, hyper), t.device());
                 });
+        log.info(
+            "Training on {}'s runner, between its engine steps ({})",
+            replica.entityId(),
+            o.device());
         return new ServingGpuBackend(
             replica, o.backend(), replica.entityId() + "'s GPU (shared), " + o.device());
       }

@@ -94,6 +94,10 @@ public final class TrainingEntities {
               new CheckpointStore(settings.checkpointDir()));
       system.getWhenTerminated().thenRun(t::close);
       trainers = t;
+      if (share)
+        log.info(
+            "Jobs for a model served on this node's GPU train on its replica's runner"
+                + " (troupe.training.share-serving-gpu)");
       log.info("Training entities started; checkpoints under {}", settings.checkpointDir());
     }
     TrainingRun.Services runs =

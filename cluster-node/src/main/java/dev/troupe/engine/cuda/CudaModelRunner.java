@@ -361,8 +361,10 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
         throw new IllegalArgumentException(
             "position " + p + " beyond the model's " + ropePositions + " positions");
     int size = useGraphs && plan.decodeOnly() ? DecodeGraphs.sizeFor(chunks) : -1;
-    if (size > 0 && sorted.size() <= size)
-      return replay(plan, size, hostLogits, sorted, sortedSource, order, start);
+    if (size > 0 && sorted.size() <= size) {
+      Step replayed = replay(plan, size, hostLogits, sorted, sortedSource, order, start);
+      if (replayed != null) return replayed;
+    }
     DeviceSampler.Batch sampling =
         sorted.isEmpty() ? null : new DeviceSampler.Batch(samplerBuffers, sorted, sortedSource);
     BatchPlan s = layers(plan);
@@ -419,7 +421,8 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
    * its metadata and sampling parameters uploaded, the graph of its kind captured if it is not yet,
    * launched; then the chunks' host logits (their rows of the one LM-head piece) and the sampled
    * rows' results come down. Rows, in {@code sorted}, are in logit-row order, {@code order} maps
-   * them back.
+   * them back. Null when the device refused the capture: graphs are then off for this runner (one
+   * warning) and the step runs eagerly.
    */
   private Step replay(
       BatchPlan plan,
@@ -460,20 +463,17 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     DecodeGraphs.Key key = new DecodeGraphs.Key(size, p.anyAdapter(), sampled);
     Long graph = graphs.get(key, stamp);
     if (graph == null) {
-      gpu.beginCapture();
       try {
-        launchLayers(p);
-        gpu.gemm(w.lmHead, h, logits, vocab, hidden, size, false, 0f);
-        if (sampled) sampling.launch(logits, sampleWork, vocab, 0, size, 0, samplerThreads);
-      } catch (RuntimeException | Error e) {
-        try {
-          gpu.destroyGraph(gpu.endCapture());
-        } catch (RuntimeException again) {
-          e.addSuppressed(again);
-        }
-        throw e;
+        graph = capture(p, sampling, size);
+      } catch (CudaException e) {
+        log.warn(
+            "{}: capturing a CUDA graph failed, decode steps run eagerly from now on: {}",
+            gpu.describe(),
+            e.getMessage());
+        useGraphs = false;
+        graphs.dropAll();
+        return null;
       }
-      graph = gpu.endCapture();
       graphs.put(key, graph);
     }
     gpu.launchGraph(graph);
@@ -503,6 +503,24 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       out.add(hostLogits != null && hostLogits[c] ? new float[][] {host[c]} : null);
     hostNanos = System.nanoTime() - start - waited;
     return new Step(out, java.util.Arrays.asList(results));
+  }
+
+  /** The graph of a padded decode step: its layers, the LM head, the sampling kernel. */
+  private long capture(BatchPlan p, DeviceSampler.Batch sampling, int size) {
+    gpu.beginCapture();
+    try {
+      launchLayers(p);
+      gpu.gemm(w.lmHead, h, logits, vocab, hidden, size, false, 0f);
+      if (sampling != null) sampling.launch(logits, sampleWork, vocab, 0, size, 0, samplerThreads);
+    } catch (RuntimeException | Error e) {
+      try { // ends the capture, so the stream can be used again
+        gpu.destroyGraph(gpu.endCapture());
+      } catch (RuntimeException again) {
+        e.addSuppressed(again);
+      }
+      throw e;
+    }
+    return gpu.endCapture();
   }
 
   /** Copies logit rows {@code r0+j .. r0+e} of the current piece into {@code host}. */

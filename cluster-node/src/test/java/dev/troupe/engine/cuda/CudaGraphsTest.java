@@ -197,6 +197,51 @@ class CudaGraphsTest {
     }
   }
 
+  /**
+   * A device that refuses the capture (as a driver or cuBLAS without graph support would): the step
+   * runs eagerly with the same result, and graphs stay off for the runner.
+   */
+  @Test
+  void aRefusedCaptureFallsBackToEagerSteps() {
+    GpuBackends b = GpuBackends.EMULATED;
+    ModelConfig c = TinyModels.config(Arch.QWEN3);
+    Map<String, float[]> w = CudaModelRunnerTest.bf16Weights(c, 5);
+    int[] begun = {0};
+    Gpu inner = b.open(c, BS);
+    Gpu refusing =
+        (Gpu)
+            java.lang.reflect.Proxy.newProxyInstance(
+                Gpu.class.getClassLoader(),
+                new Class<?>[] {Gpu.class},
+                (proxy, method, args) -> {
+                  try {
+                    Object r = method.invoke(inner, args);
+                    if (method.getName().equals("beginCapture")) begun[0]++;
+                    if (method.getName().equals("endCapture"))
+                      throw new CudaException("cuStreamEndCapture failed: refused here");
+                    return r;
+                  } catch (java.lang.reflect.InvocationTargetException e) {
+                    throw e.getCause();
+                  }
+                });
+    try (CudaModelRunner g =
+            CudaModelRunner.load(refusing, c, new MapWeights(c, w), BS, BLOCKS, 0, 16, true);
+        CudaModelRunner e =
+            CudaModelRunner.load(
+                b.open(c, BS), c, new MapWeights(c, w), BS, BLOCKS, 0, 16, false)) {
+      for (int step = 0; step < 3; step++) {
+        List<SequenceChunk> batch =
+            List.of(
+                new SequenceChunk(new int[] {3 + step}, step, new int[] {0}, false),
+                new SequenceChunk(new int[] {5 + step}, step, new int[] {1}, false));
+        List<float[][]> got = g.forward(batch), want = e.forward(batch);
+        for (int s = 0; s < 2; s++) assertArrayEquals(want.get(s)[0], got.get(s)[0]);
+      }
+      assertEquals(1, begun[0], "one capture tried");
+      assertEquals(0, g.graphCounts()[0]);
+    }
+  }
+
   @Test
   void captureSizesAreVllmsOnesUpTo256() {
     int[][] cases = {

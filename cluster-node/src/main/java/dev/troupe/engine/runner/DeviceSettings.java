@@ -7,7 +7,7 @@ import java.util.Locale;
 
 /**
  * Where a node's model replicas run ({@code troupe.worker.device}, flags {@code --device}, {@code
- * --gpu-memory-utilization}, {@code --dtype}).
+ * --gpu-memory-utilization}, {@code --dtype}, {@code --enforce-eager}).
  *
  * @param device {@code auto} (CUDA when a usable GPU and the CUDA 13 libraries are found, else the
  *     CPU), {@code cpu}, {@code cuda} (any GPU; replicas spread over the node's GPUs) or {@code
@@ -18,6 +18,8 @@ import java.util.Locale;
  * @param dtype as vLLM's {@code --dtype} ({@link ServedDType}): {@code auto}, {@code bfloat16},
  *     {@code half}/{@code float16}, {@code float}/{@code float32}; the GPU runner takes {@code
  *     auto} and {@code bfloat16} only (it computes in BF16)
+ * @param cudaGraphs whether the GPU runner replays decode-only steps from CUDA graphs ({@code
+ *     cuda-graphs}; false with {@code --enforce-eager}, as vLLM's); the CPU runner has none
  * @param training a trainer that will share each GPU replica's runner (its memory is kept out of
  *     the KV cache), null for none
  * @param gpuProvider a {@link dev.troupe.engine.cuda.GpuProvider} class that opens the GPUs in
@@ -28,13 +30,10 @@ public record DeviceSettings(
     String device,
     double gpuMemoryUtilization,
     String dtype,
+    boolean cudaGraphs,
     SharedTraining training,
     String gpuProvider) {
   public static final List<String> DTYPES = ServedDType.NAMES;
-
-  public DeviceSettings(String device, double gpuMemoryUtilization, String dtype) {
-    this(device, gpuMemoryUtilization, dtype, null, "");
-  }
 
   public DeviceSettings {
     gpuProvider = gpuProvider == null ? "" : gpuProvider.trim();
@@ -49,6 +48,17 @@ public record DeviceSettings(
           "--dtype must be one of " + String.join(", ", DTYPES) + ", got " + dtype);
   }
 
+  /** With CUDA graphs on (the default). */
+  public DeviceSettings(String device, double gpuMemoryUtilization, String dtype) {
+    this(device, gpuMemoryUtilization, dtype, true);
+  }
+
+  /** No trainer on the GPU replicas, the machine's GPUs. */
+  public DeviceSettings(
+      String device, double gpuMemoryUtilization, String dtype, boolean cudaGraphs) {
+    this(device, gpuMemoryUtilization, dtype, cudaGraphs, null, "");
+  }
+
   /** CPU only, dtype auto: what tests and the demo default to. */
   public static final DeviceSettings CPU = new DeviceSettings("cpu", 0.9, "auto");
 
@@ -57,13 +67,14 @@ public record DeviceSettings(
         c.getString("device"),
         c.getDouble("gpu-memory-utilization"),
         c.getString("dtype"),
+        c.getBoolean("cuda-graphs"),
         null,
         c.hasPath("gpu-provider") ? c.getString("gpu-provider") : "");
   }
 
   /** These settings, with GPU replicas keeping {@code t}'s memory for a trainer (null: none). */
   public DeviceSettings withTraining(SharedTraining t) {
-    return new DeviceSettings(device, gpuMemoryUtilization, dtype, t, gpuProvider);
+    return new DeviceSettings(device, gpuMemoryUtilization, dtype, cudaGraphs, t, gpuProvider);
   }
 
   public boolean isAuto() {

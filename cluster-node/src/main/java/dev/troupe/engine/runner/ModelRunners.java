@@ -62,6 +62,7 @@ public final class ModelRunners {
               0,
               device.gpuMemoryUtilization(),
               maxBatchTokens,
+              device.cudaGraphs(),
               device.training() == null ? 0 : device.training().bytes(config));
       if (w instanceof LoadProgress p) p.done();
       log.info("{} runs on {}", modelDir == null ? "demo" : modelDir, r.device());

@@ -74,6 +74,11 @@ final class ServingGpuBackend implements TrainingBackend {
       public String describe() {
         return replica.entityId() + "'s GPU (shared with serving)";
       }
+
+      @Override
+      public boolean oneAtATime() {
+        return true; // the replica's KV cache left room for one trainer
+      }
     };
   }
 

@@ -154,6 +154,9 @@ public final class Trainers implements AutoCloseable {
         && l.trainer().usable()
         && l.device().equals(backend.describe())) return l.trainer();
     drop(job.modelId());
+    if (backend.oneAtATime()) // another model's trainer there goes first (reloaded when needed)
+    for (Map.Entry<String, Loaded> e : List.copyOf(loaded.entrySet()))
+        if (e.getValue().device().equals(backend.describe())) drop(e.getKey());
     BaseModels.Loaded base = baseModels.load(job.baseModel());
     Trainer t =
         new Trainer(

@@ -33,6 +33,14 @@ public interface TrainingBackend extends AutoCloseable {
 
     /** What computes, for logs ("CPU (ND4J)", "cuda:0 NVIDIA H100 …"). */
     String describe();
+
+    /**
+     * Whether it holds one model's trainer at a time: a serving replica's runner kept memory for
+     * one, so opening another closes the one before.
+     */
+    default boolean oneAtATime() {
+      return false;
+    }
   }
 
   /**

@@ -60,6 +60,7 @@ class ServingGpuTrainingTest {
       new ServedModels(List.of(new ServedModel("demo", "demo", 1, "fcfs")));
   private static final Duration WAIT = Duration.ofMinutes(5);
   private static final String MODEL_ID = "7d8f7a52-2d6e-4a43-9a55-0000000000a1";
+  private static final String OTHER_ID = "7d8f7a52-2d6e-4a43-9a55-0000000000a2";
   private static final int ROW = 64;
   private static final LoraSpec LORA = new LoraSpec(8, 16, LoraSpec.ALL_TARGETS, false, 3407);
 
@@ -177,9 +178,14 @@ class ServingGpuTrainingTest {
 
   private static Trainer.Result train(Trainers trainers, long latest, String artifact, int seed)
       throws Exception {
+    return train(trainers, MODEL_ID, latest, artifact, seed);
+  }
+
+  private static Trainer.Result train(
+      Trainers trainers, String modelId, long latest, String artifact, int seed) throws Exception {
     TrainingConfig config =
         TrainingConfig.resolve(null, null, null, null, null, 0.05, null, null, null, null, null);
-    Trainers.Job job = new Trainers.Job(MODEL_ID, "demo", latest, artifact, groups(seed), config);
+    Trainers.Job job = new Trainers.Job(modelId, "demo", latest, artifact, groups(seed), config);
     return trainers
         .train(
             job,
@@ -309,6 +315,15 @@ class ServingGpuTrainingTest {
       assertEquals(alone.tokens(), aAll.tokens(), "a's tokens equal a run without training");
       for (int i = 0; i < n; i++)
         assertEquals(alone.logprobs().get(i), aAll.logprobs().get(i), 2e-3, "logprob " + i);
+
+      // Another trainable model of the same base: its trainer takes the place of the first one
+      // (the replica kept memory for one), which is freed, not kept warm beside it.
+      long live = gpu.liveBytes();
+      train(trainers, OTHER_ID, 0, null, 3);
+      assertTrue(
+          gpu.liveBytes() - live
+              < new SharedTraining(LORA.rank(), LORA.targets(), ROW).bytes(DemoModel.config()) / 2,
+          "one trainer on the runner at a time: " + (gpu.liveBytes() - live) + " bytes more");
     } finally {
       trainers.close();
       testKit.stop(worker);

@@ -33,6 +33,8 @@ public final class EmulatedGpus implements GpuProvider {
   public static final class Counted {
     private final AtomicLong allocated = new AtomicLong(), uploaded = new AtomicLong();
     private final AtomicLong allocations = new AtomicLong();
+    private final AtomicLong live = new AtomicLong();
+    private final java.util.Map<Long, Long> sizes = new java.util.concurrent.ConcurrentHashMap<>();
     private final Gpu gpu;
 
     private Counted(Gpu real) {
@@ -48,10 +50,19 @@ public final class EmulatedGpus implements GpuProvider {
                         allocations.incrementAndGet();
                       }
                       case "upload" -> uploaded.addAndGet(((ByteBuffer) args[1]).remaining());
+                      case "free" -> {
+                        Long size = sizes.remove((Long) args[0]);
+                        if (size != null) live.addAndGet(-size);
+                      }
                       default -> {}
                     }
                     try {
-                      return method.invoke(real, args);
+                      Object r = method.invoke(real, args);
+                      if (method.getName().equals("alloc")) {
+                        sizes.put((Long) r, (Long) args[0]);
+                        live.addAndGet((Long) args[0]);
+                      }
+                      return r;
                     } catch (InvocationTargetException e) {
                       throw e.getCause();
                     }
@@ -65,6 +76,11 @@ public final class EmulatedGpus implements GpuProvider {
 
     public long allocations() {
       return allocations.get();
+    }
+
+    /** Bytes allocated and not freed. */
+    public long liveBytes() {
+      return live.get();
     }
 
     /** Bytes uploaded to the device so far. */

@@ -292,9 +292,12 @@ public final class GenerationOwner {
         new Attempt(
             number, number == 1 ? request.requestId() : request.requestId() + "~" + number, to);
     Resume resume = delivered.resume();
-    to.ref()
-        .tell(
-            new Generate(request.toBuilder().requestId(a.id()).resume(resume).build(), self, true));
+    var attempt = request.toBuilder().requestId(a.id()).resume(resume);
+    // A continuation computes its prompt itself: the lost attempt may have pulled the prefill
+    // side's blocks already (a lease is pulled once), and a prefill half resumed elsewhere holds
+    // no blocks of its first replica (its response then carries no kv_transfer_params).
+    if (number > 1) attempt.kvTransfer(null);
+    to.ref().tell(new Generate(attempt.build(), self, true));
     timers.startSingleTimer(Timer.GIVE_UP, Timer.GIVE_UP, settings.attemptTimeout());
     if (settings.enabled() && settings.acceptTimeout().compareTo(settings.attemptTimeout()) < 0)
       timers.startSingleTimer(Timer.MOVE, Timer.MOVE, settings.acceptTimeout());

@@ -172,6 +172,74 @@ class ModelWorkerKvTransferTest {
   }
 
   @Test
+  void anAdapterAndAStructuredOutputComposeAndTheAdapterIsPartOfTheLayout(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+    var store = new dev.troupe.adapters.CheckpointStore(dir);
+    var adapter =
+        new GenerationRequest.Adapter(
+            ModelWorkerAdapterTest.MODEL_ID,
+            1,
+            ModelWorkerAdapterTest.writeRandom(store, 1, 11).toString());
+    ActorRef<Command> reference = spawn(testKit, "demo#0", EngineSettings.small());
+    ActorRef<Command> p = spawn(testKit, "demo#1", EngineSettings.small());
+    ActorRef<Command> d = spawn(testKit, "demo#2", EngineSettings.small());
+    List<Integer> ids = prompt(40);
+    SamplingParams one = SamplingParams.builder().temperature(0.0).maxTokens(1).build();
+    // a LoRA adapter on both halves
+    List<List<Integer>> expected =
+        tokens(run(testKit, reference, request("ref-a", ids, GREEDY).withAdapter(adapter)));
+    KvHandle handle =
+        last(run(
+                testKit,
+                p,
+                request("pre-a", ids, one)
+                    .withAdapter(adapter)
+                    .withKvTransfer(new KvTransfer.RemoteDecode())))
+            .kvHandle();
+    assertEquals(
+        expected,
+        tokens(
+            run(
+                testKit,
+                d,
+                request("dec-a", ids, GREEDY)
+                    .withAdapter(adapter)
+                    .withKvTransfer(handle.toRemotePrefill()))));
+    // the adapter's identity is part of the layout: its blocks are not the base model's
+    KvHandle adapted =
+        last(run(
+                testKit,
+                p,
+                request("pre-b", ids, one)
+                    .withAdapter(adapter)
+                    .withKvTransfer(new KvTransfer.RemoteDecode())))
+            .kvHandle();
+    Failed mismatch =
+        assertInstanceOf(
+            Failed.class,
+            run(testKit, d, request("dec-b", ids, GREEDY).withKvTransfer(adapted.toRemotePrefill()))
+                .get(0));
+    assertTrue(mismatch.message().contains("adapter=base"), mismatch.message());
+    assertEquals(0, blocksUsed(testKit, p), "the refused pull ended the lease");
+    // a structured output (a choice) on the decode half
+    SamplingParams choice =
+        SamplingParams.builder()
+            .temperature(0.0)
+            .maxTokens(12)
+            .structuredOutputs(
+                dev.troupe.protocol.cluster.StructuredOutputsParams.choice(
+                    List.of("yes", "no", "maybe later"), "structured_outputs.choice"))
+            .build();
+    List<List<Integer>> constrained =
+        tokens(run(testKit, reference, request("ref-c", ids, choice)));
+    KvHandle h = prefill(testKit, p, "pre-c", ids);
+    assertEquals(
+        constrained,
+        tokens(run(testKit, d, request("dec-c", ids, choice).withKvTransfer(h.toRemotePrefill()))));
+    for (ActorRef<Command> w : List.of(reference, p, d)) testKit.stop(w);
+  }
+
+  @Test
   void anUnpulledLeaseExpiresAndARefusedDecodeGivesItsBlocksBack() {
     ActorRef<Command> p = spawn(testKit, "demo#1", EngineSettings.small());
     ActorRef<Command> d = spawn(testKit, "demo#2", EngineSettings.small());

@@ -217,9 +217,14 @@ final class KvTransfers {
       engine.core().cancelImport(id);
       return null;
     }
+    // refused by the prefill node: the params are stale or wrong (400); the node unreachable or
+    // the transfer cut: the prefill half is gone, the client may run both halves again (503)
     return cause instanceof KvSource.KvRefused
         ? Rejection.badRequest(why, "kv_transfer_params")
-        : new Rejection(Rejection.Kind.INTERNAL, why, "kv_transfer_params");
+        : new Rejection(
+            Rejection.Kind.OVERLOADED,
+            why + "; send the request again (its prefill too)",
+            "kv_transfer_params");
   }
 
   /** The handle a finished request's last update carries, or null. */

@@ -60,6 +60,10 @@ class DisaggregatedProxyFlowTest {
   }
 
   private TroupeNode start(Path dir, String seed) throws Exception {
+    return start(dir, seed, TEST);
+  }
+
+  private TroupeNode start(Path dir, String seed, Config config) throws Exception {
     List<String> args =
         new ArrayList<>(
             List.of(
@@ -78,7 +82,7 @@ class DisaggregatedProxyFlowTest {
                 "--data-dir",
                 dir.toString()));
     if (seed != null) args.addAll(List.of("--seed-nodes", seed));
-    TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), TEST, key -> {});
+    TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), config, key -> {});
     nodes.add(node);
     return node;
   }
@@ -184,6 +188,85 @@ class DisaggregatedProxyFlowTest {
       assertEquals("kv_transfer_params", error.path("param").asText(), refused.body());
       assertTrue(
           error.path("message").asText().contains("no KV blocks are leased"), refused.body());
+    }
+  }
+
+  /**
+   * The prefill node dies after answering, before the decode side pulls: with {@code fail} the
+   * decode request fails with the reason; with {@code recompute} it computes the prompt itself and
+   * answers what one node computes alone.
+   */
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"fail", "recompute"})
+  void aPrefillNodeGoneBeforeThePull(String policy, @TempDir Path dir) throws Exception {
+    Config config =
+        ConfigFactory.parseString("troupe.kv-transfer.load-failure-policy = " + policy)
+            .withFallback(TEST);
+    TroupeNode a = start(dir.resolve("a"), null, config);
+    TroupeNode b = start(dir.resolve("b"), "127.0.0.1:" + a.address().getPort().get(), config);
+    TestProbe<Object> wait = ActorTestKit.create(a.system()).createTestProbe();
+    wait.awaitAssert(
+        WAIT,
+        () -> {
+          long up = 0;
+          for (var m : Cluster.get(a.system()).state().getMembers())
+            if (m.status() == MemberStatus.up()) up++;
+          assertEquals(2, up);
+          return null;
+        });
+    String question = "Why is the sky blue?";
+    Map<String, Object> alone = original(question);
+    HttpResponse<String> reference = post(a, alone);
+    assertEquals(200, reference.statusCode(), reference.body());
+    JsonNode expected = JSON.readTree(reference.body()).path("choices").path(0).path("token_ids");
+
+    Map<String, Object> prefill = original(question);
+    prefill.put("kv_transfer_params", Map.of("do_remote_decode", true));
+    prefill.put("max_tokens", 1);
+    HttpResponse<String> p = post(a, prefill);
+    assertEquals(200, p.statusCode(), p.body());
+    JsonNode params = JSON.readTree(p.body()).path("kv_transfer_params");
+    assertTrue(params.isObject(), p.body());
+    // whichever node's replica prefilled it (the gateway routes anywhere) is the one to lose
+    int port = params.path("remote_port").asInt();
+    TroupeNode prefiller = null;
+    for (TroupeNode n : List.of(a, b))
+      if (dev.troupe.worker.kv.KvTransferServer.get(n.system())
+              .address()
+              .toCompletableFuture()
+              .get()
+              .getPort()
+          == port) prefiller = n;
+    assertTrue(prefiller != null, "no node serves port " + port);
+    TroupeNode survivor = prefiller == a ? b : a;
+    prefiller.close();
+    nodes.remove(prefiller);
+    // the survivor has taken the lost node's replicas over: the decode is not itself migrated
+    TestProbe<Object> left = ActorTestKit.create(survivor.system()).createTestProbe();
+    left.awaitAssert(
+        WAIT,
+        () -> {
+          int members = 0;
+          for (var m : Cluster.get(survivor.system()).state().getMembers()) members++;
+          assertEquals(1, members);
+          return null;
+        });
+
+    Map<String, Object> decode = original(question);
+    decode.put("kv_transfer_params", JSON.convertValue((ObjectNode) params, Map.class));
+    HttpResponse<String> d = post(survivor, decode);
+    if (policy.equals("fail")) {
+      assertEquals(503, d.statusCode(), d.body());
+      JsonNode error = JSON.readTree(d.body()).path("error");
+      assertTrue(
+          error.path("message").asText().contains("could not load the prompt's KV blocks from"),
+          d.body());
+    } else {
+      assertEquals(200, d.statusCode(), d.body());
+      assertEquals(
+          expected,
+          JSON.readTree(d.body()).path("choices").path(0).path("token_ids"),
+          "recomputed here: the tokens of one node");
     }
   }
 }

@@ -221,6 +221,21 @@ class ModelWorkerKvTransferTest {
                 .get(0));
     assertTrue(mismatch.message().contains("adapter=base"), mismatch.message());
     assertEquals(0, blocksUsed(testKit, p), "the refused pull ended the lease");
+    // cache_salt: the decode side's blocks of this prompt are another tenant's, so it pulls all
+    List<Integer> salted = prompt(48);
+    long before = ENGINES.get("demo#2").core().importedBlocks();
+    KvHandle plain = prefill(testKit, p, "pre-s1", salted);
+    run(testKit, d, request("dec-s1", salted, GREEDY).withKvTransfer(plain.toRemotePrefill()));
+    KvHandle again = prefill(testKit, p, "pre-s2", salted);
+    GenerationRequest withSalt =
+        request("dec-s2", salted, GREEDY).toBuilder().cacheSalt("tenant-b").build();
+    assertEquals(
+        tokens(run(testKit, reference, request("ref-s", salted, GREEDY))),
+        tokens(run(testKit, d, withSalt.withKvTransfer(again.toRemotePrefill()))));
+    assertEquals(
+        2 * 3, // 47 positions: 3 blocks each time, none found under another salt
+        ENGINES.get("demo#2").core().importedBlocks() - before,
+        "a salted request does not take an unsalted prefix");
     // a structured output (a choice) on the decode half
     SamplingParams choice =
         SamplingParams.builder()

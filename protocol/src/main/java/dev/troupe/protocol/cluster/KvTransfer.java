@@ -46,7 +46,8 @@ public sealed interface KvTransfer extends CborSerializable
     public RemotePrefill {
       if (remoteEngineId == null || remoteEngineId.isBlank())
         throw new IllegalArgumentException("remote_engine_id is required");
-      if (remoteBlockIds == null) throw new IllegalArgumentException("remote_block_ids is required");
+      if (remoteBlockIds == null)
+        throw new IllegalArgumentException("remote_block_ids is required");
       remoteBlockIds = List.copyOf(remoteBlockIds);
       for (Integer id : remoteBlockIds)
         if (id < 0) throw new IllegalArgumentException("remote_block_ids must be >= 0");

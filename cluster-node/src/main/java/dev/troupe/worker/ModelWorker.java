@@ -281,6 +281,9 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     // What the prefix cache holds, for the gateways' cache-aware routing (with the role).
     this.cacheReports =
         CacheReporter.spawn(ctx, entityId, engine.core().scheduler().blocks().blockSize(), kvRole);
+    // Its load (idle) and role at once: a prefill-only replica gets no request, so no step, until
+    // the gateways know its role.
+    cacheReports.tell(CacheReporter.changes(engine, List.of()));
     this.health = WorkerHealth.get(ctx.getSystem());
     this.node = ClusterViewProtocol.nodeName(ctx.getSystem().address());
     this.device = engine.core().device();

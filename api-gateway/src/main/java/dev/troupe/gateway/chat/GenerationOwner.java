@@ -88,11 +88,12 @@ import org.apache.pekko.stream.typed.javadsl.ActorSource;
  * KvTransfer.RemoteDecode}, one token, not streamed; the client sees nothing of it) and takes the
  * {@link KvHandle} from its last update; the first attempt then carries it ({@link
  * KvHandle#toRemotePrefill}) and its replica pulls the prompt's KV instead of computing it. A leg
- * that fails, is lost or takes longer than {@code attempt-timeout} is cancelled and the request is
- * served whole by the decode replica; so is a first attempt whose replica could not pull the blocks
- * (a {@link Failed} naming {@code kv_transfer_params}). A client that leaves cancels the leg. A
- * continuation after a lost worker never carries the handle (the blocks were pulled or are gone):
- * it recomputes, as any continuation.
+ * that fails, is lost, is not acknowledged within {@code accept-timeout} or, once acknowledged,
+ * does not finish within {@code attempt-timeout} is cancelled and the request is served whole by
+ * the decode replica; so is a first attempt whose replica could not pull the blocks (a {@link
+ * Failed} naming {@code kv_transfer_params}). A client that leaves cancels the leg. A continuation
+ * after a lost worker never carries the handle (the blocks were pulled or are gone): it recomputes,
+ * as any continuation.
  *
  * <p>Timers are keyed by their {@link Timer} name, one attempt at a time: a timer cancelled or
  * restarted never delivers its message afterwards (Pekko's guarantee), so no timeout can reach a
@@ -127,7 +128,10 @@ public final class GenerationOwner {
     GIVE_UP,
     /** {@code retry-interval}: look for a reachable replica again. */
     RETRY,
-    /** {@code attempt-timeout}: the prefill leg has not finished; serve the request whole. */
+    /**
+     * {@code accept-timeout} until the prefill leg is acknowledged, then {@code attempt-timeout}:
+     * the leg has not finished; serve the request whole.
+     */
     PREFILL
   }
 
@@ -313,16 +317,9 @@ public final class GenerationOwner {
             m -> legFailed(leg, worker, prefill.replica().entityId() + " stopped", false))
         .onMessage(
             NodeWentAway.class,
-            m -> worker != null && m.lost().address().equals(worker.path().address()),
+            m -> m.lost().address().equals(legAddress(worker)),
             m -> legFailed(leg, worker, m.lost().reason(), true))
-        .onMessageEquals(
-            Timer.PREFILL,
-            () ->
-                legFailed(
-                    leg,
-                    worker,
-                    "it did not finish within " + seconds(settings.attemptTimeout()),
-                    true))
+        .onMessageEquals(Timer.PREFILL, () -> onLegTimeout(leg, worker))
         .onMessageEquals(ConsumerGone.INSTANCE, () -> legCancelled(leg))
         .onMessage(Command.class, m -> Behaviors.same())
         .onSignal(PostStop.class, s -> unsubscribe())
@@ -356,16 +353,38 @@ public final class GenerationOwner {
 
   // ------------------------------------------------------------------ the prefill leg
 
+  /**
+   * Sends the leg. Its bound is {@code accept-timeout} until its replica acknowledges it (a replica
+   * being restarted would hold it for tens of seconds), then {@code attempt-timeout}.
+   */
   private Behavior<Command> sendLeg() {
     Leg leg = new Leg(request.requestId() + "~prefill", System.nanoTime());
     prefill.replica().ref().tell(new Generate(PrefillLegs.of(request, leg.id()), self, true));
-    timers.startSingleTimer(Timer.PREFILL, Timer.PREFILL, settings.attemptTimeout());
+    timers.startSingleTimer(Timer.PREFILL, Timer.PREFILL, settings.acceptTimeout());
     return prefilling(leg, null);
+  }
+
+  private Behavior<Command> onLegTimeout(Leg leg, ActorRef<ModelWorkerProtocol.Command> worker) {
+    if (worker == null) { // not acknowledged: new requests avoid the replica until it answers
+      replicas.unacknowledged(prefill.replica().entityId());
+      return legFailed(
+          leg, null, "it was not acknowledged within " + seconds(settings.acceptTimeout()), true);
+    }
+    return legFailed(
+        leg, worker, "it did not finish within " + seconds(settings.attemptTimeout()), true);
+  }
+
+  /** The node of the leg's worker, or where its replica was last seen. */
+  private Address legAddress(ActorRef<ModelWorkerProtocol.Command> worker) {
+    return worker != null
+        ? worker.path().address()
+        : replicas.lastSeenAt(prefill.replica().entityId());
   }
 
   private Behavior<Command> onLegEvent(
       Leg leg, ActorRef<ModelWorkerProtocol.Command> worker, GenerationEvent e) {
-    if (e instanceof Accepted accepted) return prefilling(leg, watchLeg(leg, accepted.worker()));
+    if (e instanceof Accepted accepted)
+      return worker != null ? Behaviors.same() : prefilling(leg, watchLeg(leg, accepted.worker()));
     if (e instanceof GenerationUpdate u) {
       if (worker == null && u.started() != null) worker = watchLeg(leg, u.started().worker());
       if (!u.done()) return prefilling(leg, worker);
@@ -381,9 +400,13 @@ public final class GenerationOwner {
     return legFailed(leg, worker, ((Migrate) e).reason(), false);
   }
 
+  /** The leg reached its worker: watched from now on, bounded by {@code attempt-timeout}. */
   private ActorRef<ModelWorkerProtocol.Command> watchLeg(
       Leg leg, ActorRef<ModelWorkerProtocol.Command> by) {
-    if (by != null) ctx.watchWith(by, new WorkerStopped(leg.id()));
+    if (by == null) return null;
+    replicas.located(prefill.replica().entityId(), by);
+    ctx.watchWith(by, new WorkerStopped(leg.id()));
+    timers.startSingleTimer(Timer.PREFILL, Timer.PREFILL, settings.attemptTimeout());
     return by;
   }
 

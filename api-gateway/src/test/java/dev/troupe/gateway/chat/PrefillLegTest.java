@@ -71,6 +71,7 @@ class PrefillLegTest {
   /** The decode replicas, in order; the prefill replica is not among them. */
   private static final class Decoders implements ReplicaSelector.Attempts {
     final Map<String, ActorRef<Command>> live = new LinkedHashMap<>();
+    final Set<String> unacknowledged = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     @Override
     public String model() {
@@ -94,7 +95,9 @@ class PrefillLegTest {
     public void located(String entityId, ActorRef<?> worker) {}
 
     @Override
-    public void unacknowledged(String entityId) {}
+    public void unacknowledged(String entityId) {
+      unacknowledged.add(entityId);
+    }
 
     @Override
     public org.apache.pekko.actor.Address lastSeenAt(String entityId) {
@@ -149,10 +152,14 @@ class PrefillLegTest {
     }
 
     CompletionStage<List<GenerationEvent>> run(GenerationRequest r) {
+      return run(r, SETTINGS);
+    }
+
+    CompletionStage<List<GenerationEvent>> run(GenerationRequest r, MigrationSettings settings) {
       ReplicaSelector.Prefill prefill =
           new ReplicaSelector.Prefill(
               new ReplicaSelector.Replica(p.id(), p.ref()), leases::decrementAndGet);
-      return GenerationOwner.events(testKit.system(), decoders, r, SETTINGS, prefill, heard)
+      return GenerationOwner.events(testKit.system(), decoders, r, settings, prefill, heard)
           .via(client.flow())
           .runWith(Sink.seq(), testKit.system());
     }
@@ -291,6 +298,24 @@ class PrefillLegTest {
     decode(d, dg);
     assertDecodedByD(events.toCompletableFuture().join(), d, "dies");
     assertEquals(0, s.leases.get());
+  }
+
+  @Test
+  void aLegNotAcknowledgedInTimeIsServedWholeAndItsReplicaAvoided() {
+    Split s = new Split();
+    Replica d = s.decoder("m#1");
+    MigrationSettings quick =
+        new MigrationSettings(
+            true, 3, Duration.ofSeconds(30), Duration.ofMillis(50), Duration.ofMillis(300));
+    var events = s.run(request("slow"), quick);
+    leg(s.p, "slow"); // never acknowledged
+    assertEquals("slow~prefill", s.p.seen().expectMessageClass(Cancel.class, WAIT).requestId());
+    Generate dg = d.seen().expectMessageClass(Generate.class, WAIT);
+    assertNull(dg.request().kvTransfer());
+    decode(d, dg);
+    assertDecodedByD(events.toCompletableFuture().join(), d, "slow");
+    assertEquals(Set.of("m#0"), s.decoders.unacknowledged);
+    assertEquals(List.of("failed m#0"), s.heard.events);
   }
 
   @Test

@@ -469,10 +469,11 @@ public final class GenerationOwner {
         new Attempt(
             number, number == 1 ? request.requestId() : request.requestId() + "~" + number, to);
     Resume resume = delivered.resume();
-    // The first attempt carries the KV transfer; a continuation recomputes what was pulled, but a
-    // prefill-only request of an external proxy (remote decode) is still one where it moves.
-    KvTransfer kv =
-        number == 1 || firstTransfer instanceof KvTransfer.RemoteDecode ? firstTransfer : null;
+    // The first attempt carries the KV transfer (the client's, or the prefill leg's handle). A
+    // continuation computes its prompt itself: the lost attempt may have pulled the prefill side's
+    // blocks already (a lease is pulled once), and a prefill half resumed elsewhere holds no blocks
+    // of its first replica (its response then carries no kv_transfer_params).
+    KvTransfer kv = number == 1 ? firstTransfer : null;
     to.ref()
         .tell(
             new Generate(

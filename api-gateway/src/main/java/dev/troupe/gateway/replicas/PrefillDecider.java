@@ -58,6 +58,20 @@ final class PrefillDecider {
   }
 
   /**
+   * The candidates for a client's own prefill half ({@code kv_transfer_params.do_remote_decode}, an
+   * external proxy's): those known to prefill, else every candidate (a decode replica can prefill
+   * too; the client asked for it).
+   */
+  List<Integer> prefillHalf(String model, List<Integer> candidates) {
+    List<Integer> known = new ArrayList<>();
+    for (int i : candidates) {
+      KvRole r = table.view(model, i).kvRole();
+      if (r != null && r.prefills()) known.add(i);
+    }
+    return known.isEmpty() ? candidates : known;
+  }
+
+  /**
    * Whether a request may be split at all. Never: a request asking for prompt logprobs or echo (the
    * decode replica computes only the last prompt token, so it has no logits for the others), beam
    * search, or one already carrying {@code kv_transfer_params} (an external proxy drives it).

@@ -2,6 +2,7 @@ package dev.troupe.gateway.replicas;
 
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.KvTransfer;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.WorkerStatus;
@@ -265,8 +266,13 @@ public final class ReplicaSelector {
       boolean splittable) {
     String name = model.name();
     boolean roles = decider.rolesDeclared(name, model.replicas());
-    // Prefill-only replicas take prefill legs only.
-    List<Integer> decoders = roles ? decider.decoders(name, candidates) : candidates;
+    // Prefill-only replicas take prefill legs only: the gateway's, and a client's own prefill half.
+    List<Integer> decoders =
+        !roles
+            ? candidates
+            : request.kvTransfer() instanceof KvTransfer.RemoteDecode
+                ? decider.prefillHalf(name, candidates)
+                : decider.decoders(name, candidates);
     if (decoders.isEmpty()) throw noDecoder(model);
     String adapterKey = adapterKey(request.adapter());
     int blockSize = table.blockSize(name);

@@ -288,6 +288,26 @@ class PrefillDeciderTest {
   }
 
   @Test
+  void aClientsOwnPrefillHalfGoesToAPrefillReplicaAndItsDecodeHalfToADecodeReplica()
+      throws Exception {
+    roles(KvRole.PREFILL, KvRole.DECODE, KvRole.DECODE);
+    ReplicaSelector s = selector();
+    for (int i = 0; i < 3; i++) {
+      ReplicaSelector.Destination half =
+          routed(s, request(tokens(200)).kvTransfer(new KvTransfer.RemoteDecode()).build(), false);
+      assertEquals(0, half.decision().replica(), "the prefill half on the prefill replica");
+      assertNull(half.prefill());
+      half.lease().close();
+    }
+    KvTransfer.RemotePrefill pulled =
+        new KvTransfer.RemotePrefill("e", List.of(1, 2), "127.0.0.1", 7001, "r", 1);
+    ReplicaSelector.Destination decode =
+        routed(s, request(tokens(200)).kvTransfer(pulled).build(), false);
+    assertNotEquals0(decode);
+    assertEquals(RouteDecision.PD_NOT_ELIGIBLE, decode.decision().disaggregation());
+  }
+
+  @Test
   void withoutDeclaredRolesOrWithTheSwitchOffNothingIsSplit() throws Exception {
     roles(KvRole.BOTH, KvRole.BOTH, KvRole.BOTH);
     ReplicaSelector.Destination d = routed(selector(), tokens(500));

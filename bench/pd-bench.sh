@@ -38,7 +38,7 @@ want = sys.argv[1]
 rs = [r for r in json.load(sys.stdin)["replicas"] if r["state"] == "ready"]
 roles = sorted(r.get("kv_role") or "-" for r in rs)
 ok = len(rs) == 2 and (roles == ["decode", "prefill"] if want == "pd" else roles == ["both", "both"])
-sys.exit(0 if ok else 1)' "$want"; then return 0; fi
+sys.exit(0 if ok else 1)' "$want" 2>/dev/null; then return 0; fi
     sleep 1
   done
   echo "the cluster did not become ready ($want)" >&2
@@ -65,4 +65,4 @@ run() {
 
 run aggregated "$@"
 run pd "$@"
-{ grep -h '^| ' "$OUT/aggregated.txt" "$OUT/pd.txt" | awk '!seen[$0]++'; } | tee "$OUT/summary.md"
+{ grep -h '^|' "$OUT/aggregated.txt" "$OUT/pd.txt" | awk '!seen[$0]++'; } | tee "$OUT/summary.md"

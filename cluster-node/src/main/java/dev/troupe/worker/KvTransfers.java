@@ -112,6 +112,13 @@ final class KvTransfers {
       return Rejection.badRequest(
           "kv_transfer_params: this replica's runner cannot export or import KV blocks",
           "kv_transfer_params");
+    var bound = server.address().toCompletableFuture();
+    if (bound.isCompletedExceptionally())
+      return new Rejection(
+          Rejection.Kind.INTERNAL,
+          "kv_transfer_params: this node's KV transfer server is not listening: "
+              + bound.handle((a, e) -> String.valueOf(e)).join(),
+          "kv_transfer_params");
     if (t instanceof KvTransfer.RemotePrefill) {
       if (r.resume() != null)
         return Rejection.badRequest(
@@ -219,8 +226,16 @@ final class KvTransfers {
   KvHandle handle(String id) {
     if (!(transfers.get(id) instanceof KvTransfer.RemoteDecode)) return null;
     List<Integer> blocks = engine.core().kvLeases().leased(id);
+    if (blocks == null) return null; // it ended before its prompt was prefilled
     InetSocketAddress at = address;
-    if (blocks == null || at == null) return null;
+    if (at == null) {
+      try { // bound when the replica started: only a request racing the bind waits here
+        at = server.address().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      } catch (Exception e) {
+        ctx.getLog().error("KV transfer server not listening; {} holds no handle", id, e);
+        return null;
+      }
+    }
     return new KvHandle(engineId, blocks, at.getHostString(), at.getPort(), id, 1);
   }
 

@@ -84,8 +84,9 @@ class KubernetesManifestsTest {
         for (JsonNode p : c.path("ports")) ports.add(p.path("name").asText());
         assertEquals(o.managementPort(), port(c, "management"), where + ": management port");
         assertEquals(o.clusterPort(), port(c, "remoting"), where + ": cluster port");
-        if (o.roles().contains(Roles.WORKER)) // decode replicas on other pods pull KV blocks here
-        assertEquals(
+        // decode replicas on other pods pull KV blocks from a worker's fixed port
+        if (o.roles().contains(Roles.WORKER))
+          assertEquals(
               env(c, "TROUPE_KV_TRANSFER_PORT").path("value").asInt(-1),
               port(c, "kv-transfer"),
               where + ": a worker's fixed KV transfer port is exposed");

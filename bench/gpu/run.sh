@@ -7,11 +7,13 @@
 # 1. prints the GPU, the driver and the CUDA 13 libraries this machine has, and what the runner's
 #    probe makes of them (which folder each library is loaded from);
 # 2. tests: the CUDA runner's tests on the real GPU only (-Dtroupe.gpu.backends=CUDA; CI runs the
-#    emulated variants), with the training mode's loss and optimizer (CudaTrainerLossTest; the
+#    emulated variants), with CUDA-graph decode steps against eager ones (CudaGraphsTest) and the
+#    training mode's loss and optimizer (CudaTrainerLossTest; the
 #    training tests that compare with the CPU trainer need ND4J, which the bundle leaves out). FAILS if any test failed, was skipped or aborted, or the JVM crashed;
 #    the benchmarks are then skipped;
 # 3. per shape: a random-weight model written to /dev/shm (make_random_model.py); CudaBench
-#    (Troupe's speed); CudaVersusCpu (the GPU runner against the CPU runner on the same BF16
+#    (Troupe's speed; decode with CUDA graphs and eagerly, --enforce-eager, side by side, so a
+#    regression of either shows in one table); CudaVersusCpu (the GPU runner against the CPU runner on the same BF16
 #    weights: greedy continuations of 64 tokens, teacher-forced logits); hf_generate.py
 #    (transformers' speed); for qwen3-1.7b also training (at most 2 minutes more):
 #    CudaTrainBench (the training mode's gradient check row dumped, then training tokens/s of one
@@ -124,6 +126,7 @@ tests() {
     "${JAVA[@]}" "${JVM[@]}" -Dtroupe.gpu.backends=CUDA -XX:ErrorFile="$OUT/hs_err-tests.log" \
     -jar gpu-bundle/lib/junit-platform-console-standalone-*.jar execute -cp "$CP" \
     --select-class dev.troupe.engine.cuda.CudaModelRunnerTest \
+    --select-class dev.troupe.engine.cuda.CudaGraphsTest \
     --select-class dev.troupe.engine.cuda.DeviceSamplerTest \
     --select-class dev.troupe.engine.cuda.DeviceSamplingEngineTest \
     --select-class dev.troupe.engine.cuda.CudaTrainerLossTest \

@@ -30,7 +30,7 @@ import java.util.Map;
  * @param managementPort Pekko Management HTTP port (cluster members, shards, health); -1 = off
  * @param dataDir where the H2 database and the generated API key live
  * @param device where this node's replicas run: {@code --device}, {@code --gpu-memory-utilization},
- *     {@code --dtype}
+ *     {@code --dtype}, {@code --enforce-eager}
  * @param metricsWithoutAuth serve {@code GET /metrics} without an API key
  * @param enablePrefixCaching this node's replicas reuse cached prompt prefixes ({@code
  *     --no-enable-prefix-caching} turns it off, as in vLLM)
@@ -154,6 +154,8 @@ public record LaunchOptions(
         --dtype T                weights dtype, vLLM's: auto (default: the checkpoint's, FP32 as
                                  bfloat16), bfloat16, half, float16, float, float32 (GPU: auto
                                  and bfloat16)
+        --enforce-eager          GPU: launch every decode step's kernels one by one instead of
+                                 replaying CUDA graphs (default: graphs for decode-only steps)
         --metrics-without-auth   serve GET /metrics without an API key (for scrapers)
         --no-enable-prefix-caching  this node's replicas compute every prompt in full instead of
                                  reusing the KV blocks of cached prefixes (on by default, as vLLM's
@@ -296,6 +298,7 @@ public record LaunchOptions(
     Path dataDir = Path.of("data");
     String device = "auto", dtype = "auto";
     double gpuMem = 0.9;
+    boolean enforceEager = false;
     String discovery = "none";
     int contactPoints = 2;
     int shutdownTimeout = -1;
@@ -376,6 +379,7 @@ public record LaunchOptions(
         case "--host" -> host = value;
         case "--bind" -> bind = value;
         case "--metrics-without-auth" -> metricsWithoutAuth = bool(flag, value);
+        case "--enforce-eager" -> enforceEager = bool(flag, value);
         case "--enable-prefix-caching" -> prefixCaching = bool(flag, value);
         case "--no-enable-prefix-caching" -> prefixCaching = !bool(flag, value);
         case "--cluster-port" -> clusterPort = integer(flag, value);
@@ -426,7 +430,7 @@ public record LaunchOptions(
         clusterPort,
         managementPort,
         dataDir,
-        new DeviceSettings(device, gpuMem, dtype),
+        new DeviceSettings(device, gpuMem, dtype, !enforceEager),
         metricsWithoutAuth,
         prefixCaching,
         reasoning,
@@ -494,6 +498,7 @@ public record LaunchOptions(
   private static final List<String> BOOLEAN_FLAGS =
       List.of(
           "--metrics-without-auth",
+          "--enforce-eager",
           "--enable-prefix-caching",
           "--no-enable-prefix-caching",
           "--enable-auto-tool-choice");

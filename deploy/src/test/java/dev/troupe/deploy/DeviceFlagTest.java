@@ -52,6 +52,25 @@ class DeviceFlagTest {
   }
 
   /**
+   * {@code --enforce-eager} turns the GPU runner's CUDA graphs off, in the config the node reads.
+   */
+  @Test
+  void enforceEagerTurnsCudaGraphsOff() {
+    com.typesafe.config.Config defaults = com.typesafe.config.ConfigFactory.load();
+    for (boolean eager : new boolean[] {false, true}) {
+      LaunchOptions o =
+          LaunchOptions.parse(eager ? List.of("serve", "--enforce-eager") : List.of("serve"), null);
+      assertEquals(!eager, o.device().cudaGraphs());
+      com.typesafe.config.Config c = TroupeNode.config(o, o.apiKeys()).withFallback(defaults);
+      assertEquals(
+          !eager,
+          dev.troupe.engine.runner.DeviceSettings.fromConfig(c.getConfig("troupe.worker.device"))
+              .cudaGraphs());
+    }
+    assertTrue(defaults.getBoolean("troupe.worker.device.cuda-graphs"), "graphs on by default");
+  }
+
+  /**
    * On a machine without a usable GPU, {@code serve --device cuda} prints one line naming what is
    * missing and exits 2, with no stack trace; run in a child JVM whose classpath has no nd4j-native
    * (the GPU node's classpath).

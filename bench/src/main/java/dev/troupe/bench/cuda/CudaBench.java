@@ -28,8 +28,10 @@ import java.util.Random;
  * seed), prefill tok/s and decode tok/s at batch 1, 8, 32, 128, 256, against the bandwidth limit
  * (BF16 weight bytes per decode step ÷ the device-to-device copy bandwidth measured here), and the
  * host's share of a decode step with device sampling (the step's wall time minus its waits for the
- * device, over the wall time), and decode tok/s with the logits copied to the host and sampled
- * there by the CPU {@code Sampler} (what the engine does for rows the device cannot sample).
+ * device, over the wall time), each with decode steps replayed from CUDA graphs (the default) and
+ * launched eagerly ({@code --enforce-eager}), and decode tok/s with the logits copied to the host
+ * and sampled there by the CPU {@code Sampler} (what the engine does for rows the device cannot
+ * sample; graphs on).
  *
  * <p>Usage: {@code CudaBench MODEL_DIR [prompt-tokens] [decode-steps]}. Prints a table. {@code
  * CudaBench --probe} prints what the CUDA probe found (GPUs, driver, which folder each CUDA library
@@ -70,7 +72,7 @@ public final class CudaBench {
           weightBytes += w.info(e.getKey()).numel() * 2;
     }
     int bs = 16;
-    int blocksPerSeq = (prompt + 2 * steps + 4 + bs) / bs + 1;
+    int blocksPerSeq = (prompt + 3 * (steps + 2) + bs) / bs + 1;
     int maxB = batches[batches.length - 1];
     CudaModelRunner r;
     try (WeightSource w = SafetensorsWeights.open(dir)) {
@@ -96,9 +98,10 @@ public final class CudaBench {
         copyGBs,
         copyGBs * 1e9 / weightBytes);
     System.out.println(
-        "| batch | prefill tok/s | decode tok/s | decode step ms | host share of step "
+        "| batch | prefill tok/s | decode tok/s, graphs | step ms, graphs | host share, graphs "
+            + "| decode tok/s, eager | step ms, eager | host share, eager "
             + "| decode tok/s, logits to host + CPU sampler |");
-    System.out.println("|---|---|---|---|---|---|");
+    System.out.println("|---|---|---|---|---|---|---|---|---|");
     SamplerFactory samplers =
         new SamplerFactory(cfg.vocabSize(), null, EosTokens.none(), LogitsProcessorRegistry.none());
     SamplingParams random =
@@ -130,30 +133,19 @@ public final class CudaBench {
         r.forward(chunk);
       }
       double prefill = (double) b * prompt / ((System.nanoTime() - t0) / 1e9);
-      // decode: warm up 2 steps, then time `steps` steps; sampling on the device (temperature 1
-      // over the whole vocabulary, a fresh uniform per row and step), then the same with the
-      // logits copied to the host and sampled there (the engine's host path)
-      long decodeNs = 0, hostNs = 0, hostPathNs = 0;
+      // decode: warm up 2 steps (a graph is captured in the first), then time `steps` steps;
+      // sampling on the device (temperature 1 over the whole vocabulary, a fresh uniform per row
+      // and step), with CUDA graphs then eagerly; then with the logits copied to the host and
+      // sampled there (the engine's host path)
       int pos = prompt;
-      for (int step = 0; step < steps + 2; step++, pos++) {
-        List<SequenceChunk> d = new ArrayList<>(b);
-        List<DeviceSampling.Row> rows = new ArrayList<>(b);
-        for (int s = 0; s < b; s++) {
-          d.add(
-              new SequenceChunk(
-                  new int[] {rnd.nextInt(cfg.vocabSize())}, pos, tables.get(s), false));
-          rows.add(
-              new DeviceSampling.Row(
-                  s, DeviceSampling.Params.simple(false, 1f, 0, 1f, 0f, rnd.nextDouble())));
-        }
-        long a = System.nanoTime();
-        r.forwardSample(d, null, rows);
-        long e = System.nanoTime();
-        if (step >= 2) {
-          decodeNs += e - a;
-          hostNs += r.lastHostNanos();
-        }
+      long hostPathNs = 0;
+      long[][] timed = new long[2][];
+      for (int eager = 0; eager < 2; eager++) {
+        r.useCudaGraphs(eager == 0);
+        timed[eager] = decode(r, cfg, b, tables, pos, steps, rnd);
+        pos += steps + 2;
       }
+      r.useCudaGraphs(true);
       List<Sampler> hostSamplers = new ArrayList<>(b);
       for (int s = 0; s < b; s++) hostSamplers.add(samplers.create(random, prompts.get(s), s));
       for (int step = 0; step < steps + 2; step++, pos++) {
@@ -167,18 +159,55 @@ public final class CudaBench {
         for (int s = 0; s < b; s++) hostSamplers.get(s).next(logits.get(s)[0]);
         if (step >= 2) hostPathNs += System.nanoTime() - a;
       }
-      double stepMs = decodeNs / 1e6 / steps;
+      double graphMs = timed[0][0] / 1e6 / steps, eagerMs = timed[1][0] / 1e6 / steps;
       System.out.printf(
           Locale.ROOT,
-          "| %d | %.0f | %.1f | %.2f | %.0f%% | %.1f |%n",
+          "| %d | %.0f | %.1f | %.2f | %.0f%% | %.1f | %.2f | %.0f%% | %.1f |%n",
           b,
           prefill,
-          b * 1000.0 / stepMs,
-          stepMs,
-          100.0 * hostNs / decodeNs,
+          b * 1000.0 / graphMs,
+          graphMs,
+          100.0 * timed[0][1] / timed[0][0],
+          b * 1000.0 / eagerMs,
+          eagerMs,
+          100.0 * timed[1][1] / timed[1][0],
           b * 1000.0 / (hostPathNs / 1e6 / steps));
     }
     r.close();
+  }
+
+  /**
+   * {@code steps} timed decode steps of {@code b} sequences from {@code pos} (after 2 untimed
+   * ones), sampled on the device: {wall ns, host ns} summed over the timed steps.
+   */
+  static long[] decode(
+      CudaModelRunner r,
+      ModelConfig cfg,
+      int b,
+      List<int[]> tables,
+      int pos,
+      int steps,
+      Random rnd) {
+    long decodeNs = 0, hostNs = 0;
+    for (int step = 0; step < steps + 2; step++, pos++) {
+      List<SequenceChunk> d = new ArrayList<>(b);
+      List<DeviceSampling.Row> rows = new ArrayList<>(b);
+      for (int s = 0; s < b; s++) {
+        d.add(
+            new SequenceChunk(new int[] {rnd.nextInt(cfg.vocabSize())}, pos, tables.get(s), false));
+        rows.add(
+            new DeviceSampling.Row(
+                s, DeviceSampling.Params.simple(false, 1f, 0, 1f, 0f, rnd.nextDouble())));
+      }
+      long a = System.nanoTime();
+      r.forwardSample(d, null, rows);
+      long e = System.nanoTime();
+      if (step >= 2) {
+        decodeNs += e - a;
+        hostNs += r.lastHostNanos();
+      }
+    }
+    return new long[] {decodeNs, hostNs};
   }
 
   /** GB/s of a 1 GiB device-to-device copy, counting bytes read and written (median of 10). */

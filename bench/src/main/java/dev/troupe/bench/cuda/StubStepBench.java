@@ -14,7 +14,8 @@ import java.util.Map;
  * test suite's stand-in driver and cuBLAS in counting mode ({@link StubStepCost}): device calls do
  * nothing, so a step's time is the host's (Java, JNI, the bindings: the runner thread's CPU time,
  * steadier than wall time on a shared machine) and the stand-ins count the driver and cuBLAS calls.
- * What the real driver and cuBLAS spend inside those calls is not in it.
+ * What the real driver and cuBLAS spend inside those calls is not in it. Each batch size twice:
+ * steps replayed from CUDA graphs (the default) and launched eagerly ({@code --enforce-eager}).
  *
  * <p>Usage: {@code StubStepBench [shape] [warmup-steps] [steps] [batch...]}; defaults {@code
  * qwen3-1.7b 300 300 1 32 256} (zero weights in the stand-in's host memory: 3.4 GB for that shape).
@@ -32,7 +33,6 @@ public final class StubStepBench {
             ? Arrays.stream(args, 3, args.length).map(Integer::valueOf).toList()
             : List.of(1, 32, 256);
     Path work = Files.createTempDirectory("troupe-stub-step");
-    List<StubStepCost.Result> results = StubStepCost.measure(shape, warmup, steps, work, batches);
     int layers = StubStepCost.shape(shape).numLayers();
     System.out.printf(
         Locale.ROOT,
@@ -42,20 +42,23 @@ public final class StubStepBench {
         steps,
         warmup);
     System.out.println(
-        "| batch | host CPU µs per step (median) | wall µs (median) | driver + cuBLAS calls per step | of which |");
-    System.out.println("|---|---|---|---|---|");
-    for (StubStepCost.Result r : results) {
-      StringBuilder which = new StringBuilder();
-      for (Map.Entry<String, Double> e : r.callsPerStep().entrySet())
-        which.append(String.format(Locale.ROOT, "%s %.0f, ", e.getKey(), e.getValue()));
-      System.out.printf(
-          Locale.ROOT,
-          "| %d | %.1f | %.1f | %.0f | %s |%n",
-          r.batch(),
-          r.cpuMicros(),
-          r.wallMicros(),
-          r.totalCalls(),
-          which.length() > 2 ? which.substring(0, which.length() - 2) : "");
-    }
+        "| batch | steps | host CPU µs per step (median) | wall µs (median) | driver + cuBLAS calls per step | of which |");
+    System.out.println("|---|---|---|---|---|---|");
+    for (boolean graphs : new boolean[] {true, false})
+      for (StubStepCost.Result r :
+          StubStepCost.measure(shape, warmup, steps, work.resolve("" + graphs), batches, graphs)) {
+        StringBuilder which = new StringBuilder();
+        for (Map.Entry<String, Double> e : r.callsPerStep().entrySet())
+          which.append(String.format(Locale.ROOT, "%s %.0f, ", e.getKey(), e.getValue()));
+        System.out.printf(
+            Locale.ROOT,
+            "| %d | %s | %.1f | %.1f | %.0f | %s |%n",
+            r.batch(),
+            graphs ? "graphs" : "eager",
+            r.cpuMicros(),
+            r.wallMicros(),
+            r.totalCalls(),
+            which.length() > 2 ? which.substring(0, which.length() - 2) : "");
+      }
   }
 }

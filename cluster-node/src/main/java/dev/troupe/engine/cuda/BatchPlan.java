@@ -101,6 +101,39 @@ record BatchPlan(
         tokens, positions, slots, tableOffsets, tables, adapters, logitRows, counts, any);
   }
 
+  /** Whether every chunk is one decode token with one logit row (a step a graph can replay). */
+  boolean decodeOnly() {
+    return logitRows.length == rows() && logitCounts.length == rows();
+  }
+
+  /**
+   * This decode-only plan with rows added up to {@code size} (a graph's batch size): each added row
+   * reads token 0 at position 0 through a one-block table {@code [scratchBlock]}, writes its K/V
+   * there (a block no sequence owns), uses no adapter and has its own logit row. The sections'
+   * offsets then depend on {@code size} alone; the tables section stays as long as the real rows'
+   * tables (plus one entry).
+   */
+  BatchPlan padded(int size, int scratchBlock, int blockSize) {
+    int n = rows();
+    if (!decodeOnly() || size < n)
+      throw new IllegalArgumentException("padding " + n + " rows to " + size);
+    int[] tok = java.util.Arrays.copyOf(tokens, size),
+        pos = java.util.Arrays.copyOf(positions, size);
+    int[] sl = java.util.Arrays.copyOf(slots, size),
+        off = java.util.Arrays.copyOf(tableOffsets, size);
+    int[] ad = java.util.Arrays.copyOf(adapterSlots, size),
+        lr = java.util.Arrays.copyOf(logitRows, size);
+    int[] tb = java.util.Arrays.copyOf(tables, tables.length + 1);
+    tb[tables.length] = scratchBlock;
+    for (int r = n; r < size; r++) {
+      sl[r] = scratchBlock * blockSize;
+      off[r] = tables.length;
+      ad[r] = -1;
+      lr[r] = r;
+    }
+    return new BatchPlan(tok, pos, sl, off, tb, ad, lr, logitCounts, anyAdapter);
+  }
+
   /** Offsets (in ints) of the sections in {@link #pack()}. */
   int offTokens() {
     return 0;

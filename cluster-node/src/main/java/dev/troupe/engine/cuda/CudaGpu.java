@@ -9,13 +9,19 @@ import static org.bytedeco.cuda.global.cublas.cublasDestroy_v2;
 import static org.bytedeco.cuda.global.cublas.cublasGemmEx;
 import static org.bytedeco.cuda.global.cublas.cublasGetStatusString;
 import static org.bytedeco.cuda.global.cublas.cublasSetStream_v2;
+import static org.bytedeco.cuda.global.cublas.cublasSetWorkspace_v2;
 import static org.bytedeco.cuda.global.cudart.CUDA_R_16BF;
 import static org.bytedeco.cuda.global.cudart.CUDA_R_32F;
+import static org.bytedeco.cuda.global.cudart.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
 import static org.bytedeco.cuda.global.cudart.CU_STREAM_NON_BLOCKING;
 import static org.bytedeco.cuda.global.cudart.cuCtxSetCurrent;
 import static org.bytedeco.cuda.global.cudart.cuDeviceGet;
 import static org.bytedeco.cuda.global.cudart.cuDevicePrimaryCtxRelease;
 import static org.bytedeco.cuda.global.cudart.cuDevicePrimaryCtxRetain;
+import static org.bytedeco.cuda.global.cudart.cuGraphDestroy;
+import static org.bytedeco.cuda.global.cudart.cuGraphExecDestroy;
+import static org.bytedeco.cuda.global.cudart.cuGraphInstantiate;
+import static org.bytedeco.cuda.global.cudart.cuGraphLaunch;
 import static org.bytedeco.cuda.global.cudart.cuLaunchKernel;
 import static org.bytedeco.cuda.global.cudart.cuMemAlloc;
 import static org.bytedeco.cuda.global.cudart.cuMemFree;
@@ -26,8 +32,10 @@ import static org.bytedeco.cuda.global.cudart.cuMemcpyHtoDAsync;
 import static org.bytedeco.cuda.global.cudart.cuModuleGetFunction;
 import static org.bytedeco.cuda.global.cudart.cuModuleLoadData;
 import static org.bytedeco.cuda.global.cudart.cuModuleUnload;
+import static org.bytedeco.cuda.global.cudart.cuStreamBeginCapture;
 import static org.bytedeco.cuda.global.cudart.cuStreamCreate;
 import static org.bytedeco.cuda.global.cudart.cuStreamDestroy;
+import static org.bytedeco.cuda.global.cudart.cuStreamEndCapture;
 import static org.bytedeco.cuda.global.cudart.cuStreamSynchronize;
 
 import java.io.IOException;
@@ -46,6 +54,8 @@ import java.util.Map;
 import org.bytedeco.cuda.cublas.cublasContext;
 import org.bytedeco.cuda.cudart.CUctx_st;
 import org.bytedeco.cuda.cudart.CUfunc_st;
+import org.bytedeco.cuda.cudart.CUgraphExec_st;
+import org.bytedeco.cuda.cudart.CUgraph_st;
 import org.bytedeco.cuda.cudart.CUmod_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.BytePointer;
@@ -61,8 +71,10 @@ import org.slf4j.LoggerFactory;
  * modules and launches (one non-blocking stream), NVRTC to compile the kernels for the device's own
  * architecture ({@code sm_90} on Hopper) with the machine code cached on disk, and cuBLAS {@code
  * cublasGemmEx} for the products (BF16 operands, FP32 compute, any transposes and leading
- * dimensions). The only class besides {@link CudaProbe} that touches the bindings. Obtain it
- * through {@link CudaProbe#open(int)}.
+ * dimensions), and CUDA graphs by stream capture ({@code cuStreamBeginCapture} … {@code
+ * cuGraphLaunch}; cuBLAS gets a fixed workspace so that a captured product allocates nothing). The
+ * only class besides {@link CudaProbe} that touches the bindings. Obtain it through {@link
+ * CudaProbe#open(int)}.
  */
 public final class CudaGpu implements Gpu {
   private static final Logger log = LoggerFactory.getLogger(CudaGpu.class);
@@ -89,7 +101,14 @@ public final class CudaGpu implements Gpu {
   // context outlives this object (cuBLAS's runtime retains it too) and would keep them
   private final Map<Long, Long> allocations = new LinkedHashMap<>();
   private final int cuDevice;
-  private boolean closed;
+  // cuBLAS's workspace, set once: a product captured into a graph must not allocate its own
+  private final long blasWorkspace;
+  // instantiated graphs by handle (their exec's address)
+  private final Map<Long, CUgraphExec_st> graphs = new HashMap<>();
+  private boolean capturing, closed;
+
+  /** cuBLAS's workspace: NVIDIA recommends 32 MiB on Hopper and later. */
+  static final long BLAS_WORKSPACE_BYTES = 32L << 20;
 
   CudaGpu(int ordinal, CudaProbe.Device device) {
     this.ordinal = ordinal;
@@ -107,6 +126,16 @@ public final class CudaGpu implements Gpu {
       cuDevicePrimaryCtxRelease(cuDevice);
       throw e;
     }
+    long ws = 0;
+    try {
+      ws = alloc(BLAS_WORKSPACE_BYTES);
+      blasCheck(
+          cublasSetWorkspace_v2(blas, opA.at(ws), BLAS_WORKSPACE_BYTES), "cublasSetWorkspace");
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+    blasWorkspace = ws;
   }
 
   /** An address as a JavaCPP pointer (for the APIs that take {@code void*}), set per call. */
@@ -178,6 +207,7 @@ public final class CudaGpu implements Gpu {
 
   @Override
   public long alloc(long bytes) {
+    notCapturing("alloc");
     current();
     long[] p = new long[1];
     int rc = cuMemAlloc(p, Math.max(bytes, 1));
@@ -196,6 +226,7 @@ public final class CudaGpu implements Gpu {
   @Override
   public void free(long ptr) {
     if (ptr == 0 || closed) return;
+    notCapturing("free");
     if (allocations.remove(ptr) == null)
       throw new IllegalArgumentException(
           "free of 0x" + Long.toHexString(ptr) + ", not allocated here (or freed already)");
@@ -205,6 +236,7 @@ public final class CudaGpu implements Gpu {
 
   @Override
   public void upload(long dst, ByteBuffer src) {
+    notCapturing("upload");
     current();
     // pageable source: the driver stages it and returns once src has been read (CUDA's API
     // synchronisation rules), so src may be reused at once
@@ -213,6 +245,7 @@ public final class CudaGpu implements Gpu {
 
   @Override
   public void download(long src, ByteBuffer dst) {
+    notCapturing("download");
     current();
     check(cuMemcpyDtoHAsync(host.at(dst), src, dst.remaining(), stream), "cuMemcpyDtoH");
     check(cuStreamSynchronize(stream), "download (a kernel before it may have failed)");
@@ -220,6 +253,7 @@ public final class CudaGpu implements Gpu {
 
   @Override
   public void copy(long dst, long src, long bytes) {
+    notCapturing("copy");
     current();
     check(cuMemcpyDtoDAsync(dst, src, bytes, stream), "cuMemcpyDtoD");
   }
@@ -332,8 +366,60 @@ public final class CudaGpu implements Gpu {
         "cublasGemmEx");
   }
 
+  private void freeAtClose(long p) {
+    int rc = cuMemFree(p);
+    if (rc != 0) log.warn("{}: cuMemFree at close: {}", describe(), CudaProbe.errorName(rc));
+  }
+
+  @Override
+  public void beginCapture() {
+    notCapturing("beginCapture");
+    current();
+    check(
+        cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+    capturing = true;
+  }
+
+  @Override
+  public long endCapture() {
+    if (!capturing) throw new IllegalStateException("endCapture without beginCapture");
+    current();
+    capturing = false;
+    CUgraph_st graph = new CUgraph_st();
+    check(cuStreamEndCapture(stream, graph), "cuStreamEndCapture");
+    try {
+      CUgraphExec_st exec = new CUgraphExec_st();
+      check(cuGraphInstantiate(exec, graph, 0), "cuGraphInstantiate");
+      graphs.put(exec.address(), exec);
+      return exec.address();
+    } finally {
+      cuGraphDestroy(graph); // the instantiated graph does not need it
+    }
+  }
+
+  @Override
+  public void launchGraph(long graph) {
+    CUgraphExec_st exec = graphs.get(graph);
+    if (exec == null) throw new IllegalArgumentException("no graph " + graph);
+    current();
+    check(cuGraphLaunch(exec, stream), "cuGraphLaunch");
+  }
+
+  @Override
+  public void destroyGraph(long graph) {
+    CUgraphExec_st exec = graphs.remove(graph);
+    if (exec == null) return;
+    current();
+    check(cuGraphExecDestroy(exec), "cuGraphExecDestroy");
+  }
+
+  private void notCapturing(String what) {
+    if (capturing) throw new IllegalStateException(what + " while capturing a CUDA graph");
+  }
+
   @Override
   public void synchronize() {
+    notCapturing("synchronize");
     current();
     check(cuStreamSynchronize(stream), "cuStreamSynchronize (a kernel failed)");
   }
@@ -348,9 +434,19 @@ public final class CudaGpu implements Gpu {
     if (closed) return;
     try {
       current();
+      if (capturing) { // a capture left open by a failure: discard it
+        capturing = false;
+        CUgraph_st g = new CUgraph_st();
+        if (cuStreamEndCapture(stream, g) == 0) cuGraphDestroy(g);
+      }
       int rc = cuStreamSynchronize(stream);
       if (rc != 0)
         log.warn("{}: closing after a failed step: {}", describe(), CudaProbe.errorName(rc));
+      for (CUgraphExec_st exec : graphs.values()) cuGraphExecDestroy(exec);
+      graphs.clear();
+      cublasDestroy_v2(blas);
+      allocations.remove(blasWorkspace);
+      if (blasWorkspace != 0) freeAtClose(blasWorkspace);
       if (!allocations.isEmpty()) {
         long bytes = allocations.values().stream().mapToLong(Long::longValue).sum();
         log.debug(
@@ -359,12 +455,8 @@ public final class CudaGpu implements Gpu {
             allocations.size(),
             bytes >> 20);
       }
-      for (long p : allocations.keySet()) {
-        rc = cuMemFree(p);
-        if (rc != 0) log.warn("{}: cuMemFree at close: {}", describe(), CudaProbe.errorName(rc));
-      }
+      for (long p : allocations.keySet()) freeAtClose(p);
       allocations.clear();
-      cublasDestroy_v2(blas);
       if (module != null) cuModuleUnload(module);
       cuStreamDestroy(stream);
     } finally {

@@ -164,6 +164,11 @@ final class CudaLora implements AutoCloseable {
         + (long) (layer * MODULES.length + module) * capacity * 8;
   }
 
+  /** The tables' device address (it moves when they grow). */
+  long table() {
+    return table;
+  }
+
   /** Slots per (layer, module) table: module m + 1's table starts this many pointers after m's. */
   int capacity() {
     return capacity;

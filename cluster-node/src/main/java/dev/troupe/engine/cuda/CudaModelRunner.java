@@ -30,6 +30,11 @@ import org.slf4j.LoggerFactory;
  * wanted. The residual stream stays FP32. The step's metadata (tokens, positions, cache slots,
  * block tables, adapter slots) is one upload ({@link BatchPlan}).
  *
+ * <p>Decode-only steps of up to {@value DecodeGraphs#MAX_SIZE} sequences run as CUDA graphs ({@link
+ * DecodeGraphs}) unless they are turned off (vLLM's {@code --enforce-eager}): the batch is padded
+ * to a capture size, the padding rows writing their K/V into a scratch block past the cache's last,
+ * and the step's launches are captured once per size and replayed after.
+ *
  * <p>Thread: confined to its owner's thread, like every {@link ModelRunner}.
  */
 public final class CudaModelRunner implements ModelRunner, DeviceSampling {
@@ -56,6 +61,9 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
   private long hostNanos;
   private final long sampleWork; // [LOGIT_PIECE, vocab] fp32: device sampling's scratch
   private int samplerThreads = DeviceSampler.THREADS;
+  private final DecodeGraphs graphs;
+  private boolean useGraphs;
+  private final int scratchBlock; // = numBlocks: the padding rows' K/V, no sequence's
   private boolean closed;
 
   private CudaModelRunner(
@@ -65,9 +73,11 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       int blockSize,
       int fixedBlocks,
       double memoryUtilization,
-      int maxBatchTokens) {
+      int maxBatchTokens,
+      boolean cudaGraphs) {
     if (blockSize < 1) throw new IllegalArgumentException("blockSize must be >= 1");
     this.gpu = gpu;
+    this.useGraphs = cudaGraphs;
     this.cfg = cfg;
     this.blockSize = blockSize;
     this.hidden = cfg.hiddenSize();
@@ -95,7 +105,8 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     else {
       long total = gpu.totalMemory(), free = gpu.freeMemory();
       long budget = (long) (memoryUtilization * total) - (total - free) - ropeBytes;
-      numBlocks = (int) Math.min(Integer.MAX_VALUE, budget / perBlock);
+      // one block fewer than fits: the scratch block
+      numBlocks = (int) Math.min(Integer.MAX_VALUE, budget / perBlock - 1);
       if (numBlocks < 1)
         throw new ModelLoadException(
             String.format(
@@ -103,12 +114,14 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
                     + "--gpu-memory-utilization %.2f",
                 gpu.describe(), w.bytes >> 20, free >> 20, total >> 20, memoryUtilization));
     }
+    this.scratchBlock = numBlocks;
+    this.graphs = new DecodeGraphs(gpu);
     this.ropePositions = (int) Math.min(ropeMax, (long) numBlocks * blockSize);
     this.kCache = new long[cfg.numLayers()];
     this.vCache = new long[cfg.numLayers()];
     for (int i = 0; i < kCache.length; i++) {
-      kCache[i] = gpu.alloc((long) numBlocks * blockBytes);
-      vCache[i] = gpu.alloc((long) numBlocks * blockBytes);
+      kCache[i] = gpu.alloc((long) (numBlocks + 1) * blockBytes);
+      vCache[i] = gpu.alloc((long) (numBlocks + 1) * blockBytes);
     }
     float[][] rope = RopeTables.of(cfg).table(ropePositions);
     ropeCos = uploadFloats(rope[0]);
@@ -138,9 +151,25 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       int numBlocks,
       double memoryUtilization,
       int maxBatchTokens) {
+    return load(gpu, cfg, weights, blockSize, numBlocks, memoryUtilization, maxBatchTokens, true);
+  }
+
+  /**
+   * {@link #load(Gpu, ModelConfig, WeightSource, int, int, double, int)}, with decode-only steps
+   * run as CUDA graphs or not ({@code cudaGraphs} false: vLLM's {@code --enforce-eager}).
+   */
+  public static CudaModelRunner load(
+      Gpu gpu,
+      ModelConfig cfg,
+      WeightSource weights,
+      int blockSize,
+      int numBlocks,
+      double memoryUtilization,
+      int maxBatchTokens,
+      boolean cudaGraphs) {
     try {
       return new CudaModelRunner(
-          gpu, cfg, weights, blockSize, numBlocks, memoryUtilization, maxBatchTokens);
+          gpu, cfg, weights, blockSize, numBlocks, memoryUtilization, maxBatchTokens, cudaGraphs);
     } catch (RuntimeException | Error e) {
       gpu.close();
       throw e;
@@ -218,6 +247,19 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       throw new IllegalArgumentException(
           "threads: a multiple of 32 up to " + DeviceSampler.THREADS);
     samplerThreads = threads;
+  }
+
+  /**
+   * Whether decode-only steps run as CUDA graphs from now on (false: every step eager, vLLM's
+   * {@code --enforce-eager}; the graphs captured so far are kept). Benchmarks compare both.
+   */
+  public void useCudaGraphs(boolean on) {
+    useGraphs = on;
+  }
+
+  /** Graphs captured and graph launches so far (tests, benchmarks). */
+  long[] graphCounts() {
+    return new long[] {graphs.captures(), graphs.replays()};
   }
 
   /** The device, for logs. */
@@ -357,9 +399,19 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       sorted.add(rows.get(order[j]).params());
       sortedSource[j] = source[order[j]];
     }
+    BatchPlan plan = BatchPlan.of(batch, blockSize, numBlocks, vocab, lora::slot);
+    for (int p : plan.positions())
+      if (p >= ropePositions)
+        throw new IllegalArgumentException(
+            "position " + p + " beyond the model's " + ropePositions + " positions");
+    int size = useGraphs && plan.decodeOnly() ? DecodeGraphs.sizeFor(chunks) : -1;
+    if (size > 0 && sorted.size() <= size) {
+      Step replayed = replay(plan, size, hostLogits, sorted, sortedSource, order, start);
+      if (replayed != null) return replayed;
+    }
     DeviceSampler.Batch sampling =
         sorted.isEmpty() ? null : new DeviceSampler.Batch(samplerBuffers, sorted, sortedSource);
-    BatchPlan s = layers(batch);
+    BatchPlan s = layers(plan);
     int total = s.logitRows().length;
     boolean[] wanted = new boolean[total];
     for (int c = 0; c < chunks; c++)
@@ -408,6 +460,113 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     return new Step(out, java.util.Arrays.asList(results));
   }
 
+  /**
+   * A decode-only step as a graph ({@link DecodeGraphs}): {@code plan} padded to {@code size} rows,
+   * its metadata and sampling parameters uploaded, the graph of its kind captured if it is not yet,
+   * launched; then the chunks' host logits (their rows of the one LM-head piece) and the sampled
+   * rows' results come down. Rows, in {@code sorted}, are in logit-row order, {@code order} maps
+   * them back. Null when the device refused the capture: graphs are then off for this runner (one
+   * warning) and the step runs eagerly.
+   */
+  private Step replay(
+      BatchPlan plan,
+      int size,
+      boolean[] hostLogits,
+      List<DeviceSampling.Params> sorted,
+      int[] sortedSource,
+      Integer[] order,
+      long start) {
+    int chunks = plan.rows();
+    BatchPlan p = plan.padded(size, scratchBlock, blockSize);
+    upload(p);
+    boolean sampled = !sorted.isEmpty();
+    DeviceSampler.Batch sampling = sampled ? graphs.sampling(sorted, sortedSource, size) : null;
+    // what the captured calls' arguments are made of: any change drops the graphs
+    long[] ss = graphs.samplingStamp();
+    long[] stamp = {
+      x,
+      h,
+      qkv,
+      q,
+      attn,
+      y,
+      gu,
+      a,
+      meta,
+      ax,
+      axRank,
+      lora.table(),
+      lora.capacity(),
+      ss[0],
+      ss[1],
+      ss[2],
+      samplerThreads,
+      logits,
+      sampleWork
+    };
+    DecodeGraphs.Key key = new DecodeGraphs.Key(size, p.anyAdapter(), sampled);
+    Long graph = graphs.get(key, stamp);
+    if (graph == null) {
+      try {
+        graph = capture(p, sampling, size);
+      } catch (CudaException e) {
+        log.warn(
+            "{}: capturing a CUDA graph failed, decode steps run eagerly from now on: {}",
+            gpu.describe(),
+            e.getMessage());
+        useGraphs = false;
+        graphs.dropAll();
+        return null;
+      }
+      graphs.put(key, graph);
+    }
+    gpu.launchGraph(graph);
+    long waited = 0;
+    float[][] host = new float[size][];
+    for (int j = 0; hostLogits != null && j < chunks; ) {
+      if (!hostLogits[j]) {
+        j++;
+        continue;
+      }
+      int e = j;
+      while (e < chunks && hostLogits[e]) e++;
+      long d0 = System.nanoTime();
+      download(0, j, e, host);
+      waited += System.nanoTime() - d0;
+      j = e;
+    }
+    Result[] results = new Result[order.length];
+    if (sampled) {
+      long d0 = System.nanoTime();
+      List<Result> got = sampling.results(); // waits for the step
+      waited += System.nanoTime() - d0;
+      for (int j = 0; j < order.length; j++) results[order[j]] = got.get(j);
+    }
+    List<float[][]> out = new ArrayList<>(chunks);
+    for (int c = 0; c < chunks; c++)
+      out.add(hostLogits != null && hostLogits[c] ? new float[][] {host[c]} : null);
+    hostNanos = System.nanoTime() - start - waited;
+    return new Step(out, java.util.Arrays.asList(results));
+  }
+
+  /** The graph of a padded decode step: its layers, the LM head, the sampling kernel. */
+  private long capture(BatchPlan p, DeviceSampler.Batch sampling, int size) {
+    gpu.beginCapture();
+    try {
+      launchLayers(p);
+      gpu.gemm(w.lmHead, h, logits, vocab, hidden, size, false, 0f);
+      if (sampling != null) sampling.launch(logits, sampleWork, vocab, 0, size, 0, samplerThreads);
+    } catch (RuntimeException | Error e) {
+      try { // ends the capture, so the stream can be used again
+        gpu.destroyGraph(gpu.endCapture());
+      } catch (RuntimeException again) {
+        e.addSuppressed(again);
+      }
+      throw e;
+    }
+    return gpu.endCapture();
+  }
+
   /** Copies logit rows {@code r0+j .. r0+e} of the current piece into {@code host}. */
   private void download(int r0, int j, int e, float[][] host) {
     hostLogits.clear().limit((e - j) * vocab * 4);
@@ -421,22 +580,29 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
   }
 
   /** Everything of a step up to the final norm of its logit rows (left in {@code h}). */
-  private BatchPlan layers(List<SequenceChunk> batch) {
-    BatchPlan s = BatchPlan.of(batch, blockSize, numBlocks, vocab, lora::slot);
-    for (int p : s.positions())
-      if (p >= ropePositions)
-        throw new IllegalArgumentException(
-            "position " + p + " beyond the model's " + ropePositions + " positions");
+  private BatchPlan layers(BatchPlan s) {
+    upload(s);
+    launchLayers(s);
+    return s;
+  }
+
+  /** The buffers a step of {@code s} needs, and its metadata uploaded. */
+  private void upload(BatchPlan s) {
     int T = s.rows();
     ensureCapacity(T);
     ensureMeta(s.packedInts());
     hostMeta = s.pack(hostMeta);
     gpu.upload(meta, hostMeta);
+    if (s.anyAdapter()) ensureAx(3 * T, lora.maxRank); // [T, up to 3 modules, rank]
+  }
+
+  /** The step's launches and products, up to the final norm (what a graph captures). */
+  private void launchLayers(BatchPlan s) {
+    int T = s.rows();
     long tokens = meta + 4L * s.offTokens(), positions = meta + 4L * s.offPositions();
     long slots = meta + 4L * s.offSlots(), tableOff = meta + 4L * s.offTableOffsets();
     long adapterSlots = meta + 4L * s.offAdapters(), logitRows = meta + 4L * s.offLogitRows();
     long tables = meta + 4L * s.offTables();
-    if (s.anyAdapter()) ensureAx(3 * T, lora.maxRank); // [T, up to 3 modules, rank]
     float eps = (float) cfg.rmsNormEps();
     float scale = (float) (1.0 / Math.sqrt(headDim));
 
@@ -491,7 +657,6 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     // final norm only on the logit rows (their residual gets the last MLP output), then the LM head
     int R = s.logitRows().length;
     norm(w.finalNorm, y, logitRows, R, eps);
-    return s;
   }
 
   /** x[row] += add[row] (add ≠ 0), h[r] = bf16(rmsnorm(x[row]) · weight), row = rows[r] or r. */
@@ -532,6 +697,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
         gpu.free(p);
       gpu.free(ropeCos);
       gpu.free(ropeSin);
+      graphs.close();
       samplerBuffers.close();
       lora.close();
       w.close();

@@ -34,8 +34,12 @@ public final class DeviceSampler {
 
   private DeviceSampler() {}
 
-  /** The rows' parameters packed for one upload: ip, fp, uniforms, ints, floats (bytes). */
-  record Packed(ByteBuffer bytes, long ip, long fp, long uniforms, long ints, long floats) {}
+  /**
+   * The rows' parameters packed for one upload: ip, fp, uniforms, ints, floats (bytes); {@code
+   * bytes} holds what is used, {@code capacity} bytes are reserved on the device.
+   */
+  record Packed(
+      ByteBuffer bytes, long ip, long fp, long uniforms, long ints, long floats, long capacity) {}
 
   /**
    * Packs {@code rows}; row i samples logits row {@code source[i]} of the step (the kernel is told
@@ -47,8 +51,16 @@ public final class DeviceSampler {
 
   /** {@link #pack(List, int[])} into {@code buffer.apply(bytes)} (position 0, limit bytes). */
   static Packed pack(List<Params> rows, int[] source, IntFunction<ByteBuffer> buffer) {
-    int n = rows.size(), nInts = 0, nFloats = 0;
-    if (source.length != n) throw new IllegalArgumentException("one source row per row");
+    int[] need = listLengths(rows);
+    return pack(rows, source, need[0], need[1], buffer);
+  }
+
+  /**
+   * The ints and floats of {@code rows}' lists (allowed, masked, bias, seen and count ids; bias
+   * values and the three penalties): the two variable-length sections of the packed parameters.
+   */
+  static int[] listLengths(List<Params> rows) {
+    int nInts = 0, nFloats = 0;
     for (Params r : rows) {
       nInts +=
           r.allowed().length
@@ -58,9 +70,26 @@ public final class DeviceSampler {
               + 2 * r.countIds().length;
       nFloats += r.biasValues().length + 3;
     }
-    long uniforms = 0, ip = uniforms + 8L * n, fp = ip + 4L * ROW_INTS * n, ints = fp + 16L * n;
-    long floats = ints + 4L * nInts;
-    ByteBuffer b = buffer.apply((int) (floats + 4L * nFloats)).order(ByteOrder.LITTLE_ENDIAN);
+    return new int[] {nInts, nFloats};
+  }
+
+  /**
+   * {@link #pack(List, int[], IntFunction)} with room for {@code intCap} ints and {@code floatCap}
+   * floats (at least {@link #listLengths}): every section then starts at an offset that depends on
+   * the row count and the two capacities only, which a captured graph needs.
+   */
+  static Packed pack(
+      List<Params> rows, int[] source, int intCap, int floatCap, IntFunction<ByteBuffer> buffer) {
+    int n = rows.size();
+    if (source.length != n) throw new IllegalArgumentException("one source row per row");
+    int[] need = listLengths(rows);
+    if (need[0] > intCap || need[1] > floatCap)
+      throw new IllegalArgumentException("the rows' lists exceed the capacities");
+    // the floats before the ints, so the upload ends with the ints used (the capacities' rest stays
+    // on the device, unwritten)
+    long uniforms = 0, ip = uniforms + 8L * n, fp = ip + 4L * ROW_INTS * n, floats = fp + 16L * n;
+    long ints = floats + 4L * floatCap;
+    ByteBuffer b = buffer.apply((int) (ints + 4L * need[0])).order(ByteOrder.LITTLE_ENDIAN);
     int io = 0, fo = 0;
     for (int i = 0; i < n; i++) {
       Params r = rows.get(i);
@@ -91,7 +120,7 @@ public final class DeviceSampler {
       b.putFloat((int) floats + 4 * fo++, r.frequency());
       b.putFloat((int) floats + 4 * fo++, r.presence());
     }
-    return new Packed(b, ip, fp, uniforms, ints, floats);
+    return new Packed(b, ip, fp, uniforms, ints, floats, ints + 4L * intCap);
   }
 
   /**
@@ -117,6 +146,11 @@ public final class DeviceSampler {
         device = gpu.alloc(grown);
         deviceBytes = grown;
       }
+      return device;
+    }
+
+    /** The device memory's address now (it moves when it grows). */
+    long address() {
       return device;
     }
 
@@ -153,14 +187,31 @@ public final class DeviceSampler {
 
     /** Row i samples logits row {@code source[i]} of the step. */
     Batch(Buffers buffers, List<Params> rows, int[] source) {
+      this(buffers, rows, source, listLengths(rows));
+    }
+
+    private Batch(Buffers buffers, List<Params> rows, int[] source, int[] caps) {
+      this(buffers, rows, source, caps[0], caps[1]);
+    }
+
+    /**
+     * With room for {@code intCap} ints and {@code floatCap} floats in the lists' sections: the
+     * same row count and capacities give the same addresses in the same buffers (a graph's).
+     */
+    Batch(Buffers buffers, List<Params> rows, int[] source, int intCap, int floatCap) {
       this.gpu = buffers.gpu;
       this.buffers = buffers;
       this.rows = rows;
-      this.packed = pack(rows, source, buffers::params);
-      long paramBytes = (packed.bytes().limit() + 255L) & ~255L; // results 256-byte aligned
-      this.params = buffers.device(paramBytes + (long) rows.size() * (12 + 8 * MAX_TOP));
+      this.packed = pack(rows, source, intCap, floatCap, buffers::params);
+      long paramBytes = (packed.capacity() + 255L) & ~255L; // results 256-byte aligned
+      this.params = buffers.device(deviceBytes(paramBytes, rows.size()));
       this.out = params + paramBytes;
       gpu.upload(params, packed.bytes());
+    }
+
+    /** Parameters (256-byte aligned) and then the results of {@code n} rows. */
+    static long deviceBytes(long paramBytes, int n) {
+      return paramBytes + (long) n * (12 + 8 * MAX_TOP);
     }
 
     /**

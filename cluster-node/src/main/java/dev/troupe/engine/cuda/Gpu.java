@@ -87,6 +87,28 @@ public interface Gpu extends AutoCloseable {
       int ldc,
       boolean cBf16);
 
+  /**
+   * Starts recording this GPU's launches and products into a graph instead of running them (CUDA
+   * stream capture, thread-local mode): until {@link #endCapture} nothing runs, and an allocation,
+   * free, copy or wait is refused. A captured call keeps its argument values, so everything it
+   * reads or writes must stay at the same address for the graph's life.
+   */
+  void beginCapture();
+
+  /**
+   * Ends the capture and returns the graph, instantiated: a handle for {@link #launchGraph} until
+   * {@link #destroyGraph}. A capture that was refused something ends with an exception (its
+   * recording is discarded).
+   */
+  long endCapture();
+
+  /**
+   * Runs a captured graph's calls, in order, on the GPU's stream, with their captured arguments.
+   */
+  void launchGraph(long graph);
+
+  void destroyGraph(long graph);
+
   /** Waits for all queued work; a failed kernel surfaces here at the latest. */
   void synchronize();
 

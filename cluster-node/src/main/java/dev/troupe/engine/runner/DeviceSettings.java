@@ -7,7 +7,7 @@ import java.util.Locale;
 
 /**
  * Where a node's model replicas run ({@code troupe.worker.device}, flags {@code --device}, {@code
- * --gpu-memory-utilization}, {@code --dtype}).
+ * --gpu-memory-utilization}, {@code --dtype}, {@code --enforce-eager}).
  *
  * @param device {@code auto} (CUDA when a usable GPU and the CUDA 13 libraries are found, else the
  *     CPU), {@code cpu}, {@code cuda} (any GPU; replicas spread over the node's GPUs) or {@code
@@ -18,8 +18,11 @@ import java.util.Locale;
  * @param dtype as vLLM's {@code --dtype} ({@link ServedDType}): {@code auto}, {@code bfloat16},
  *     {@code half}/{@code float16}, {@code float}/{@code float32}; the GPU runner takes {@code
  *     auto} and {@code bfloat16} only (it computes in BF16)
+ * @param cudaGraphs whether the GPU runner replays decode-only steps from CUDA graphs ({@code
+ *     cuda-graphs}; false with {@code --enforce-eager}, as vLLM's); the CPU runner has none
  */
-public record DeviceSettings(String device, double gpuMemoryUtilization, String dtype) {
+public record DeviceSettings(
+    String device, double gpuMemoryUtilization, String dtype, boolean cudaGraphs) {
   public static final List<String> DTYPES = ServedDType.NAMES;
 
   public DeviceSettings {
@@ -34,12 +37,20 @@ public record DeviceSettings(String device, double gpuMemoryUtilization, String 
           "--dtype must be one of " + String.join(", ", DTYPES) + ", got " + dtype);
   }
 
+  /** With CUDA graphs on (the default). */
+  public DeviceSettings(String device, double gpuMemoryUtilization, String dtype) {
+    this(device, gpuMemoryUtilization, dtype, true);
+  }
+
   /** CPU only, dtype auto: what tests and the demo default to. */
   public static final DeviceSettings CPU = new DeviceSettings("cpu", 0.9, "auto");
 
   public static DeviceSettings fromConfig(Config c) {
     return new DeviceSettings(
-        c.getString("device"), c.getDouble("gpu-memory-utilization"), c.getString("dtype"));
+        c.getString("device"),
+        c.getDouble("gpu-memory-utilization"),
+        c.getString("dtype"),
+        c.getBoolean("cuda-graphs"));
   }
 
   public boolean isAuto() {

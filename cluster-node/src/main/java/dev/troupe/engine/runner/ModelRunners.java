@@ -58,7 +58,8 @@ public final class ModelRunners {
               blockSize,
               0,
               device.gpuMemoryUtilization(),
-              maxBatchTokens);
+              maxBatchTokens,
+              device.cudaGraphs());
       if (w instanceof LoadProgress p) p.done();
       log.info("{} runs on {}", modelDir == null ? "demo" : modelDir, r.device());
       return r;

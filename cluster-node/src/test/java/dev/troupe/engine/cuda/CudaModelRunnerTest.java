@@ -404,8 +404,9 @@ class CudaModelRunnerTest {
       assertTrue(r.numBlocks() > 0);
       // the cache never takes more than the share left: blocks ≤ (0.9·total − in use) / block
       assertTrue((double) r.numBlocks() * perBlock + rope <= 0.9 * total, "" + r.numBlocks());
-      if (b == GpuBackends.EMULATED) // the emulator reports half its memory free, always
-      assertEquals((long) ((0.9 * total - total / 2 - rope) / perBlock), r.numBlocks());
+      if (b == GpuBackends.EMULATED) // the emulator reports half its memory free, always; one
+        // block more is allocated, the graphs' scratch block
+        assertEquals((long) ((0.9 * total - total / 2 - rope) / perBlock) - 1, r.numBlocks());
     }
     if (b == GpuBackends.EMULATED) {
       Gpu g2 = b.open(c, BS);

@@ -13,8 +13,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -25,6 +29,12 @@ import java.util.concurrent.TimeUnit;
  * fp32-accumulating loop over BF16 operands (any transposes and leading dimensions), cuBLAS's
  * contract. Memory is poisoned (NaN) at allocation, so an output a kernel forgot to write shows.
  *
+ * <p>Graphs: between {@link #beginCapture} and {@link #endCapture} launches and products are
+ * recorded (their commands, argument values included) instead of run, and allocations, frees,
+ * copies and waits are refused, as CUDA's thread-local capture refuses them; {@link #launchGraph}
+ * sends the recorded commands again, after checking that every pointer they hold still lies in a
+ * live allocation (a graph outliving a buffer it uses would read freed memory on a GPU).
+ *
  * <p>Only for tests: slow (every CUDA thread is a fiber) but exact about what the kernels compute.
  */
 final class EmulatedGpu implements Gpu {
@@ -34,6 +44,15 @@ final class EmulatedGpu implements Gpu {
   private final DataInputStream in;
   private boolean loaded;
   private final long memory;
+  // live allocations (address → bytes), for the pointer check at replay
+  private final TreeMap<Long, Long> live = new TreeMap<>();
+
+  // a launch or product recorded in a graph: its command and the device addresses it holds
+  private record Captured(String what, byte[] command, long[] pointers) {}
+
+  private List<Captured> capture; // non-null while capturing
+  private final Map<Long, List<Captured>> graphs = new HashMap<>();
+  private long nextGraph = 1, graphLaunches;
 
   private EmulatedGpu(Process p, long memory) {
     this.process = p;
@@ -158,10 +177,13 @@ final class EmulatedGpu implements Gpu {
 
   @Override
   public long alloc(long bytes) {
+    notCapturing("alloc");
     send(msg(9).put((byte) 'M').putLong(bytes));
     answer();
     try {
-      return Long.reverseBytes(in.readLong());
+      long p = Long.reverseBytes(in.readLong());
+      live.put(p, bytes);
+      return p;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -170,12 +192,15 @@ final class EmulatedGpu implements Gpu {
   @Override
   public void free(long ptr) {
     if (ptr == 0) return;
+    notCapturing("free");
+    live.remove(ptr);
     send(msg(9).put((byte) 'F').putLong(ptr));
     answer();
   }
 
   @Override
   public void upload(long dst, ByteBuffer src) {
+    notCapturing("upload");
     int n = src.remaining();
     send(msg(17).put((byte) 'W').putLong(dst).putLong(n));
     byte[] b = new byte[n];
@@ -190,6 +215,7 @@ final class EmulatedGpu implements Gpu {
 
   @Override
   public void download(long src, ByteBuffer dst) {
+    notCapturing("download");
     int n = dst.remaining();
     send(msg(17).put((byte) 'R').putLong(src).putLong(n));
     answer();
@@ -204,6 +230,7 @@ final class EmulatedGpu implements Gpu {
 
   @Override
   public void copy(long dst, long src, long bytes) {
+    notCapturing("copy");
     send(msg(25).put((byte) 'C').putLong(dst).putLong(src).putLong(bytes));
     answer();
   }
@@ -226,6 +253,15 @@ final class EmulatedGpu implements Gpu {
       else if (a instanceof Float f) b.putInt(4).putFloat(f);
       else throw new IllegalArgumentException(kernel + ": unsupported argument " + a);
     }
+    if (capture != null) {
+      long[] ptrs =
+          java.util.Arrays.stream(args)
+              .filter(o -> o instanceof Long)
+              .mapToLong(o -> (Long) o)
+              .toArray();
+      capture.add(new Captured(kernel, java.util.Arrays.copyOf(b.array(), b.position()), ptrs));
+      return;
+    }
     send(b);
     answer();
   }
@@ -246,7 +282,7 @@ final class EmulatedGpu implements Gpu {
       long c,
       int ldc,
       boolean cBf16) {
-    send(
+    ByteBuffer g =
         msg(1 + 3 * 8 + 11 * 4)
             .put((byte) 'G')
             .putInt(transA ? 1 : 0)
@@ -262,12 +298,81 @@ final class EmulatedGpu implements Gpu {
             .putFloat(beta)
             .putLong(c)
             .putInt(ldc)
-            .putInt(cBf16 ? 1 : 0));
+            .putInt(cBf16 ? 1 : 0);
+    if (capture != null) {
+      capture.add(
+          new Captured(
+              "matmul", java.util.Arrays.copyOf(g.array(), g.position()), new long[] {a, b, c}));
+      return;
+    }
+    send(g);
     answer();
   }
 
   @Override
+  public void beginCapture() {
+    notCapturing("beginCapture");
+    capture = new ArrayList<>();
+  }
+
+  @Override
+  public long endCapture() {
+    if (capture == null) throw new IllegalStateException("endCapture without beginCapture");
+    long id = nextGraph++;
+    graphs.put(id, List.copyOf(capture));
+    capture = null;
+    return id;
+  }
+
+  @Override
+  public void launchGraph(long graph) {
+    notCapturing("launchGraph");
+    List<Captured> calls = graphs.get(graph);
+    if (calls == null) throw new IllegalArgumentException("no graph " + graph);
+    for (Captured c : calls)
+      for (long p : c.pointers())
+        if (p != 0 && !inside(p))
+          throw new CudaException(
+              "emulated device: graph "
+                  + graph
+                  + ", "
+                  + c.what()
+                  + ": pointer 0x"
+                  + Long.toHexString(p)
+                  + " is in no live allocation");
+    for (Captured c : calls) {
+      try {
+        out.write(c.command());
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      answer();
+    }
+    graphLaunches++;
+  }
+
+  @Override
+  public void destroyGraph(long graph) {
+    graphs.remove(graph);
+  }
+
+  /** Graph launches so far (tests). */
+  long graphLaunches() {
+    return graphLaunches;
+  }
+
+  private boolean inside(long p) {
+    Map.Entry<Long, Long> a = live.floorEntry(p);
+    return a != null && p - a.getKey() < Math.max(1, a.getValue());
+  }
+
+  private void notCapturing(String what) {
+    if (capture != null) throw new IllegalStateException(what + " while capturing a graph");
+  }
+
+  @Override
   public void synchronize() {
+    notCapturing("synchronize");
     send(msg(1).put((byte) 'S'));
     answer();
   }

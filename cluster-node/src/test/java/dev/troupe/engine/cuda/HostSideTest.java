@@ -74,7 +74,23 @@ class HostSideTest {
     for (int k = 0; k < floats.length; k++) floats[k] = bb.getFloat((int) p.floats() + 4 * k);
     // bias values, repetition, frequency, presence; then row b's 1, 0, 0
     assertArrayEquals(new float[] {-1.5f, 1.3f, 0.5f, 0.25f, 1f, 0f, 0f}, floats);
-    assertEquals(p.floats() + 4 * 7, bb.capacity());
+    // floats before ints, so the upload ends with the ints used
+    assertEquals(p.ints() + 4 * 8, bb.capacity());
+    assertEquals(p.floats() + 4 * 7, p.ints());
+    // with capacities (a graph's layout): the sections' offsets depend on the row count and the
+    // capacities, and only what is used goes up
+    DeviceSampler.Packed q =
+        DeviceSampler.pack(List.of(a, b), new int[] {7, 7}, 100, 20, ByteBuffer::allocateDirect);
+    assertEquals(p.floats(), q.floats());
+    assertEquals(q.floats() + 4 * 20, q.ints());
+    assertEquals(q.ints() + 4 * 8, q.bytes().limit());
+    assertEquals(q.ints() + 4 * 100, q.capacity());
+    assertEquals(-1.5f, q.bytes().getFloat((int) q.floats()));
+    assertEquals(4, q.bytes().getInt((int) q.ints()));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            DeviceSampler.pack(List.of(a, b), new int[] {7, 7}, 7, 20, ByteBuffer::allocateDirect));
     assertThrows(
         IllegalArgumentException.class, () -> DeviceSampler.pack(List.of(a), new int[] {0, 1}));
     assertThrows(
@@ -98,6 +114,40 @@ class HostSideTest {
                 0f,
                 none,
                 none));
+  }
+
+  /** A decode-only plan padded to a graph's size: the added rows touch only the scratch block. */
+  @Test
+  void aDecodePlanPadsToAGraphSizeThroughTheScratchBlock() {
+    List<SequenceChunk> decode =
+        List.of(
+            new SequenceChunk(new int[] {5}, 6, new int[] {9, 4}, false, 3),
+            new SequenceChunk(new int[] {1}, 0, new int[] {2}, false));
+    BatchPlan p = BatchPlan.of(decode, 4, 12, 10, id -> 0);
+    assertTrue(p.decodeOnly());
+    BatchPlan q = p.padded(4, 12, 4);
+    assertArrayEquals(new int[] {5, 1, 0, 0}, q.tokens());
+    assertArrayEquals(new int[] {6, 0, 0, 0}, q.positions());
+    assertArrayEquals(new int[] {18, 8, 48, 48}, q.slots()); // scratch block 12, position 0
+    assertArrayEquals(new int[] {9, 4, 2, 12}, q.tables());
+    assertArrayEquals(new int[] {0, 2, 3, 3}, q.tableOffsets());
+    assertArrayEquals(new int[] {0, -1, -1, -1}, q.adapterSlots());
+    assertArrayEquals(new int[] {0, 1, 2, 3}, q.logitRows());
+    // the sections' offsets depend on the size only
+    assertEquals(6 * 4, q.offTables());
+    assertThrows(IllegalArgumentException.class, () -> p.padded(1, 12, 4));
+    BatchPlan prefill =
+        BatchPlan.of(
+            List.of(new SequenceChunk(new int[] {1, 2}, 0, new int[] {2}, false)),
+            4,
+            12,
+            10,
+            id -> 0);
+    assertFalse(prefill.decodeOnly());
+    BatchPlan all =
+        BatchPlan.of(
+            List.of(new SequenceChunk(new int[] {1}, 0, new int[] {2}, true)), 4, 12, 10, id -> 0);
+    assertTrue(all.decodeOnly()); // one token, one logit row: the same step
   }
 
   @Test

@@ -114,6 +114,31 @@ final class RecordingGpu implements Gpu {
   }
 
   @Override
+  public void beginCapture() {
+    out.println("beginCapture");
+    gpu.beginCapture();
+  }
+
+  @Override
+  public long endCapture() {
+    long g = gpu.endCapture();
+    out.printf("endCapture graph=0x%x%n", g);
+    return g;
+  }
+
+  @Override
+  public void launchGraph(long graph) {
+    out.printf("launchGraph graph=0x%x%n", graph);
+    gpu.launchGraph(graph);
+  }
+
+  @Override
+  public void destroyGraph(long graph) {
+    out.printf("destroyGraph graph=0x%x%n", graph);
+    gpu.destroyGraph(graph);
+  }
+
+  @Override
   public void synchronize() {
     gpu.synchronize();
   }

@@ -24,7 +24,10 @@ import org.bytedeco.javacpp.BytePointer;
  *   <li>{@code run MEANT_LOG}: a copy round trip, then every tiny architecture through {@link
  *       CudaModelRunner} (prefill, LoRA rows, device sampling, a block copy) and a training step on
  *       the runner's GPU ({@link CudaTrainer}), each {@link Gpu} wrapped in a {@link RecordingGpu}
- *       writing what was meant to MEANT_LOG.
+ *       writing what was meant to MEANT_LOG; its decode steps run as CUDA graphs (captured, then
+ *       replayed), the first one also eagerly.
+ *   <li>{@code stale}: a graph whose buffer was freed after its capture is launched: the stand-in
+ *       driver must refuse it (exit 0 when it did).
  * </ul>
  */
 final class StubDriverRun {
@@ -42,6 +45,10 @@ final class StubDriverRun {
     CudaProbe.Result r = CudaProbe.get();
     System.out.println("probe: " + r.summary());
     if (!r.usable()) System.exit(3);
+    if (args[0].equals("stale")) {
+      staleGraph(CudaProbe.open(0));
+      return;
+    }
     try (PrintStream meant = new PrintStream(new FileOutputStream(args[1]), true)) {
       roundTrip(new RecordingGpu(CudaProbe.open(0), meant));
       for (Arch a : Arch.values()) runner(new RecordingGpu(CudaProbe.open(0), meant), a);
@@ -84,16 +91,45 @@ final class StubDriverRun {
       // decode both, sampled on the device, logits of the first also to the host
       DeviceSampling.Params greedy = DeviceSampling.Params.simple(true, 1f, 0, 1f, 0f, 0.5);
       DeviceSampling.Params drawn = DeviceSampling.Params.simple(false, 0.8f, 5, 0.9f, 0f, 0.25);
-      run.forwardSample(
-          List.of(
-              new SequenceChunk(new int[] {7}, p.length, new int[] {0, 1}, false, 1),
-              new SequenceChunk(new int[] {8}, q.length, new int[] {2}, false)),
-          new boolean[] {true, false},
-          List.of(new DeviceSampling.Row(0, greedy), new DeviceSampling.Row(1, drawn)));
+      // the same step three times: eagerly, captured into a graph and launched, launched again
+      for (int i = 0; i < 3; i++) {
+        run.useCudaGraphs(i > 0);
+        run.forwardSample(
+            List.of(
+                new SequenceChunk(new int[] {7}, p.length, new int[] {0, 1}, false, 1),
+                new SequenceChunk(new int[] {8}, q.length, new int[] {2}, false)),
+            new boolean[] {true, false},
+            List.of(new DeviceSampling.Row(0, greedy), new DeviceSampling.Row(1, drawn)));
+      }
+      // one sequence without an adapter: a graph of batch 1 (no LoRA launches), host logits only
+      run.forward(List.of(new SequenceChunk(new int[] {9}, q.length + 1, new int[] {2, 3}, false)));
       run.copyBlock(2, 3);
       run.removeAdapter(1);
       train(run, c);
     }
+  }
+
+  /** A captured launch whose buffer is freed before the graph runs: cuGraphLaunch must fail. */
+  static void staleGraph(Gpu g) {
+    ModelConfig c = TinyModels.config(Arch.LLAMA);
+    g.loadKernels(KernelSource.generate(c, 4), KernelSource.KERNELS);
+    int inter = c.intermediateSize();
+    long gu = g.alloc(8L * inter), a = g.alloc(2L * inter);
+    g.beginCapture();
+    g.launch("silu_mul", 1, 1, KernelSource.ELEMENT_THREADS, gu, a, inter);
+    long graph = g.endCapture();
+    g.launchGraph(graph); // its buffers are live
+    g.free(a);
+    try {
+      g.launchGraph(graph);
+      System.out.println("stale graph launched");
+      System.exit(4);
+    } catch (CudaException e) {
+      System.out.println("refused: " + e.getMessage());
+    }
+    g.destroyGraph(graph);
+    g.free(gu);
+    g.close();
   }
 
   /**

@@ -53,17 +53,41 @@ class StubDriverTest {
   }
 
   /**
-   * A decode step's driver and cuBLAS calls as the stand-ins count them ({@link StubStepCost}): per
-   * layer its five kernels and four products; per step the embedding, the final norm, the LM head
-   * and the sampling kernel, the metadata and the sampling parameters up, the results down and the
-   * wait for them. No context switch, allocation or free: a count, so it holds on any machine.
+   * A replayed decode step's driver and cuBLAS calls as the stand-ins count them ({@link
+   * StubStepCost}): the metadata and the sampling parameters up, one graph launch, the results down
+   * and the wait for them — no kernel launch or product of its own, whatever the layers.
    */
   @Test
-  void aDecodeStepMakesABoundedNumberOfDriverCalls() {
+  void aReplayedDecodeStepMakesAHandfulOfDriverCalls() {
+    assumeTools();
+    List<StubStepCost.Result> results =
+        StubStepCost.measure("tiny-qwen3", 2, 3, tmp, List.of(1, 5), true);
+    assertEquals(2, results.size());
+    for (StubStepCost.Result r : results) {
+      String what = "batch " + r.batch() + ", calls per step: " + r.callsPerStep();
+      assertEquals(1, r.calls("cuGraphLaunch"), what);
+      assertEquals(0, r.calls("cuLaunchKernel") + r.calls("cublasGemmEx"), what);
+      assertEquals(0, r.calls("cuStreamBeginCapture_v2"), what + " (captured again)");
+      assertEquals(2, r.calls("cuMemcpyHtoDAsync_v2"), what);
+      assertEquals(1, r.calls("cuMemcpyDtoHAsync_v2"), what);
+      assertEquals(1, r.calls("cuStreamSynchronize"), what);
+      assertEquals(5, r.totalCalls(), what);
+    }
+  }
+
+  /**
+   * An eager decode step's calls ({@code --enforce-eager}): per layer its five kernels and four
+   * products; per step the embedding, the final norm, the LM head and the sampling kernel, the
+   * metadata and the sampling parameters up, the results down and the wait for them. No context
+   * switch, allocation or free: a count, so it holds on any machine.
+   */
+  @Test
+  void anEagerDecodeStepMakesABoundedNumberOfDriverCalls() {
     assumeTools();
     String shape = "tiny-qwen3";
     int layers = StubStepCost.shape(shape).numLayers();
-    List<StubStepCost.Result> results = StubStepCost.measure(shape, 2, 3, tmp, List.of(1, 5));
+    List<StubStepCost.Result> results =
+        StubStepCost.measure(shape, 2, 3, tmp, List.of(1, 5), false);
     assertEquals(2, results.size());
     for (StubStepCost.Result r : results) {
       String what = "batch " + r.batch() + ", calls per step: " + r.callsPerStep();
@@ -72,6 +96,7 @@ class StubDriverTest {
       assertEquals(0, r.calls("cuCtxSetCurrent"), what);
       assertEquals(0, r.calls("cuMemAlloc_v2") + r.calls("cuMemFree_v2"), what);
       assertEquals(1, r.calls("cuStreamSynchronize"), what);
+      assertEquals(0, r.calls("cuGraphLaunch"), what);
       assertTrue(r.totalCalls() <= 9 * layers + 8, what);
     }
   }
@@ -155,8 +180,68 @@ class StubDriverTest {
         products.stream().anyMatch(p -> p.get("transA").equals("true")),
         "a product with a transposed A (training's weight gradients) reached cuBLAS");
 
+    // cuBLAS's fixed workspace (CudaGpu's own, so no runner meant it): one per handle, live at
+    // every product (graphs capture products, which must not allocate)
+    List<DriverCall> workspaces = DriverCall.only(driver, "cublasSetWorkspace");
+    assertEquals(DriverCall.only(driver, "cublasCreate").size(), workspaces.size(), "workspaces");
+    Set<Long> workspace = new HashSet<>();
+    for (DriverCall w : workspaces) {
+      assertEquals(CudaGpu.BLAS_WORKSPACE_BYTES, w.number("bytes"), w.line());
+      workspace.add(w.number("ptr"));
+    }
+    List<DriverCall> allocs =
+        driver.stream()
+            .filter(c -> !(c.fn().equals("cuMemAlloc") && workspace.contains(c.number("ptr"))))
+            .toList();
+
+    // graphs: launches and products between a capture's begin and end are recorded, not run
+    // (marked captured), and nothing else happens meanwhile; each graph launched is one
+    // instantiated, its pointers checked by the stand-in at every launch
+    boolean open = false;
+    int capturedLaunches = 0, capturedProducts = 0;
+    Set<String> execs = new HashSet<>();
+    for (DriverCall c : driver) {
+      switch (c.fn()) {
+        case "cuStreamBeginCapture" -> {
+          assertFalse(open, c.line());
+          assertTrue(streams.contains(c.get("stream")), c.line());
+          open = true;
+        }
+        case "cuStreamEndCapture" -> {
+          assertTrue(open, c.line());
+          assertTrue(c.number("nodes") > 0, c.line());
+          open = false;
+        }
+        case "cuLaunchKernel", "cublasGemmEx" -> {
+          assertEquals(open, c.line().endsWith(" captured=1"), "captured or not: " + c.line());
+          if (open && c.fn().equals("cuLaunchKernel")) capturedLaunches++;
+          else if (open) capturedProducts++;
+        }
+        case "cuGraphInstantiate" -> execs.add(c.get("exec"));
+        case "cuGraphLaunch" -> {
+          assertFalse(c.line().contains("error="), c.line());
+          assertTrue(execs.contains(c.get("exec")), "launch of an unknown graph: " + c.line());
+        }
+        default -> assertFalse(open, "during a capture: " + c.line());
+      }
+    }
+    assertFalse(open, "a capture left open");
+    assertEquals(
+        DriverCall.only(meant, "launchGraph").size(),
+        DriverCall.only(driver, "cuGraphLaunch").size(),
+        "graph launches");
+    assertTrue(capturedLaunches > 0 && capturedProducts > 0, "decode steps captured as graphs");
+    assertEquals(
+        DriverCall.only(driver, "cuGraphInstantiate").size(),
+        DriverCall.only(driver, "cuGraphExecDestroy").size(),
+        "every graph destroyed");
+    assertTrue(
+        DriverCall.only(driver, "cuGraphLaunch").size()
+            > DriverCall.only(driver, "cuGraphInstantiate").size(),
+        "graphs replayed after their capture");
+
     // allocations and copies, in order
-    same(meant, "alloc", driver, "cuMemAlloc", "ptr", "bytes");
+    same(meant, "alloc", allocs, "cuMemAlloc", "ptr", "bytes");
     same(meant, "upload", driver, "cuMemcpyHtoDAsync", "dst", "bytes");
     same(meant, "download", driver, "cuMemcpyDtoHAsync", "src", "bytes");
     same(meant, "copy", driver, "cuMemcpyDtoDAsync", "dst", "src", "bytes");
@@ -222,6 +307,17 @@ class StubDriverTest {
         default -> {}
       }
     }
+  }
+
+  /** A graph launched after a buffer it holds was freed: the stand-in driver refuses it. */
+  @Test
+  void aGraphOutlivingItsBufferIsRefusedAtLaunch() throws Exception {
+    assumeTools();
+    ForkedJvm run = fork(Map.of("LD_LIBRARY_PATH", NativeStubs.recording().toString()), "stale");
+    assertEquals(0, run.exitCode(), run.output());
+    assertTrue(run.output().contains("refused: cuGraphLaunch failed"), run.output());
+    String log = ForkedJvm.read(tmp.resolve("driver.log"));
+    assertTrue(log.contains("error=pointer-outside-allocations"), log);
   }
 
   @Test

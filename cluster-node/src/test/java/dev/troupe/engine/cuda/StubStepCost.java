@@ -67,6 +67,14 @@ public final class StubStepCost {
    */
   public static List<Result> measure(
       String shape, int warmup, int steps, Path work, List<Integer> batches) {
+    return measure(shape, warmup, steps, work, batches, true);
+  }
+
+  /**
+   * {@link #measure(String, int, int, Path, List)} with CUDA graphs on or off (--enforce-eager).
+   */
+  public static List<Result> measure(
+      String shape, int warmup, int steps, Path work, List<Integer> batches, boolean cudaGraphs) {
     Path stubs = NativeStubs.recording();
     Path counts = work.resolve("counts");
     try {
@@ -85,7 +93,9 @@ public final class StubStepCost {
         ForkedJvm.run(
             ForkedJvm.classpath(s -> s.contains("cuda-redist")),
             env,
-            List.of("-Dtroupe.cuda.cacheDir=" + stubs.resolve("kernels")),
+            List.of(
+                "-Dtroupe.cuda.cacheDir=" + stubs.resolve("kernels"),
+                "-Dtroupe.stub.cudaGraphs=" + cudaGraphs),
             work.resolve("child.log"),
             StubStepCost.class,
             args.toArray(String[]::new));
@@ -128,7 +138,14 @@ public final class StubStepCost {
     for (int i = 0; i < table.length; i++) table[i] = i;
     try (CudaModelRunner r =
         CudaModelRunner.load(
-            CudaProbe.open(0), cfg, new ZeroWeights(cfg), bs, table.length, 0, maxBatch)) {
+            CudaProbe.open(0),
+            cfg,
+            new ZeroWeights(cfg),
+            bs,
+            table.length,
+            0,
+            maxBatch,
+            Boolean.parseBoolean(System.getProperty("troupe.stub.cudaGraphs", "true")))) {
       System.out.println("runner: " + r.device() + ", " + args[0]);
       java.util.Random rnd = new java.util.Random(1);
       java.lang.management.ThreadMXBean threads =

@@ -11,6 +11,13 @@
  * each parameter's offset and size (the table the real driver copies kernel arguments by), and
  * cuLaunchKernel reads each kernelParams[i] as a pointer to that many bytes, as the driver does.
  * Reads go through a pipe, so a bad pointer is reported as "unreadable" instead of crashing.
+ * Graphs: between cuStreamBeginCapture and cuStreamEndCapture a launch on the capturing stream is
+ * recorded (its arguments decoded then, as the driver copies them) instead of run, and so is a
+ * cuBLAS product (stub_cublas.c reports it through troupe_stub_capture_gemm); an allocation, free,
+ * copy or wait meanwhile is refused, as the thread-local capture mode refuses it, and the capture
+ * then fails at its end. cuGraphLaunch checks every recorded pointer argument and product operand
+ * against the allocations live at that moment: a graph that outlived a buffer fails there, where a
+ * GPU would read freed memory.
  * With $TROUPE_CUDA_STUB_COUNTS set it only counts calls (stub_counts.c), checks still made.
  */
 #define _GNU_SOURCE
@@ -35,7 +42,10 @@ enum {
   INVALID_CONTEXT = 201,
   NO_BINARY_FOR_GPU = 209,
   INVALID_HANDLE = 400,
-  NOT_FOUND = 500
+  NOT_FOUND = 500,
+  ILLEGAL_STATE = 401,
+  CAPTURE_UNSUPPORTED = 900,
+  CAPTURE_INVALIDATED = 901
 };
 
 #define DEVICE_MEMORY (8ULL << 30)
@@ -94,6 +104,58 @@ static CUresult need_context(const char *what) {
 
 static int known_stream(void *s) {
   return s == NULL || ((char *)s >= streams && (char *)s < streams + stream_count);
+}
+
+/* ---- graphs: what a capture records ---- */
+
+#define MAX_OPERANDS 4
+typedef struct {
+  const char *name; /* the kernel's, or "cublasGemmEx" */
+  int nargs;
+  unsigned short size[MAX_PARAMS];
+  unsigned long long value[MAX_PARAMS];
+  CUdeviceptr operand[MAX_OPERANDS]; /* a product's operands and workspace, with their extents */
+  size_t extent[MAX_OPERANDS];
+} Node;
+typedef struct {
+  int nnodes, cap;
+  Node *nodes;
+} Graph;
+static Graph *capture_graph; /* non-NULL while a capture is open */
+static void *capture_stream;
+static int capture_invalid;
+
+static Node *add_node(const char *name) {
+  Graph *g = capture_graph;
+  if (g->nnodes == g->cap) {
+    g->cap = g->cap ? 2 * g->cap : 256;
+    g->nodes = realloc(g->nodes, g->cap * sizeof(Node));
+  }
+  Node *n = &g->nodes[g->nnodes++];
+  memset(n, 0, sizeof *n);
+  n->name = name;
+  return n;
+}
+
+/* The thread-local capture mode refuses what could make the capture unsafe (allocations, frees,
+ * synchronous copies and waits) and invalidates the capture. */
+static CUresult refused_in_capture(const char *what) {
+  if (!capture_graph) return OK;
+  capture_invalid = 1;
+  say("%s error=stream-capture-unsupported", what);
+  return CAPTURE_UNSUPPORTED;
+}
+
+/* stub_cublas.c's product on `stream`: recorded when the stream is capturing (returns 1). */
+int troupe_stub_capture_gemm(void *stream, int n, const unsigned long long *ptr,
+                             const size_t *bytes) {
+  if (!capture_graph || stream != capture_stream) return 0;
+  Node *node = add_node("cublasGemmEx");
+  for (int i = 0; i < n && i < MAX_OPERANDS; i++) {
+    node->operand[i] = ptr[i];
+    node->extent[i] = bytes[i];
+  }
+  return 1;
 }
 
 /* ---- cubin: kernels and their parameter tables ---- */
@@ -199,20 +261,33 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (extra) return say("cuLaunchKernel name=%s error=extra-not-supported", k->name), INVALID_VALUE;
   if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long)bx * by * bz > 1024)
     return say("cuLaunchKernel name=%s error=bad-dims", k->name), INVALID_VALUE;
-  if (counting()) return OK; /* decoding the arguments (syscalls) would swamp the caller's cost */
+  int captured = capture_graph && stream == capture_stream;
+  if (capture_graph && !captured)
+    return say("cuLaunchKernel name=%s error=launch-beside-a-capture", k->name), ILLEGAL_STATE;
+  /* decoding the arguments (syscalls) would swamp the caller's cost: only for a log or a graph */
+  if (counting() && !captured) return OK;
+  Node *node = captured ? add_node(k->name) : NULL;
   char args[MAX_PARAMS * 24] = "", *a = args;
   for (int i = 0; i < k->nparams; i++) {
     void *slot = NULL;
     unsigned char v[8] = {0};
     a += sprintf(a, "%s%d:", i ? "," : "", k->size[i]);
     if (!params || !peek(params + i, &slot, sizeof slot) || k->size[i] > 8 ||
-        !peek(slot, v, k->size[i]))
+        !peek(slot, v, k->size[i])) {
       a += sprintf(a, "unreadable");
-    else
-      a += sprintf(a, "0x%llx", (unsigned long long)(k->size[i] == 4 ? u32(v) : u64(v)));
+      if (node) return say("cuLaunchKernel name=%s error=unreadable-argument", k->name), INVALID_VALUE;
+    } else {
+      unsigned long long value = k->size[i] == 4 ? u32(v) : u64(v);
+      a += sprintf(a, "0x%llx", value);
+      if (node) {
+        node->size[i] = k->size[i];
+        node->value[i] = value;
+        node->nargs = i + 1;
+      }
+    }
   }
-  say("cuLaunchKernel name=%s grid=%u,%u,%u block=%u,%u,%u shared=%u stream=%p args=%s", k->name,
-      gx, gy, gz, bx, by, bz, shared, stream, args);
+  say("cuLaunchKernel name=%s grid=%u,%u,%u block=%u,%u,%u shared=%u stream=%p args=%s%s", k->name,
+      gx, gy, gz, bx, by, bz, shared, stream, args, captured ? " captured=1" : "");
   return OK;
 }
 
@@ -310,7 +385,7 @@ CUresult cuStreamDestroy_v2(void *s) {
 CUresult cuStreamSynchronize(void *s) {
   COUNT("cuStreamSynchronize");
   CUresult rc = need_context("cuStreamSynchronize");
-  if (rc) return rc;
+  if (rc || (rc = refused_in_capture("cuStreamSynchronize"))) return rc;
   return known_stream(s) ? OK : INVALID_HANDLE;
 }
 
@@ -328,7 +403,7 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
   COUNT("cuMemAlloc_v2");
   CUresult rc = need_context("cuMemAlloc");
-  if (rc) return rc;
+  if (rc || (rc = refused_in_capture("cuMemAlloc"))) return rc;
   if (bytes == 0) return say("cuMemAlloc bytes=0 error=invalid-value"), INVALID_VALUE;
   if (bytes > DEVICE_MEMORY - live_bytes)
     return say("cuMemAlloc bytes=%zu error=out-of-memory", bytes), OUT_OF_MEMORY;
@@ -349,7 +424,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
 CUresult cuMemFree_v2(CUdeviceptr p) {
   COUNT("cuMemFree_v2");
   CUresult rc = need_context("cuMemFree");
-  if (rc) return rc;
+  if (rc || (rc = refused_in_capture("cuMemFree"))) return rc;
   for (size_t i = 0; i < nallocs; i++)
     if (allocs[i].ptr == p) {
       live_bytes -= allocs[i].bytes;
@@ -365,7 +440,7 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 static CUresult copy(const char *what, CUdeviceptr dst, int dst_dev, CUdeviceptr src, int src_dev,
                      size_t n, void *stream) {
   CUresult rc = need_context(what);
-  if (rc) return rc;
+  if (rc || (rc = refused_in_capture(what))) return rc;
   if (!known_stream(stream)) return say("%s error=unknown-stream", what), INVALID_HANDLE;
   if ((dst_dev && !find(dst, n)) || (src_dev && !find(src, n)))
     return say("%s dst=0x%llx src=0x%llx bytes=%zu error=outside-allocations", what, dst, src, n),
@@ -390,6 +465,101 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *
   return copy("cuMemcpyDtoDAsync", dst, 1, src, 1, n, stream);
 }
 
+/* ---- graphs ---- */
+
+CUresult cuStreamBeginCapture_v2(void *s, int mode) {
+  COUNT("cuStreamBeginCapture_v2");
+  CUresult rc = need_context("cuStreamBeginCapture");
+  if (rc) return rc;
+  if (!s || !known_stream(s)) return say("cuStreamBeginCapture error=bad-stream"), INVALID_HANDLE;
+  if (capture_graph) return say("cuStreamBeginCapture error=already-capturing"), ILLEGAL_STATE;
+  capture_graph = calloc(1, sizeof(Graph));
+  capture_stream = s;
+  capture_invalid = 0;
+  say("cuStreamBeginCapture stream=%p mode=%d", s, mode);
+  return OK;
+}
+
+CUresult cuStreamEndCapture(void *s, void **graph) {
+  COUNT("cuStreamEndCapture");
+  if (!capture_graph || s != capture_stream)
+    return say("cuStreamEndCapture error=not-capturing"), ILLEGAL_STATE;
+  Graph *g = capture_graph;
+  capture_graph = NULL;
+  capture_stream = NULL;
+  if (capture_invalid) {
+    free(g->nodes);
+    free(g);
+    *graph = NULL;
+    return say("cuStreamEndCapture error=capture-invalidated"), CAPTURE_INVALIDATED;
+  }
+  *graph = g;
+  say("cuStreamEndCapture graph=%p nodes=%d", (void *)g, g->nnodes);
+  return OK;
+}
+
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+  COUNT("cuGraphInstantiateWithFlags");
+  CUresult rc = need_context("cuGraphInstantiate");
+  if (rc) return rc;
+  Graph *g = graph, *e = calloc(1, sizeof(Graph));
+  if (!g) return INVALID_VALUE;
+  e->nnodes = e->cap = g->nnodes;
+  e->nodes = malloc((g->nnodes ? g->nnodes : 1) * sizeof(Node));
+  memcpy(e->nodes, g->nodes, g->nnodes * sizeof(Node));
+  *exec = e;
+  say("cuGraphInstantiate graph=%p exec=%p nodes=%d flags=%llu", graph, (void *)e, e->nnodes, flags);
+  return OK;
+}
+
+CUresult cuGraphDestroy(void *graph) {
+  COUNT("cuGraphDestroy");
+  Graph *g = graph;
+  if (!g) return INVALID_VALUE;
+  say("cuGraphDestroy graph=%p", graph);
+  free(g->nodes);
+  free(g);
+  return OK;
+}
+
+CUresult cuGraphExecDestroy(void *exec) {
+  COUNT("cuGraphExecDestroy");
+  Graph *e = exec;
+  if (!e) return INVALID_VALUE;
+  say("cuGraphExecDestroy exec=%p", exec);
+  free(e->nodes);
+  free(e);
+  return OK;
+}
+
+/* Runs nothing; checks that every pointer the graph holds lies in a live allocation now. */
+CUresult cuGraphLaunch(void *exec, void *stream) {
+  COUNT("cuGraphLaunch");
+  CUresult rc = need_context("cuGraphLaunch");
+  if (rc) return rc;
+  if (!known_stream(stream)) return say("cuGraphLaunch error=unknown-stream"), INVALID_HANDLE;
+  if (capture_graph) return say("cuGraphLaunch error=inside-a-capture"), ILLEGAL_STATE;
+  Graph *e = exec;
+  if (!e) return INVALID_VALUE;
+  for (int i = 0; i < e->nnodes; i++) {
+    Node *n = &e->nodes[i];
+    for (int a = 0; a < n->nargs; a++)
+      if (n->size[a] == 8 && n->value[a] && !find(n->value[a], 1))
+        return say("cuGraphLaunch exec=%p error=pointer-outside-allocations node=%d name=%s arg=%d "
+                   "value=0x%llx",
+                   exec, i, n->name, a, n->value[a]),
+               INVALID_VALUE;
+    for (int o = 0; o < MAX_OPERANDS; o++)
+      if (n->operand[o] && !find(n->operand[o], n->extent[o] ? n->extent[o] : 1))
+        return say("cuGraphLaunch exec=%p error=operand-outside-allocations node=%d name=%s "
+                   "operand=%d ptr=0x%llx bytes=%zu",
+                   exec, i, n->name, o, n->operand[o], n->extent[o]),
+               INVALID_VALUE;
+  }
+  say("cuGraphLaunch exec=%p stream=%p nodes=%d", exec, stream, e->nnodes);
+  return OK;
+}
+
 /* ---- errors ---- */
 
 static const char *error_name(CUresult rc) {
@@ -404,6 +574,9 @@ static const char *error_name(CUresult rc) {
     case NO_BINARY_FOR_GPU: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
     case INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
     case NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+    case ILLEGAL_STATE: return "CUDA_ERROR_ILLEGAL_STATE";
+    case CAPTURE_UNSUPPORTED: return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+    case CAPTURE_INVALIDATED: return "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
     default: return NULL;
   }
 }

@@ -11,6 +11,7 @@ import dev.troupe.engine.serving.Engine;
 import dev.troupe.protocol.cluster.ClusterViewProtocol;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;
 import dev.troupe.protocol.cluster.KvHandle;
+import dev.troupe.protocol.cluster.KvRole;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Accepted;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
@@ -150,6 +151,9 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   /** This node's cluster address, {@code host:port}: where the cluster view places the replica. */
   private final String node;
 
+  /** What the gateways may send it: prefill legs, decode legs and whole requests, or both. */
+  private final KvRole kvRole;
+
   /** Where the model runs (read once: a GPU's memory query is a driver call). */
   private final dev.troupe.engine.DeviceInfo device;
 
@@ -275,9 +279,16 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     // Reading a checkpoint is file I/O: never on the pinned engine thread.
     this.loadExecutor = ctx.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
     this.trainedHere = TrainedAdapters.get(ctx.getSystem());
-    // What the prefix cache holds, for the gateways' cache-aware routing.
+    // The role this node gives the model's replicas in disaggregated prefill/decode.
+    this.kvRole =
+        KvRoles.fromConfig(ctx.getSystem().settings().config())
+            .of(ModelWorkerProtocol.parseEntityId(entityId).model());
+    // What the prefix cache holds, for the gateways' cache-aware routing (with the role).
     this.cacheReports =
-        CacheReporter.spawn(ctx, entityId, engine.core().scheduler().blocks().blockSize());
+        CacheReporter.spawn(ctx, entityId, engine.core().scheduler().blocks().blockSize(), kvRole);
+    // Its load (idle) and role at once: a prefill-only replica gets no request, so no step, until
+    // the gateways know its role.
+    cacheReports.tell(CacheReporter.changes(engine, List.of()));
     this.health = WorkerHealth.get(ctx.getSystem());
     this.node = ClusterViewProtocol.nodeName(ctx.getSystem().address());
     this.device = engine.core().device();
@@ -615,7 +626,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     return WireUpdates.status(entityId, engine)
         .withDetails(
             WireUpdates.details(
-                node, device, adapters.names(), rates, now, draining || health.draining()));
+                node, device, adapters.names(), rates, now, draining || health.draining(), kvRole));
   }
 
   /**

@@ -16,6 +16,9 @@
 # logs and data are then under data/local-cluster-N/. Without it the ports above are used.
 # Logs and data: data/local-cluster/node{1,2,3}/ ; API key: TROUPE_API_KEYS or the generated one
 # in data/local-cluster/node1/api-key.
+# TROUPE_NODE2_FLAGS / TROUPE_NODE3_FLAGS add flags to one worker node only, e.g. roles for
+# disaggregated prefill/decode: TROUPE_NODE2_FLAGS="--kv-role demo=prefill"
+# TROUPE_NODE3_FLAGS="--kv-role demo=decode" (bench/pd-bench.sh).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -64,10 +67,12 @@ case "${1:-start}" in
     start_node 1 --roles gateway --port "$HTTP" --cluster-port "${CLUSTER[0]}" \
       --management-port "${MANAGEMENT[0]}" "${extra[@]}"
     sleep 3
+    # shellcheck disable=SC2086 # the per-node flags are words
     start_node 2 --roles worker,trainer --cluster-port "${CLUSTER[1]}" \
-      --management-port "${MANAGEMENT[1]}" "${extra[@]}"
+      --management-port "${MANAGEMENT[1]}" "${extra[@]}" ${TROUPE_NODE2_FLAGS:-}
+    # shellcheck disable=SC2086
     start_node 3 --roles worker --cluster-port "${CLUSTER[2]}" \
-      --management-port "${MANAGEMENT[2]}" "${extra[@]}"
+      --management-port "${MANAGEMENT[2]}" "${extra[@]}" ${TROUPE_NODE3_FLAGS:-}
     echo "members: $0 status ; API on http://localhost:$HTTP/v1"
     ;;
   stop)

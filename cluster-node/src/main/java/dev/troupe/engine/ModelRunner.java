@@ -32,6 +32,29 @@ public interface ModelRunner extends AutoCloseable {
   /** Copies the cached keys/values of block {@code src} into block {@code dst} (copy-on-write). */
   void copyBlock(int src, int dst);
 
+  /** How {@link #exportBlocks} lays out a block; equal layouts exchange blocks. */
+  default KvLayout kvLayout() {
+    throw new UnsupportedOperationException("this runner does not export KV blocks");
+  }
+
+  /**
+   * The cached keys and values of {@code blocks}, in order, as {@link #kvLayout()} lays them out
+   * ({@link KvLayout#blockBytes()} per block): for another replica to {@link #importBlocks} them.
+   */
+  default byte[] exportBlocks(int[] blocks) {
+    throw new UnsupportedOperationException("this runner does not export KV blocks");
+  }
+
+  /**
+   * Writes {@code data} (as {@link #exportBlocks} returned it on a runner of the same layout) into
+   * {@code blocks}, in order; their keys and values are then as if computed here.
+   *
+   * @throws IllegalArgumentException when {@code data} is not {@code blocks.length} blocks long
+   */
+  default void importBlocks(int[] blocks, byte[] data) {
+    throw new UnsupportedOperationException("this runner does not import KV blocks");
+  }
+
   /**
    * Makes a LoRA adapter available to chunks naming {@code id} (replacing any adapter with that id
    * for later steps). Adapters are validated against the model's layer shapes here.

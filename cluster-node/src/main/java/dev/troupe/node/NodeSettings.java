@@ -32,6 +32,7 @@ public record NodeSettings(
   public static final String WORKER_DISPATCHER = dev.troupe.worker.ModelWorker.DISPATCHER;
 
   public static NodeSettings fromConfig(Config config) {
+    dev.troupe.worker.KvRoles.fromConfig(config); // a bad role fails the start, not a replica
     return new NodeSettings(
         ServedModels.fromConfig(config),
         EngineSettings.fromConfig(config.getConfig("troupe.worker.engine")),

@@ -91,6 +91,56 @@ public final class Scheduler {
     return group;
   }
 
+  /**
+   * Holds a just-added request out of scheduling while the keys and values of its prompt but the
+   * last token are imported from another replica (disaggregated prefill): it takes its cached
+   * prefix and fresh blocks for the rest of those positions now, and counts them as computed. The
+   * caller writes the fresh blocks, then {@link #releaseImport}s the request; or lets it compute
+   * its prompt itself ({@link #cancelImport}), or aborts it.
+   *
+   * @return the request's block table, of which the first {@code cachedBlocks} are its cached
+   *     prefix; null (nothing held) when too few blocks are free now
+   */
+  public Import holdForImport(SequenceGroup group) {
+    if (!waiting.contains(group) || group.sequences().size() != 1)
+      throw new IllegalStateException(group.requestId() + " is not a new waiting request");
+    Sequence seq = group.sequences().get(0);
+    int positions = seq.numTokens() - 1; // the last token is computed here, for its logits
+    int need = blocks.blocksFor(positions);
+    int[] hit = prefixCache.findHit(seq);
+    int fresh = need - hit.length;
+    int freeHits = 0;
+    for (int b : hit) if (blocks.refCount(b) == 0) freeHits++;
+    if (blocks.numFree() - freeHits < fresh) return null;
+    int[] table = new int[need];
+    for (int i = 0; i < hit.length; i++) {
+      blocks.touch(hit[i]);
+      table[i] = hit[i];
+    }
+    for (int i = hit.length; i < need; i++) table[i] = blocks.allocate();
+    waiting.remove(group);
+    seq.setBlockTable(table);
+    seq.setNumComputed(positions);
+    seq.setNumPublished(hit.length);
+    return new Import(table, hit.length);
+  }
+
+  /** A request held for import: its block table and how many of it were cached already. */
+  public record Import(int[] table, int cachedBlocks) {}
+
+  /** The held request's blocks are written: it is scheduled from its last prompt token. */
+  public void releaseImport(SequenceGroup group) {
+    if (byId.get(group.requestId()) != group) return;
+    if (!waiting.contains(group) && !running.contains(group)) waiting.add(group);
+  }
+
+  /** The import failed: the held request drops its blocks and computes its whole prompt itself. */
+  public void cancelImport(SequenceGroup group) {
+    if (byId.get(group.requestId()) != group) return;
+    freeBlocks(group);
+    if (!waiting.contains(group) && !running.contains(group)) waiting.add(group);
+  }
+
   public SequenceGroup get(String requestId) {
     return byId.get(requestId);
   }

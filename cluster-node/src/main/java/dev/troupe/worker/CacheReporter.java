@@ -2,6 +2,7 @@ package dev.troupe.worker;
 
 import com.typesafe.config.Config;
 import dev.troupe.engine.serving.Engine;
+import dev.troupe.protocol.cluster.KvRole;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.kv.BlockHash;
 import dev.troupe.protocol.kv.CacheReports;
@@ -54,6 +55,7 @@ public final class CacheReporter extends AbstractBehavior<CacheReporter.Command>
   }
 
   private final String replica;
+  private final KvRole kvRole;
   private final int blockSize;
   private final long heartbeatNanos;
   private final String incarnation = UUID.randomUUID().toString();
@@ -72,7 +74,8 @@ public final class CacheReporter extends AbstractBehavior<CacheReporter.Command>
    * Spawns the reporter of replica {@code entityId} under its worker, with the intervals of {@code
    * troupe.worker.cache-report-interval} and {@code cache-report-heartbeat}.
    */
-  public static ActorRef<Command> spawn(ActorContext<?> ctx, String entityId, int blockSize) {
+  public static ActorRef<Command> spawn(
+      ActorContext<?> ctx, String entityId, int blockSize, KvRole kvRole) {
     Config c = ctx.getSystem().settings().config().getConfig("troupe.worker");
     return ctx.spawn(
         create(
@@ -80,7 +83,8 @@ public final class CacheReporter extends AbstractBehavior<CacheReporter.Command>
             ModelWorkerProtocol.parseEntityId(entityId).model(),
             blockSize,
             c.getDuration("cache-report-interval"),
-            c.getDuration("cache-report-heartbeat")),
+            c.getDuration("cache-report-heartbeat"),
+            kvRole),
         "prefix-cache-reporter");
   }
 
@@ -109,12 +113,25 @@ public final class CacheReporter extends AbstractBehavior<CacheReporter.Command>
    */
   public static Behavior<Command> create(
       String replica, String model, int blockSize, Duration interval, Duration heartbeat) {
+    return create(replica, model, blockSize, interval, heartbeat, KvRole.BOTH);
+  }
+
+  /**
+   * @param kvRole the replica's role in disaggregated prefill/decode, told with every report
+   */
+  public static Behavior<Command> create(
+      String replica,
+      String model,
+      int blockSize,
+      Duration interval,
+      Duration heartbeat,
+      KvRole kvRole) {
     return Behaviors.setup(
         ctx ->
             Behaviors.withTimers(
                 timers ->
                     new CacheReporter(
-                        ctx, timers, replica, model, blockSize, interval, heartbeat)));
+                        ctx, timers, replica, model, blockSize, interval, heartbeat, kvRole)));
   }
 
   private CacheReporter(
@@ -124,9 +141,11 @@ public final class CacheReporter extends AbstractBehavior<CacheReporter.Command>
       String model,
       int blockSize,
       Duration interval,
-      Duration heartbeat) {
+      Duration heartbeat,
+      KvRole kvRole) {
     super(ctx);
     this.replica = replica;
+    this.kvRole = kvRole;
     this.blockSize = blockSize;
     this.heartbeatNanos = heartbeat.toNanos();
     this.reports =
@@ -199,7 +218,8 @@ public final class CacheReporter extends AbstractBehavior<CacheReporter.Command>
               blockSize,
               CacheReports.pack(new ArrayList<>(index)),
               null,
-              load);
+              load,
+              kvRole);
     } else {
       report =
           new CacheReport(
@@ -210,7 +230,8 @@ public final class CacheReporter extends AbstractBehavior<CacheReporter.Command>
               blockSize,
               CacheReports.pack(List.copyOf(stored)),
               CacheReports.pack(List.copyOf(removed)),
-              load);
+              load,
+              kvRole);
     }
     reports.tell(Topic.publish(report));
     stored.clear();

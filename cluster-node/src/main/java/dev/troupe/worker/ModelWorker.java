@@ -11,6 +11,8 @@ import dev.troupe.engine.output.RequestUpdate;
 import dev.troupe.engine.serving.Engine;
 import dev.troupe.protocol.cluster.ClusterViewProtocol;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;
+import dev.troupe.protocol.cluster.KvHandle;
+import dev.troupe.protocol.cluster.KvRole;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Accepted;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Cancel;
@@ -21,6 +23,7 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.ErrorKind;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GetStatus;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Migrate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ReplicaId;
@@ -153,6 +156,9 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   /** This node's cluster address, {@code host:port}: where the cluster view places the replica. */
   private final String node;
 
+  /** What the gateways may send it: prefill legs, decode legs and whole requests, or both. */
+  private final KvRole kvRole;
+
   /** Where the model runs (read once: a GPU's memory query is a driver call). */
   private final dev.troupe.engine.DeviceInfo device;
 
@@ -165,6 +171,9 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private final GpuReplicas.Replica onGpu;
 
   private final CudaModelRunner gpuRunner;
+
+  /** Disaggregated prefill/decode: leases served to decode replicas, pulls from prefill ones. */
+  private final KvTransfers kv;
 
   /**
    * Starts {@code ModelWorker} sharding on this node: hosts on role {@code worker}, a proxy
@@ -280,9 +289,16 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     // Reading a checkpoint is file I/O: never on the pinned engine thread.
     this.loadExecutor = ctx.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
     this.trainedHere = TrainedAdapters.get(ctx.getSystem());
-    // What the prefix cache holds, for the gateways' cache-aware routing.
+    // The role this node gives the model's replicas in disaggregated prefill/decode.
+    this.kvRole =
+        KvRoles.fromConfig(ctx.getSystem().settings().config())
+            .of(ModelWorkerProtocol.parseEntityId(entityId).model());
+    // What the prefix cache holds, for the gateways' cache-aware routing (with the role).
     this.cacheReports =
-        CacheReporter.spawn(ctx, entityId, engine.core().scheduler().blocks().blockSize());
+        CacheReporter.spawn(ctx, entityId, engine.core().scheduler().blocks().blockSize(), kvRole);
+    // Its load (idle) and role at once: a prefill-only replica gets no request, so no step, until
+    // the gateways know its role.
+    cacheReports.tell(CacheReporter.changes(engine, List.of()));
     this.health = WorkerHealth.get(ctx.getSystem());
     this.node = ClusterViewProtocol.nodeName(ctx.getSystem().address());
     this.device = engine.core().device();
@@ -295,6 +311,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
       this.gpuRunner = null;
       this.onGpu = null;
     }
+    this.kv = new KvTransfers(ctx, entityId, engine);
     health.serving(entityId, ctx.getSelf());
   }
 
@@ -315,6 +332,10 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         .onMessage(RequesterGone.class, this::onRequesterGone)
         .onMessageEquals(LogMetrics.INSTANCE, this::onLogMetrics)
         .onMessage(Drain.class, this::onDrain)
+        .onMessage(KvTransfers.Export.class, this::onKvExport)
+        .onMessage(KvTransfers.Release.class, this::onKvRelease)
+        .onMessage(KvTransfers.Pulled.class, this::onKvPulled)
+        .onMessageEquals(KvTransfers.Expire.INSTANCE, this::onKvExpire)
         .onMessageEquals(HandOff.INSTANCE, Behaviors::stopped) // PostStop: they migrate
         .onSignal(PostStop.class, s -> onStop(entityId + " stopped", true))
         .onSignal(PreRestart.class, s -> onStop("the worker restarted after a failure", false))
@@ -342,6 +363,13 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     }
     requesters.track(id, g.replyTo());
     if (g.acknowledge()) g.replyTo().tell(new Accepted(id, entityId, getContext().getSelf()));
+    if (g.request().kvTransfer() != null) {
+      Rejection refused = kv.track(g.request());
+      if (refused != null) {
+        fail(id, refused);
+        return this;
+      }
+    }
     Adapter adapter = g.request().adapter();
     if (adapter != null && !adapter.isBase()) load(adapter); // read while the input is prepared
     InputProcessor inputs = engine.inputs();
@@ -384,7 +412,10 @@ public final class ModelWorker extends AbstractBehavior<Command> {
 
   /** Queues a prepared request in the engine, on its adapter. */
   private void admit(String id, EngineRequest request) {
-    Rejection refused = RequestMdc.with(id, () -> engine.add(request));
+    Rejection refused =
+        kv.tracks(id)
+            ? RequestMdc.with(id, () -> kv.admit(request))
+            : RequestMdc.with(id, () -> engine.add(request));
     if (refused != null) fail(id, refused);
     else scheduleStep();
   }
@@ -402,9 +433,35 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     rates.record(System.nanoTime(), engine.core().promptTokens(), engine.core().generatedTokens());
     for (RequestUpdate u : step.updates()) send(u);
     for (var f : step.failures()) fail(f.requestId(), f.rejection());
+    kv.afterStep();
     cacheReports.tell(CacheReporter.changes(engine, adapters.names()));
     if (engine.hasWork()) scheduleStep();
     drained();
+    return this;
+  }
+
+  private Behavior<Command> onKvExport(KvTransfers.Export e) {
+    kv.onExport(e);
+    return this;
+  }
+
+  private Behavior<Command> onKvRelease(KvTransfers.Release r) {
+    kv.onRelease(r);
+    return this;
+  }
+
+  private Behavior<Command> onKvExpire() {
+    kv.onExpire();
+    return this;
+  }
+
+  /** A decode request's KV pull ended: it runs, recomputes, or fails by the policy. */
+  private Behavior<Command> onKvPulled(KvTransfers.Pulled p) {
+    Rejection failed = RequestMdc.with(p.requestId(), () -> kv.onPulled(p));
+    if (failed != null) {
+      engine.abort(p.requestId());
+      fail(p.requestId(), failed);
+    } else scheduleStep();
     return this;
   }
 
@@ -434,6 +491,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     for (String id : requesters.gone(gone.requester())) {
       preparations.cancel(id); // its input work stops too, queued or running
       engine.abort(id); // nobody listens: the update is dropped, the blocks are freed now
+      kv.forget(id);
       getContext().getLog().debug("{}: requester of {} is gone, cancelled", entityId, id);
     }
     drained();
@@ -599,7 +657,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     return WireUpdates.status(entityId, engine)
         .withDetails(
             WireUpdates.details(
-                node, device, adapters.names(), rates, now, draining || health.draining()));
+                node, device, adapters.names(), rates, now, draining || health.draining(), kvRole));
   }
 
   /**
@@ -619,6 +677,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
       GpuReplicas.get(getContext().getSystem()).unregister(engine.modelName(), onGpu);
       onGpu.stop(why);
     }
+    kv.stop();
     engine.close();
     if (migrate) health.stopped(entityId);
     else { // restarting: it loads again after the back-off
@@ -641,12 +700,25 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private void send(RequestUpdate u) {
     ActorRef<GenerationEvent> ref = requesters.get(u.requestId());
     if (ref == null) return;
-    ref.tell(WireUpdates.update(u, entityId, getContext().getSelf()));
+    GenerationUpdate update = WireUpdates.update(u, entityId, getContext().getSelf());
+    if (u.finished() && kv.tracks(u.requestId())) {
+      KvHandle handle = kv.handle(u.requestId());
+      if (handle != null)
+        update =
+            new GenerationUpdate(
+                update.requestId(), update.started(), update.choices(), update.usage(), handle);
+      kv.forget(u.requestId());
+    }
+    ref.tell(update);
     if (u.finished()) requesters.untrack(u.requestId());
   }
 
   /** Ends a request with its failure (it has left the engine, or never entered it). */
   private void fail(String id, Rejection why) {
+    if (kv.tracks(id)) {
+      kv.refused(id);
+      kv.forget(id);
+    }
     ActorRef<GenerationEvent> ref = requesters.untrack(id);
     if (ref != null) ref.tell(WireUpdates.failed(id, why));
     drained();

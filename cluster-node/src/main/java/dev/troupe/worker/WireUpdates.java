@@ -118,7 +118,8 @@ final class WireUpdates {
       List<String> adapters,
       TokenRates rates,
       long nowNanos,
-      boolean draining) {
+      boolean draining,
+      dev.troupe.protocol.cluster.KvRole kvRole) {
     List<WorkerStatus.LoadedAdapter> loaded = new ArrayList<>();
     for (String name : adapters) loaded.add(new WorkerStatus.LoadedAdapter(name, stepOf(name)));
     return new WorkerStatus.Details(
@@ -127,7 +128,8 @@ final class WireUpdates {
         loaded,
         rates.promptPerSecond(nowNanos),
         rates.generatedPerSecond(nowNanos),
-        draining);
+        draining,
+        kvRole);
   }
 
   private static Histogram histogram(LatencyStats.Snapshot s) {

@@ -40,6 +40,32 @@ class CacheReporterTest {
   }
 
   @Test
+  void everyReportCarriesTheReplicasKvRole() {
+    TestProbe<CacheReport> gateway = testKit.createTestProbe();
+    ActorRef<Topic.Command<CacheReport>> reports =
+        testKit.spawn(Topic.create(CacheReport.class, CacheReports.reportTopic("p")));
+    reports.tell(Topic.subscribe(gateway.getRef()));
+    ActorRef<CacheReporter.Command> reporter =
+        testKit.spawn(
+            CacheReporter.create(
+                "p#0",
+                "p",
+                16,
+                Duration.ofMillis(50),
+                Duration.ofMillis(100),
+                dev.troupe.protocol.cluster.KvRole.PREFILL));
+    gateway.awaitAssert(
+        Duration.ofSeconds(5),
+        () -> {
+          reporter.tell(
+              new CacheReporter.Changed(new CacheDelta(false, List.of(), List.of()), load(0)));
+          CacheReport r = gateway.receiveMessage(Duration.ofMillis(500));
+          assertEquals(dev.troupe.protocol.cluster.KvRole.PREFILL, r.kvRole());
+          return null;
+        });
+  }
+
+  @Test
   void coalescesChangesAnswersSnapshotsAndBeatsWhileIdle() {
     TestProbe<CacheReport> gateway = testKit.createTestProbe();
     ActorRef<Topic.Command<CacheReport>> reports =

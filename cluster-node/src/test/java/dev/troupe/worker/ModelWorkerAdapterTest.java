@@ -52,7 +52,7 @@ class ModelWorkerAdapterTest {
   private static final ServedModels MODELS =
       new ServedModels(List.of(new ServedModel("demo", "demo", 1, "fcfs")));
   private static final Duration WAIT = Duration.ofSeconds(60);
-  private static final String MODEL_ID = "7d8f7a52-2d6e-4a43-9a55-000000000001";
+  static final String MODEL_ID = "7d8f7a52-2d6e-4a43-9a55-000000000001";
   private static Path root;
   private static Adapter step1;
   private static Adapter step2;
@@ -73,7 +73,7 @@ class ModelWorkerAdapterTest {
   /**
    * A PEFT checkpoint with random A and B on q_proj and o_proj of every layer of the demo model.
    */
-  private static Path writeRandom(CheckpointStore store, long step, long seed) {
+  static Path writeRandom(CheckpointStore store, long step, long seed) {
     ModelConfig c = DemoModel.config();
     int rank = 4;
     int attn = c.numHeads() * c.headDim();

@@ -53,6 +53,39 @@ class ModelWorkerCacheReportTest {
   }
 
   @Test
+  void aReplicaThatHasServedNothingReportsItsLoadAndRole() {
+    // A prefill-only replica gets no request until a gateway knows its role: it must report
+    // without having run a step (before, an idle replica published nothing until its first step).
+    ActorTestKit kit =
+        ActorTestKit.create(
+            ConfigFactory.parseString(
+                    "troupe.worker.kv-role.models = [{model = idle, role = prefill}]")
+                .withFallback(testKit.system().settings().config()));
+    try {
+      TestProbe<CacheReport> gateway = kit.createTestProbe();
+      ActorRef<Topic.Command<CacheReport>> reports =
+          kit.spawn(Topic.create(CacheReport.class, CacheReports.reportTopic("idle")));
+      reports.tell(Topic.subscribe(gateway.getRef()));
+      EngineProvider engines =
+          (model, replica) -> TestEngines.demo(EngineSettings.small(), SchedulingPolicy.FCFS);
+      kit.spawn(
+          ModelWorker.create(
+              "idle#0",
+              new ServedModels(List.of(new ServedModel("idle", "demo", 1, "fcfs"))),
+              engines,
+              Duration.ZERO),
+          DispatcherSelector.fromConfig(NodeSettings.WORKER_DISPATCHER));
+      CacheReport r = gateway.receiveMessage(WAIT);
+      assertEquals("idle#0", r.replica());
+      assertEquals(dev.troupe.protocol.cluster.KvRole.PREFILL, r.kvRole());
+      assertEquals(0, r.load().running());
+      assertTrue(r.load().kvBlocksTotal() > 0);
+    } finally {
+      kit.shutdownTestKit();
+    }
+  }
+
+  @Test
   void publishesTheHashesOfItsComputedBlocksAndAnswersSnapshotRequests() {
     TestProbe<CacheReport> gateway = testKit.createTestProbe();
     ActorRef<Topic.Command<CacheReport>> reports =

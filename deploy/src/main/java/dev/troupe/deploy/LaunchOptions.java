@@ -2,6 +2,7 @@ package dev.troupe.deploy;
 
 import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.gateway.routes.VersionRoute;
+import dev.troupe.protocol.cluster.KvRole;
 import dev.troupe.protocol.cluster.Roles;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -52,6 +53,9 @@ import java.util.Map;
  *     ({@code --chat-template})
  * @param aliases further names a model is served under ({@code --served-model-name} with several
  *     names: the first names the model, the others are these)
+ * @param kvRoles what this node's replicas of a model do in disaggregated prefill/decode ({@code
+ *     --kv-role NAME=ROLE}: {@code prefill}, {@code decode} or {@code both}); the key {@code *}
+ *     ({@code --kv-role ROLE}) is every model's not named
  */
 public record LaunchOptions(
     int port,
@@ -77,7 +81,8 @@ public record LaunchOptions(
     int shutdownTimeout,
     EngineFlags engine,
     Map<String, String> chatTemplates,
-    Map<String, List<String>> aliases) {
+    Map<String, List<String>> aliases,
+    Map<String, KvRole> kvRoles) {
 
   /**
    * vLLM's engine sizing flags; null = the config's value ({@code troupe.worker.engine.*}).
@@ -129,6 +134,9 @@ public record LaunchOptions(
         --port N                 HTTP port of the OpenAI-compatible API (default 8000)
         --replicas NAME=N        run N replicas of model NAME (default 1)
         --scheduling-policy NAME=P  fcfs (default) or priority (request "priority" honoured)
+        --kv-role NAME=R         what this node's replicas of model NAME do in disaggregated
+                                 prefill/decode: prefill (only prefill legs), decode, or both
+                                 (default); --kv-role R sets every model's
         --api-key KEY            accept this Bearer key (repeatable; also TROUPE_API_KEYS=k1,k2);
                                  without any, a key is generated once into <data-dir>/api-key
         --roles R1,R2            cluster roles of this node: gateway, worker, trainer (default all)
@@ -235,6 +243,10 @@ public record LaunchOptions(
     for (String m : chatTemplates.keySet())
       if (!models.containsKey(m))
         throw new IllegalArgumentException("--chat-template names unknown model " + m);
+    kvRoles = Map.copyOf(kvRoles);
+    for (String m : kvRoles.keySet())
+      if (!m.equals(ALL_MODELS) && !models.containsKey(m))
+        throw new IllegalArgumentException("--kv-role names unknown model " + m);
     aliases = Map.copyOf(aliases);
     for (var e : aliases.entrySet()) {
       if (!models.containsKey(e.getKey()))
@@ -246,6 +258,9 @@ public record LaunchOptions(
               "--served-model-name " + alias + " is already the name of a model");
     }
   }
+
+  /** The key of {@link #kvRoles} that stands for every model not named. */
+  public static final String ALL_MODELS = "*";
 
   /** The aliases of model {@code name} (none by default). */
   public List<String> aliasesOf(String name) {
@@ -269,6 +284,7 @@ public record LaunchOptions(
     Map<String, String> policies = new LinkedHashMap<>();
     Map<String, String> reasoning = new LinkedHashMap<>();
     Map<String, String> toolParsers = new LinkedHashMap<>();
+    Map<String, KvRole> kvRoles = new LinkedHashMap<>();
     boolean autoToolChoice = false;
     List<String> keys = new ArrayList<>();
     List<String> roles = List.of(Roles.GATEWAY, Roles.WORKER, Roles.TRAINER);
@@ -337,6 +353,16 @@ public record LaunchOptions(
         case "--scheduling-policy" -> {
           String[] kv = pair(flag, value);
           policies.put(kv[0], kv[1]);
+        }
+        case "--kv-role" -> {
+          // NAME=ROLE for one model, a bare ROLE for every model not named
+          String[] kv =
+              value.indexOf('=') > 0 ? pair(flag, value) : new String[] {ALL_MODELS, value};
+          try {
+            kvRoles.put(kv[0], KvRole.parse(kv[1]));
+          } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--kv-role: " + e.getMessage());
+          }
         }
         case "--reasoning-parser" -> {
           String[] kv = pair(flag, value);
@@ -415,7 +441,8 @@ public record LaunchOptions(
         shutdownTimeout,
         new EngineFlags(maxModelLen, maxNumSeqs, maxBatchedTokens),
         templates,
-        aliases);
+        aliases,
+        kvRoles);
   }
 
   /**
@@ -449,6 +476,7 @@ public record LaunchOptions(
           "--max-num-batched-tokens",
           "--replicas",
           "--scheduling-policy",
+          "--kv-role",
           "--reasoning-parser",
           "--tool-call-parser",
           "--api-key",

@@ -181,6 +181,7 @@ final class StatusCommand {
             "REPLICA",
             "NODE",
             "STATE",
+            "ROLE",
             "DEVICE",
             "RUNNING",
             "WAITING",
@@ -194,6 +195,7 @@ final class StatusCommand {
           r.id(),
           r.node() == null ? "-" : r.node(),
           r.state() + (r.reason() == null ? "" : ": " + r.reason()),
+          r.kvRole() == null ? "-" : r.kvRole(),
           r.device() == null
               ? "-"
               : r.device().kind().equals("cuda")

@@ -32,6 +32,7 @@ import dev.troupe.persistence.Persistence;
 import dev.troupe.persistence.PersistenceInit;
 import dev.troupe.persistence.PersistenceSettings;
 import dev.troupe.protocol.cluster.ClusterViewProtocol;
+import dev.troupe.protocol.cluster.KvRole;
 import dev.troupe.protocol.cluster.LargeMessages;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.Roles;
@@ -235,7 +236,7 @@ public final class TroupeNode implements AutoCloseable {
             system,
             models.models().stream().map(ServedModels.ServedModel::name).toList(),
             RoutingSettings.fromConfig(config),
-            metrics::routed,
+            metrics.recorder(),
             new GatewayTokenizers(models, requestTemplates),
             gs.askTimeout());
     ModelCatalog catalog =
@@ -325,6 +326,15 @@ public final class TroupeNode implements AutoCloseable {
     values.put("troupe.worker.device.dtype", o.device().dtype());
     values.put("troupe.worker.device.cuda-graphs", o.device().cudaGraphs());
     values.put("troupe.worker.engine.enable-prefix-caching", o.enablePrefixCaching());
+    if (!o.kvRoles().isEmpty()) {
+      KvRole all = o.kvRoles().get(LaunchOptions.ALL_MODELS);
+      if (all != null) values.put("troupe.worker.kv-role.default", all.wireName());
+      List<Map<String, Object>> byModel = new ArrayList<>();
+      for (var e : o.kvRoles().entrySet())
+        if (!e.getKey().equals(LaunchOptions.ALL_MODELS))
+          byModel.add(Map.of("model", e.getKey(), "role", e.getValue().wireName()));
+      values.put("troupe.worker.kv-role.models", byModel);
+    }
     if (o.engine().maxModelLen() != null)
       values.put("troupe.worker.engine.max-model-len", o.engine().maxModelLen());
     if (o.engine().maxNumSeqs() != null)

@@ -108,6 +108,48 @@ class LaunchOptionsTest {
   }
 
   @Test
+  void kvRolesPerModelReachTheWorkersConfig() {
+    LaunchOptions o =
+        LaunchOptions.parse(
+            List.of(
+                "--model",
+                "a=demo",
+                "--model",
+                "b=demo",
+                "--model",
+                "c=demo",
+                "--kv-role",
+                "a=prefill",
+                "--kv-role",
+                "DECODE",
+                "--kv-role=c=both"),
+            null);
+    dev.troupe.worker.KvRoles roles =
+        dev.troupe.worker.KvRoles.fromConfig(
+            TroupeNode.config(o, List.of()).withFallback(com.typesafe.config.ConfigFactory.load()));
+    assertEquals(dev.troupe.protocol.cluster.KvRole.PREFILL, roles.of("a"));
+    assertEquals(dev.troupe.protocol.cluster.KvRole.DECODE, roles.of("b"), "--kv-role R: all");
+    assertEquals(dev.troupe.protocol.cluster.KvRole.BOTH, roles.of("c"));
+    // Without the flag: both.
+    assertEquals(
+        dev.troupe.protocol.cluster.KvRole.BOTH,
+        dev.troupe.worker.KvRoles.fromConfig(
+                TroupeNode.config(LaunchOptions.parse(List.of(), null), List.of())
+                    .withFallback(com.typesafe.config.ConfigFactory.load()))
+            .of("demo"));
+    IllegalArgumentException bad =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class,
+            () -> LaunchOptions.parse(List.of("--kv-role", "demo=producer"), null));
+    assertTrue(bad.getMessage().contains("prefill, decode or both"), bad.getMessage());
+    IllegalArgumentException unknown =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class,
+            () -> LaunchOptions.parse(List.of("--kv-role", "other=prefill"), null));
+    assertTrue(unknown.getMessage().contains("unknown model other"), unknown.getMessage());
+  }
+
+  @Test
   void everyFlag() {
     LaunchOptions o =
         LaunchOptions.parse(

@@ -84,7 +84,7 @@ public final class ChatRequestMapper {
           "continue_final_message");
 
     String cacheSalt = RequestChecks.cacheSalt(r.cacheSalt());
-    KvTransferParams.check(r.kvTransferParams());
+    var kvTransfer = KvTransferParams.parse(r.kvTransferParams());
     Long seed = RequestChecks.seed(r.seed());
     Integer truncate = RequestChecks.truncatePromptTokens(r.truncatePromptTokens());
     RequestChecks.responseFormat(r.responseFormat());
@@ -157,6 +157,7 @@ public final class ChatRequestMapper {
             .returnTokensAsTokenIds(isTrue(r.returnTokensAsTokenIds()))
             .toolCalling(constraint.toolCalling())
             .streamed(stream)
+            .kvTransfer(kvTransfer)
             .build();
 
     Map<String, Object> last = messages.get(messages.size() - 1);

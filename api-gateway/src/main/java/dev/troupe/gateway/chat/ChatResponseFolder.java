@@ -33,6 +33,7 @@ public final class ChatResponseFolder {
   private final Map<Integer, ChoiceState> choices = new TreeMap<>();
   private Started started;
   private Usage usage;
+  private dev.troupe.protocol.cluster.KvHandle kvHandle;
 
   public ChatResponseFolder(ChatPlan plan, long createdEpochSeconds) {
     this.plan = plan;
@@ -63,7 +64,10 @@ public final class ChatResponseFolder {
         st.stopReason = c.stopReason();
       }
     }
-    if (u.done()) usage = u.usage();
+    if (u.done()) {
+      usage = u.usage();
+      kvHandle = u.kvHandle();
+    }
     return this;
   }
 
@@ -97,7 +101,7 @@ public final class ChatResponseFolder {
             usage.promptTokens(), usage.completionTokens(), usage.cachedPromptTokens()),
         plan.promptLogprobs() && started != null ? promptLogprobs(started.promptLogprobs()) : null,
         plan.returnTokenIds() && started != null ? started.promptTokenIds() : null,
-        null);
+        kvHandle == null ? null : kvHandle.toParams());
   }
 
   /**

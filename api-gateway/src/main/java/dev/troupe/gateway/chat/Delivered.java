@@ -38,8 +38,10 @@ final class Delivered {
       tokens.get(c.index()).addAll(c.tokenIds());
       if (c.finished()) finished[c.index()] = true;
     }
+    // the KV handle names the worker's own request id (its lease), not the client's
     GenerationUpdate seen =
-        new GenerationUpdate(requestId, started ? null : u.started(), u.choices(), u.usage());
+        new GenerationUpdate(
+            requestId, started ? null : u.started(), u.choices(), u.usage(), u.kvHandle());
     started |= u.started() != null;
     return seen;
   }

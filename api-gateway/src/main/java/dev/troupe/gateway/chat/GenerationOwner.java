@@ -2,9 +2,12 @@ package dev.troupe.gateway.chat;
 
 import dev.troupe.gateway.replicas.NodeLost;
 import dev.troupe.gateway.replicas.ReplicaSelector.Attempts;
+import dev.troupe.gateway.replicas.ReplicaSelector.Prefill;
 import dev.troupe.gateway.replicas.ReplicaSelector.Replica;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.GenerationRequest.Resume;
+import dev.troupe.protocol.cluster.KvHandle;
+import dev.troupe.protocol.cluster.KvTransfer;
 import dev.troupe.protocol.cluster.LargeMessages;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Accepted;
@@ -79,6 +82,19 @@ import org.apache.pekko.stream.typed.javadsl.ActorSource;
  * {@code OVERLOADED} (503): an error event and {@code [DONE]} on a stream, a 503 status otherwise.
  * The worker watches the owner in turn, so a request whose owner stops (client gone) is cancelled.
  *
+ * <p><b>Prefill leg.</b> A request the gateway splits into prefill and decode ({@link Prefill},
+ * disaggregated prefill/decode) starts in a phase before these ({@link #prefilling}): the owner
+ * sends the prefill replica the request as a prefill leg ({@link PrefillLegs#of}: {@link
+ * KvTransfer.RemoteDecode}, one token, not streamed; the client sees nothing of it) and takes the
+ * {@link KvHandle} from its last update; the first attempt then carries it ({@link
+ * KvHandle#toRemotePrefill}) and its replica pulls the prompt's KV instead of computing it. A leg
+ * that fails, is lost, is not acknowledged within {@code accept-timeout} or, once acknowledged,
+ * does not finish within {@code attempt-timeout} is cancelled and the request is served whole by
+ * the decode replica; so is a first attempt whose replica could not pull the blocks (a {@link
+ * Failed} naming {@code kv_transfer_params}). A client that leaves cancels the leg. A continuation
+ * after a lost worker never carries the handle (the blocks were pulled or are gone): it recomputes,
+ * as any continuation.
+ *
  * <p>Timers are keyed by their {@link Timer} name, one attempt at a time: a timer cancelled or
  * restarted never delivers its message afterwards (Pekko's guarantee), so no timeout can reach a
  * later attempt.
@@ -89,6 +105,9 @@ public final class GenerationOwner {
   private static final int BUFFER = 16_384;
 
   private static final AtomicLong OWNERS = new AtomicLong();
+
+  /** The {@code param} of a failure to pull a prefill's KV blocks. */
+  private static final String KV_TRANSFER_PARAMS = "kv_transfer_params";
 
   /** Local messages of the owner. */
   interface Command extends NoSerializationVerificationNeeded {}
@@ -108,7 +127,12 @@ public final class GenerationOwner {
     /** {@code attempt-timeout}: the attempt is unacknowledged and could not move; give it up. */
     GIVE_UP,
     /** {@code retry-interval}: look for a reachable replica again. */
-    RETRY
+    RETRY,
+    /**
+     * {@code accept-timeout} until the prefill leg is acknowledged, then {@code attempt-timeout}:
+     * the leg has not finished; serve the request whole.
+     */
+    PREFILL
   }
 
   /** The HTTP side stopped listening (client gone, stream failed). */
@@ -118,6 +142,9 @@ public final class GenerationOwner {
 
   /** One try of the request on one replica. */
   private record Attempt(int number, String id, Replica replica) {}
+
+  /** The prefill leg in flight: its request id and when it was sent. */
+  private record Leg(String id, long sentNanos) {}
 
   /**
    * The request has been without a worker since {@code sinceNanos}; {@code why} is the latest loss.
@@ -137,7 +164,13 @@ public final class GenerationOwner {
   private final ActorRef<GenerationEvent> self;
   private final ActorRef<NodeLost> nodeLost;
   private final Delivered delivered;
+  private final Prefill prefill;
+  private final PrefillListener prefillListener;
   private final Set<String> avoid = new HashSet<>();
+
+  /** What the first attempt asks of KV transfer: the client's, or the prefill leg's handle. */
+  private KvTransfer firstTransfer;
+
   private int attempts;
   private int migrations;
   private boolean everAccepted;
@@ -153,12 +186,26 @@ public final class GenerationOwner {
       Attempts replicas,
       GenerationRequest request,
       MigrationSettings settings) {
+    return events(system, replicas, request, settings, null, PrefillListener.NONE);
+  }
+
+  /**
+   * {@link #events(ActorSystem, Attempts, GenerationRequest, MigrationSettings)} with a prefill leg
+   * on {@code prefill} first (null: served whole); {@code listener} hears how the leg went.
+   */
+  public static Source<GenerationEvent, NotUsed> events(
+      ActorSystem<?> system,
+      Attempts replicas,
+      GenerationRequest request,
+      MigrationSettings settings,
+      Prefill prefill,
+      PrefillListener listener) {
     return ActorSource.<GenerationEvent>actorRef(
             e -> false, e -> Optional.empty(), BUFFER, OverflowStrategy.fail())
         .mapMaterializedValue(
             out -> {
               system.systemActorOf(
-                  create(out, request, replicas, settings),
+                  create(out, request, replicas, settings, prefill, listener),
                   LargeMessages.GENERATION_OWNER_PREFIX + OWNERS.incrementAndGet(),
                   Props.empty());
               return NotUsed.getInstance();
@@ -176,11 +223,23 @@ public final class GenerationOwner {
       GenerationRequest request,
       Attempts replicas,
       MigrationSettings settings) {
+    return create(out, request, replicas, settings, null, PrefillListener.NONE);
+  }
+
+  static Behavior<Command> create(
+      ActorRef<GenerationEvent> out,
+      GenerationRequest request,
+      Attempts replicas,
+      MigrationSettings settings,
+      Prefill prefill,
+      PrefillListener listener) {
     return Behaviors.setup(
         ctx ->
             Behaviors.withTimers(
                 timers ->
-                    new GenerationOwner(ctx, timers, out, request, replicas, settings).start()));
+                    new GenerationOwner(
+                            ctx, timers, out, request, replicas, settings, prefill, listener)
+                        .start()));
   }
 
   private GenerationOwner(
@@ -189,8 +248,13 @@ public final class GenerationOwner {
       ActorRef<GenerationEvent> out,
       GenerationRequest request,
       Attempts replicas,
-      MigrationSettings settings) {
+      MigrationSettings settings,
+      Prefill prefill,
+      PrefillListener listener) {
     this.ctx = ctx;
+    this.prefill = prefill;
+    this.prefillListener = listener;
+    this.firstTransfer = request.kvTransfer();
     this.timers = timers;
     this.out = out;
     this.request = request;
@@ -205,6 +269,7 @@ public final class GenerationOwner {
     ctx.getSystem().eventStream().tell(new EventStream.Subscribe<>(NodeLost.class, nodeLost));
     ctx.watchWith(out, ConsumerGone.INSTANCE);
     if (settings.enabled()) timers.startSingleTimer(Timer.START, Timer.START, settings.deadline());
+    if (prefill != null) return sendLeg();
     return submit(null);
   }
 
@@ -236,6 +301,31 @@ public final class GenerationOwner {
             .onMessage(NodeWentAway.class, m -> onNodeLost(a, worker, null, m.lost())));
   }
 
+  /**
+   * The prefill leg runs on the prefill replica ({@code worker} once known); the request waits for
+   * its KV handle, or falls back to being served whole.
+   */
+  private Behavior<Command> prefilling(Leg leg, ActorRef<ModelWorkerProtocol.Command> worker) {
+    return Behaviors.receive(Command.class)
+        .onMessage(
+            FromWorker.class,
+            m -> m.event().requestId().equals(leg.id()),
+            m -> onLegEvent(leg, worker, m.event()))
+        .onMessage(
+            WorkerStopped.class,
+            m -> m.attemptId().equals(leg.id()),
+            m -> legFailed(leg, worker, prefill.replica().entityId() + " stopped", false))
+        .onMessage(
+            NodeWentAway.class,
+            m -> m.lost().address().equals(legAddress(worker)),
+            m -> legFailed(leg, worker, m.lost().reason(), true))
+        .onMessageEquals(Timer.PREFILL, () -> onLegTimeout(leg, worker))
+        .onMessageEquals(ConsumerGone.INSTANCE, () -> legCancelled(leg))
+        .onMessage(Command.class, m -> Behaviors.same())
+        .onSignal(PostStop.class, s -> unsubscribe())
+        .build();
+  }
+
   /** The worker was lost and no replica is reachable: look again until the deadline. */
   private Behavior<Command> migrating(Loss loss) {
     return phase(
@@ -259,6 +349,93 @@ public final class GenerationOwner {
 
   private static boolean isFor(Attempt a, FromWorker m) {
     return m.event().requestId().equals(a.id());
+  }
+
+  // ------------------------------------------------------------------ the prefill leg
+
+  /**
+   * Sends the leg. Its bound is {@code accept-timeout} until its replica acknowledges it (a replica
+   * being restarted would hold it for tens of seconds), then {@code attempt-timeout}.
+   */
+  private Behavior<Command> sendLeg() {
+    Leg leg = new Leg(request.requestId() + "~prefill", System.nanoTime());
+    prefill.replica().ref().tell(new Generate(PrefillLegs.of(request, leg.id()), self, true));
+    timers.startSingleTimer(Timer.PREFILL, Timer.PREFILL, settings.acceptTimeout());
+    return prefilling(leg, null);
+  }
+
+  private Behavior<Command> onLegTimeout(Leg leg, ActorRef<ModelWorkerProtocol.Command> worker) {
+    if (worker == null) { // not acknowledged: new requests avoid the replica until it answers
+      replicas.unacknowledged(prefill.replica().entityId());
+      return legFailed(
+          leg, null, "it was not acknowledged within " + seconds(settings.acceptTimeout()), true);
+    }
+    return legFailed(
+        leg, worker, "it did not finish within " + seconds(settings.attemptTimeout()), true);
+  }
+
+  /** The node of the leg's worker, or where its replica was last seen. */
+  private Address legAddress(ActorRef<ModelWorkerProtocol.Command> worker) {
+    return worker != null
+        ? worker.path().address()
+        : replicas.lastSeenAt(prefill.replica().entityId());
+  }
+
+  private Behavior<Command> onLegEvent(
+      Leg leg, ActorRef<ModelWorkerProtocol.Command> worker, GenerationEvent e) {
+    if (e instanceof Accepted accepted)
+      return worker != null ? Behaviors.same() : prefilling(leg, watchLeg(leg, accepted.worker()));
+    if (e instanceof GenerationUpdate u) {
+      if (worker == null && u.started() != null) worker = watchLeg(leg, u.started().worker());
+      if (!u.done()) return prefilling(leg, worker);
+      if (u.kvHandle() == null)
+        return legFailed(leg, worker, "its last update carried no KV handle", false);
+      release(leg, worker);
+      long nanos = System.nanoTime() - leg.sentNanos();
+      prefillListener.prefilled(prefill.replica().entityId(), nanos);
+      firstTransfer = u.kvHandle().toRemotePrefill();
+      return submit(null);
+    }
+    if (e instanceof Failed f) return legFailed(leg, worker, f.message(), false);
+    return legFailed(leg, worker, ((Migrate) e).reason(), false);
+  }
+
+  /** The leg reached its worker: watched from now on, bounded by {@code attempt-timeout}. */
+  private ActorRef<ModelWorkerProtocol.Command> watchLeg(
+      Leg leg, ActorRef<ModelWorkerProtocol.Command> by) {
+    if (by == null) return null;
+    replicas.located(prefill.replica().entityId(), by);
+    ctx.watchWith(by, new WorkerStopped(leg.id()));
+    timers.startSingleTimer(Timer.PREFILL, Timer.PREFILL, settings.attemptTimeout());
+    return by;
+  }
+
+  /** The leg failed: the request is served whole by its decode replica. */
+  private Behavior<Command> legFailed(
+      Leg leg, ActorRef<ModelWorkerProtocol.Command> worker, String why, boolean mayStillRun) {
+    if (mayStillRun) prefill.replica().ref().tell(new Cancel(leg.id()));
+    release(leg, worker);
+    ctx.getLog()
+        .info(
+            "request {}: prefill leg on {} failed ({}); served whole",
+            request.requestId(),
+            prefill.replica().entityId(),
+            why);
+    prefillListener.failed(prefill.replica().entityId(), why, System.nanoTime() - leg.sentNanos());
+    return submit(null);
+  }
+
+  /** The client left while the leg ran: the leg is cancelled too. */
+  private Behavior<Command> legCancelled(Leg leg) {
+    prefill.replica().ref().tell(new Cancel(leg.id()));
+    prefill.lease().close();
+    return Behaviors.stopped();
+  }
+
+  private void release(Leg leg, ActorRef<ModelWorkerProtocol.Command> worker) {
+    timers.cancel(Timer.PREFILL);
+    if (worker != null) ctx.unwatch(worker);
+    prefill.lease().close();
   }
 
   // ------------------------------------------------------------------ attempts
@@ -292,9 +469,17 @@ public final class GenerationOwner {
         new Attempt(
             number, number == 1 ? request.requestId() : request.requestId() + "~" + number, to);
     Resume resume = delivered.resume();
+    // The first attempt carries the KV transfer (the client's, or the prefill leg's handle). A
+    // continuation computes its prompt itself: the lost attempt may have pulled the prefill side's
+    // blocks already (a lease is pulled once), and a prefill half resumed elsewhere holds no blocks
+    // of its first replica (its response then carries no kv_transfer_params).
+    KvTransfer kv = number == 1 ? firstTransfer : null;
     to.ref()
         .tell(
-            new Generate(request.toBuilder().requestId(a.id()).resume(resume).build(), self, true));
+            new Generate(
+                request.toBuilder().requestId(a.id()).resume(resume).kvTransfer(kv).build(),
+                self,
+                true));
     timers.startSingleTimer(Timer.GIVE_UP, Timer.GIVE_UP, settings.attemptTimeout());
     if (settings.enabled() && settings.acceptTimeout().compareTo(settings.attemptTimeout()) < 0)
       timers.startSingleTimer(Timer.MOVE, Timer.MOVE, settings.acceptTimeout());
@@ -347,6 +532,21 @@ public final class GenerationOwner {
       return lose(a, worker, m.reason(), false, null, loss);
     }
     Failed f = (Failed) e;
+    // The gateway's own split: the decode replica could not pull the prefill's blocks (and its
+    // policy is to fail): served whole there instead, as after a failed prefill leg.
+    if (prefill != null
+        && a.number() == 1
+        && firstTransfer instanceof KvTransfer.RemotePrefill
+        && KV_TRANSFER_PARAMS.equals(f.param())) {
+      prefillListener.pullFailed(prefill.replica().entityId(), f.message());
+      ctx.getLog()
+          .info(
+              "request {}: {} could not pull its prompt's KV ({}); served whole",
+              request.requestId(),
+              a.replica().entityId(),
+              f.message());
+      return send(a.replica(), loss);
+    }
     // A replica taken as a continuation that cannot take it now: another one may.
     if (a.number() > 1 && f.kind() == ErrorKind.OVERLOADED)
       return lose(a, worker, a.replica().entityId() + " is overloaded", false, null, loss);

@@ -1,36 +1,90 @@
 package dev.troupe.gateway.chat;
 
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.protocol.cluster.KvTransfer;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 
 /**
  * {@code kv_transfer_params}: vLLM's hand-off between a prefill and a decode instance
- * (disaggregated serving through a KV connector). Troupe has no KV connector yet, so a request that
- * asks for either side of a transfer ({@code do_remote_prefill} or {@code do_remote_decode} truthy,
- * as Python reads them) is refused with a 400 naming the field, rather than silently served whole.
- * Anything else in the object is accepted and, as on a vLLM server without a connector, has no
- * effect: the non-streaming response's {@code kv_transfer_params} is null.
+ * (disaggregated serving, NixlConnector's fields). {@code do_remote_decode} truthy (as Python reads
+ * it) asks this replica to prefill the prompt and hold its KV blocks for a decode instance ({@link
+ * KvTransfer.RemoteDecode}; the proxy's {@code remote_*: null} are ignored); {@code
+ * do_remote_prefill} truthy with the fields a prefill response returned asks it to pull those
+ * blocks and decode ({@link KvTransfer.RemotePrefill}). With neither, the object has no effect (as
+ * on a vLLM server), and the request is served whole.
  */
 public final class KvTransferParams {
   private KvTransferParams() {}
 
-  /** The two keys that ask for a transfer. */
-  static final String[] TRANSFER_KEYS = {"do_remote_prefill", "do_remote_decode"};
-
   /**
-   * @throws ApiException 400 naming {@code kv_transfer_params.<key>} when a transfer is asked for
+   * What the request asks of P/D, or null for nothing.
+   *
+   * @throws ApiException 400 naming {@code kv_transfer_params.<field>} for a bad value
    */
-  public static void check(Map<String, Object> params) {
-    if (params == null) return;
-    for (String key : TRANSFER_KEYS)
-      if (truthy(params.get(key)))
-        throw ApiException.badRequest(
-            "kv_transfer_params."
-                + key
-                + " asks for disaggregated prefill/decode, which this server does not run (it has"
-                + " no KV connector); send the request without it to have it served whole.",
-            "kv_transfer_params." + key);
+  public static KvTransfer parse(Map<String, Object> params) {
+    if (params == null) return null;
+    boolean decode = truthy(params.get("do_remote_decode"));
+    boolean prefill = truthy(params.get("do_remote_prefill"));
+    if (decode && prefill)
+      throw bad(
+          "do_remote_prefill and do_remote_decode cannot both be true: a request is either the"
+              + " prefill half or the decode half of a transfer.",
+          "do_remote_prefill");
+    if (decode) return new KvTransfer.RemoteDecode();
+    if (!prefill) return null;
+    String engine = text(params, "remote_engine_id");
+    List<Integer> blocks = blockIds(params.get("remote_block_ids"));
+    String host = text(params, "remote_host");
+    int port = integer(params, "remote_port", null);
+    if (port < 1 || port > 65535) throw bad("must be a port number (1..65535)", "remote_port");
+    String requestId = text(params, "remote_request_id");
+    int tpSize = integer(params, "tp_size", 1);
+    if (tpSize < 1) throw bad("must be >= 1", "tp_size");
+    return new KvTransfer.RemotePrefill(engine, blocks, host, port, requestId, tpSize);
+  }
+
+  private static String text(Map<String, Object> params, String key) {
+    Object v = params.get(key);
+    if (!(v instanceof String s) || s.isBlank())
+      throw bad("is required with do_remote_prefill (a non-empty string)", key);
+    return s;
+  }
+
+  private static int integer(Map<String, Object> params, String key, Integer absent) {
+    Object v = params.get(key);
+    if (v == null && absent != null) return absent;
+    if (!(v instanceof Number n) || n.doubleValue() != Math.rint(n.doubleValue()))
+      throw bad(
+          v == null ? "is required with do_remote_prefill (an integer)" : "must be an integer",
+          key);
+    if (Math.abs(n.doubleValue()) > Integer.MAX_VALUE) throw bad("is out of range", key);
+    return n.intValue();
+  }
+
+  private static List<Integer> blockIds(Object v) {
+    if (!(v instanceof List<?> list))
+      throw bad(
+          "is required with do_remote_prefill (the block ids the prefill response returned)",
+          "remote_block_ids");
+    List<Integer> ids = new ArrayList<>(list.size());
+    for (int i = 0; i < list.size(); i++) {
+      Object id = list.get(i);
+      if (!(id instanceof Number n)
+          || n.doubleValue() != Math.rint(n.doubleValue())
+          || n.doubleValue() < 0
+          || n.doubleValue() > Integer.MAX_VALUE)
+        throw bad("must be a non-negative integer", "remote_block_ids[" + i + "]");
+      ids.add(n.intValue());
+    }
+    return ids;
+  }
+
+  private static ApiException bad(String message, String field) {
+    String param = "kv_transfer_params." + field;
+    return ApiException.badRequest(param + " " + message, param);
   }
 
   /** Python's truth value of a JSON value. */

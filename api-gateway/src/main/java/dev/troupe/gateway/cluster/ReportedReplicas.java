@@ -63,6 +63,7 @@ final class ReportedReplicas {
         null,
         null,
         null,
+        null,
         null);
   }
 
@@ -99,7 +100,7 @@ final class ReportedReplicas {
         s == null ? null : new ClusterResponse.Tokens(s.promptTokens(), s.generationTokens()),
         d == null
             ? null
-            : new ClusterResponse.Throughput(
-                d.prefillTokensPerSecond(), d.decodeTokensPerSecond()));
+            : new ClusterResponse.Throughput(d.prefillTokensPerSecond(), d.decodeTokensPerSecond()),
+        d == null ? null : d.kvRole().wireName());
   }
 }

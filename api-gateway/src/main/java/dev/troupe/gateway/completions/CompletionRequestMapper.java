@@ -72,7 +72,11 @@ public final class CompletionRequestMapper {
       throw bad(
           "n × the number of prompts must be at most " + ChatSamplingMapper.MAX_N + ".", "prompt");
     String cacheSalt = RequestChecks.cacheSalt(r.cacheSalt());
-    KvTransferParams.check(r.kvTransferParams());
+    var kvTransfer = KvTransferParams.parse(r.kvTransferParams());
+    if (kvTransfer != null && prompts.size() > 1)
+      throw bad(
+          "kv_transfer_params hands one prompt's KV blocks over: send one prompt per request.",
+          "kv_transfer_params");
     Long seed = RequestChecks.seed(r.seed());
     Integer truncate = RequestChecks.truncatePromptTokens(r.truncatePromptTokens());
     int priority = r.priority() == null ? 0 : r.priority();
@@ -115,6 +119,7 @@ public final class CompletionRequestMapper {
               .returnTokenIds(returnTokenIds || (echo && logprobs != null))
               .returnTokensAsTokenIds(asTokenIds)
               .streamed(stream)
+              .kvTransfer(kvTransfer)
               .build();
       plan.add(new Prompt(generation, ids == null ? (String) p : null, ids));
     }

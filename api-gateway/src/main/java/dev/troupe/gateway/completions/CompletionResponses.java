@@ -24,6 +24,7 @@ final class CompletionResponses {
     int promptTokens = 0;
     int completionTokens = 0;
     int cached = 0;
+    java.util.Map<String, Object> kvTransferParams = null;
     for (int p = 0; p < outputs.size(); p++) {
       PromptOutput o = outputs.get(p);
       if (!o.complete())
@@ -59,6 +60,7 @@ final class CompletionResponses {
       promptTokens += o.usage.promptTokens();
       completionTokens += o.usage.completionTokens();
       cached += o.usage.cachedPromptTokens();
+      if (o.kvHandle != null) kvTransferParams = o.kvHandle.toParams(); // one prompt only
     }
     return new CompletionResponse(
         plan.responseId(),
@@ -69,7 +71,7 @@ final class CompletionResponses {
         null,
         plan.systemFingerprint(),
         Usage.of(promptTokens, completionTokens, cached),
-        null);
+        kvTransferParams);
   }
 
   /** {@code a} then {@code b}; null entries kept (a prompt's first logprob is null). */

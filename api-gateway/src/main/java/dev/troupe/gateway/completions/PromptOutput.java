@@ -20,6 +20,10 @@ import java.util.TreeMap;
 final class PromptOutput {
   Started started;
   Usage usage;
+
+  /** Where a remote-decode request's prompt blocks wait (its last update's), or null. */
+  dev.troupe.protocol.cluster.KvHandle kvHandle;
+
   final Map<Integer, Choice> choices = new TreeMap<>();
 
   /** One choice's output so far. */
@@ -50,7 +54,10 @@ final class PromptOutput {
         st.stopReason = c.stopReason();
       }
     }
-    if (u.done()) usage = u.usage();
+    if (u.done()) {
+      usage = u.usage();
+      kvHandle = u.kvHandle();
+    }
     return this;
   }
 

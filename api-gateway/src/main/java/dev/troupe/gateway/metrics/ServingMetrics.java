@@ -1,5 +1,6 @@
 package dev.troupe.gateway.metrics;
 
+import dev.troupe.gateway.replicas.ReplicaSelector;
 import dev.troupe.protocol.cluster.ClusterViewProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
@@ -100,6 +101,67 @@ public final class ServingMetrics {
    */
   public void routed(String model, int replica, String reason) {
     routed.labelValues(model, Integer.toString(replica), reason).inc();
+  }
+
+  private final Counter disaggregation =
+      Counter.builder()
+          .name("troupe:disaggregation_decisions_total")
+          .help(
+              "Requests of models with prefill/decode roles: split into prefill and decode legs"
+                  + " (decision=disaggregated) or served whole, and why.")
+          .labelNames("model_name", "decision")
+          .withoutExemplars()
+          .register(registry);
+  private final Histogram prefillLeg =
+      Histogram.builder()
+          .name("troupe:prefill_leg_seconds")
+          .help(
+              "Histogram of prefill-leg latency of disaggregated requests in seconds, from sending"
+                  + " the leg to its KV handle (outcome=ok) or its failure.")
+          .labelNames("model_name", "outcome")
+          .classicOnly()
+          .classicUpperBounds(TTFT_BOUNDS)
+          .withoutExemplars()
+          .register(registry);
+  private final Counter servedWhole =
+      Counter.builder()
+          .name("troupe:disaggregation_fallbacks_total")
+          .help(
+              "Requests split into prefill and decode legs that were served whole after all: the"
+                  + " prefill leg failed, or the decode replica could not pull its KV blocks.")
+          .labelNames("model_name")
+          .withoutExemplars()
+          .register(registry);
+
+  /** Counts a prefill/decode decision ({@code RouteDecision.PD_*}) of {@code model}. */
+  public void disaggregation(String model, String decision) {
+    disaggregation.labelValues(model, decision).inc();
+    servedWhole.labelValues(model); // the series exists (at 0) once the model has roles
+  }
+
+  /** A prefill leg of {@code model} ended after {@code nanos}: with its KV handle, or failed. */
+  public void prefillLeg(String model, boolean ok, long nanos) {
+    prefillLeg.labelValues(model, ok ? "ok" : "failed").observe(nanos / 1e9);
+  }
+
+  /** A split request of {@code model} was served whole after all. */
+  public void servedWholeAfterSplit(String model) {
+    servedWhole.labelValues(model).inc();
+  }
+
+  /** What the replica selector tells these metrics: routing and prefill/decode decisions. */
+  public ReplicaSelector.Recorder recorder() {
+    return new ReplicaSelector.Recorder() {
+      @Override
+      public void routed(String model, int replica, String reason) {
+        ServingMetrics.this.routed(model, replica, reason);
+      }
+
+      @Override
+      public void disaggregation(String model, String decision) {
+        ServingMetrics.this.disaggregation(model, decision);
+      }
+    };
   }
 
   /**

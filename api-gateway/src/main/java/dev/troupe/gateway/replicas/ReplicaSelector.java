@@ -2,6 +2,7 @@ package dev.troupe.gateway.replicas;
 
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.protocol.cluster.GenerationRequest;
+import dev.troupe.protocol.cluster.KvTransfer;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.WorkerStatus;
@@ -52,9 +53,10 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>A decision is a {@link Destination}: which replica runs the request, what it is sent, why, and
- * its place in the replica's in-flight count. Prefill/decode disaggregation plugs in at {@link
- * #decide}: a policy that also names a prefill replica returns it in the destination, and the
- * request's owner sends the prefill there first; nothing else chooses replicas.
+ * its place in the replica's in-flight count. For a model whose replicas declare prefill/decode
+ * roles ({@link PrefillDecider}), prefill-only replicas are left out of that choice, and a request
+ * the decider splits also names its prefill replica ({@link Destination#prefill()}): the request's
+ * owner sends the prefill leg there first. Nothing else chooses replicas.
  *
  * <p>Thread-safe; one per gateway, shared by all routes.
  */
@@ -67,6 +69,7 @@ public final class ReplicaSelector {
   private final Liveness liveness;
   private final RoutingTable table;
   private final CacheAwareRouting costs;
+  private final PrefillDecider decider;
   private final RoutingSettings settings;
   private final Recorder recorder;
   private final PromptTokenizer tokenizer;
@@ -90,6 +93,7 @@ public final class ReplicaSelector {
     this.liveness = liveness;
     this.table = table;
     this.costs = new CacheAwareRouting(table, settings);
+    this.decider = new PrefillDecider(table, settings, costs);
     this.settings = settings;
     this.recorder = recorder;
     this.tokenizer = tokenizer;
@@ -127,14 +131,13 @@ public final class ReplicaSelector {
       PromptTokenizer tokenizer,
       Duration askTimeout) {
     RoutingTable table = new RoutingTable();
-    if (settings.cacheAware()) {
-      int i = 0;
-      for (String model : models)
-        system.systemActorOf(
-            CacheReportSubscriber.create(model, table, settings),
-            "prefix-cache-reports-" + i++,
-            Props.empty());
-    }
+    // The reports also carry the replicas' prefill/decode roles: subscribed to whatever the policy.
+    int i = 0;
+    for (String model : models)
+      system.systemActorOf(
+          CacheReportSubscriber.create(model, table, settings),
+          "prefix-cache-reports-" + i++,
+          Props.empty());
     ClusterSharding sharding = ClusterSharding.get(system);
     return new ReplicaSelector(
         system,
@@ -188,19 +191,33 @@ public final class ReplicaSelector {
    */
   public CompletionStage<Destination> route(
       ServedModel model, GenerationRequest request, int maxModelLen) {
+    return route(model, request, maxModelLen, false);
+  }
+
+  /**
+   * {@link #route(ServedModel, GenerationRequest, int)} for a completion that may echo its prompt
+   * (such a request is never split into prefill and decode legs).
+   */
+  public CompletionStage<Destination> route(
+      ServedModel model, GenerationRequest request, int maxModelLen, boolean echo) {
     List<Integer> candidates = candidates(model, Set.of());
     if (candidates.isEmpty()) return CompletableFuture.failedFuture(noneReachable(model));
+    boolean splittable = PrefillDecider.eligible(request, echo);
+    // The prompt's ids are needed for cache-aware routing, and for the prefill/decode decision.
+    boolean needIds =
+        settings.cacheAware() || decider.rolesDeclared(model.name(), model.replicas());
     try {
-      if (!settings.cacheAware())
+      if (!needIds)
         return CompletableFuture.completedFuture(
-            decide(model, candidates, bound.check(request), null));
+            decide(model, candidates, bound.check(request), null, splittable));
       if (request.promptTokenIds() != null) // the client sent ids (/v1/completions): no tokenizing
       return CompletableFuture.completedFuture(
             decide(
                 model,
                 candidates,
                 bound.check(request),
-                truncated(request.promptTokenIds(), request.truncatePromptTokens(), maxModelLen)));
+                truncated(request.promptTokenIds(), request.truncatePromptTokens(), maxModelLen),
+                splittable));
     } catch (ApiException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -211,7 +228,8 @@ public final class ReplicaSelector {
                     model,
                     candidates,
                     bound.check(ids == null ? request : request.withPromptTokenIds(boxed(ids))),
-                    ids));
+                    ids,
+                    splittable));
   }
 
   /**
@@ -236,10 +254,26 @@ public final class ReplicaSelector {
    * request counted in flight there, the decision recorded (metric, DEBUG log).
    *
    * @param promptIds the prompt's token ids, or null when not known (then load decides)
+   * @param splittable the request may be split into prefill and decode legs ({@link
+   *     PrefillDecider#eligible})
+   * @throws ApiException 503 when every candidate is a prefill-only replica
    */
   private Destination decide(
-      ServedModel model, List<Integer> candidates, GenerationRequest request, int[] promptIds) {
+      ServedModel model,
+      List<Integer> candidates,
+      GenerationRequest request,
+      int[] promptIds,
+      boolean splittable) {
     String name = model.name();
+    boolean roles = decider.rolesDeclared(name, model.replicas());
+    // Prefill-only replicas take prefill legs only: the gateway's, and a client's own prefill half.
+    List<Integer> decoders =
+        !roles
+            ? candidates
+            : request.kvTransfer() instanceof KvTransfer.RemoteDecode
+                ? decider.prefillHalf(name, candidates)
+                : decider.decoders(name, candidates);
+    if (decoders.isEmpty()) throw noDecoder(model);
     String adapterKey = adapterKey(request.adapter());
     int blockSize = table.blockSize(name);
     List<BlockHash> chain =
@@ -249,21 +283,41 @@ public final class ReplicaSelector {
     int length = promptIds == null ? 0 : promptIds.length;
     RouteDecision decision =
         settings.cacheAware()
-            ? costs.choose(new RouteRequest(name, candidates, chain, length, adapterKey))
-            : new RouteDecision(inTurn(name, candidates), RouteDecision.ROUND_ROBIN, 0, 0);
+            ? costs.choose(new RouteRequest(name, decoders, chain, length, adapterKey))
+            : new RouteDecision(inTurn(name, decoders), RouteDecision.ROUND_ROBIN, 0, 0);
     long promptBlocks = blockSize == 0 ? 0 : (length + blockSize - 1) / blockSize;
+    Prefill prefill = null;
+    if (roles) {
+      PrefillDecider.Decision split =
+          decider.decide(
+              new RouteRequest(name, candidates, chain, length, adapterKey), decision, splittable);
+      decision = decision.withDisaggregation(split.reason(), split.prefillReplica());
+      if (split.disaggregated())
+        prefill =
+            new Prefill(
+                replica(model, split.prefillReplica()),
+                table.started(name, split.prefillReplica(), promptBlocks));
+      recorder.disaggregation(name, split.reason());
+    }
     Lease lease = table.started(name, decision.replica(), promptBlocks);
     recorder.routed(name, decision.replica(), decision.reason());
     if (log.isDebugEnabled())
       log.debug(
-          "route {}#{}: {} ({} prompt tokens, {} cached there, best {})",
+          "route {}#{}: {} ({} prompt tokens, {} cached there, best {}){}",
           name,
           decision.replica(),
           decision.reason(),
           length,
           decision.cachedTokens(),
-          decision.bestCachedTokens());
-    return new Destination(replica(model, decision.replica()), request, decision, lease);
+          decision.bestCachedTokens(),
+          roles
+              ? "; "
+                  + decision.disaggregation()
+                  + " (prefill on #"
+                  + decision.prefillReplica()
+                  + ")"
+              : "");
+    return new Destination(replica(model, decision.replica()), request, decision, lease, prefill);
   }
 
   /** The ids the worker will run: the last {@code truncate_prompt_tokens} of them when set. */
@@ -351,6 +405,14 @@ public final class ReplicaSelector {
                 if (failure == null) liveness.confirmed(id);
               });
     }
+  }
+
+  private static ApiException noDecoder(ServedModel model) {
+    return ApiException.overloaded(
+        "No replica of model `"
+            + model.name()
+            + "` that serves whole requests or decode legs is reachable right now (the reachable"
+            + " ones are prefill-only: --kv-role prefill); retry later.");
   }
 
   private static ApiException noneReachable(ServedModel model) {
@@ -495,9 +557,30 @@ public final class ReplicaSelector {
    * @param request what to send it
    * @param decision the routing decision (replica index, reason, expected cached tokens)
    * @param lease the request's place in the replica's in-flight count, until closed
+   * @param prefill the request's prefill leg, or null: served whole
    */
   public record Destination(
-      Replica replica, GenerationRequest request, RouteDecision decision, Lease lease) {}
+      Replica replica,
+      GenerationRequest request,
+      RouteDecision decision,
+      Lease lease,
+      Prefill prefill) {
+
+    /** A request served whole. */
+    public Destination(
+        Replica replica, GenerationRequest request, RouteDecision decision, Lease lease) {
+      this(replica, request, decision, lease, null);
+    }
+  }
+
+  /**
+   * Where a disaggregated request's prefill leg runs.
+   *
+   * @param replica the prefill replica
+   * @param lease the leg's place in that replica's in-flight count (its queue for the decider),
+   *     until closed: when the leg ends
+   */
+  public record Prefill(Replica replica, Lease lease) {}
 
   /** A request's hold on a replica's in-flight count; closing it again does nothing. */
   public interface Lease extends AutoCloseable {
@@ -511,6 +594,12 @@ public final class ReplicaSelector {
 
     /** {@code model}'s replica {@code replica} was chosen for {@code reason}. */
     void routed(String model, int replica, String reason);
+
+    /**
+     * A request of a model with prefill/decode roles was split ({@link
+     * RouteDecision#PD_DISAGGREGATED}) or served whole, and why ({@code PD_*}).
+     */
+    default void disaggregation(String model, String decision) {}
 
     /** Counts nothing. */
     Recorder NONE = (model, replica, reason) -> {};

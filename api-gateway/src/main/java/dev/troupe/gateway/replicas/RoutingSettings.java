@@ -19,6 +19,7 @@ import java.util.Locale;
  * @param snapshotRetry the least time between two snapshot requests to one replica
  * @param debugHeader add {@code X-Troupe-Route} (replica, reason, expected cached tokens) to chat
  *     responses
+ * @param disaggregation when a request's prefill runs on another replica than its decode
  */
 public record RoutingSettings(
     boolean cacheAware,
@@ -26,7 +27,26 @@ public record RoutingSettings(
     int adapterMissBlocks,
     Duration staleAfter,
     Duration snapshotRetry,
-    boolean debugHeader) {
+    boolean debugHeader,
+    DisaggregationSettings disaggregation) {
+
+  /** With the default disaggregation settings. */
+  public RoutingSettings(
+      boolean cacheAware,
+      double overlapWeight,
+      int adapterMissBlocks,
+      Duration staleAfter,
+      Duration snapshotRetry,
+      boolean debugHeader) {
+    this(
+        cacheAware,
+        overlapWeight,
+        adapterMissBlocks,
+        staleAfter,
+        snapshotRetry,
+        debugHeader,
+        DisaggregationSettings.DEFAULTS);
+  }
 
   public RoutingSettings {
     if (!(overlapWeight >= 0)) throw new IllegalArgumentException("overlapWeight must be >= 0");
@@ -35,6 +55,7 @@ public record RoutingSettings(
       throw new IllegalArgumentException("staleAfter must be positive");
     if (snapshotRetry == null || snapshotRetry.isNegative())
       throw new IllegalArgumentException("snapshotRetry must be >= 0");
+    if (disaggregation == null) disaggregation = DisaggregationSettings.DEFAULTS;
   }
 
   /** The defaults of {@code reference.conf}. */
@@ -54,11 +75,23 @@ public record RoutingSettings(
         c.getInt("adapter-miss-blocks"),
         c.getDuration("stale-after"),
         c.getDuration("snapshot-retry"),
-        c.getBoolean("debug-header"));
+        c.getBoolean("debug-header"),
+        DisaggregationSettings.fromConfig(c.getConfig("disaggregation")));
   }
 
   public RoutingSettings withCacheAware(boolean on) {
     return new RoutingSettings(
-        on, overlapWeight, adapterMissBlocks, staleAfter, snapshotRetry, debugHeader);
+        on,
+        overlapWeight,
+        adapterMissBlocks,
+        staleAfter,
+        snapshotRetry,
+        debugHeader,
+        disaggregation);
+  }
+
+  public RoutingSettings withDisaggregation(DisaggregationSettings d) {
+    return new RoutingSettings(
+        cacheAware, overlapWeight, adapterMissBlocks, staleAfter, snapshotRetry, debugHeader, d);
   }
 }

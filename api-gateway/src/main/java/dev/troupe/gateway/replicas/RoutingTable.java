@@ -1,5 +1,6 @@
 package dev.troupe.gateway.replicas;
 
+import dev.troupe.protocol.cluster.KvRole;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.ReplicaId;
 import dev.troupe.protocol.kv.BlockHash;
@@ -79,6 +80,7 @@ final class RoutingTable {
     private long seq;
     private int blockSize;
     private ReplicaLoad load;
+    private KvRole kvRole;
     private long reportedAtNanos;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicLong inFlightBlocks = new AtomicLong();
@@ -98,6 +100,7 @@ final class RoutingTable {
      */
     synchronized boolean apply(CacheReport r, long nowNanos) {
       load = r.load();
+      kvRole = r.kvRole();
       blockSize = r.blockSize();
       reportedAtNanos = nowNanos;
       boolean sameInstance = r.incarnation().equals(incarnation);
@@ -134,6 +137,14 @@ final class RoutingTable {
     /** Tokens per block of the replica's cache, 0 before its first report. */
     synchronized int blockSize() {
       return blockSize;
+    }
+
+    /**
+     * Its role in disaggregated prefill/decode as last reported (however long ago: a role changes
+     * only when the replica moves, and then its new node reports), or null before any report.
+     */
+    synchronized KvRole kvRole() {
+      return kvRole;
     }
 
     /** The last reported load, or null. */

@@ -120,7 +120,7 @@ public final class CompletionsRoute implements ApiRoute {
       routing.add(
           models
               .replicas()
-              .route(model, p.generation(), facts.maxModelLen())
+              .route(model, p.generation(), facts.maxModelLen(), plan.echo())
               .toCompletableFuture());
     return CompletableFuture.allOf(routing.toArray(CompletableFuture<?>[]::new))
         .thenApply(x -> routing.stream().map(CompletableFuture::join).toList())

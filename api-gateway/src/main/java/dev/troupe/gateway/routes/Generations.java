@@ -8,6 +8,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.withoutRequestTime
 import dev.troupe.gateway.chat.GenerationOwner;
 import dev.troupe.gateway.chat.GenerationStream;
 import dev.troupe.gateway.chat.MigrationSettings;
+import dev.troupe.gateway.chat.PrefillListener;
 import dev.troupe.gateway.http.ClientConnections;
 import dev.troupe.gateway.http.ClientConnections.Connection;
 import dev.troupe.gateway.http.RequestIds;
@@ -71,7 +72,9 @@ final class Generations {
                 models.system(),
                 models.replicas().attempts(model, destination),
                 destination.request(),
-                migration)
+                migration,
+                destination.prefill(),
+                prefillListener(model, served))
             .map(
                 e -> {
                   served.seen(e);
@@ -82,6 +85,7 @@ final class Generations {
                   done.whenComplete(
                       (ok, error) -> {
                         destination.lease().close();
+                        if (destination.prefill() != null) destination.prefill().lease().close();
                         List<String> by = served.replicas();
                         if (by.size() > 1)
                           log.info("request {} served by {}", id, String.join(" > ", by));
@@ -89,6 +93,30 @@ final class Generations {
                       });
                   return mat;
                 }));
+  }
+
+  /** Records a prefill leg's outcome in the metrics and the route header. */
+  private PrefillListener prefillListener(ServedModel model, RouteHeader.Served served) {
+    return new PrefillListener() {
+      @Override
+      public void prefilled(String replica, long nanos) {
+        served.prefill(replica, true);
+        metrics.prefillLeg(model.name(), true, nanos);
+      }
+
+      @Override
+      public void failed(String replica, String why, long nanos) {
+        served.prefill(replica, false);
+        metrics.prefillLeg(model.name(), false, nanos);
+        metrics.servedWholeAfterSplit(model.name());
+      }
+
+      @Override
+      public void pullFailed(String replica, String why) {
+        served.prefill(replica, false);
+        metrics.servedWholeAfterSplit(model.name());
+      }
+    };
   }
 
   /**

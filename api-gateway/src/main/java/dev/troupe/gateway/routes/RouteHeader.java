@@ -16,7 +16,9 @@ import org.apache.pekko.http.javadsl.model.headers.RawHeader;
  * when its worker was lost and it moved). The header is written with the response's head: a whole
  * answer's at its end, so it names every replica; a stream's when its first event comes, so it
  * names the replica that started it (a later move is in the gateway's log and in {@code
- * troupe:request_migrations_total}).
+ * troupe:request_migrations_total}). A request split into prefill and decode legs also names the
+ * replica that prefilled it ({@code prefilled_by=demo#0}), or the one whose leg failed before it
+ * was served whole ({@code prefill_failed=demo#0}).
  */
 final class RouteHeader {
   private final List<String> decisions = new ArrayList<>();
@@ -38,7 +40,11 @@ final class RouteHeader {
     List<String> parts = new ArrayList<>();
     for (int i = 0; i < decisions.size(); i++) {
       List<String> by = served.get(i).replicas();
-      parts.add(decisions.get(i) + (by.isEmpty() ? "" : "; served_by=" + String.join(" > ", by)));
+      String prefill = served.get(i).prefill();
+      parts.add(
+          decisions.get(i)
+              + (by.isEmpty() ? "" : "; served_by=" + String.join(" > ", by))
+              + (prefill == null ? "" : "; " + prefill));
     }
     return parts.stream().collect(Collectors.joining(", "));
   }
@@ -53,6 +59,18 @@ final class RouteHeader {
   /** The replicas one generation has been served by so far, in order. */
   static final class Served {
     private final List<String> replicas = new ArrayList<>();
+    private String prefill;
+
+    /**
+     * The prefill leg ran on {@code replica}: {@code ok}, or it failed and the request was whole.
+     */
+    synchronized void prefill(String replica, boolean ok) {
+      prefill = (ok ? "prefilled_by=" : "prefill_failed=") + replica;
+    }
+
+    synchronized String prefill() {
+      return prefill;
+    }
 
     /** Notes the replica an update comes from: each start names the replica now serving. */
     synchronized void seen(GenerationEvent e) {

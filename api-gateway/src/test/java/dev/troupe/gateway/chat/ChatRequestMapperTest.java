@@ -10,6 +10,7 @@ import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.replicas.ModelFacts;
 import dev.troupe.protocol.api.chat.ChatCompletionRequest;
 import dev.troupe.protocol.cluster.SamplingParams;
+import java.util.List;
 import java.util.Optional;
 import java.util.stream.Stream;
 import org.apache.pekko.util.ByteString;
@@ -181,12 +182,29 @@ class ChatRequestMapperTest {
         Arguments.of("\"cache_salt\":5", "cache_salt", "non-empty string"),
         Arguments.of(
             "\"kv_transfer_params\":{\"do_remote_prefill\":true,\"remote_engine_id\":\"e1\"}",
-            "kv_transfer_params.do_remote_prefill",
-            "no KV connector"),
+            "kv_transfer_params.remote_block_ids",
+            "required"),
         Arguments.of(
-            "\"kv_transfer_params\":{\"do_remote_decode\":1}",
-            "kv_transfer_params.do_remote_decode",
-            "disaggregated"),
+            "\"kv_transfer_params\":{\"do_remote_decode\":1,\"do_remote_prefill\":true}",
+            "kv_transfer_params.do_remote_prefill",
+            "cannot both"),
+        Arguments.of(
+            "\"kv_transfer_params\":{\"do_remote_prefill\":true,\"remote_engine_id\":\"e\","
+                + "\"remote_block_ids\":[1,-2],\"remote_host\":\"h\",\"remote_port\":5,"
+                + "\"remote_request_id\":\"r\"}",
+            "kv_transfer_params.remote_block_ids[1]",
+            "non-negative integer"),
+        Arguments.of(
+            "\"kv_transfer_params\":{\"do_remote_prefill\":true,\"remote_engine_id\":\"e\","
+                + "\"remote_block_ids\":[1],\"remote_host\":\"h\",\"remote_port\":70000,"
+                + "\"remote_request_id\":\"r\"}",
+            "kv_transfer_params.remote_port",
+            "port number"),
+        Arguments.of(
+            "\"kv_transfer_params\":{\"do_remote_prefill\":true,\"remote_engine_id\":\"e\","
+                + "\"remote_block_ids\":[1],\"remote_host\":\"h\",\"remote_port\":5}",
+            "kv_transfer_params.remote_request_id",
+            "required"),
         Arguments.of(
             "\"mm_processor_kwargs\":{\"num_crops\":4}", "mm_processor_kwargs", "text-only"),
         Arguments.of("\"logits_processors\":[5]", "logits_processors[0]", "qualified name"),
@@ -281,6 +299,58 @@ class ChatRequestMapperTest {
     map("\"unknown_field\":{\"nested\":[1]}"); // unknown fields are ignored
     mapJson(
         "{\"messages\":[{\"role\":\"my-custom-role\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}],\"extra\":1}]}");
+  }
+
+  @Test
+  void kvTransferParamsBecomeTheRequestsKvTransfer() {
+    assertNull(map("").generation().kvTransfer(), "absent: served whole");
+    assertNull(
+        map("\"kv_transfer_params\":{\"do_remote_decode\":false,\"remote_engine_id\":null}")
+            .generation()
+            .kvTransfer(),
+        "neither flag set: served whole, as today");
+    // vLLM's toy proxy, prefill half: do_remote_decode with the remote_* fields null
+    assertEquals(
+        new dev.troupe.protocol.cluster.KvTransfer.RemoteDecode(),
+        map("\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false,"
+                + "\"remote_engine_id\":null,\"remote_block_ids\":null,\"remote_host\":null,"
+                + "\"remote_port\":null}")
+            .generation()
+            .kvTransfer());
+    // decode half: what the prefill response returned, copied as is (tp_size defaults to 1)
+    assertEquals(
+        new dev.troupe.protocol.cluster.KvTransfer.RemotePrefill(
+            "demo#0@ab12", List.of(3, 4), "10.0.0.7", 25530, "chatcmpl-x", 1),
+        map("\"kv_transfer_params\":{\"do_remote_prefill\":true,\"do_remote_decode\":false,"
+                + "\"remote_engine_id\":\"demo#0@ab12\",\"remote_block_ids\":[3,4],"
+                + "\"remote_host\":\"10.0.0.7\",\"remote_port\":25530,"
+                + "\"remote_request_id\":\"chatcmpl-x\"}")
+            .generation()
+            .kvTransfer());
+  }
+
+  @Test
+  void theNonStreamingAnswerCarriesTheHandleAsKvTransferParams() {
+    ChatPlan plan = map("\"max_tokens\":1,\"kv_transfer_params\":{\"do_remote_decode\":true}");
+    var handle =
+        new dev.troupe.protocol.cluster.KvHandle(
+            "m#0@1", List.of(5, 6), "127.0.0.1", 4000, "chatcmpl-x", 1);
+    var last =
+        new dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate(
+            "chatcmpl-x",
+            null,
+            List.of(
+                new dev.troupe.protocol.cluster.ModelWorkerProtocol.ChoiceUpdate(
+                    0,
+                    "!",
+                    List.of(9),
+                    null,
+                    dev.troupe.protocol.cluster.ModelWorkerProtocol.FinishReason.LENGTH,
+                    null)),
+            new dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage(20, 1, 0),
+            handle);
+    assertEquals(
+        handle.toParams(), new ChatResponseFolder(plan, 0).add(last).response().kvTransferParams());
   }
 
   @Test

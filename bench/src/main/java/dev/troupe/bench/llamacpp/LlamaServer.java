@@ -98,6 +98,34 @@ final class LlamaServer implements AutoCloseable {
     return n;
   }
 
+  /**
+   * Seconds from the first to the last streamed event of a greedy completion of {@code n} tokens
+   * past EOS, prompt cache off (one event per token; {@link StreamedDecode}).
+   */
+  double streamedDecodeSeconds(String text, int n) throws Exception {
+    ObjectNode body =
+        JSON.createObjectNode()
+            .put("prompt", text)
+            .put("n_predict", n)
+            .put("temperature", 0)
+            .put("ignore_eos", true)
+            .put("cache_prompt", false)
+            .put("stream", true);
+    HttpRequest r =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/completion"))
+            .header("Content-Type", "application/json")
+            .timeout(Duration.ofMinutes(10))
+            .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(body)))
+            .build();
+    HttpResponse<java.io.InputStream> resp =
+        http.send(r, HttpResponse.BodyHandlers.ofInputStream());
+    if (resp.statusCode() != 200) throw new IOException("HTTP " + resp.statusCode());
+    StreamedDecode d = StreamedDecode.read(resp.body(), json -> true);
+    int got = JSON.readTree(d.last()).path("tokens_predicted").asInt();
+    if (got != n) throw new IOException("llama-server predicted " + got + " tokens, not " + n);
+    return d.seconds();
+  }
+
   private String post(String path, ObjectNode body) throws Exception {
     HttpRequest r =
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))

@@ -178,6 +178,34 @@ public final class TroupeServer implements AutoCloseable {
     return tokens;
   }
 
+  /**
+   * Seconds from the first to the last streamed chunk of a greedy chat completion of {@code
+   * maxTokens} tokens past EOS (one chunk per engine step at batch 1; {@link StreamedDecode}).
+   */
+  public double streamedDecodeSeconds(String text, int maxTokens) throws Exception {
+    ObjectNode body =
+        JSON.createObjectNode()
+            .put("model", "bench")
+            .put("cache_salt", java.util.UUID.randomUUID().toString())
+            .put("max_tokens", maxTokens)
+            .put("temperature", 0)
+            .put("ignore_eos", true)
+            .put("stream", true);
+    body.putArray("messages").addObject().put("role", "user").put("content", text);
+    HttpResponse<java.io.InputStream> r =
+        http.send(request("/v1/chat/completions", body), HttpResponse.BodyHandlers.ofInputStream());
+    if (r.statusCode() != 200) throw new IOException("HTTP " + r.statusCode());
+    StreamedDecode d = StreamedDecode.read(r.body(), json -> !json.contains("\"choices\":[]"));
+    if (!JSON.readTree(d.last())
+        .path("choices")
+        .path(0)
+        .path("finish_reason")
+        .asText()
+        .equals("length"))
+      throw new IOException("the stream did not end at max_tokens: " + d.last());
+    return d.seconds();
+  }
+
   private JsonNode post(String path, JsonNode body) throws Exception {
     HttpResponse<String> r = http.send(request(path, body), HttpResponse.BodyHandlers.ofString());
     if (r.statusCode() != 200) throw new IOException("HTTP " + r.statusCode() + ": " + r.body());

@@ -21,10 +21,12 @@ import java.util.concurrent.Callable;
  * being measured; every figure alternates Troupe and each llama-server within a round.
  *
  * <p>Figures: prefill = 257 / T1 (256-token prompt + BOS, one new token); batch-1 decode = 128 /
- * (TN − T1) (1 + 128 new tokens, greedy, past EOS); N streams = N × 64 / wall for N concurrent
- * requests of a 32-token prompt and 64 new tokens, N = 8 and 32, the same N on both sides. Every
- * prompt differs. Printed per round and as min / median / max per engine, with Troupe's median over
- * the better 16-bit llama-server median and each Troupe round over Troupe's median.
+ * the time from the first to the last streamed event of one request of 1 + 128 new tokens (greedy,
+ * past EOS; {@link StreamedDecode}: no prefill in it, as {@code EngineLoop} times decode); N
+ * streams = N × 64 / wall for N concurrent requests of a 32-token prompt and 64 new tokens, N = 8
+ * and 32, the same N on both sides. Every prompt differs. Printed per round and as min / median /
+ * max per engine, with Troupe's median over the better 16-bit llama-server median and each Troupe
+ * round over Troupe's median.
  *
  * <p>Usage: {@code VersusLlamaServer [--sizes small,medium] [--rounds 3] [--llama-bin DIR] [--peers
  * bf16,f16,q8_0] [--work DIR] [--jar deploy/target/troupe.jar] [--xmx 3g] [--threads 2]
@@ -58,7 +60,7 @@ public final class VersusLlamaServer {
             List.of(
                 "-Xmx" + o.getOrDefault("--xmx", "3g"),
                 "-Dtroupe.worker.engine.num-blocks=" + o.getOrDefault("--num-blocks", "400"),
-                "-Dtroupe.engine.threads=" + threads));
+                "-Dtroupe.worker.compute.cpu-threads=" + threads));
     String extra = o.getOrDefault("--troupe-jvm", "").trim();
     if (!extra.isEmpty()) jvm.addAll(List.of(extra.split("\\s+")));
     System.out.printf(
@@ -176,9 +178,12 @@ public final class VersusLlamaServer {
     double v;
     if (i == 0) v = (PROMPT + 1) / time(() -> one(e, t, l, p.text(PROMPT, seed[0]++), 1));
     else if (i == 1) {
-      double t1 = time(() -> one(e, t, l, p.text(PROMPT, seed[0]++), 1));
-      double tn = time(() -> one(e, t, l, p.text(PROMPT, seed[0]++), 1 + DECODE));
-      v = DECODE / (tn - t1);
+      String text = p.text(PROMPT, seed[0]++);
+      v =
+          DECODE
+              / (e == 0
+                  ? t.streamedDecodeSeconds(text, 1 + DECODE)
+                  : l.get(e - 1).streamedDecodeSeconds(text, 1 + DECODE));
     } else {
       int n = i == 2 ? 8 : 32, base = seed[0];
       seed[0] += n;

@@ -67,6 +67,8 @@ public final class EngineCore implements AutoCloseable {
   private final SchedulingPolicy policy;
   private final int maxModelLen;
   private final Map<String, CoreRequest> active = new LinkedHashMap<>();
+  private final KvLeases kvLeases;
+  private long importedBlocks;
   private final LatencyStats latencies;
   private long generatedTokens;
   private long promptTokens;
@@ -84,6 +86,52 @@ public final class EngineCore implements AutoCloseable {
     this.sampling = SamplingStage.of(runner);
     this.scheduler =
         new Scheduler(settings.schedulerConfig(policy), runner.numBlocks(), runner.blockSize());
+    this.kvLeases = new KvLeases(runner, scheduler.blocks());
+  }
+
+  /** Prompt blocks held for decode replicas to pull (disaggregated prefill). */
+  public KvLeases kvLeases() {
+    return kvLeases;
+  }
+
+  /** The runner's KV layout (what a decode or prefill peer must match). */
+  public dev.troupe.engine.KvLayout kvLayout() {
+    return runner.kvLayout();
+  }
+
+  /**
+   * Holds the just-added request {@code id} out of scheduling while its prompt's keys and values
+   * (all positions but the last) are imported from a prefill replica ({@link
+   * Scheduler#holdForImport}); null when too few blocks are free now.
+   */
+  public Scheduler.Import holdForImport(String id) {
+    CoreRequest r = active.get(id);
+    if (r == null) throw new IllegalArgumentException("unknown request " + id);
+    return scheduler.holdForImport(r.group);
+  }
+
+  /**
+   * Writes the pulled blocks of held request {@code id} into {@code blocks} and lets it run from
+   * its last prompt token. False when the request has left meanwhile (its blocks are freed).
+   */
+  public boolean completeImport(String id, int[] blocks, byte[] data) {
+    CoreRequest r = active.get(id);
+    if (r == null) return false;
+    runner.importBlocks(blocks, data);
+    importedBlocks += blocks.length;
+    scheduler.releaseImport(r.group);
+    return true;
+  }
+
+  /** KV blocks imported from prefill replicas since start. */
+  public long importedBlocks() {
+    return importedBlocks;
+  }
+
+  /** The pull for held request {@code id} failed: it computes its whole prompt here instead. */
+  public void cancelImport(String id) {
+    CoreRequest r = active.get(id);
+    if (r != null) scheduler.cancelImport(r.group);
   }
 
   /** The context length: configured, else the model's, never more than the cache holds. */
@@ -206,6 +254,7 @@ public final class EngineCore implements AutoCloseable {
     CoreRequest r = active.remove(requestId);
     if (r == null) return false;
     latencies.left(r);
+    kvLeases.forget(requestId);
     scheduler.abort(requestId);
     return true;
   }
@@ -314,6 +363,9 @@ public final class EngineCore implements AutoCloseable {
           r.started = true;
           out.of(r).first = true;
         }
+        // a remote-decode request keeps its prompt's blocks for the decode replica to pull
+        if (kvLeases.wants(r.id()))
+          kvLeases.prefilled(r.id(), seq.blockTable(), seq.numTokens(), System.nanoTime());
         // the prompt is prefilled: it splits into the request's choices, sharing its blocks
         updates.add(new SequenceUpdate.Split(seq.group(), r.beam != null ? 1 : r.choices.length));
         if (r.beam == null) {

@@ -1,5 +1,6 @@
 package dev.troupe.engine.cpu;
 
+import dev.troupe.engine.KvLayout;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
@@ -8,6 +9,9 @@ import dev.troupe.engine.model.LayerStep;
 import dev.troupe.engine.model.ModelLoadException;
 import dev.troupe.engine.model.TransformerLayout;
 import dev.troupe.engine.model.WeightSource;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.HashMap;
@@ -154,6 +158,42 @@ public final class CpuModelRunner implements ModelRunner {
       System.arraycopy(l.kCache(), src * n, l.kCache(), dst * n, n);
       System.arraycopy(l.vCache(), src * n, l.vCache(), dst * n, n);
     }
+  }
+
+  @Override
+  public KvLayout kvLayout() {
+    return KvLayout.of("cpu", cfg, blockSize, "float32");
+  }
+
+  @Override
+  public byte[] exportBlocks(int[] blocks) {
+    for (int b : blocks) checkBlock(b);
+    int n = blockSize * model.kvDim;
+    ByteBuffer out =
+        ByteBuffer.allocate(Math.toIntExact(blocks.length * kvLayout().blockBytes()))
+            .order(ByteOrder.LITTLE_ENDIAN);
+    FloatBuffer f = out.asFloatBuffer();
+    for (int b : blocks)
+      for (Model.Layer l : model.layers) {
+        f.put(l.kCache(), b * n, n);
+        f.put(l.vCache(), b * n, n);
+      }
+    return out.array();
+  }
+
+  @Override
+  public void importBlocks(int[] blocks, byte[] data) {
+    for (int b : blocks) checkBlock(b);
+    if (data.length != blocks.length * kvLayout().blockBytes())
+      throw new IllegalArgumentException(
+          data.length + " bytes are not " + blocks.length + " blocks of this layout");
+    int n = blockSize * model.kvDim;
+    FloatBuffer f = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+    for (int b : blocks)
+      for (Model.Layer l : model.layers) {
+        f.get(l.kCache(), b * n, n);
+        f.get(l.vCache(), b * n, n);
+      }
   }
 
   private void checkBlock(int b) {

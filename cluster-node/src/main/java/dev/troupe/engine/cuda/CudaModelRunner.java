@@ -2,6 +2,7 @@ package dev.troupe.engine.cuda;
 
 import dev.troupe.engine.DeviceInfo;
 import dev.troupe.engine.DeviceSampling;
+import dev.troupe.engine.KvLayout;
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner;
@@ -347,6 +348,49 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       gpu.copy(kCache[l] + dst * blockBytes, kCache[l] + src * blockBytes, blockBytes);
       gpu.copy(vCache[l] + dst * blockBytes, vCache[l] + src * blockBytes, blockBytes);
     }
+  }
+
+  @Override
+  public KvLayout kvLayout() {
+    return KvLayout.of("cuda", cfg, blockSize, "bfloat16");
+  }
+
+  /** Device to host, one block's keys then values per layer (a pinned-free staging buffer). */
+  @Override
+  public byte[] exportBlocks(int[] blocks) {
+    for (int b : blocks) checkBlock(b);
+    int per = Math.toIntExact(blockBytes);
+    byte[] out = new byte[Math.toIntExact(blocks.length * 2L * kCache.length * blockBytes)];
+    ByteBuffer stage = ByteBuffer.allocateDirect(per);
+    int at = 0;
+    for (int b : blocks)
+      for (int l = 0; l < kCache.length; l++)
+        for (long cache : new long[] {kCache[l], vCache[l]}) {
+          stage.clear();
+          gpu.download(cache + b * blockBytes, stage);
+          stage.get(0, out, at, per);
+          at += per;
+        }
+    return out;
+  }
+
+  @Override
+  public void importBlocks(int[] blocks, byte[] data) {
+    for (int b : blocks) checkBlock(b);
+    int per = Math.toIntExact(blockBytes);
+    if (data.length != blocks.length * 2L * kCache.length * blockBytes)
+      throw new IllegalArgumentException(
+          data.length + " bytes are not " + blocks.length + " blocks of this layout");
+    ByteBuffer stage = ByteBuffer.allocateDirect(per);
+    int at = 0;
+    for (int b : blocks)
+      for (int l = 0; l < kCache.length; l++)
+        for (long cache : new long[] {kCache[l], vCache[l]}) {
+          stage.clear();
+          stage.put(data, at, per).flip();
+          gpu.upload(cache + b * blockBytes, stage);
+          at += per;
+        }
   }
 
   private void checkBlock(int b) {

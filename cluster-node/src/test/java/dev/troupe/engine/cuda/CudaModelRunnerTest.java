@@ -211,6 +211,34 @@ class CudaModelRunnerTest {
     }
   }
 
+  /** Disaggregated prefill: blocks exported device→host and imported host→device elsewhere. */
+  @ParameterizedTest
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
+  void exportedBlocksImportedIntoAnotherRunnerDecodeTheSame(GpuBackends b) {
+    ModelConfig c = TinyModels.config(Arch.LLAMA);
+    Map<String, float[]> w = bf16Weights(c, 5);
+    int[] p = tokens(new Random(3), 10, c.vocabSize()); // 2 full blocks and a partial one
+    try (CudaModelRunner prefill = gpuRunner(b, c, w);
+        CudaModelRunner decode = gpuRunner(b, c, w)) {
+      assertNull(prefill.kvLayout().mismatch(decode.kvLayout()));
+      prefill.forward(List.of(new SequenceChunk(p, 0, new int[] {30, 11, 25}, false)));
+      byte[] kv = prefill.exportBlocks(new int[] {30, 11, 25});
+      assertEquals(3 * prefill.kvLayout().blockBytes(), kv.length);
+      decode.importBlocks(new int[] {2, 7, 1}, kv);
+      float[][] here =
+          prefill
+              .forward(List.of(new SequenceChunk(new int[] {4}, 10, new int[] {30, 11, 25}, false)))
+              .get(0);
+      float[][] there =
+          decode
+              .forward(List.of(new SequenceChunk(new int[] {4}, 10, new int[] {2, 7, 1}, false)))
+              .get(0);
+      close(there, here, 1e-6, "imported blocks");
+      assertThrows(
+          IllegalArgumentException.class, () -> decode.importBlocks(new int[] {1}, new byte[8]));
+    }
+  }
+
   @ParameterizedTest
   @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void loraRowsMatchTheCpuRunnerAndBaseRowsStayBase(GpuBackends b) {

@@ -79,6 +79,18 @@ public final class TestEngines {
       runner.copyBlock(src, dst);
     }
 
+    public dev.troupe.engine.KvLayout kvLayout() {
+      return runner.kvLayout();
+    }
+
+    public byte[] exportBlocks(int[] blocks) {
+      return runner.exportBlocks(blocks);
+    }
+
+    public void importBlocks(int[] blocks, byte[] data) {
+      runner.importBlocks(blocks, data);
+    }
+
     public void registerAdapter(int id, dev.troupe.engine.LoraAdapter adapter) {
       runner.registerAdapter(id, adapter);
     }

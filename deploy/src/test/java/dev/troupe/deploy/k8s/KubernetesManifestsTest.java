@@ -84,6 +84,12 @@ class KubernetesManifestsTest {
         for (JsonNode p : c.path("ports")) ports.add(p.path("name").asText());
         assertEquals(o.managementPort(), port(c, "management"), where + ": management port");
         assertEquals(o.clusterPort(), port(c, "remoting"), where + ": cluster port");
+        // decode replicas on other pods pull KV blocks from a worker's fixed port
+        if (o.roles().contains(Roles.WORKER))
+          assertEquals(
+              env(c, "TROUPE_KV_TRANSFER_PORT").path("value").asInt(-1),
+              port(c, "kv-transfer"),
+              where + ": a worker's fixed KV transfer port is exposed");
         probe(c, "startupProbe", "/startup", ports, where);
         probe(c, "readinessProbe", "/ready", ports, where);
         probe(c, "livenessProbe", "/alive", ports, where);

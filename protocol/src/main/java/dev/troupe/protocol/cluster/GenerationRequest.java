@@ -48,6 +48,9 @@ import java.util.Map;
  * @param toolCalling how the output becomes tool calls ({@link ToolCalling#NONE}: plain content)
  * @param streamed the client streams: tool calls are parsed as the text grows; otherwise once, from
  *     the whole output (vLLM's full and stream generators differ in that)
+ * @param kvTransfer disaggregated prefill/decode (vLLM's {@code kv_transfer_params}): prefill only
+ *     and lease the prompt's KV blocks, or pull them from a prefill replica and decode; null: both
+ *     phases here. Set by the gateway only
  */
 public record GenerationRequest(
     String requestId,
@@ -71,7 +74,8 @@ public record GenerationRequest(
     List<Integer> promptTokenIds,
     Resume resume,
     ToolCalling toolCalling,
-    boolean streamed)
+    boolean streamed,
+    KvTransfer kvTransfer)
     implements CborSerializable {
 
   /**
@@ -207,6 +211,11 @@ public record GenerationRequest(
     return toBuilder().resume(delivered).build();
   }
 
+  /** A copy with another KV transfer (null: both phases on one replica). */
+  public GenerationRequest withKvTransfer(KvTransfer transfer) {
+    return toBuilder().kvTransfer(transfer).build();
+  }
+
   /** A copy with other sampling parameters. */
   public GenerationRequest withSampling(SamplingParams newSampling) {
     return toBuilder().sampling(newSampling).build();
@@ -236,6 +245,7 @@ public record GenerationRequest(
     private Resume resume;
     private ToolCalling toolCalling = ToolCalling.NONE;
     private boolean streamed;
+    private KvTransfer kvTransfer;
 
     private Builder(String requestId) {
       this.requestId = requestId;
@@ -264,6 +274,7 @@ public record GenerationRequest(
       resume = r.resume;
       toolCalling = r.toolCalling;
       streamed = r.streamed;
+      kvTransfer = r.kvTransfer;
     }
 
     public Builder requestId(String v) {
@@ -380,6 +391,11 @@ public record GenerationRequest(
       return this;
     }
 
+    public Builder kvTransfer(KvTransfer v) {
+      kvTransfer = v;
+      return this;
+    }
+
     public GenerationRequest build() {
       return new GenerationRequest(
           requestId,
@@ -403,7 +419,8 @@ public record GenerationRequest(
           promptTokenIds,
           resume,
           toolCalling,
-          streamed);
+          streamed,
+          kvTransfer);
     }
   }
 }

@@ -267,14 +267,24 @@ public final class ModelWorkerProtocol {
    * @param started the prompt facts and who serves the request, on the first update only
    * @param choices the choices with news, in index order
    * @param usage token counts on the last update only (every choice has finished), else null
+   * @param kvHandle where the prompt's KV blocks wait for a decode replica: on the last update of a
+   *     {@link KvTransfer.RemoteDecode} request only, else null
    */
   public record GenerationUpdate(
-      String requestId, Started started, List<ChoiceUpdate> choices, Usage usage)
+      String requestId, Started started, List<ChoiceUpdate> choices, Usage usage, KvHandle kvHandle)
       implements GenerationEvent {
     public GenerationUpdate {
       if (requestId == null || requestId.isBlank())
         throw new IllegalArgumentException("requestId is required");
       choices = choices == null ? List.of() : List.copyOf(choices);
+      if (kvHandle != null && usage == null)
+        throw new IllegalArgumentException("a kvHandle travels on the last update only");
+    }
+
+    /** An update without a KV handle (every request but a remote-decode one's last update). */
+    public GenerationUpdate(
+        String requestId, Started started, List<ChoiceUpdate> choices, Usage usage) {
+      this(requestId, started, choices, usage, null);
     }
 
     /** The request's last update: every choice has finished. */

@@ -168,6 +168,8 @@ public record WorkerStatus(
    *     count as {@code vllm:prompt_tokens_total}; over the replica's life when it is younger)
    * @param decodeTokensPerSecond tokens generated per second over the last minute
    * @param draining it takes no new request (its node is shutting down)
+   * @param kvRole what it does in disaggregated prefill/decode (its node's {@code --kv-role} for
+   *     the model; null from an older node means {@link KvRole#BOTH})
    */
   public record Details(
       String node,
@@ -175,10 +177,30 @@ public record WorkerStatus(
       List<LoadedAdapter> adapters,
       double prefillTokensPerSecond,
       double decodeTokensPerSecond,
-      boolean draining)
+      boolean draining,
+      KvRole kvRole)
       implements CborSerializable {
     public Details {
       adapters = adapters == null ? List.of() : List.copyOf(adapters);
+      if (kvRole == null) kvRole = KvRole.BOTH;
+    }
+
+    /** A replica that does both phases. */
+    public Details(
+        String node,
+        Device device,
+        List<LoadedAdapter> adapters,
+        double prefillTokensPerSecond,
+        double decodeTokensPerSecond,
+        boolean draining) {
+      this(
+          node,
+          device,
+          adapters,
+          prefillTokensPerSecond,
+          decodeTokensPerSecond,
+          draining,
+          KvRole.BOTH);
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.troupe.protocol.kv;
 
 import dev.troupe.protocol.CborSerializable;
+import dev.troupe.protocol.cluster.KvRole;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -50,6 +51,8 @@ public final class CacheReports {
    * @param stored hashes added to the index, packed by {@link #pack}
    * @param removed hashes evicted from the index, packed by {@link #pack}
    * @param load the replica's load when the report was made
+   * @param kvRole what it does in disaggregated prefill/decode (its node's {@code --kv-role} for
+   *     the model); null from an older node means {@link KvRole#BOTH}
    */
   public record CacheReport(
       String replica,
@@ -59,8 +62,23 @@ public final class CacheReports {
       int blockSize,
       long[] stored,
       long[] removed,
-      ReplicaLoad load)
+      ReplicaLoad load,
+      KvRole kvRole)
       implements CborSerializable {
+
+    /** A replica that does both phases. */
+    public CacheReport(
+        String replica,
+        String incarnation,
+        long seq,
+        boolean replace,
+        int blockSize,
+        long[] stored,
+        long[] removed,
+        ReplicaLoad load) {
+      this(replica, incarnation, seq, replace, blockSize, stored, removed, load, KvRole.BOTH);
+    }
+
     public CacheReport {
       if (replica == null || incarnation == null || load == null)
         throw new IllegalArgumentException("replica, incarnation and load are required");
@@ -70,6 +88,7 @@ public final class CacheReports {
       removed = removed == null ? new long[0] : removed;
       if (stored.length % 2 != 0 || removed.length % 2 != 0)
         throw new IllegalArgumentException("hashes are packed as (hi, lo) pairs");
+      if (kvRole == null) kvRole = KvRole.BOTH;
     }
 
     public List<BlockHash> storedHashes() {

@@ -112,6 +112,13 @@ class ModelWorkerProtocolSerializationTest {
                                 new GenerationRequest.ResumedChoice(List.of(5, 6, 7), false),
                                 new GenerationRequest.ResumedChoice(List.of(8), true)))),
                 events.ref()),
+            new Generate(request().withKvTransfer(new KvTransfer.RemoteDecode()), events.ref()),
+            new Generate(
+                request()
+                    .withKvTransfer(
+                        new KvTransfer.RemotePrefill(
+                            "demo#0@1a2b", List.of(4, 5, 6), "10.0.0.7", 25530, "chatcmpl-1", 1)),
+                events.ref()),
             new Cancel("req-1"),
             new Tokenize(
                 List.of(Map.of("role", "user", "content", "hi")),
@@ -176,6 +183,13 @@ class ModelWorkerProtocolSerializationTest {
                         ModelWorkerProtocol.TextSplit.AFTER_REASONING),
                     new ChoiceUpdate(2, "", List.of(), null, FinishReason.LENGTH, null)),
                 new Usage(10, 4, 0)),
+            // a remote-decode request's last update: where its prompt's KV blocks wait
+            new GenerationUpdate(
+                "r",
+                null,
+                List.of(new ChoiceUpdate(0, "", List.of(9), null, FinishReason.LENGTH, null)),
+                new Usage(10, 1, 0),
+                new KvHandle("demo#0@1a2b", List.of(0, 1), "10.0.0.7", 25530, "r", 1)),
             new Failed("r", ErrorKind.OVERLOADED, "queue full", null),
             new Accepted("r", "demo#0", worker.ref()),
             new Migrate("r", "demo#0 stopped"),
@@ -193,6 +207,38 @@ class ModelWorkerProtocolSerializationTest {
         IllegalArgumentException.class,
         () -> new ChoiceUpdate(0, "", List.of(), null, null, "stop"),
         "a stop reason needs a finish");
+  }
+
+  @Test
+  void kvHandleIsVllmsParams() {
+    KvHandle handle = new KvHandle("demo#0@1a2b", List.of(3, 4), "10.0.0.7", 25530, "r-1", 1);
+    assertEquals(
+        List.of(
+            "do_remote_prefill",
+            "do_remote_decode",
+            "remote_engine_id",
+            "remote_block_ids",
+            "remote_host",
+            "remote_port",
+            "remote_request_id",
+            "tp_size"),
+        List.copyOf(handle.toParams().keySet()));
+    assertEquals(true, handle.toParams().get("do_remote_prefill"));
+    assertEquals(false, handle.toParams().get("do_remote_decode"));
+    assertEquals(List.of(3, 4), handle.toParams().get("remote_block_ids"));
+    assertEquals(
+        new KvTransfer.RemotePrefill("demo#0@1a2b", List.of(3, 4), "10.0.0.7", 25530, "r-1", 1),
+        handle.toRemotePrefill());
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new KvTransfer.RemotePrefill("e", List.of(-1), "h", 1, "r", 1));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new KvTransfer.RemotePrefill("e", List.of(1), "h", 0, "r", 1));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new GenerationUpdate("r", null, List.of(), null, handle),
+        "a handle rides the last update only");
   }
 
   @Test

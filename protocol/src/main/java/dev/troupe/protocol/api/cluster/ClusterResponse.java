@@ -88,6 +88,8 @@ public record ClusterResponse(
    * @param tokens prompt and generated tokens since it started
    * @param throughput prompt (prefill) and generated (decode) tokens per second over the last
    *     minute
+   * @param kvRole what it does in disaggregated prefill/decode: {@code prefill}, {@code decode} or
+   *     {@code both} (its node's {@code --kv-role}); null until it reports
    */
   public record Replica(
       String id,
@@ -103,7 +105,8 @@ public record ClusterResponse(
       @JsonProperty("kv_cache") KvCache kvCache,
       @JsonProperty("prefix_cache") PrefixCache prefixCache,
       Tokens tokens,
-      Throughput throughput) {}
+      Throughput throughput,
+      @JsonProperty("kv_role") String kvRole) {}
 
   /** {@code kind} cpu or cuda; {@code index} -1 on the CPU; {@code memory_bytes} 0 unknown. */
   public record Device(

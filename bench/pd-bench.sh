@@ -60,7 +60,6 @@ run() {
     --label "$mode" "$@" | tee "$OUT/$mode.txt"
   cluster stop
   trap - EXIT
-  sleep 5 # the nodes' ports are free again
 }
 
 run aggregated "$@"

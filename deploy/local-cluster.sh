@@ -76,10 +76,21 @@ case "${1:-start}" in
     echo "members: $0 status ; API on http://localhost:$HTTP/v1"
     ;;
   stop)
+    # Waits for the nodes to exit (coordinated shutdown takes seconds), so that a start right after
+    # finds the ports free and no old node still writing into the logs.
+    pids=()
     for n in 3 2 1; do
       if [[ -f "$DIR/node$n/pid" ]]; then
-        kill "$(cat "$DIR/node$n/pid")" 2>/dev/null || true
+        pid="$(cat "$DIR/node$n/pid")"
+        kill "$pid" 2>/dev/null && pids+=("$pid")
         rm -f "$DIR/node$n/pid"
+      fi
+    done
+    for pid in "${pids[@]}"; do
+      for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+      if kill -0 "$pid" 2>/dev/null; then
+        echo "node pid $pid still running after 60 s: killing it" >&2
+        kill -9 "$pid"
       fi
     done
     ;;

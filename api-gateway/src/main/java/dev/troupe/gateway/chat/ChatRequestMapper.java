@@ -84,7 +84,7 @@ public final class ChatRequestMapper {
           "continue_final_message");
 
     String cacheSalt = RequestChecks.cacheSalt(r.cacheSalt());
-    var kvTransfer = KvTransferParams.parse(r.kvTransferParams());
+    var kvTransfer = KvTransferParams.parse(r.kvTransferParams(), stream);
     Long seed = RequestChecks.seed(r.seed());
     Integer truncate = RequestChecks.truncatePromptTokens(r.truncatePromptTokens());
     RequestChecks.responseFormat(r.responseFormat());

@@ -22,9 +22,12 @@ public final class KvTransferParams {
   /**
    * What the request asks of P/D, or null for nothing.
    *
+   * @param stream the client streams the answer: then {@code do_remote_decode} is refused, because
+   *     only a non-streaming answer carries the handle, and blocks leased for a handle nobody can
+   *     read would stay pinned for the whole lease
    * @throws ApiException 400 naming {@code kv_transfer_params.<field>} for a bad value
    */
-  public static KvTransfer parse(Map<String, Object> params) {
+  public static KvTransfer parse(Map<String, Object> params, boolean stream) {
     if (params == null) return null;
     boolean decode = truthy(params.get("do_remote_decode"));
     boolean prefill = truthy(params.get("do_remote_prefill"));
@@ -33,6 +36,12 @@ public final class KvTransferParams {
           "do_remote_prefill and do_remote_decode cannot both be true: a request is either the"
               + " prefill half or the decode half of a transfer.",
           "do_remote_prefill");
+    if (decode && stream)
+      throw bad(
+          "a prefill half answers with the kv_transfer_params a decode half needs, which only a"
+              + " non-streaming response carries: send it with stream: false (as vLLM's proxy"
+              + " does).",
+          "do_remote_decode");
     if (decode) return new KvTransfer.RemoteDecode();
     if (!prefill) return null;
     String engine = text(params, "remote_engine_id");

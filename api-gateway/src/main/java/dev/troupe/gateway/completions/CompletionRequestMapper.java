@@ -72,7 +72,7 @@ public final class CompletionRequestMapper {
       throw bad(
           "n × the number of prompts must be at most " + ChatSamplingMapper.MAX_N + ".", "prompt");
     String cacheSalt = RequestChecks.cacheSalt(r.cacheSalt());
-    var kvTransfer = KvTransferParams.parse(r.kvTransferParams());
+    var kvTransfer = KvTransferParams.parse(r.kvTransferParams(), stream);
     if (kvTransfer != null && prompts.size() > 1)
       throw bad(
           "kv_transfer_params hands one prompt's KV blocks over: send one prompt per request.",

@@ -185,6 +185,10 @@ class ChatRequestMapperTest {
             "kv_transfer_params.remote_block_ids",
             "required"),
         Arguments.of(
+            "\"stream\":true,\"kv_transfer_params\":{\"do_remote_decode\":true}",
+            "kv_transfer_params.do_remote_decode",
+            "stream: false"),
+        Arguments.of(
             "\"kv_transfer_params\":{\"do_remote_decode\":1,\"do_remote_prefill\":true}",
             "kv_transfer_params.do_remote_prefill",
             "cannot both"),

@@ -58,4 +58,16 @@ class CompletionKvTransferTest {
                     "{\"prompt\":[\"a\",\"b\"],\"kv_transfer_params\":{\"do_remote_decode\":true}}"));
     assertEquals("kv_transfer_params", e.param());
   }
+
+  @Test
+  void aStreamedPrefillHalfIsRefused() {
+    ApiException e =
+        assertThrows(
+            ApiException.class,
+            () ->
+                map(
+                    "{\"prompt\":\"Hi\",\"stream\":true,"
+                        + "\"kv_transfer_params\":{\"do_remote_decode\":true}}"));
+    assertEquals("kv_transfer_params.do_remote_decode", e.param());
+  }
 }

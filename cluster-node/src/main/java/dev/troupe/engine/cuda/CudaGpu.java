@@ -7,6 +7,7 @@ import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_T;
 import static org.bytedeco.cuda.global.cublas.cublasCreate_v2;
 import static org.bytedeco.cuda.global.cublas.cublasDestroy_v2;
 import static org.bytedeco.cuda.global.cublas.cublasGemmEx;
+import static org.bytedeco.cuda.global.cublas.cublasGemmStridedBatchedEx;
 import static org.bytedeco.cuda.global.cublas.cublasGetStatusString;
 import static org.bytedeco.cuda.global.cublas.cublasSetStream_v2;
 import static org.bytedeco.cuda.global.cublas.cublasSetWorkspace_v2;
@@ -71,10 +72,10 @@ import org.slf4j.LoggerFactory;
  * modules and launches (one non-blocking stream), NVRTC to compile the kernels for the device's own
  * architecture ({@code sm_90} on Hopper) with the machine code cached on disk, and cuBLAS {@code
  * cublasGemmEx} for the products (BF16 operands, FP32 compute, any transposes and leading
- * dimensions), and CUDA graphs by stream capture ({@code cuStreamBeginCapture} … {@code
- * cuGraphLaunch}; cuBLAS gets a fixed workspace so that a captured product allocates nothing). The
- * only class besides {@link CudaProbe} that touches the bindings. Obtain it through {@link
- * CudaProbe#open(int)}.
+ * dimensions; {@code cublasGemmStridedBatchedEx} for batches of them), and CUDA graphs by stream
+ * capture ({@code cuStreamBeginCapture} … {@code cuGraphLaunch}; cuBLAS gets a fixed workspace so
+ * that a captured product allocates nothing). The only class besides {@link CudaProbe} that touches
+ * the bindings. Obtain it through {@link CudaProbe#open(int)}.
  */
 public final class CudaGpu implements Gpu {
   private static final Logger log = LoggerFactory.getLogger(CudaGpu.class);
@@ -364,6 +365,58 @@ public final class CudaGpu implements Gpu {
             CUBLAS_COMPUTE_32F,
             CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx");
+  }
+
+  @Override
+  public void matmulBatched(
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      long a,
+      int lda,
+      long strideA,
+      long b,
+      int ldb,
+      long strideB,
+      float beta,
+      long c,
+      int ldc,
+      long strideC,
+      boolean cBf16,
+      int batch) {
+    current();
+    this.alpha.put(alpha);
+    this.beta.put(beta);
+    // as matmul: B first (row-major C is column-major Cᵀ), each operand with its own stride
+    blasCheck(
+        cublasGemmStridedBatchedEx(
+            blas,
+            transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+            transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+            n,
+            m,
+            k,
+            this.alpha,
+            opB.at(b),
+            CUDA_R_16BF,
+            ldb,
+            strideB,
+            opA.at(a),
+            CUDA_R_16BF,
+            lda,
+            strideA,
+            this.beta,
+            opC.at(c),
+            cBf16 ? CUDA_R_16BF : CUDA_R_32F,
+            ldc,
+            strideC,
+            batch,
+            CUBLAS_COMPUTE_32F,
+            CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx");
   }
 
   private void freeAtClose(long p) {

@@ -2,6 +2,7 @@ package dev.troupe.engine.cuda;
 
 import dev.troupe.engine.LoraAdapter;
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.cuda.TrainingPhases.Phase;
 import dev.troupe.engine.model.Projection;
 import dev.troupe.engine.model.RopeTables;
 import dev.troupe.engine.model.WeightSource;
@@ -11,7 +12,9 @@ import java.nio.ByteOrder;
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
@@ -42,6 +45,7 @@ public final class CudaTrainer implements AutoCloseable {
   private final LoraParams lora;
   private final TrainingBuffers buf;
   private final TrainingLayers layers;
+  private final TrainingPhases phases;
   private final long ropeCos, ropeSin;
   private final int ropePositions;
   private long meta, metaBytes, dmeta, dmetaBytes;
@@ -128,7 +132,8 @@ public final class CudaTrainer implements AutoCloseable {
     }
     lora = p;
     buf = b;
-    layers = new TrainingLayers(gpu, cfg, weights, lora, buf, ropeCos, ropeSin);
+    phases = new TrainingPhases(gpu);
+    layers = new TrainingLayers(gpu, cfg, weights, lora, buf, phases, ropeCos, ropeSin);
   }
 
   /**
@@ -183,6 +188,26 @@ public final class CudaTrainer implements AutoCloseable {
   /** The device, for logs. */
   public String device() {
     return gpu.describe();
+  }
+
+  /**
+   * Starts timing the phases of what this trainer runs (or stops): every change of phase then waits
+   * for the device, so timed work runs slower (a diagnostic: the GPU benchmark times one step so).
+   */
+  public void timePhases(boolean on) {
+    phases.time(on);
+  }
+
+  /**
+   * Milliseconds per phase since {@link #timePhases} started timing (products, attention forward
+   * and backward, elementwise, loss, optimizer), every phase present; all 0 when not timing.
+   */
+  public Map<String, Double> phaseMillis() {
+    Map<String, Double> out = new LinkedHashMap<>();
+    phases
+        .finish()
+        .forEach((p, ms) -> out.put(p.name().toLowerCase(Locale.ROOT).replace('_', ' '), ms));
+    return out;
   }
 
   /**
@@ -294,6 +319,7 @@ public final class CudaTrainer implements AutoCloseable {
     head(row, false);
     loss(row);
     backward(row, r);
+    phases.at(Phase.OPTIMIZER);
     lora.adamw(
         learningRate,
         adam.beta1(),
@@ -419,12 +445,12 @@ public final class CudaTrainer implements AutoCloseable {
         row.length,
         meta + 4 * row.offPositions(),
         meta + 4 * row.offSlots(),
-        meta + 4 * row.offSegStart(),
-        meta + 4 * row.offSegEnd());
+        meta + 4 * row.offSegStart());
   }
 
   /** Embeddings, then every layer, each layer's input kept as its checkpoint. */
   private void forward(TrainingLayers.Row r) {
+    phases.at(Phase.ELEMENTWISE);
     gpu.launch(
         "embed_rows",
         r.length(),
@@ -444,6 +470,7 @@ public final class CudaTrainer implements AutoCloseable {
    */
   private void head(TrainingRow row, boolean backward) {
     int v = cfg.vocabSize(), h = cfg.hiddenSize(), n = row.targets.length;
+    phases.at(Phase.ELEMENTWISE);
     if (!backward) {
       fill(buf.lp, row.length);
       fill(buf.ent, row.length);
@@ -451,9 +478,12 @@ public final class CudaTrainer implements AutoCloseable {
     long targets = meta + 4 * row.offTargets(), tokens = meta + 4 * row.offTargetTokens();
     for (int r0 = 0; r0 < n; r0 += TrainingBuffers.PIECE) {
       int k = Math.min(TrainingBuffers.PIECE, n - r0);
+      phases.at(Phase.ELEMENTWISE);
       finalNorm(row, r0, k);
+      phases.at(Phase.PRODUCTS);
       gpu.gemm(weights.lmHead, buf.fb, buf.logits, v, h, k, false, 0f);
       long pos = targets + 4L * r0, tok = tokens + 4L * r0, lse = buf.lseRows + 4L * r0;
+      phases.at(Phase.LOSS);
       if (!backward) {
         gpu.launch(
             "lm_head_fwd",
@@ -482,7 +512,9 @@ public final class CudaTrainer implements AutoCloseable {
           buf.g,
           buf.dz);
       // df [k, H] = dz [k, V] · W [V, H]
+      phases.at(Phase.PRODUCTS);
       gpu.matmul(false, false, k, h, v, 1f, buf.dz, v, weights.lmHead, h, 0f, buf.df, h, false);
+      phases.at(Phase.ELEMENTWISE);
       layers.normBackward(
           buf.df, buf.checkpoint(cfg.numLayers()), weights.finalNorm, buf.dx, pos, k);
     }
@@ -506,6 +538,7 @@ public final class CudaTrainer implements AutoCloseable {
 
   /** ART's loss of the row from lp and ent: g (dL/dlogprob) and stats {loss, entropy}. */
   private void loss(TrainingRow row) {
+    phases.at(Phase.LOSS);
     gpu.launch(
         "rl_loss",
         1,
@@ -528,6 +561,7 @@ public final class CudaTrainer implements AutoCloseable {
 
   /** From g (dL/dlogprob per position) to the LoRA gradients, one layer at a time. */
   private void backward(TrainingRow row, TrainingLayers.Row r) {
+    phases.at(Phase.ELEMENTWISE);
     fill(buf.dx, (long) row.length * cfg.hiddenSize());
     head(row, true);
     for (int l = cfg.numLayers() - 1; l >= 0; l--) layers.backward(l, buf.checkpoint(l), buf.dx, r);

@@ -88,6 +88,33 @@ public interface Gpu extends AutoCloseable {
       boolean cBf16);
 
   /**
+   * {@code batch} independent {@link #matmul}s at fixed strides: product {@code i} reads {@code a +
+   * i·strideA}, {@code b + i·strideB} and writes {@code c + i·strideC} (strides in elements of each
+   * operand's type), with the same shapes, transposes, leading dimensions and scalars. cuBLAS
+   * ({@code cublasGemmStridedBatchedEx}) on the device: one launch for all of them, on the tensor
+   * cores (training's attention, one product per head).
+   */
+  void matmulBatched(
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      long a,
+      int lda,
+      long strideA,
+      long b,
+      int ldb,
+      long strideB,
+      float beta,
+      long c,
+      int ldc,
+      long strideC,
+      boolean cBf16,
+      int batch);
+
+  /**
    * Starts recording this GPU's launches and products into a graph instead of running them (CUDA
    * stream capture, thread-local mode): until {@link #endCapture} nothing runs, and an allocation,
    * free, copy or wait is refused. A captured call keeps its argument values, so everything it

@@ -37,9 +37,8 @@ public final class KernelSource {
           "rmsnorm_bwd",
           "silu_mul_bwd",
           "qkv_rope_bwd",
-          "attention_train",
-          "attention_train_dq",
-          "attention_train_dkv",
+          "attention_probs",
+          "attention_dscores",
           "lm_head_fwd",
           "lm_head_bwd",
           "rl_loss",
@@ -49,9 +48,7 @@ public final class KernelSource {
   /** Threads of the blocks of each kernel (the kernels assume these). */
   static final int NORM_THREADS = 256, QKV_THREADS = 128, ELEMENT_THREADS = 256, LORA_THREADS = 128;
 
-  /**
-   * Threads of the training kernels' blocks but the attention's and qkv_rope_bwd's (kernels.cu).
-   */
+  /** Threads of the training kernels' blocks but qkv_rope_bwd's (training.cu). */
   static final int TRAIN_THREADS = 256;
 
   /**

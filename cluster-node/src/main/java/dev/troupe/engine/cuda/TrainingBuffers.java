@@ -8,9 +8,11 @@ import java.util.List;
  * The training pass's device memory for rows of up to {@link #rows} tokens (grown when a longer row
  * comes): the layer checkpoints (the residual stream at every layer's input and after the last:
  * gradient checkpointing keeps only these between the forward and the backward), one layer's
- * activations (recomputed per layer in the backward) and gradients, the LM head's pieces of {@link
- * #PIECE} target rows, and the per-position outputs. Sizes in the field comments: T = {@link
- * #rows}, H hidden, Q = heads·d, KV = KV heads·d, I intermediate, V vocabulary, r rank.
+ * activations (recomputed per layer in the backward) and gradients, attention's scores and
+ * probabilities ({@link TrainingAttention}: all heads of the row at once up to its cap), the LM
+ * head's pieces of {@link #PIECE} target rows, and the per-position outputs. Sizes in the field
+ * comments: T = {@link #rows}, H hidden, Q = heads·d, KV = KV heads·d, I intermediate, V
+ * vocabulary, r rank.
  */
 final class TrainingBuffers implements AutoCloseable {
   /** Target rows per LM-head product (their logits are the pass's largest buffer). */
@@ -27,10 +29,11 @@ final class TrainingBuffers implements AutoCloseable {
   long hb, hb2, dxb; // [T, H] bf16: normed inputs of q/k/v and gate/up; bf16 copy of dx
   long qkv, dqkvB; // [T, Q + 2KV] fp32 product output; bf16 gradient there
   long q, o32, dO, dq; // [T, Q] fp32
-  long o; // [T, Q] bf16
+  long qb, o, dOb; // [T, Q] bf16
   long k, v; // [T, KV] bf16
   long dk, dv; // [T, KV] fp32
-  long lseAtt, dsum; // [T, heads] fp32
+  long attS, attP; // [attCells] fp32 / bf16: attention's scores and probabilities
+  long attCells; // TrainingAttention.cells(T)
   long h1, y, dx, db; // [T, H] fp32
   long gu, da; // [T, 2I] / [T, I] fp32
   long a, dgu; // [T, I] / [T, 2I] bf16
@@ -59,14 +62,16 @@ final class TrainingBuffers implements AutoCloseable {
             + 5 * 8 // per-position outputs, the loss's scratch
             + 3 * h * 2 // hb, hb2, dxb
             + (q + 2 * kv) * (4 + 2) // qkv, dqkv
-            + q * (4 * 4 + 2) // q, o32, dO, dq; o
+            + q * (4 * 4 + 3 * 2) // q, o32, dO, dq; qb, o, dOb
             + kv * (2 * 2 + 2 * 4) // k, v; dk, dv
-            + 2L * c.numHeads() * 4 // lseAtt, dsum
             + 4 * h * 4 // h1, y, dx, db
             + 3 * i * 4 // gu, da
             + 3 * i * 2 // a, dgu
             + 8L * rank * 2; // xa, u
-    return rows * perRow + PIECE * (h * 6 + (long) c.vocabSize() * 6);
+    return rows * perRow
+        + TrainingAttention.CELL_BYTES
+            * TrainingAttention.cells(c, rows, TrainingAttention.WORK_BYTES)
+        + PIECE * (h * 6 + (long) c.vocabSize() * 6);
   }
 
   /** Grows the per-row buffers for rows of {@code t} tokens (contents are not kept). */
@@ -76,7 +81,6 @@ final class TrainingBuffers implements AutoCloseable {
     rows = Math.max(t, rows * 2);
     long n = rows, h = c.hiddenSize(), q = (long) c.numHeads() * c.headDim();
     long kv = (long) c.numKvHeads() * c.headDim(), i = c.intermediateSize();
-    long heads = c.numHeads();
     xs = alloc((c.numLayers() + 1L) * n * h * 4);
     lp = alloc(n * 4);
     ent = alloc(n * 4);
@@ -93,13 +97,16 @@ final class TrainingBuffers implements AutoCloseable {
     o32 = alloc(n * q * 4);
     dO = alloc(n * q * 4);
     dq = alloc(n * q * 4);
+    qb = alloc(n * q * 2);
     o = alloc(n * q * 2);
+    dOb = alloc(n * q * 2);
     k = alloc(n * kv * 2);
     v = alloc(n * kv * 2);
     dk = alloc(n * kv * 4);
     dv = alloc(n * kv * 4);
-    lseAtt = alloc(n * heads * 4);
-    dsum = alloc(n * heads * 4);
+    attCells = TrainingAttention.cells(c, n, TrainingAttention.WORK_BYTES);
+    attS = alloc(attCells * 4);
+    attP = alloc(attCells * 2);
     h1 = alloc(n * h * 4);
     y = alloc(n * h * 4);
     dx = alloc(n * h * 4);

@@ -1,6 +1,7 @@
 package dev.troupe.engine.cuda;
 
 import dev.troupe.engine.ModelConfig;
+import dev.troupe.engine.cuda.TrainingPhases.Phase;
 import dev.troupe.engine.model.Projection;
 
 /**
@@ -20,9 +21,10 @@ final class TrainingLayers {
   private final CudaWeights w;
   private final LoraParams lora;
   private final TrainingBuffers b;
+  private final TrainingPhases phases;
   private final long ropeCos, ropeSin;
-  private final int hidden, qDim, kvDim, qkvDim, inter, attThreads, normThreads;
-  private final float eps, scale;
+  private final int hidden, qDim, kvDim, qkvDim, inter, normThreads;
+  private final float eps;
 
   TrainingLayers(
       Gpu gpu,
@@ -30,6 +32,7 @@ final class TrainingLayers {
       CudaWeights w,
       LoraParams lora,
       TrainingBuffers b,
+      TrainingPhases phases,
       long ropeCos,
       long ropeSin) {
     this.gpu = gpu;
@@ -37,6 +40,7 @@ final class TrainingLayers {
     this.w = w;
     this.lora = lora;
     this.b = b;
+    this.phases = phases;
     this.ropeCos = ropeCos;
     this.ropeSin = ropeSin;
     hidden = c.hiddenSize();
@@ -44,14 +48,12 @@ final class TrainingLayers {
     kvDim = c.numKvHeads() * c.headDim();
     qkvDim = qDim + 2 * kvDim;
     inter = c.intermediateSize();
-    attThreads = 32 * KernelSource.attentionWarps(c);
     normThreads = KernelSource.normThreads(hidden);
     eps = (float) c.rmsNormEps();
-    scale = (float) (1.0 / Math.sqrt(c.headDim()));
   }
 
-  /** The row's device metadata: positions, identity slots, segment bounds. */
-  record Row(int length, long positions, long slots, long segStart, long segEnd) {}
+  /** The row's device metadata: positions, identity slots, segment starts. */
+  record Row(int length, long positions, long slots, long segStart) {}
 
   /**
    * Layer {@code li} from {@code xIn} to {@code xOut} ([T, H] fp32; xOut 0 = not needed, in the
@@ -61,13 +63,16 @@ final class TrainingLayers {
     int t = row.length();
     CudaWeights.Layer l = w.layers[li];
     // INPUT_NORM: hb = bf16(rmsnorm(x))
+    phases.at(Phase.ELEMENTWISE);
     norm(xIn, 0, l.attnNorm(), b.hb, t);
     // QKV_PROJ (+ LoRA): qkv [T, Q + 2KV] fp32
+    phases.at(Phase.PRODUCTS);
     gpu.gemm(l.qkv(), b.hb, b.qkv, qkvDim, hidden, t, false, 0f);
     loraForward(li, Projection.Q, b.hb, b.qkv, qkvDim, 0, t);
     loraForward(li, Projection.K, b.hb, b.qkv, qkvDim, qDim, t);
     loraForward(li, Projection.V, b.hb, b.qkv, qkvDim, qDim + kvDim, t);
-    // QKV_BIAS, QK_NORM, ROPE: q fp32, k and v bf16 in the row's own slots
+    // QKV_BIAS, QK_NORM, ROPE: q fp32 (and bf16), k and v bf16 in the row's own slots
+    phases.at(Phase.ELEMENTWISE);
     gpu.launch(
         "qkv_rope_cache",
         t,
@@ -85,35 +90,31 @@ final class TrainingLayers {
         b.k,
         b.v,
         eps);
-    // ATTENTION within each segment: o (fp32 and bf16), lse
-    gpu.launch(
-        "attention_train",
-        t,
-        c.numKvHeads(),
-        attThreads,
-        b.q,
-        b.k,
-        b.v,
-        row.segStart(),
-        c.slidingWindow(),
-        scale,
-        b.o32,
-        b.o,
-        b.lseAtt);
+    toBf16(b.q, b.qb, (long) t * qDim);
+    // ATTENTION within each segment: o fp32, then bf16
+    attention().forward(t, row.segStart(), b.qb, b.k, b.v, b.o32);
+    phases.at(Phase.ELEMENTWISE);
+    toBf16(b.o32, b.o, (long) t * qDim);
     // O_PROJ (+ LoRA); h1 = x + y; POST_NORM: hb2 = bf16(rmsnorm(h1))
+    phases.at(Phase.PRODUCTS);
     gpu.gemm(l.o(), b.o, b.y, hidden, qDim, t, false, 0f);
     loraForward(li, Projection.O, b.o, b.y, hidden, 0, t);
+    phases.at(Phase.ELEMENTWISE);
     gpu.copy(b.h1, xIn, (long) t * hidden * 4);
     norm(b.h1, b.y, l.mlpNorm(), b.hb2, t);
     // GATE_UP_PROJ (+ LoRA), SWIGLU, DOWN_PROJ (+ LoRA)
+    phases.at(Phase.PRODUCTS);
     gpu.gemm(l.gateUp(), b.hb2, b.gu, 2 * inter, hidden, t, false, 0f);
     loraForward(li, Projection.GATE, b.hb2, b.gu, 2 * inter, 0, t);
     loraForward(li, Projection.UP, b.hb2, b.gu, 2 * inter, inter, t);
+    phases.at(Phase.ELEMENTWISE);
     gpu.launch("silu_mul", t, 1, KernelSource.ELEMENT_THREADS, b.gu, b.a, inter);
+    phases.at(Phase.PRODUCTS);
     gpu.gemm(l.down(), b.a, b.y, hidden, inter, t, false, 0f);
     loraForward(li, Projection.DOWN, b.a, b.y, hidden, 0, t);
     if (xOut == 0) return;
     // x_out = h1 + y
+    phases.at(Phase.ELEMENTWISE);
     gpu.copy(xOut, b.h1, (long) t * hidden * 4);
     add(xOut, b.y, (long) t * hidden);
   }
@@ -128,11 +129,15 @@ final class TrainingLayers {
     CudaWeights.Layer l = w.layers[li];
     forward(li, xIn, 0, row);
     // MLP branch: out = h1 + down(silu(gate) ∘ up)
+    phases.at(Phase.ELEMENTWISE);
     toBf16(dx, b.dxb, (long) t * hidden);
+    phases.at(Phase.PRODUCTS);
     gpu.matmul(
         false, false, t, inter, hidden, 1f, b.dxb, hidden, l.down(), inter, 0f, b.da, inter, false);
     loraBackward(li, Projection.DOWN, b.dxb, hidden, b.a, b.da, t);
+    phases.at(Phase.ELEMENTWISE);
     gpu.launch("silu_mul_bwd", t, 1, KernelSource.TRAIN_THREADS, b.da, b.gu, b.dgu, inter);
+    phases.at(Phase.PRODUCTS);
     gpu.matmul(
         false,
         false,
@@ -150,44 +155,18 @@ final class TrainingLayers {
         false);
     loraBackward(li, Projection.GATE, b.dgu, 2 * inter, b.hb2, b.db, t);
     loraBackward(li, Projection.UP, b.dgu + (long) inter * 2, 2 * inter, b.hb2, b.db, t);
+    phases.at(Phase.ELEMENTWISE);
     normBackward(b.db, b.h1, l.mlpNorm(), dx, 0, t); // dx = dL/dh1
     // attention branch: h1 = x + o_proj(attention(rope(norm(q, k)), v))
     toBf16(dx, b.dxb, (long) t * hidden);
+    phases.at(Phase.PRODUCTS);
     gpu.matmul(
         false, false, t, qDim, hidden, 1f, b.dxb, hidden, l.o(), qDim, 0f, b.dO, qDim, false);
     loraBackward(li, Projection.O, b.dxb, hidden, b.o, b.dO, t);
-    gpu.launch(
-        "attention_train_dq",
-        t,
-        c.numKvHeads(),
-        attThreads,
-        b.q,
-        b.k,
-        b.v,
-        b.o32,
-        b.dO,
-        b.lseAtt,
-        row.segStart(),
-        c.slidingWindow(),
-        scale,
-        b.dq,
-        b.dsum);
-    gpu.launch(
-        "attention_train_dkv",
-        t,
-        c.numKvHeads(),
-        attThreads,
-        b.q,
-        b.k,
-        b.v,
-        b.dO,
-        b.lseAtt,
-        b.dsum,
-        row.segEnd(),
-        c.slidingWindow(),
-        scale,
-        b.dk,
-        b.dv);
+    phases.at(Phase.ELEMENTWISE);
+    toBf16(b.dO, b.dOb, (long) t * qDim);
+    attention().backward(t, row.segStart(), b.qb, b.k, b.v, b.o32, b.dO, b.dOb, b.dq, b.dk, b.dv);
+    phases.at(Phase.ELEMENTWISE);
     gpu.launch(
         "qkv_rope_bwd",
         t,
@@ -205,13 +184,20 @@ final class TrainingLayers {
         b.dv,
         b.dqkvB,
         eps);
+    phases.at(Phase.PRODUCTS);
     gpu.matmul(
         false, false, t, hidden, qkvDim, 1f, b.dqkvB, qkvDim, l.qkv(), hidden, 0f, b.db, hidden,
         false);
     loraBackward(li, Projection.Q, b.dqkvB, qkvDim, b.hb, b.db, t);
     loraBackward(li, Projection.K, b.dqkvB + (long) qDim * 2, qkvDim, b.hb, b.db, t);
     loraBackward(li, Projection.V, b.dqkvB + (long) (qDim + kvDim) * 2, qkvDim, b.hb, b.db, t);
+    phases.at(Phase.ELEMENTWISE);
     normBackward(b.db, xIn, l.attnNorm(), dx, 0, t); // dx = dL/dx
+  }
+
+  /** Attention over the buffers' work memory as sized now (ensure may have moved it). */
+  private TrainingAttention attention() {
+    return new TrainingAttention(gpu, phases, c, b.attS, b.attP, b.attCells);
   }
 
   /** y[:, off ..] += s·(x Aᵀ) Bᵀ, keeping x Aᵀ for the backward. */

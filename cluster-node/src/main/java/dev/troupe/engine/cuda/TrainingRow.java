@@ -8,7 +8,7 @@ import java.util.Set;
 
 /**
  * One packed training row laid out for the device, checked first: per position the token, its RoPE
- * position, its cache slot (itself: the row is its own KV cache), the bounds of its segment; the
+ * position, its cache slot (itself: the row is its own KV cache), where its segment starts; the
  * targets to score (positions whose next token gets a log-probability) and those tokens; and, for a
  * training step, the loss inputs with each target's history as a run of positions. Uploaded as one
  * int array and one double array ({@link #ints()}, {@link #doubles()}).
@@ -19,16 +19,15 @@ import java.util.Set;
 final class TrainingRow {
   final int length;
   final int[] targets;
-  private final int[] tokens, positions, segStart, segEnd, targetTokens;
+  private final int[] tokens, positions, segStart, targetTokens;
   private int[] mask, runStart, runEnd;
   private double[] old, advantages, weights;
 
-  private TrainingRow(int[] tokens, int[] positions, int[] segStart, int[] segEnd, int[] targets) {
+  private TrainingRow(int[] tokens, int[] positions, int[] segStart, int[] targets) {
     this.length = tokens.length;
     this.tokens = tokens;
     this.positions = positions;
     this.segStart = segStart;
-    this.segEnd = segEnd;
     this.targets = targets;
     this.targetTokens = new int[targets.length];
     for (int i = 0; i < targets.length; i++)
@@ -53,12 +52,12 @@ final class TrainingRow {
         throw new IllegalArgumentException(
             "position " + positions[t] + " outside [0, " + maxPosition + ")");
     }
-    int[] start = new int[n], end = new int[n];
-    runs(segments, start, end, "segment");
+    int[] start = new int[n];
+    runs(segments, start, new int[n], "segment");
     int[] buf = new int[Math.max(0, n - 1)];
     int k = 0;
     for (int t = 0; t + 1 < n; t++) if (needed == null || needed[t]) buf[k++] = t;
-    return new TrainingRow(tokens, positions, start, end, Arrays.copyOf(buf, k));
+    return new TrainingRow(tokens, positions, start, Arrays.copyOf(buf, k));
   }
 
   /** A row that scores only its last position (its whole next-token distribution is read). */
@@ -67,7 +66,7 @@ final class TrainingRow {
     int[] positions = new int[n];
     for (int i = 0; i < n; i++) positions[i] = i;
     TrainingRow r = of(tokens, positions, new int[n], new boolean[n], vocab, maxPosition);
-    return new TrainingRow(tokens, positions, r.segStart, r.segEnd, new int[] {n - 1});
+    return new TrainingRow(tokens, positions, r.segStart, new int[] {n - 1});
   }
 
   /** Adds a training step's loss inputs (per target position, as in the packed row). */
@@ -112,7 +111,7 @@ final class TrainingRow {
     }
   }
 
-  // int layout: tokens, positions, slots, seg start, seg end, targets, target tokens, then for a
+  // int layout: tokens, positions, slots, seg start, targets, target tokens, then for a
   // step mask, run start, run end and the loss's {T, level, ppo, mask_prob_ratio}
   long offTokens() {
     return 0;
@@ -130,20 +129,16 @@ final class TrainingRow {
     return 3L * length;
   }
 
-  long offSegEnd() {
+  long offTargets() {
     return 4L * length;
   }
 
-  long offTargets() {
-    return 5L * length;
-  }
-
   long offTargetTokens() {
-    return 5L * length + targets.length;
+    return 4L * length + targets.length;
   }
 
   long offMask() {
-    return 5L * length + 2L * targets.length;
+    return 4L * length + 2L * targets.length;
   }
 
   long offRunStart() {
@@ -164,7 +159,7 @@ final class TrainingRow {
    * its size).
    */
   static long metaBytes(int rows) {
-    return 2 * ((10L * rows + 4) * 4 + (3L * rows + 4) * 8);
+    return 2 * ((9L * rows + 4) * 4 + (3L * rows + 4) * 8);
   }
 
   int intCount() {
@@ -177,7 +172,7 @@ final class TrainingRow {
     b.asIntBuffer().put(tokens).put(positions);
     for (int t = 0; t < length; t++) b.putInt((int) (offSlots() + t) * 4, t);
     b.position((int) offSegStart() * 4);
-    b.asIntBuffer().put(segStart).put(segEnd).put(targets).put(targetTokens);
+    b.asIntBuffer().put(segStart).put(targets).put(targetTokens);
     if (hasLoss()) {
       b.position((int) offMask() * 4);
       b.asIntBuffer().put(mask).put(runStart).put(runEnd).put(length).put(lossInts);

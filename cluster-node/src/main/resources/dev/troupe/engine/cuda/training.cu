@@ -6,8 +6,7 @@
 //
 // A row of T tokens holds segments (histories) end to end, positions restarting at 0 in each, and
 // attention is causal within a segment (and Mistral's window): row t sees the keys [lo(t), t],
-// lo(t) = max(seg_start[t], t - window + 1) (window > 0), and key j is seen by the rows [j, hi(j)],
-// hi(j) = min(seg_end[j] - 1, j + window - 1). The base weights are frozen: gradients flow to the
+// lo(t) = max(seg_start[t], t - window + 1) (window > 0). The base weights are frozen: gradients flow to the
 // activations and the LoRA products only (those are cuBLAS products, not kernels here). Forward
 // steps the serving kernels do the same way are reused: embed_rows, add_rmsnorm, qkv_rope_cache
 // (with slots[t] = t, so the "cache" is the row's own k and v), silu_mul.
@@ -155,210 +154,50 @@ __device__ __forceinline__ int train_lo(const int* seg_start, int t, int window)
   return window > 0 && t - window + 1 > lo ? t - window + 1 : lo;
 }
 
-__device__ __forceinline__ int train_hi(const int* seg_end, int j, int window) {
-  int hi = seg_end[j] - 1;
-  return window > 0 && j + window - 1 < hi ? j + window - 1 : hi;
-}
+// Training attention runs on cuBLAS (TrainingAttention.java): per head the scores S = scale·Q Kᵀ
+// and the products with P and dS are strided-batched GEMMs over a block of query rows [r0, r0 + R)
+// and the keys [0, n) (n ≥ r0 + R: causality hides the rest), one [R, n] matrix per head of the
+// block, heads one after another. These two kernels are the row-wise steps between the products.
 
-// Attention over a training row: as `attention`, with the row's own keys and values (k, v
-// [T, KV_DIM] bf16, key j at row j) over [lo(t), t]. The output is kept in fp32 (o32, for the
-// backward's D) and bf16 (o, the o product's input), with the log-sum-exp of each head's scaled
-// scores (lse [T, N_HEADS]). grid (T, N_KV_HEADS), block ATT_WARPS * 32.
-extern "C" __global__ void attention_train(const float* q, const bf16_t* k, const bf16_t* v,
-                                           const int* seg_start, int window, float scale,
-                                           float* o32, bf16_t* o, float* lse) {
-  __shared__ float s_m[ATT_WARPS][GROUP];
-  __shared__ float s_l[ATT_WARPS][GROUP];
-  __shared__ float s_acc[ATT_WARPS][GROUP][HEAD_DIM];
-  int t = blockIdx.x, g = blockIdx.y;
-  int lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP;
+// Softmax of one score row under the row's mask: query row t = r0 + blockIdx.x, head block row
+// blockIdx.y; s [heads][R][n] fp32 (already scaled), p the same shape in bf16 = exp(s − lse) over
+// the keys [lo(t), t] and 0 elsewhere. grid (R, heads of the block), block 256.
+extern "C" __global__ void attention_probs(const float* s, bf16_t* p, const int* seg_start,
+                                           int window, int r0, int n) {
+  __shared__ float red[WARP];
+  int t = r0 + blockIdx.x;
+  size_t at = ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * n;
+  const float* sr = s + at;
+  bf16_t* pr = p + at;
   int lo = train_lo(seg_start, t, window);
-  float qr[GROUP][EPL], acc[GROUP][EPL], m[GROUP], l[GROUP];
-  for (int h = 0; h < GROUP; h++) {
-    const float* qh = q + (size_t)t * Q_DIM + (g * GROUP + h) * HEAD_DIM;
-    for (int j = 0; j < EPL; j++) {
-      int i = lane + j * WARP;
-      qr[h][j] = i < HEAD_DIM ? qh[i] * scale : 0.0f;
-      acc[h][j] = 0.0f;
-    }
-    m[h] = -INFINITY;
-    l[h] = 0.0f;
-  }
-  for (int p = lo + w; p <= t; p += ATT_WARPS) { // warp-uniform loop
-    const bf16_t* kp = k + (size_t)p * KV_DIM + g * HEAD_DIM;
-    const bf16_t* vp = v + (size_t)p * KV_DIM + g * HEAD_DIM;
-    float kr[EPL], vr[EPL];
-    for (int j = 0; j < EPL; j++) {
-      int i = lane + j * WARP;
-      kr[j] = i < HEAD_DIM ? bf2f(kp[i]) : 0.0f;
-      vr[j] = i < HEAD_DIM ? bf2f(vp[i]) : 0.0f;
-    }
-    for (int h = 0; h < GROUP; h++) {
-      float d = 0.0f;
-      for (int j = 0; j < EPL; j++) d += qr[h][j] * kr[j];
-      float s = warp_sum(d);
-      float mn = fmaxf(m[h], s);
-      float corr = m[h] == -INFINITY ? 0.0f : expf(m[h] - mn);
-      float e = expf(s - mn);
-      l[h] = l[h] * corr + e;
-      for (int j = 0; j < EPL; j++) acc[h][j] = acc[h][j] * corr + e * vr[j];
-      m[h] = mn;
-    }
-  }
-  for (int h = 0; h < GROUP; h++) {
-    if (lane == 0) {
-      s_m[w][h] = m[h];
-      s_l[w][h] = l[h];
-    }
-    for (int j = 0; j < EPL; j++) {
-      int i = lane + j * WARP;
-      if (i < HEAD_DIM) s_acc[w][h][i] = acc[h][j];
-    }
-  }
-  __syncthreads();
-  for (int kk = threadIdx.x; kk < GROUP * HEAD_DIM; kk += blockDim.x) {
-    int h = kk / HEAD_DIM, i = kk % HEAD_DIM;
-    float mx = -INFINITY;
-    for (int ww = 0; ww < ATT_WARPS; ww++) mx = fmaxf(mx, s_m[ww][h]);
-    float num = 0.0f, den = 0.0f;
-    for (int ww = 0; ww < ATT_WARPS; ww++) {
-      if (s_m[ww][h] == -INFINITY) continue; // this warp saw no position
-      float c = expf(s_m[ww][h] - mx);
-      num += s_acc[ww][h][i] * c;
-      den += s_l[ww][h] * c;
-    }
-    size_t at = (size_t)t * Q_DIM + (g * GROUP + h) * HEAD_DIM + i;
-    o32[at] = num / den;
-    o[at] = f2bf(num / den);
-    if (i == 0) lse[(size_t)t * N_HEADS + g * GROUP + h] = mx + logf(den);
-  }
+  float mx = NEG_INF;
+  for (int j = lo + threadIdx.x; j <= t; j += blockDim.x) mx = fmaxf(mx, sr[j]);
+  mx = block_max(mx, red);
+  float sum = 0.0f;
+  for (int j = lo + threadIdx.x; j <= t; j += blockDim.x) sum += expf(sr[j] - mx);
+  float lse = mx + logf(block_sum(sum, red)); // t itself is always seen: sum ≥ 1
+  for (int j = threadIdx.x; j < n; j += blockDim.x)
+    pr[j] = f2bf(j >= lo && j <= t ? expf(sr[j] - lse) : 0.0f);
 }
 
-// Attention backward, queries: per row t and KV head g (its GROUP query heads) D = dO·O (written
-// to dsum [T, N_HEADS]) and dQ = scale · Σ_j dS_j k_j over the keys [lo(t), t], with p_j =
-// exp(scale·q·k_j − lse) and dS_j = p_j·(dO·v_j − D). The warps take keys round-robin and merge
-// their sums in shared memory. grid (T, N_KV_HEADS), block ATT_WARPS * 32.
-extern "C" __global__ void attention_train_dq(const float* q, const bf16_t* k, const bf16_t* v,
-                                              const float* o32, const float* d_o,
-                                              const float* lse, const int* seg_start, int window,
-                                              float scale, float* dq, float* dsum) {
-  __shared__ float s_acc[ATT_WARPS][GROUP][HEAD_DIM];
-  int t = blockIdx.x, g = blockIdx.y;
-  int lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP;
-  int lo = train_lo(seg_start, t, window);
-  float qr[GROUP][EPL], dor[GROUP][EPL], acc[GROUP][EPL], dd[GROUP], ls[GROUP];
-  for (int h = 0; h < GROUP; h++) {
-    size_t at = (size_t)t * Q_DIM + (g * GROUP + h) * HEAD_DIM;
-    float d = 0.0f;
-    for (int j = 0; j < EPL; j++) {
-      int i = lane + j * WARP;
-      qr[h][j] = i < HEAD_DIM ? q[at + i] * scale : 0.0f;
-      dor[h][j] = i < HEAD_DIM ? d_o[at + i] : 0.0f;
-      d += i < HEAD_DIM ? dor[h][j] * o32[at + i] : 0.0f;
-      acc[h][j] = 0.0f;
-    }
-    dd[h] = warp_sum(d);
-    ls[h] = lse[(size_t)t * N_HEADS + g * GROUP + h];
-  }
-  for (int p = lo + w; p <= t; p += ATT_WARPS) { // warp-uniform loop
-    const bf16_t* kp = k + (size_t)p * KV_DIM + g * HEAD_DIM;
-    const bf16_t* vp = v + (size_t)p * KV_DIM + g * HEAD_DIM;
-    float kr[EPL], vr[EPL];
-    for (int j = 0; j < EPL; j++) {
-      int i = lane + j * WARP;
-      kr[j] = i < HEAD_DIM ? bf2f(kp[i]) : 0.0f;
-      vr[j] = i < HEAD_DIM ? bf2f(vp[i]) : 0.0f;
-    }
-    for (int h = 0; h < GROUP; h++) {
-      float s = 0.0f, dp = 0.0f;
-      for (int j = 0; j < EPL; j++) {
-        s += qr[h][j] * kr[j];
-        dp += dor[h][j] * vr[j];
-      }
-      s = warp_sum(s);
-      dp = warp_sum(dp);
-      float ds = expf(s - ls[h]) * (dp - dd[h]);
-      for (int j = 0; j < EPL; j++) acc[h][j] += ds * kr[j];
-    }
-  }
-  for (int h = 0; h < GROUP; h++)
-    for (int j = 0; j < EPL; j++) {
-      int i = lane + j * WARP;
-      if (i < HEAD_DIM) s_acc[w][h][i] = acc[h][j];
-    }
-  if (w == 0 && lane == 0)
-    for (int h = 0; h < GROUP; h++) dsum[(size_t)t * N_HEADS + g * GROUP + h] = dd[h];
-  __syncthreads();
-  for (int kk = threadIdx.x; kk < GROUP * HEAD_DIM; kk += blockDim.x) {
-    int h = kk / HEAD_DIM, i = kk % HEAD_DIM;
-    float s = 0.0f;
-    for (int ww = 0; ww < ATT_WARPS; ww++) s += s_acc[ww][h][i];
-    dq[(size_t)t * Q_DIM + (g * GROUP + h) * HEAD_DIM + i] = s * scale;
-  }
-}
-
-// Attention backward, keys and values: per key row j and KV head g, over the rows t in [j, hi(j)]
-// that see it and their GROUP heads: dV_j = Σ p·dO_t and dK_j = scale · Σ dS·q_t (p and dS as in
-// attention_train_dq, whose D it reads from dsum). grid (T, N_KV_HEADS), block ATT_WARPS * 32.
-extern "C" __global__ void attention_train_dkv(const float* q, const bf16_t* k, const bf16_t* v,
-                                               const float* d_o, const float* lse,
-                                               const float* dsum, const int* seg_end, int window,
-                                               float scale, float* dk, float* dv) {
-  __shared__ float s_dk[ATT_WARPS][HEAD_DIM];
-  __shared__ float s_dv[ATT_WARPS][HEAD_DIM];
-  int jrow = blockIdx.x, g = blockIdx.y;
-  int lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP;
-  int hi = train_hi(seg_end, jrow, window);
-  float kr[EPL], vr[EPL], ak[EPL], av[EPL];
-  const bf16_t* kp = k + (size_t)jrow * KV_DIM + g * HEAD_DIM;
-  const bf16_t* vp = v + (size_t)jrow * KV_DIM + g * HEAD_DIM;
-  for (int j = 0; j < EPL; j++) {
-    int i = lane + j * WARP;
-    kr[j] = i < HEAD_DIM ? bf2f(kp[i]) : 0.0f;
-    vr[j] = i < HEAD_DIM ? bf2f(vp[i]) : 0.0f;
-    ak[j] = 0.0f;
-    av[j] = 0.0f;
-  }
-  for (int t = jrow + w; t <= hi; t += ATT_WARPS) { // warp-uniform loop
-    for (int h = 0; h < GROUP; h++) {
-      size_t at = (size_t)t * Q_DIM + (g * GROUP + h) * HEAD_DIM;
-      float qr[EPL], dor[EPL];
-      float s = 0.0f, dp = 0.0f;
-      for (int j = 0; j < EPL; j++) {
-        int i = lane + j * WARP;
-        qr[j] = i < HEAD_DIM ? q[at + i] * scale : 0.0f;
-        dor[j] = i < HEAD_DIM ? d_o[at + i] : 0.0f;
-        s += qr[j] * kr[j];
-        dp += dor[j] * vr[j];
-      }
-      s = warp_sum(s);
-      dp = warp_sum(dp);
-      size_t th = (size_t)t * N_HEADS + g * GROUP + h;
-      float p = expf(s - lse[th]);
-      float ds = p * (dp - dsum[th]);
-      for (int j = 0; j < EPL; j++) {
-        ak[j] += ds * qr[j];
-        av[j] += p * dor[j];
-      }
-    }
-  }
-  for (int j = 0; j < EPL; j++) {
-    int i = lane + j * WARP;
-    if (i < HEAD_DIM) {
-      s_dk[w][i] = ak[j];
-      s_dv[w][i] = av[j];
-    }
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < HEAD_DIM; i += blockDim.x) {
-    float a = 0.0f, b = 0.0f;
-    for (int ww = 0; ww < ATT_WARPS; ww++) {
-      a += s_dk[ww][i];
-      b += s_dv[ww][i];
-    }
-    dk[(size_t)jrow * KV_DIM + g * HEAD_DIM + i] = a;
-    dv[(size_t)jrow * KV_DIM + g * HEAD_DIM + i] = b;
-  }
+// Softmax backward of one row (as attention_probs' grid): with D = dO_t·O_t for its head (fp32 d_o
+// and o32 [T, Q_DIM]), dS = P ∘ (dP − D) · scale written over p (bf16), dP [heads][R][n] fp32 the
+// product dO Vᵀ. Masked keys have P = 0, so dS = 0 there. grid (R, heads of the block), block 256.
+extern "C" __global__ void attention_dscores(const float* dp, bf16_t* p, const float* d_o,
+                                             const float* o32, int r0, int head0, int n,
+                                             float scale) {
+  __shared__ float red[WARP];
+  int t = r0 + blockIdx.x, h = head0 + blockIdx.y;
+  size_t at = ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * n;
+  const float* dpr = dp + at;
+  bf16_t* pr = p + at;
+  const float* dot = d_o + (size_t)t * Q_DIM + (size_t)h * HEAD_DIM;
+  const float* ot = o32 + (size_t)t * Q_DIM + (size_t)h * HEAD_DIM;
+  float d = 0.0f;
+  for (int i = threadIdx.x; i < HEAD_DIM; i += blockDim.x) d += dot[i] * ot[i];
+  d = block_sum(d, red);
+  for (int j = threadIdx.x; j < n; j += blockDim.x)
+    pr[j] = f2bf(bf2f(pr[j]) * (dpr[j] - d) * scale);
 }
 
 // LM head statistics of n logit rows z [n, vocab] fp32 (row r scores the token tok[r] at row

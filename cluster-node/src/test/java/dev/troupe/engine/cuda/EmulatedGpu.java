@@ -27,7 +27,8 @@ import java.util.concurrent.TimeUnit;
  * emulates threads, blocks, barriers and warp shuffles with fibers, into a small server process
  * that holds "device" memory and answers this class's commands over a pipe. Products are a plain
  * fp32-accumulating loop over BF16 operands (any transposes and leading dimensions), cuBLAS's
- * contract. Memory is poisoned (NaN) at allocation, so an output a kernel forgot to write shows.
+ * contract; a strided batch is that product at each member's offsets. Memory is poisoned (NaN) at
+ * allocation, so an output a kernel forgot to write shows.
  *
  * <p>Graphs: between {@link #beginCapture} and {@link #endCapture} launches and products are
  * recorded (their commands, argument values included) instead of run, and allocations, frees,
@@ -307,6 +308,49 @@ final class EmulatedGpu implements Gpu {
     }
     send(g);
     answer();
+  }
+
+  /**
+   * cuBLAS's strided batch as its definition: the emulator's product at each batch member's offsets
+   * (BF16 operands 2 bytes an element, C 2 or 4), each checked against its allocation.
+   */
+  @Override
+  public void matmulBatched(
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      long a,
+      int lda,
+      long strideA,
+      long b,
+      int ldb,
+      long strideB,
+      float beta,
+      long c,
+      int ldc,
+      long strideC,
+      boolean cBf16,
+      int batch) {
+    if (batch < 0) throw new CudaException("emulated device: batch " + batch);
+    for (int i = 0; i < batch; i++)
+      matmul(
+          transA,
+          transB,
+          m,
+          n,
+          k,
+          alpha,
+          a + i * strideA * 2,
+          lda,
+          b + i * strideB * 2,
+          ldb,
+          beta,
+          c + i * strideC * (cBf16 ? 2 : 4),
+          ldc,
+          cBf16);
   }
 
   @Override

@@ -67,11 +67,11 @@ final class KernelShapes {
           "lm_head_bwd",
           "rl_loss",
           "grad_sumsq",
-          "adamw_step" ->
+          "adamw_step",
+          "attention_probs",
+          "attention_dscores" ->
           KernelSource.TRAIN_THREADS;
       case "qkv_rope_bwd" -> KernelSource.QKV_THREADS;
-      case "attention_train", "attention_train_dq", "attention_train_dkv" ->
-          32 * KernelSource.attentionWarps(c);
       default -> throw new IllegalArgumentException(kernel);
     };
   }

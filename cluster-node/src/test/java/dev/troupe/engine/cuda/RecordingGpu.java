@@ -114,6 +114,36 @@ final class RecordingGpu implements Gpu {
   }
 
   @Override
+  public void matmulBatched(
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      long a,
+      int lda,
+      long strideA,
+      long b,
+      int ldb,
+      long strideB,
+      float beta,
+      long c,
+      int ldc,
+      long strideC,
+      boolean cBf16,
+      int batch) {
+    out.printf(
+        "matmulBatched transA=%b transB=%b m=%d n=%d k=%d alpha=%s a=0x%x lda=%d strideA=%d"
+            + " b=0x%x ldb=%d strideB=%d beta=%s c=0x%x ldc=%d strideC=%d cBf16=%b batch=%d%n",
+        transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC,
+        cBf16, batch);
+    gpu.matmulBatched(
+        transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC,
+        cBf16, batch);
+  }
+
+  @Override
   public void beginCapture() {
     out.println("beginCapture");
     gpu.beginCapture();

@@ -180,6 +180,42 @@ class StubDriverTest {
         products.stream().anyMatch(p -> p.get("transA").equals("true")),
         "a product with a transposed A (training's weight gradients) reached cuBLAS");
 
+    // strided batches (training's attention, per head): the same mapping, each operand's stride
+    // going with it
+    List<DriverCall> batches = DriverCall.only(meant, "matmulBatched");
+    List<DriverCall> blasBatches = DriverCall.only(driver, "cublasGemmStridedBatchedEx");
+    assertEquals(batches.size(), blasBatches.size(), "batched products" + context);
+    assertFalse(batches.isEmpty(), "training's attention made no batched product");
+    for (int i = 0; i < batches.size(); i++) {
+      DriverCall w = batches.get(i), g = blasBatches.get(i);
+      Map<String, Long> want = new TreeMap<>();
+      want.put("opA", Boolean.parseBoolean(w.get("transB")) ? 1L : 0L);
+      want.put("opB", Boolean.parseBoolean(w.get("transA")) ? 1L : 0L);
+      want.put("m", w.number("n"));
+      want.put("n", w.number("m"));
+      want.put("k", w.number("k"));
+      want.put("A", w.number("b"));
+      want.put("lda", w.number("ldb"));
+      want.put("strideA", w.number("strideB"));
+      want.put("B", w.number("a"));
+      want.put("ldb", w.number("lda"));
+      want.put("strideB", w.number("strideA"));
+      want.put("C", w.number("c"));
+      want.put("ldc", w.number("ldc"));
+      want.put("strideC", w.number("strideC"));
+      want.put("batch", w.number("batch"));
+      want.put("typeA", 14L);
+      want.put("typeB", 14L);
+      want.put("typeC", Boolean.parseBoolean(w.get("cBf16")) ? 14L : 0L);
+      want.put("compute", 68L);
+      want.put("algo", -1L);
+      Map<String, Long> have = new TreeMap<>();
+      for (String k : want.keySet()) have.put(k, g.number(k));
+      assertEquals(want, have, "batch " + i + ":\n meant " + w.line() + "\n got   " + g.line());
+      assertEquals(Float.parseFloat(w.get("alpha")), Float.parseFloat(g.get("alpha")), g.line());
+      assertEquals(Float.parseFloat(w.get("beta")), Float.parseFloat(g.get("beta")), g.line());
+    }
+
     // cuBLAS's fixed workspace (CudaGpu's own, so no runner meant it): one per handle, live at
     // every product (graphs capture products, which must not allocate)
     List<DriverCall> workspaces = DriverCall.only(driver, "cublasSetWorkspace");
@@ -212,7 +248,7 @@ class StubDriverTest {
           assertTrue(c.number("nodes") > 0, c.line());
           open = false;
         }
-        case "cuLaunchKernel", "cublasGemmEx" -> {
+        case "cuLaunchKernel", "cublasGemmEx", "cublasGemmStridedBatchedEx" -> {
           assertEquals(open, c.line().endsWith(" captured=1"), "captured or not: " + c.line());
           if (open && c.fn().equals("cuLaunchKernel")) capturedLaunches++;
           else if (open) capturedProducts++;
@@ -272,6 +308,27 @@ class StubDriverTest {
           assertTrue(inside(live, c.number("B"), b * 2), "B outside: " + c.line());
           assertTrue(
               inside(live, c.number("C"), extent(m, n, c.number("ldc")) * cb),
+              "C outside: " + c.line());
+        }
+        case "cublasGemmStridedBatchedEx" -> {
+          // the last member's operands lie their strides × (batch − 1) past the first's
+          long m = c.number("m"), n = c.number("n"), k = c.number("k");
+          long cb = c.number("typeC") == 14 ? 2 : 4, last = c.number("batch") - 1;
+          long a =
+              extent(c.number("opA") == 0 ? m : k, c.number("opA") == 0 ? k : m, c.number("lda"));
+          long b =
+              extent(c.number("opB") == 0 ? k : n, c.number("opB") == 0 ? n : k, c.number("ldb"));
+          assertTrue(
+              inside(live, c.number("A"), (a + last * c.number("strideA")) * 2),
+              "A outside: " + c.line());
+          assertTrue(
+              inside(live, c.number("B"), (b + last * c.number("strideB")) * 2),
+              "B outside: " + c.line());
+          assertTrue(
+              inside(
+                  live,
+                  c.number("C"),
+                  (extent(m, n, c.number("ldc")) + last * c.number("strideC")) * cb),
               "C outside: " + c.line());
         }
         case "cuDevicePrimaryCtxRelease" -> {

@@ -1,6 +1,6 @@
 /*
  * A recording stand-in for cuBLAS (libcublas.so.13), the part the CUDA runner calls: a handle, its
- * stream and workspace and cublasGemmEx, each call written with its decoded arguments to $TROUPE_CUDA_STUB_LOG
+ * stream and workspace, cublasGemmEx and cublasGemmStridedBatchedEx, each call written with its decoded arguments to $TROUPE_CUDA_STUB_LOG
  * (see stub_driver.c), or only counted (stub_counts.c). No product is computed. alpha and beta are
  * read as host floats, which is what they are under CUBLAS_COMPUTE_32F and the default (host)
  * pointer mode. A product on a capturing stream is handed to the stand-in driver's graph
@@ -97,6 +97,38 @@ int cublasGemmEx(void *h, int opA, int opB, int m, int n, int k, const void *alp
             "B=%p typeB=%d ldb=%d beta=%g C=%p typeC=%d ldc=%d compute=%d algo=%d%s\n",
             h, opA, opB, m, n, k, *(const float *)alpha, A, typeA, lda, B, typeB, ldb,
             *(const float *)beta, C, typeC, ldc, compute, algo, captured ? " captured=1" : ""),
+        fflush(out);
+  return h == handle ? 0 : 1;
+}
+
+/* A strided batch: as cublasGemmEx, each operand spanning its last member's extent past its start. */
+int cublasGemmStridedBatchedEx(void *h, int opA, int opB, int m, int n, int k, const void *alpha,
+                               const void *A, int typeA, int lda, long long strideA, const void *B,
+                               int typeB, int ldb, long long strideB, const void *beta, void *C,
+                               int typeC, int ldc, long long strideC, int batch, int compute,
+                               int algo) {
+  COUNT("cublasGemmStridedBatchedEx");
+  int cb = typeC == 14 ? 2 : 4;
+  long last = batch > 0 ? batch - 1 : 0;
+  unsigned long long ptrs[4] = {(unsigned long long)A, (unsigned long long)B,
+                                (unsigned long long)C, (unsigned long long)workspace};
+  size_t bytes[4] = {extent(opA == 0 ? m : k, opA == 0 ? k : m, lda, 2) + last * strideA * 2,
+                     extent(opB == 0 ? k : n, opB == 0 ? n : k, ldb, 2) + last * strideB * 2,
+                     extent(m, n, ldc, cb) + last * strideC * cb, workspace_bytes};
+  int captured = capture_gemm()(stream_of_handle, 4, ptrs, bytes);
+  if (captured && !workspace) {
+    if (log_file())
+      fprintf(out, "cublasGemmStridedBatchedEx error=captured-without-a-workspace\n"), fflush(out);
+    return 14; /* CUBLAS_STATUS_INTERNAL_ERROR */
+  }
+  if (log_file())
+    fprintf(out,
+            "cublasGemmStridedBatchedEx handle=%p opA=%d opB=%d m=%d n=%d k=%d alpha=%g A=%p "
+            "typeA=%d lda=%d strideA=%lld B=%p typeB=%d ldb=%d strideB=%lld beta=%g C=%p typeC=%d "
+            "ldc=%d strideC=%lld batch=%d compute=%d algo=%d%s\n",
+            h, opA, opB, m, n, k, *(const float *)alpha, A, typeA, lda, strideA, B, typeB, ldb,
+            strideB, *(const float *)beta, C, typeC, ldc, strideC, batch, compute, algo,
+            captured ? " captured=1" : ""),
         fflush(out);
   return h == handle ? 0 : 1;
 }

@@ -33,6 +33,13 @@ import org.junit.jupiter.params.provider.MethodSource;
  * tensor, so a second step, after one AdamW update at a small learning rate, still agrees. The loss
  * jumps where a ratio crosses a clip, cap or mask bound, so the data keep every ratio away from the
  * bounds ({@link #safeGroup}). Measured differences are printed.
+ *
+ * <p>Except the loss with Kimi K2's τ: 8%. The group trains four tokens, so the loss compares four
+ * log-probabilities, each within about 6e-3 absolute of the CPU's (BF16; measured per position of
+ * these histories, before and after training attention moved to cuBLAS); τ makes each token's term
+ * quadratic in its log-probability (A − τ·δ times logprob), about 2 per token where the other
+ * losses have 0.3–0.5, so the same errors move it up to ~5e-2 of max(|loss|, 0.1) (measured 1.4e-2
+ * with the CUDA-core attention kernels, 4.6e-2 with cuBLAS's, whose per-token errors are as large).
  */
 class TrainingBackendsTest {
   @TempDir Path dir;
@@ -154,8 +161,9 @@ class TrainingBackendsTest {
       for (String k : List.of("loss", "entropy", "grad_norm")) {
         double a = cpu.get(i).get(k), b = dev.get(i).get(k);
         double e = Math.abs(a - b) / Math.max(Math.abs(a), 0.1);
+        double bound = k.equals("loss") && cfg.kimiK2Tau() != null ? 0.08 : 0.02;
         worst = Math.max(worst, e);
-        assertTrue(e <= 0.02, cfg + " step " + i + " " + k + ": CPU " + a + ", " + gpu + " " + b);
+        assertTrue(e <= bound, cfg + " step " + i + " " + k + ": CPU " + a + ", " + gpu + " " + b);
       }
     return worst;
   }

@@ -33,7 +33,9 @@ import java.util.Random;
  *   <li>speed: a training step (forward, ART's default loss, backward, AdamW) on a row of {@code
  *       row} tokens (one segment, every position trained), 2 warm-up steps, then the median of
  *       {@code steps}: tokens/s = row / step time. Each step ends with its small download, so the
- *       host's clock sees the device's work.
+ *       host's clock sees the device's work. Then one more step timed per phase ({@link
+ *       CudaTrainer#timePhases}: products, attention forward and backward, elementwise, loss,
+ *       optimizer), printed after the tokens/s.
  * </ol>
  *
  * <p>Usage: {@code CudaTrainBench MODEL_DIR DUMP_DIR [row=2048] [steps=5] [check=256]}.
@@ -167,6 +169,21 @@ public final class CudaTrainBench {
         n / (median / 1e3),
         last.loss(),
         last.gradNorm());
+    // one more step with every change of phase waited for: where the time goes (the waits make it
+    // slower than the median above; the shares are what to read)
+    t.timePhases(true);
+    long t0 = System.nanoTime();
+    t.step(tokens, positions, segments, targets, config, adam, config.learningRate());
+    double timed = (System.nanoTime() - t0) / 1e6;
+    Map<String, Double> phases = t.phaseMillis();
+    t.timePhases(false);
+    StringBuilder split = new StringBuilder();
+    phases.forEach(
+        (p, ms) ->
+            split.append(
+                String.format(Locale.ROOT, "%s%s %.1f ms", split.isEmpty() ? "" : ", ", p, ms)));
+    System.out.printf(
+        Locale.ROOT, "phase split of one timed step (%.1f ms): %s%n", timed, split.toString());
   }
 
   private static Map<String, float[]> floats(Map<String, double[]> d) {

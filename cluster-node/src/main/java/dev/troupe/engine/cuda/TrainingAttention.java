@@ -12,8 +12,9 @@ import java.util.List;
  * operands, FP32 accumulation) over the whole row; two row kernels between them apply the segment
  * mask and the softmax ({@code attention_probs}: P in BF16, zero outside the mask) and its backward
  * ({@code attention_dscores}: {@code dS = P ∘ (dP − dO·O)·scale}). Every product covers all keys of
- * its query rows, the masked ones too: simpler and, on tensor cores, cheaper than the CUDA-core
- * kernels that walked only the visible keys.
+ * its query rows, the masked ones too (zero in P): twice the causal work, on tensor cores, where
+ * the CUDA-core kernels this replaces walked only the visible keys (docs/benchmarks.md, "GPU
+ * training": expected much faster, not measured on a GPU yet).
  *
  * <p>GQA: query head {@code h} reads KV head {@code h / group}; the products go one call per head
  * of a group ({@code hl}), batched over the KV heads, so every operand of a batch lies at a fixed
@@ -97,9 +98,9 @@ final class TrainingAttention {
     phases.at(Phase.ATTENTION_FORWARD);
     for (Block b : plan(t)) {
       probabilities(b, segStart, qb, k);
-      // O_h = P_h V_g
-      for (int hl = 0; hl < group; hl++)
-        gpu.matmulBatched(
+      for (int hl = 0; hl < group; hl++) // O_h = P_h V_g: [rows, d]
+      product(
+            b,
             false,
             false,
             b.rows(),
@@ -107,17 +108,9 @@ final class TrainingAttention {
             b.keys(),
             1f,
             probs(b, hl),
-            b.keys(),
-            cellStride(b),
-            kvCol(v, b, 2),
-            kvDim,
-            d,
+            kv(v, b, 2),
             0f,
-            qCol(o32, b, hl, 4),
-            qDim,
-            (long) group * d,
-            false,
-            b.kvHeads());
+            q(o32, b, hl, 4));
     }
   }
 
@@ -139,9 +132,8 @@ final class TrainingAttention {
       long dk,
       long dv) {
     phases.at(Phase.ATTENTION_BACKWARD);
-    long kvCells = (long) t * kvDim;
-    zero(dk, kvCells);
-    zero(dv, kvCells);
+    zero(dk, (long) t * kvDim);
+    zero(dv, (long) t * kvDim);
     List<Block> blocks = plan(t);
     for (Block b : blocks) {
       if (blocks.size() > 1) {
@@ -152,46 +144,9 @@ final class TrainingAttention {
       }
       int n = b.keys(), r = b.rows();
       for (int hl = 0; hl < group; hl++) {
-        // dV_g += P_hᵀ dO_h: [keys, d]
-        gpu.matmulBatched(
-            true,
-            false,
-            n,
-            d,
-            r,
-            1f,
-            probs(b, hl),
-            n,
-            cellStride(b),
-            qCol(dOb, b, hl, 2),
-            qDim,
-            (long) group * d,
-            1f,
-            kvCol(dv, b, 4),
-            kvDim,
-            d,
-            false,
-            b.kvHeads());
-        // dP_h = dO_h V_gᵀ: [rows, keys], over S
-        gpu.matmulBatched(
-            false,
-            true,
-            r,
-            n,
-            d,
-            1f,
-            qCol(dOb, b, hl, 2),
-            qDim,
-            (long) group * d,
-            kvCol(v, b, 2),
-            kvDim,
-            d,
-            0f,
-            scores(b, hl),
-            n,
-            cellStride(b),
-            false,
-            b.kvHeads());
+        // dV_g += P_hᵀ dO_h: [keys, d]; dP_h = dO_h V_gᵀ: [rows, keys], over S
+        product(b, true, false, n, d, r, 1f, probs(b, hl), q(dOb, b, hl, 2), 1f, kv(dv, b, 4));
+        product(b, false, true, r, n, d, 1f, q(dOb, b, hl, 2), kv(v, b, 2), 0f, scores(b, hl));
       }
       // dS = P ∘ (dP − dO·O)·scale, over P
       gpu.launch(
@@ -208,46 +163,9 @@ final class TrainingAttention {
           n,
           scale);
       for (int hl = 0; hl < group; hl++) {
-        // dQ_h = dS_h K_g: [rows, d]
-        gpu.matmulBatched(
-            false,
-            false,
-            r,
-            d,
-            n,
-            1f,
-            probs(b, hl),
-            n,
-            cellStride(b),
-            kvCol(k, b, 2),
-            kvDim,
-            d,
-            0f,
-            qCol(dq, b, hl, 4),
-            qDim,
-            (long) group * d,
-            false,
-            b.kvHeads());
-        // dK_g += dS_hᵀ Q_h: [keys, d]
-        gpu.matmulBatched(
-            true,
-            false,
-            n,
-            d,
-            r,
-            1f,
-            probs(b, hl),
-            n,
-            cellStride(b),
-            qCol(qb, b, hl, 2),
-            qDim,
-            (long) group * d,
-            1f,
-            kvCol(dk, b, 4),
-            kvDim,
-            d,
-            false,
-            b.kvHeads());
+        // dQ_h = dS_h K_g: [rows, d]; dK_g += dS_hᵀ Q_h: [keys, d]
+        product(b, false, false, r, d, n, 1f, probs(b, hl), kv(k, b, 2), 0f, q(dq, b, hl, 4));
+        product(b, true, false, n, d, r, 1f, probs(b, hl), q(qb, b, hl, 2), 1f, kv(dk, b, 4));
       }
     }
   }
@@ -259,25 +177,18 @@ final class TrainingAttention {
   /** S = scale·Q Kᵀ per head of the block, then P = its masked softmax. */
   private void probabilities(Block b, long segStart, long qb, long k) {
     for (int hl = 0; hl < group; hl++)
-      gpu.matmulBatched(
+      product(
+          b,
           false,
           true,
           b.rows(),
           b.keys(),
           d,
           scale,
-          qCol(qb, b, hl, 2),
-          qDim,
-          (long) group * d,
-          kvCol(k, b, 2),
-          kvDim,
-          d,
+          q(qb, b, hl, 2),
+          kv(k, b, 2),
           0f,
-          scores(b, hl),
-          b.keys(),
-          cellStride(b),
-          false,
-          b.kvHeads());
+          scores(b, hl));
     gpu.launch(
         "attention_probs",
         b.rows(),
@@ -291,28 +202,67 @@ final class TrainingAttention {
         b.keys());
   }
 
-  /** Head hl of the block's first KV head, at the block's first row, in a [T, Q] matrix. */
-  private long qCol(long base, Block b, int hl, int bytes) {
-    return base + bytes * ((long) b.r0() * qDim + (long) (b.g0() * group + hl) * d);
+  /** A matrix of each KV head of a block: its first one's address, leading dimension, stride. */
+  private record Operand(long at, int ld, long stride) {}
+
+  /** C = alpha·op(A)·op(B) + beta·C for each KV head of the block (BF16 A and B, FP32 C). */
+  private void product(
+      Block b,
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      Operand x,
+      Operand y,
+      float beta,
+      Operand c) {
+    gpu.matmulBatched(
+        transA,
+        transB,
+        m,
+        n,
+        k,
+        alpha,
+        x.at(),
+        x.ld(),
+        x.stride(),
+        y.at(),
+        y.ld(),
+        y.stride(),
+        beta,
+        c.at(),
+        c.ld(),
+        c.stride(),
+        false,
+        b.kvHeads());
   }
 
-  /** The block's first KV head's columns in a [T, KV] matrix (all keys start at row 0). */
-  private long kvCol(long base, Block b, int bytes) {
-    return base + bytes * ((long) b.g0() * d);
+  /** Head hl of each KV head of the block, from the block's first row, in a [T, Q] matrix. */
+  private Operand q(long base, Block b, int hl, int bytes) {
+    long at = base + bytes * ((long) b.r0() * qDim + (long) (b.g0() * group + hl) * d);
+    return new Operand(at, qDim, (long) group * d);
   }
 
-  /** Head hl of the block's first KV head in S. */
-  private long scores(Block b, int hl) {
-    return s + 4L * hl * b.rows() * b.keys();
+  /** Each KV head of the block in a [T, KV] matrix (keys start at row 0). */
+  private Operand kv(long base, Block b, int bytes) {
+    return new Operand(base + bytes * ((long) b.g0() * d), kvDim, d);
   }
 
-  private long probs(Block b, int hl) {
-    return p + 2L * hl * b.rows() * b.keys();
+  /**
+   * Head hl of each KV head of the block in S ([rows, keys] per head, heads in order: a KV head's
+   * group lies between one batch member and the next).
+   */
+  private Operand scores(Block b, int hl) {
+    long cellsPerHead = (long) b.rows() * b.keys();
+    return new Operand(s + 4 * hl * cellsPerHead, b.keys(), group * cellsPerHead);
   }
 
-  /** From one KV head's matrix in S or P to the next's: its group's heads lie between. */
-  private long cellStride(Block b) {
-    return (long) group * b.rows() * b.keys();
+  /** As {@link #scores} in P. */
+  private Operand probs(Block b, int hl) {
+    long cellsPerHead = (long) b.rows() * b.keys();
+    return new Operand(p + 2 * hl * cellsPerHead, b.keys(), group * cellsPerHead);
   }
 
   private void zero(long x, long n) {

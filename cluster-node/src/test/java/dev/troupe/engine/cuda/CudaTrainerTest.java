@@ -36,7 +36,7 @@ import org.nd4j.linalg.api.buffer.DataType;
  * one that moves L = Σ coef·logprob by about 0.4, fit with c1·ε + c3·ε³ (c1 against |g|). A
  * forward's BF16 roundings make a single small step noisy (measured ±30% at steps that move L by
  * 0.05) and large ones curve; within 10% per tensor and 3% on average over the model (measured ≤
- * 5.5% and ≤ 1.6% on the emulator). Measured values are printed per case.
+ * 7.4% and ≤ 1.4% on the emulator). Measured values are printed per case.
  */
 class CudaTrainerTest {
   // a row of two packed segments: positions restart, attention must not cross

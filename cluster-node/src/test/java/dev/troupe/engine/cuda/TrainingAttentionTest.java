@@ -22,10 +22,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  * with and without Mistral's sliding window; the output and the gradients of q, k and v, with the
  * work memory holding all heads at once, one KV head at a time, and blocks of 5 query rows.
  *
- * <p>Inputs are BF16-exact (the products' operands), so the device and the reference multiply the
- * same numbers; the device rounds P and dS to BF16 for their products (relative 2⁻⁹ each) and sums
- * in FP32: ‖device − reference‖ / ‖reference‖ ≤ 1e-2 per tensor. A key seen across a segment's
- * boundary, or a masked one leaking into the softmax, moves the result by far more than that.
+ * <p>K, V and dO are BF16-exact (the products' operands), so the device and the reference multiply
+ * the same numbers; Q is FP32 against the device's BF16 copy (as PyTorch's BF16 attention); the
+ * device rounds P and dS to BF16 for their products (relative 2⁻⁹ each) and sums in FP32: ‖device −
+ * reference‖ / ‖reference‖ ≤ 1e-2 per tensor. A key seen across a segment's boundary, or a masked
+ * one leaking into the softmax, moves the result by far more than that.
  */
 class TrainingAttentionTest {
   static final int[] SEGMENT_LENGTHS = {9, 4, 14};
@@ -54,7 +55,9 @@ class TrainingAttentionTest {
     for (int s = 0, at = 0; s < SEGMENT_LENGTHS.length; at += SEGMENT_LENGTHS[s++])
       for (int i = 0; i < SEGMENT_LENGTHS[s]; i++) segStart[at + i] = at;
     Random r = new Random(17);
-    float[] q = bf16Gaussian(r, t * heads * d, 1.5), k = bf16Gaussian(r, t * kv * d, 1.5);
+    float[] q = new float[t * heads * d]; // fp32, as RoPE leaves it: the products take bf16(q)
+    for (int i = 0; i < q.length; i++) q[i] = (float) (1.5 * r.nextGaussian());
+    float[] k = bf16Gaussian(r, t * kv * d, 1.5);
     float[] v = bf16Gaussian(r, t * kv * d, 1), dO = bf16Gaussian(r, t * heads * d, 1);
     Reference ref = reference(c, segStart, q, k, v, dO);
 
@@ -63,7 +66,8 @@ class TrainingAttentionTest {
     int[] blocks = {1, kv, kv * ((t + 4) / 5)};
     try (Gpu gpu = backend.open(c, 16)) {
       gpu.loadKernels(KernelSource.generate(c, 16), KernelSource.KERNELS);
-      long seg = gpu.alloc(4L * t), qb = bf16(gpu, q), kb = bf16(gpu, k), vb = bf16(gpu, v);
+      long seg = gpu.alloc(4L * t), qb = bf16(gpu, q);
+      long kb = bf16(gpu, k), vb = bf16(gpu, v);
       long dOf = f32(gpu, dO), dOb = bf16(gpu, dO);
       long o32 = gpu.alloc(4L * t * heads * d), dq = gpu.alloc(4L * t * heads * d);
       long dk = gpu.alloc(4L * t * kv * d), dv = gpu.alloc(4L * t * kv * d);

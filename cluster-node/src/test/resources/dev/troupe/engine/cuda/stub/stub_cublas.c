@@ -101,7 +101,8 @@ int cublasGemmEx(void *h, int opA, int opB, int m, int n, int k, const void *alp
   return h == handle ? 0 : 1;
 }
 
-/* A strided batch: as cublasGemmEx, each operand spanning its last member's extent past its start. */
+/* A strided batch: as cublasGemmEx, each operand spanning its last member's extent past its start;
+   alpha in full (attention's scale is no round number). */
 int cublasGemmStridedBatchedEx(void *h, int opA, int opB, int m, int n, int k, const void *alpha,
                                const void *A, int typeA, int lda, long long strideA, const void *B,
                                int typeB, int ldb, long long strideB, const void *beta, void *C,
@@ -123,8 +124,8 @@ int cublasGemmStridedBatchedEx(void *h, int opA, int opB, int m, int n, int k, c
   }
   if (log_file())
     fprintf(out,
-            "cublasGemmStridedBatchedEx handle=%p opA=%d opB=%d m=%d n=%d k=%d alpha=%g A=%p "
-            "typeA=%d lda=%d strideA=%lld B=%p typeB=%d ldb=%d strideB=%lld beta=%g C=%p typeC=%d "
+            "cublasGemmStridedBatchedEx handle=%p opA=%d opB=%d m=%d n=%d k=%d alpha=%.9g A=%p "
+            "typeA=%d lda=%d strideA=%lld B=%p typeB=%d ldb=%d strideB=%lld beta=%.9g C=%p typeC=%d "
             "ldc=%d strideC=%lld batch=%d compute=%d algo=%d%s\n",
             h, opA, opB, m, n, k, *(const float *)alpha, A, typeA, lda, strideA, B, typeB, ldb,
             strideB, *(const float *)beta, C, typeC, ldc, strideC, batch, compute, algo,

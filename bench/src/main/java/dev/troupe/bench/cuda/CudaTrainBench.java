@@ -179,9 +179,10 @@ public final class CudaTrainBench {
     t.timePhases(false);
     StringBuilder split = new StringBuilder();
     phases.forEach(
-        (p, ms) ->
+        (phase, millis) ->
             split.append(
-                String.format(Locale.ROOT, "%s%s %.1f ms", split.isEmpty() ? "" : ", ", p, ms)));
+                String.format(
+                    Locale.ROOT, "%s%s %.1f ms", split.isEmpty() ? "" : ", ", phase, millis)));
     System.out.printf(
         Locale.ROOT, "phase split of one timed step (%.1f ms): %s%n", timed, split.toString());
   }

@@ -30,10 +30,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * GEMM-sized products (prefill) of BF16 weights on oneDNN's matmul (JavaCPP's {@code
- * org.bytedeco:dnnl}), which runs them on the CPU's BF16 dot-product instructions ({@code
- * vdpbf16ps}: AVX512_BF16 on Zen 4 and Cooper Lake, AMX on Sapphire Rapids): twice the FP32 FMA
- * rate, and no FP32 copy of the weights.
+ * Products of BF16 weights for a step's prompt rows ({@link Forward}: any number of rows) on
+ * oneDNN's matmul (JavaCPP's {@code org.bytedeco:dnnl}), which runs them on the CPU's BF16
+ * dot-product instructions ({@code vdpbf16ps}: AVX512_BF16 on Zen 4 and Cooper Lake, AMX on
+ * Sapphire Rapids): twice the FP32 FMA rate, and no FP32 copy of the weights.
  *
  * <p>The weights need no reordering: {@link Matrix}'s k-major groups of 64 rows ({@code [in/2][64
  * rows][2]} per group, groups in row order) are oneDNN's {@code BA16a64b2a} layout of {@code W^T
@@ -49,7 +49,8 @@ import org.slf4j.LoggerFactory;
  * path ({@link Blas}) is faster. {@code troupe.worker.compute.bf16-gemm = off} turns it off. One
  * instance per runner, called by one team member at a time: oneDNN (OpenMP build) runs each product
  * on its own threads, as many as the process may use cores, while the other members wait at the
- * step's next barrier.
+ * step's next barrier. A row's result does not depend on the other rows of the call (the same bits
+ * in calls of 1, 7 and 70 rows: {@code Bf16GemmTest}).
  */
 final class Bf16Gemm implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Bf16Gemm.class);

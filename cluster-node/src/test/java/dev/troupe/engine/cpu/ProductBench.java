@@ -56,13 +56,7 @@ public final class ProductBench {
           int xs = m.xStride();
           float[] xl = new float[rows * xs], y = new float[rows * out];
           for (int b = 0; b < rows; b++) Activations.put(x, b * in, in, xl, b * xs, m.packed());
-          Runnable kernel =
-              () ->
-                  team.run(
-                      k -> {
-                        int[] s = Team.share(out, team.size(), k, Matrix.GROUP);
-                        m.product(xl, rows, y, out, 0, s[0], s[1], false);
-                      });
+          Runnable kernel = kernel(team, m, xl, rows, y, out);
           Runnable gemm =
               () ->
                   team.run(
@@ -149,13 +143,7 @@ public final class ProductBench {
         int xs = m.xStride();
         float[] xl = new float[rows * xs], yk = new float[rows * out];
         for (int b = 0; b < rows; b++) Activations.put(x, b * in, in, xl, b * xs, m.packed());
-        Runnable kernel =
-            () ->
-                team.run(
-                    k -> {
-                      int[] s = Team.share(out, team.size(), k, Matrix.GROUP);
-                      m.product(xl, rows, yk, out, 0, s[0], s[1], false);
-                    });
+        Runnable kernel = kernel(team, m, xl, rows, yk, out);
         kernel.run();
         List<String> names = new java.util.ArrayList<>(List.of("bf16-kernel"));
         List<Runnable> paths = new java.util.ArrayList<>(List.of(kernel));
@@ -213,6 +201,16 @@ public final class ProductBench {
   }
 
   /** Largest |y − exact| over the largest |exact|. */
+  /** The Vector API kernel's product on the team, each member on its share of whole groups. */
+  private static Runnable kernel(Team team, Matrix m, float[] xl, int rows, float[] y, int out) {
+    return () ->
+        team.run(
+            k -> {
+              int[] s = Team.share(out, team.size(), k, Matrix.GROUP);
+              m.product(xl, rows, y, out, 0, s[0], s[1], false);
+            });
+  }
+
   private static double relErr(float[] y, float[] exact) {
     double e = 0, mx = 0;
     for (int i = 0; i < y.length; i++) {

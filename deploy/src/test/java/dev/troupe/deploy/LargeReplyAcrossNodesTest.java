@@ -25,8 +25,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A worker's reply larger than Artery's largest frame, to a gateway on another node: a gateway-only
  * node and a worker node of the real distribution on loopback, with a 2 MiB large-message frame.
- * Prompt logprobs of a 3,000-token prompt with 20 alternatives are about 3 MB as the first update's
- * message: Artery drops a message over its frame with only a warning on the sender's log.
+ * Prompt logprobs of a 3,000-token prompt with 20 alternatives are over that frame as the first
+ * update's message, which Artery dropped with only a warning on the worker's log (the answer was a
+ * 200 without {@code prompt_logprobs}); the worker now sends it in parts.
  */
 class LargeReplyAcrossNodesTest {
   private static final Duration WAIT = Duration.ofSeconds(120);
@@ -119,7 +120,8 @@ class LargeReplyAcrossNodesTest {
     assertEquals(promptTokens, logprobs.size());
     assertTrue(logprobs.get(0).isNull());
     // each later token: its own entry and 20 alternatives (21 when the token is not among them)
-    assertTrue(logprobs.get(promptTokens - 1).size() >= 20, logprobs.get(promptTokens - 1).toString());
+    assertTrue(
+        logprobs.get(promptTokens - 1).size() >= 20, logprobs.get(promptTokens - 1).toString());
     assertEquals(2, json.path("usage").path("completion_tokens").asInt());
   }
 }

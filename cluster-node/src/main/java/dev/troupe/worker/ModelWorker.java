@@ -141,6 +141,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   private final Map<String, List<AwaitingAdapter>> loading = new HashMap<>();
 
   private final Executor loadExecutor;
+  private final LargeUpdates largeUpdates;
 
   /** Adapters this node's trainer produced, taken from memory instead of their directory. */
   private final TrainedAdapters trainedHere;
@@ -288,6 +289,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
         new Requesters(ref -> ctx.watchWith(ref, new RequesterGone(ref)), ctx::unwatch);
     // Reading a checkpoint is file I/O: never on the pinned engine thread.
     this.loadExecutor = ctx.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
+    this.largeUpdates = new LargeUpdates(ctx.getSystem());
     this.trainedHere = TrainedAdapters.get(ctx.getSystem());
     // The role this node gives the model's replicas in disaggregated prefill/decode.
     this.kvRole =
@@ -709,7 +711,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
                 update.requestId(), update.started(), update.choices(), update.usage(), handle);
       kv.forget(u.requestId());
     }
-    ref.tell(update);
+    largeUpdates.send(ref, update);
     if (u.finished()) requesters.untrack(u.requestId());
   }
 

@@ -114,6 +114,11 @@ public final class GenerationOwner {
 
   private record FromWorker(GenerationEvent event) implements Command {}
 
+  /** A part of a worker's update was kept until its others come ({@link UpdateParts}). */
+  private enum PartKept implements Command {
+    INSTANCE
+  }
+
   private record WorkerStopped(String attemptId) implements Command {}
 
   private record NodeWentAway(NodeLost lost) implements Command {}
@@ -260,7 +265,14 @@ public final class GenerationOwner {
     this.request = request;
     this.replicas = replicas;
     this.settings = settings;
-    this.self = ctx.messageAdapter(GenerationEvent.class, FromWorker::new);
+    UpdateParts parts = new UpdateParts(ctx.getSystem());
+    this.self =
+        ctx.messageAdapter(
+            GenerationEvent.class,
+            e -> {
+              GenerationEvent whole = parts.join(e);
+              return whole == null ? PartKept.INSTANCE : new FromWorker(whole);
+            });
     this.nodeLost = ctx.messageAdapter(NodeLost.class, NodeWentAway::new);
     this.delivered = new Delivered(request);
   }

@@ -1,6 +1,7 @@
 package dev.troupe.gateway.chat;
 
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Failed;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import java.util.List;
@@ -44,9 +45,7 @@ public final class GenerationStream {
    */
   public static CompletionStage<Pair<GenerationEvent, Source<GenerationEvent, NotUsed>>> firstEvent(
       Source<GenerationEvent, NotUsed> events, ActorSystem<?> system) {
-    return events
-        .prefixAndTail(1)
-        .runWith(Sink.head(), system)
+    return Stages.on(system, events.prefixAndTail(1).runWith(Sink.head(), system))
         .handle(
             (pair, error) -> {
               if (error != null) throw toApiException(error);

@@ -3,6 +3,7 @@ package dev.troupe.gateway.completions;
 import dev.troupe.gateway.chat.GenerationStream;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.gateway.replicas.ModelCatalog;
 import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
@@ -64,8 +65,9 @@ public final class CompletionAnswers {
     List<CompletableFuture<PromptOutput>> outputs = new ArrayList<>();
     for (Source<GenerationEvent, NotUsed> e : events) {
       CompletableFuture<PromptOutput> out =
-          e.runWith(Sink.fold(new PromptOutput(plan.n()), PromptOutput::add), models.system())
-              .toCompletableFuture();
+          Stages.on(
+              models.system(),
+              e.runWith(Sink.fold(new PromptOutput(plan.n()), PromptOutput::add), models.system()));
       out.whenComplete((o, error) -> stopOthers(gone, error));
       outputs.add(out);
     }
@@ -96,7 +98,7 @@ public final class CompletionAnswers {
       SinkQueueWithCancel<GenerationEvent> q = e.runWith(Sink.queue(), models.system());
       queues.add(q);
       CompletableFuture<GenerationEvent> first =
-          q.pull()
+          Stages.on(models.system(), q.pull())
               .thenApply(
                   o -> {
                     GenerationEvent head =
@@ -138,7 +140,8 @@ public final class CompletionAnswers {
                       .watchTermination(
                           (mat, done) -> {
                             // a client that left: stop every prompt's generation
-                            done.whenComplete((d, error) -> queues.forEach(q -> q.cancel()));
+                            Stages.on(models.system(), done)
+                                .whenComplete((d, error) -> queues.forEach(q -> q.cancel()));
                             return mat;
                           });
               return GenerationStream.eventStream(
@@ -156,9 +159,12 @@ public final class CompletionAnswers {
   }
 
   /** The rest of a prompt's events, pulled from its queue. */
-  private static Source<GenerationEvent, NotUsed> drain(SinkQueueWithCancel<GenerationEvent> q) {
+  private Source<GenerationEvent, NotUsed> drain(SinkQueueWithCancel<GenerationEvent> q) {
     return Source.unfoldAsync(
-        q, queue -> queue.pull().thenApply(o -> o.map(e -> Pair.create(queue, e))));
+        q,
+        queue ->
+            Stages.on(models.system(), queue.pull())
+                .thenApply(o -> o.map(e -> Pair.create(queue, e))));
   }
 
   private static HttpResponse eventResponse(Source<ByteString, NotUsed> frames) {
@@ -200,11 +206,13 @@ public final class CompletionAnswers {
 
   /** Token ids as text, special tokens kept, by one of the model's workers. */
   private CompletionStage<String> decode(List<Integer> ids) {
-    return AskPattern.<Command, DetokenizeReply>ask(
-            models.replicas().any(model),
-            replyTo -> new Detokenize(ids, false, replyTo),
-            models.askTimeout(),
-            models.system().scheduler())
+    return Stages.on(
+            models.system(),
+            AskPattern.<Command, DetokenizeReply>ask(
+                models.replicas().any(model),
+                replyTo -> new Detokenize(ids, false, replyTo),
+                models.askTimeout(),
+                models.system().scheduler()))
         .handle(
             (reply, error) -> {
               if (error != null) throw GenerationStream.toApiException(error);

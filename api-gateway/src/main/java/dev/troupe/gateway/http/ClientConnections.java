@@ -150,11 +150,12 @@ public final class ClientConnections {
               return Flow.of(HttpRequest.class)
                   .watchTermination(
                       (m, done) -> {
-                        done.whenComplete(
-                            (ok, error) -> {
-                              check.cancel();
-                              c.close();
-                            });
+                        Stages.on(system, done)
+                            .whenComplete(
+                                (ok, error) -> {
+                                  check.cancel();
+                                  c.close();
+                                });
                         return m;
                       })
                   .map(
@@ -165,15 +166,16 @@ public final class ClientConnections {
                         return r.addAttribute(KEY, c);
                       })
                   .via(routes)
-                  .map(r -> withProgress(r, c, open.poll(), server.draining()))
+                  .map(r -> withProgress(r, c, open.poll(), server.draining(), system))
                   .via(idle.flow())
                   .watchTermination(
                       (m, done) -> {
                         // a connection gone before answering: its requests are no longer in flight
-                        done.whenComplete(
-                            (ok, error) -> {
-                              for (Runnable end; (end = open.poll()) != null; ) end.run();
-                            });
+                        Stages.on(system, done)
+                            .whenComplete(
+                                (ok, error) -> {
+                                  for (Runnable end; (end = open.poll()) != null; ) end.run();
+                                });
                         return m;
                       });
             })
@@ -188,7 +190,11 @@ public final class ClientConnections {
    * @param draining the server is draining: the response closes its connection
    */
   private static HttpResponse withProgress(
-      HttpResponse response, Connection c, Runnable inFlight, boolean draining) {
+      HttpResponse response,
+      Connection c,
+      Runnable inFlight,
+      boolean draining,
+      ActorSystem<?> system) {
     c.touch();
     if (draining)
       response =
@@ -210,12 +216,13 @@ public final class ClientConnections {
                 })
             .watchTermination(
                 (m, done) -> {
-                  done.whenComplete(
-                      (ok, error) -> {
-                        c.touch();
-                        c.held.decrementAndGet();
-                        if (inFlight != null) inFlight.run();
-                      });
+                  Stages.on(system, done)
+                      .whenComplete(
+                          (ok, error) -> {
+                            c.touch();
+                            c.held.decrementAndGet();
+                            if (inFlight != null) inFlight.run();
+                          });
                   return m;
                 });
     if (entity instanceof HttpEntity.Chunked)

@@ -6,6 +6,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
 import static org.apache.pekko.http.javadsl.server.Directives.path;
 
 import dev.troupe.gateway.http.ApiRoute;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.gateway.replicas.ModelCatalog;
 import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
@@ -104,11 +105,13 @@ public final class MetricsRoute implements ApiRoute {
       for (int i = 0; i < m.replicas(); i++) {
         int index = i;
         asks.add(
-            AskPattern.<Command, WorkerStatus>ask(
-                    models.replicas().replica(m, i).ref(),
-                    ModelWorkerProtocol.GetStatus::new,
-                    scrapeTimeout,
-                    models.system().scheduler())
+            Stages.on(
+                    models.system(),
+                    AskPattern.<Command, WorkerStatus>ask(
+                        models.replicas().replica(m, i).ref(),
+                        ModelWorkerProtocol.GetStatus::new,
+                        scrapeTimeout,
+                        models.system().scheduler()))
                 .handle(
                     (s, error) ->
                         error == null ? new WorkerMetrics.Replica(m.name(), index, s) : null)

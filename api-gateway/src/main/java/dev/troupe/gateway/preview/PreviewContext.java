@@ -4,6 +4,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.onSuccess;
 
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.protocol.cluster.ServedModels;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrainingJobIndexProtocol;
@@ -201,7 +202,7 @@ public final class PreviewContext {
       org.apache.pekko.japi.function.Function<ActorRef<R>, T> message,
       Duration timeout,
       String timedOut) {
-    return AskPattern.<T, R>ask(to, message, timeout, system.scheduler())
+    return Stages.on(system, AskPattern.<T, R>ask(to, message, timeout, system.scheduler()))
         .exceptionally(
             e -> {
               Throwable cause =

@@ -1,6 +1,7 @@
 package dev.troupe.gateway.replicas;
 
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
@@ -198,11 +199,13 @@ public final class ModelCatalog {
   }
 
   private CompletableFuture<ModelFacts> askFacts(ServedModel model) {
-    return AskPattern.<Command, WorkerStatus>ask(
-            replicas.any(model),
-            ModelWorkerProtocol.GetStatus::new,
-            askTimeout,
-            system().scheduler())
+    return Stages.on(
+            system(),
+            AskPattern.<Command, WorkerStatus>ask(
+                replicas.any(model),
+                ModelWorkerProtocol.GetStatus::new,
+                askTimeout,
+                system().scheduler()))
         .thenApply(
             s -> {
               // A replica that could not load its model reports a context length of 0.
@@ -257,11 +260,13 @@ public final class ModelCatalog {
     CompletableFuture<Boolean> any = new CompletableFuture<>();
     AtomicInteger left = new AtomicInteger(reachable.size());
     for (int i : reachable)
-      AskPattern.<Command, WorkerStatus>ask(
-              replicas.replica(model, i).ref(),
-              ModelWorkerProtocol.GetStatus::new,
-              timeout,
-              system().scheduler())
+      Stages.on(
+              system(),
+              AskPattern.<Command, WorkerStatus>ask(
+                  replicas.replica(model, i).ref(),
+                  ModelWorkerProtocol.GetStatus::new,
+                  timeout,
+                  system().scheduler()))
           .whenComplete(
               (status, error) -> {
                 if (error == null && status.maxModelLen() > 0) any.complete(true);

@@ -1,6 +1,7 @@
 package dev.troupe.gateway.replicas;
 
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.KvTransfer;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol;
@@ -397,8 +398,13 @@ public final class ReplicaSelector {
   private void probeRestarting(ServedModel model) {
     for (String id : liveness.restarting(model.name(), model.replicas())) {
       if (!probing.add(id)) continue;
-      AskPattern.<Command, WorkerStatus>ask(
-              refs.apply(id), ModelWorkerProtocol.GetStatus::new, askTimeout, system.scheduler())
+      Stages.on(
+              system,
+              AskPattern.<Command, WorkerStatus>ask(
+                  refs.apply(id),
+                  ModelWorkerProtocol.GetStatus::new,
+                  askTimeout,
+                  system.scheduler()))
           .whenComplete(
               (status, failure) -> {
                 probing.remove(id);

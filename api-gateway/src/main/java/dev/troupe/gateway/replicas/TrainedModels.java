@@ -1,6 +1,7 @@
 package dev.troupe.gateway.replicas;
 
 import dev.troupe.gateway.http.ApiException;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.protocol.cluster.GenerationRequest.Adapter;
 import dev.troupe.protocol.cluster.TrainableModelProtocol;
 import dev.troupe.protocol.cluster.TrainableModelProtocol.Checkpoint;
@@ -129,11 +130,7 @@ public final class TrainedModels {
   }
 
   private CompletionStage<String> scan(String requested, String[] parts, String after) {
-    return AskPattern.<TrainableModelProtocol.RegistryCommand, ModelPage>ask(
-            registry.get(),
-            r -> new TrainableModelProtocol.ListModels(after, PAGE, r),
-            askTimeout,
-            system.scheduler())
+    return listPage(after)
         .thenCompose(
             page -> {
               for (ModelInfo info : page.data())
@@ -175,11 +172,7 @@ public final class TrainedModels {
 
   private CompletionStage<java.util.List<ModelInfo>> listFrom(
       String after, int limit, java.util.List<ModelInfo> into) {
-    return AskPattern.<TrainableModelProtocol.RegistryCommand, ModelPage>ask(
-            registry.get(),
-            r -> new TrainableModelProtocol.ListModels(after, PAGE, r),
-            askTimeout,
-            system.scheduler())
+    return listPage(after)
         .thenCompose(
             page -> {
               for (ModelInfo info : page.data()) if (into.size() < limit) into.add(info);
@@ -189,11 +182,22 @@ public final class TrainedModels {
             });
   }
 
+  private CompletionStage<ModelPage> listPage(String after) {
+    return Stages.on(
+        system,
+        AskPattern.<TrainableModelProtocol.RegistryCommand, ModelPage>ask(
+            registry.get(),
+            r -> new TrainableModelProtocol.ListModels(after, PAGE, r),
+            askTimeout,
+            system.scheduler()));
+  }
+
   private <R> CompletionStage<R> askModel(
       String id,
       org.apache.pekko.japi.function.Function<ActorRef<R>, TrainableModelProtocol.Command>
           message) {
-    return AskPattern.ask(models.apply(id), message, askTimeout, system.scheduler());
+    return Stages.on(
+        system, AskPattern.ask(models.apply(id), message, askTimeout, system.scheduler()));
   }
 
   static ApiException notFound(String requested) {

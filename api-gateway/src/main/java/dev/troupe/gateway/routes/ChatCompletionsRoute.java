@@ -16,6 +16,7 @@ import dev.troupe.gateway.http.ClientConnections;
 import dev.troupe.gateway.http.ClientConnections.Connection;
 import dev.troupe.gateway.http.JsonBodies;
 import dev.troupe.gateway.http.RequestIds;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.gateway.replicas.ModelCatalog;
 import dev.troupe.gateway.replicas.ModelCatalog.Target;
@@ -135,12 +136,14 @@ public final class ChatCompletionsRoute implements ApiRoute {
     long created = System.currentTimeMillis() / 1000;
     SharedKillSwitch gone = KillSwitches.shared("chat-" + plan.generation().requestId());
     CompletionStage<HttpResponse> done =
-        generations
-            .events(model, destination, served)
-            .via(gone.flow())
-            .runWith(
-                Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add),
-                models.system())
+        Stages.on(
+                models.system(),
+                generations
+                    .events(model, destination, served)
+                    .via(gone.flow())
+                    .runWith(
+                        Sink.fold(new ChatResponseFolder(plan, created), ChatResponseFolder::add),
+                        models.system()))
             .handle(
                 (folder, error) -> {
                   if (error != null) throw GenerationStream.toApiException(error);

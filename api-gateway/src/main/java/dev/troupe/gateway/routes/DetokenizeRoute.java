@@ -8,6 +8,7 @@ import dev.troupe.gateway.chat.ChatRequestMapper;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.gateway.replicas.ModelCatalog;
 import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.tokenize.DetokenizeRequest;
@@ -53,11 +54,13 @@ public final class DetokenizeRoute implements ApiRoute {
                               throw ApiException.badRequest(
                                   "Token ids must be non-negative integers.", "tokens[" + i + "]");
                           return completeWithFuture(
-                              AskPattern.<Command, DetokenizeReply>ask(
-                                      models.replicas().any(model),
-                                      replyTo -> new Detokenize(request.tokens(), replyTo),
-                                      models.askTimeout(),
-                                      models.system().scheduler())
+                              Stages.on(
+                                      models.system(),
+                                      AskPattern.<Command, DetokenizeReply>ask(
+                                          models.replicas().any(model),
+                                          replyTo -> new Detokenize(request.tokens(), replyTo),
+                                          models.askTimeout(),
+                                          models.system().scheduler()))
                                   .handle(
                                       (reply, error) -> {
                                         if (error != null)

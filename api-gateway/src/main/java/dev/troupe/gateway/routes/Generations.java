@@ -12,6 +12,7 @@ import dev.troupe.gateway.chat.PrefillListener;
 import dev.troupe.gateway.http.ClientConnections;
 import dev.troupe.gateway.http.ClientConnections.Connection;
 import dev.troupe.gateway.http.RequestIds;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.gateway.metrics.ServingMetrics;
 import dev.troupe.gateway.replicas.ModelCatalog;
 import dev.troupe.gateway.replicas.ReplicaSelector.Destination;
@@ -82,15 +83,17 @@ final class Generations {
                 })
             .watchTermination(
                 (mat, done) -> {
-                  done.whenComplete(
-                      (ok, error) -> {
-                        destination.lease().close();
-                        if (destination.prefill() != null) destination.prefill().lease().close();
-                        List<String> by = served.replicas();
-                        if (by.size() > 1)
-                          log.info("request {} served by {}", id, String.join(" > ", by));
-                        else log.debug("request {} served by {}", id, by);
-                      });
+                  Stages.on(models.system(), done)
+                      .whenComplete(
+                          (ok, error) -> {
+                            destination.lease().close();
+                            if (destination.prefill() != null)
+                              destination.prefill().lease().close();
+                            List<String> by = served.replicas();
+                            if (by.size() > 1)
+                              log.info("request {} served by {}", id, String.join(" > ", by));
+                            else log.debug("request {} served by {}", id, by);
+                          });
                   return mat;
                 }));
   }

@@ -8,6 +8,7 @@ import dev.troupe.gateway.chat.ChatRequestMapper;
 import dev.troupe.gateway.http.ApiException;
 import dev.troupe.gateway.http.ApiRoute;
 import dev.troupe.gateway.http.JsonBodies;
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.gateway.replicas.ModelCatalog;
 import dev.troupe.gateway.replicas.ServedModel;
 import dev.troupe.protocol.api.tokenize.TokenizeRequest;
@@ -46,11 +47,13 @@ public final class TokenizeRoute implements ApiRoute {
                           ServedModel model = models.resolve(request.model());
                           toCommand(request, null); // validate before asking a worker
                           return completeWithFuture(
-                              AskPattern.<Command, TokenizeReply>ask(
-                                      models.replicas().any(model),
-                                      replyTo -> toCommand(request, replyTo),
-                                      models.askTimeout(),
-                                      models.system().scheduler())
+                              Stages.on(
+                                      models.system(),
+                                      AskPattern.<Command, TokenizeReply>ask(
+                                          models.replicas().any(model),
+                                          replyTo -> toCommand(request, replyTo),
+                                          models.askTimeout(),
+                                          models.system().scheduler()))
                                   .handle(
                                       (reply, error) -> {
                                         if (error != null)

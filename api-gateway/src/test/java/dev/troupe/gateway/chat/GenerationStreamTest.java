@@ -13,16 +13,26 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Generate;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationEvent;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.GenerationUpdate;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.LogprobEntry;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Started;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenLogprob;
+import dev.troupe.protocol.cluster.ModelWorkerProtocol.UpdatePart;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Usage;
 import dev.troupe.protocol.cluster.SamplingParams;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.Serializer;
+import org.apache.pekko.serialization.Serializers;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.junit.jupiter.api.AfterAll;
@@ -104,5 +114,46 @@ class GenerationStreamTest {
     assertEquals(503, api.status());
     assertTrue(api.getMessage().contains("retry"), api.getMessage());
     assertEquals("r3", worker.expectMessageClass(Cancel.class).requestId());
+  }
+
+  @Test
+  void anUpdateSentInPartsIsPassedOnWhole() throws Exception {
+    TestProbe<Command> worker = testKit.createTestProbe();
+    var result =
+        events(worker, request("r4"), Duration.ofSeconds(3)).runWith(Sink.seq(), testKit.system());
+    Generate g = worker.expectMessageClass(Generate.class);
+    List<LogprobEntry> prompt = new ArrayList<>();
+    prompt.add(null); // nothing predicts the first prompt token
+    for (int i = 1; i < 200; i++)
+      prompt.add(
+          new LogprobEntry(
+              new TokenLogprob(i, "t" + i, -1.5, 1),
+              List.of(new TokenLogprob(i, "t" + i, -1.5, 1))));
+    GenerationUpdate first =
+        new GenerationUpdate(
+            "r4", new Started("m#0", worker.ref(), 0, 200, null, prompt), List.of(), null);
+    // as a worker on another node sends an update over Artery's frame: serialized, in 3 slices
+    var serialization = SerializationExtension.get(Adapter.toClassic(testKit.system()));
+    Serializer serializer = serialization.findSerializerFor(first);
+    byte[] bytes = serialization.serialize(first).get();
+    String manifest = Serializers.manifestFor(serializer, first);
+    int third = bytes.length / 3 + 1;
+    for (int from = 0; from < bytes.length; from += third) {
+      int end = Math.min(bytes.length, from + third);
+      g.replyTo()
+          .tell(
+              new UpdatePart(
+                  "r4",
+                  Arrays.copyOfRange(bytes, from, end),
+                  end == bytes.length,
+                  serializer.identifier(),
+                  manifest));
+    }
+    g.replyTo().tell(new GenerationUpdate("r4", null, List.of(), new Usage(200, 0, 0)));
+
+    List<GenerationEvent> events = result.toCompletableFuture().get(20, TimeUnit.SECONDS);
+    assertEquals(2, events.size());
+    assertEquals(first, events.get(0));
+    assertTrue(((GenerationUpdate) events.get(1)).done());
   }
 }

@@ -220,8 +220,27 @@ public final class ModelWorkerProtocol {
    * news for it (the last one carries the usage), or a single {@link Failed}.
    */
   public sealed interface GenerationEvent extends CborSerializable
-      permits Accepted, GenerationUpdate, Failed, Migrate {
+      permits Accepted, GenerationUpdate, UpdatePart, Failed, Migrate {
     String requestId();
+  }
+
+  /**
+   * A slice of a {@link GenerationUpdate} too large for one frame of Artery's large-message lane
+   * ({@link LargeMessages}; prompt logprobs of a long prompt, say) sent to a requester on another
+   * node, which Artery would drop: the update serialized and cut into slices, sent in order (Artery
+   * keeps the order between two actors). The requester joins the slices of a request id and, at the
+   * last, deserializes the update ({@code serializerId}, {@code manifest}) and handles it as if it
+   * had come whole. Never sent to a requester on the same node.
+   */
+  public record UpdatePart(
+      String requestId, byte[] bytes, boolean last, int serializerId, String manifest)
+      implements GenerationEvent {
+    public UpdatePart {
+      if (requestId == null || requestId.isBlank())
+        throw new IllegalArgumentException("requestId is required");
+      if (bytes == null) throw new IllegalArgumentException("bytes is required");
+      if (manifest == null) throw new IllegalArgumentException("manifest is required");
+    }
   }
 
   /**

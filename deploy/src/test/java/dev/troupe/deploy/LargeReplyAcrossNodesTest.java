@@ -1,0 +1,127 @@
+package dev.troupe.deploy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A worker's reply larger than Artery's largest frame, to a gateway on another node: a gateway-only
+ * node and a worker node of the real distribution on loopback, with a 2 MiB large-message frame.
+ * Prompt logprobs of a 3,000-token prompt with 20 alternatives are over that frame as the first
+ * update's message, which Artery dropped with only a warning on the worker's log (the answer was a
+ * 200 without {@code prompt_logprobs}); the worker now sends it in parts.
+ */
+class LargeReplyAcrossNodesTest {
+  private static final Duration WAIT = Duration.ofSeconds(120);
+  private static final Config TEST =
+      ConfigFactory.parseString(
+          """
+          pekko.coordinated-shutdown.exit-jvm = off
+          pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+          pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+          pekko.loglevel = WARNING
+          pekko.cluster.log-info = off
+          troupe.worker.engine.num-blocks = 256
+          troupe.worker.metrics-log-interval = 0s
+          # A smaller large-message frame than production's, so that a reply over it stays small.
+          pekko.remote.artery.advanced.maximum-large-frame-size = 2MiB
+          """);
+
+  private final List<TroupeNode> nodes = new ArrayList<>();
+  private final HttpClient http = HttpClient.newHttpClient();
+
+  @AfterEach
+  void stopAll() {
+    for (int i = nodes.size() - 1; i >= 0; i--) nodes.get(i).close();
+  }
+
+  private TroupeNode start(Path dir, String roles, String seed) throws Exception {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "--roles",
+                roles,
+                "--port",
+                "0",
+                "--cluster-port",
+                "0",
+                "--management-port",
+                "-1",
+                "--api-key",
+                "sk-big",
+                "--data-dir",
+                dir.toString()));
+    if (seed != null) args.addAll(List.of("--seed-nodes", seed));
+    TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), TEST, key -> {});
+    nodes.add(node);
+    return node;
+  }
+
+  private TroupeNode gatewayAndWorker(Path dir) throws Exception {
+    TroupeNode gateway = start(dir.resolve("g"), "gateway", null);
+    start(dir.resolve("w"), "worker", "127.0.0.1:" + gateway.address().getPort().get());
+    ActorTestKit.create(gateway.system())
+        .createTestProbe()
+        .awaitAssert(
+            WAIT,
+            () -> {
+              long up = 0;
+              for (var m : Cluster.get(gateway.system()).state().getMembers())
+                if (m.status() == MemberStatus.up()) up++;
+              assertEquals(2, up);
+              return null;
+            });
+    return gateway;
+  }
+
+  private HttpResponse<String> post(TroupeNode node, String path, String body) throws Exception {
+    return http.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + node.httpPort() + path))
+            .header("Content-Type", "application/json")
+            .header("Authorization", "Bearer sk-big")
+            .POST(HttpRequest.BodyPublishers.ofString(body))
+            .timeout(WAIT)
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  @Test
+  void promptLogprobsLargerThanEveryFrameAreAnswered(@TempDir Path dir) throws Exception {
+    TroupeNode gateway = gatewayAndWorker(dir);
+    String body =
+        """
+        {"model":"demo","prompt":"%s","max_tokens":2,"temperature":0,"ignore_eos":true,
+         "prompt_logprobs":20}"""
+            .formatted("hello ".repeat(3_000));
+    HttpResponse<String> r = post(gateway, "/v1/completions", body);
+    assertEquals(200, r.statusCode(), r.body());
+    JsonNode json = new ObjectMapper().readTree(r.body());
+    int promptTokens = json.path("usage").path("prompt_tokens").asInt();
+    JsonNode logprobs = json.path("choices").path(0).path("prompt_logprobs");
+    assertTrue(promptTokens >= 3_000, r.body().substring(0, 300));
+    assertEquals(promptTokens, logprobs.size());
+    assertTrue(logprobs.get(0).isNull());
+    // each later token: its own entry and 20 alternatives (21 when the token is not among them)
+    assertTrue(
+        logprobs.get(promptTokens - 1).size() >= 20, logprobs.get(promptTokens - 1).toString());
+    assertEquals(2, json.path("usage").path("completion_tokens").asInt());
+  }
+}

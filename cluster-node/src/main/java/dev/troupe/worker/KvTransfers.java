@@ -211,14 +211,17 @@ final class KvTransfers {
             + ":"
             + from.remotePort()
             + ": "
-            + (cause instanceof KvSource.KvRefused ? cause.getMessage() : cause.toString());
+            + (cause instanceof KvSource.KvRefused || cause instanceof KvTransferClient.TransferCut
+                ? cause.getMessage()
+                : cause.toString());
     if (settings.recompute()) {
       ctx.getLog().info("{}; computing its prompt here (load-failure-policy recompute)", why);
       engine.core().cancelImport(id);
       return null;
     }
     // refused by the prefill node: the params are stale or wrong (400); the node unreachable or
-    // the transfer cut: the prefill half is gone, the client may run both halves again (503)
+    // the transfer cut after some blocks (TransferCut): the prefill half is gone, the client may
+    // run both halves again (503)
     return cause instanceof KvSource.KvRefused
         ? Rejection.badRequest(why, "kv_transfer_params")
         : new Rejection(

@@ -28,6 +28,7 @@ import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -39,12 +40,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  * or given up, and refusals reach the request as clear errors. Every message is serialized.
  */
 class ModelWorkerKvTransferTest {
-  private static final ActorTestKit testKit = kit("fail");
+  private static ActorTestKit testKit; // created in start: other tests share the helpers below
   private static final ServedModels MODELS =
       new ServedModels(List.of(new ServedModel("demo", "demo", 4, "fcfs")));
   private static final Duration WAIT = Duration.ofSeconds(60);
   private static int spawned;
-  private static final java.util.Map<String, dev.troupe.engine.serving.Engine> ENGINES =
+  static final java.util.Map<String, dev.troupe.engine.serving.Engine> ENGINES =
       new java.util.concurrent.ConcurrentHashMap<>();
 
   static ActorTestKit kit(String policy) {
@@ -56,6 +57,11 @@ class ModelWorkerKvTransferTest {
                     + policy
                     + " }")
             .withFallback(ConfigFactory.load()));
+  }
+
+  @BeforeAll
+  static void start() {
+    testKit = kit("fail");
   }
 
   @AfterAll

@@ -657,7 +657,14 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     return WireUpdates.status(entityId, engine)
         .withDetails(
             WireUpdates.details(
-                node, device, adapters.names(), rates, now, draining || health.draining(), kvRole));
+                node,
+                device,
+                adapters.names(),
+                rates,
+                now,
+                draining || health.draining(),
+                kvRole,
+                kv.stats()));
   }
 
   /**

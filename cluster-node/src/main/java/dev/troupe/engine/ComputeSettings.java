@@ -20,8 +20,8 @@ import org.slf4j.LoggerFactory;
  * @param kernelMaxRows products of up to this many rows run on the Vector API kernels, larger ones
  *     on OpenBLAS
  * @param vectorKernels whether the Vector API kernels may run at all
- * @param bf16Gemm whether BF16 prefill products may run on oneDNN's matmul (where the CPU has BF16
- *     dot products); off = OpenBLAS over FP32 tiles
+ * @param bf16Gemm whether BF16 models' prompt rows may run on oneDNN's matmul (where the CPU has
+ *     BF16 dot products; generated rows stay on the FP32 path); off = every row on the FP32 path
  * @param warmup each replica's start-up warm-up budget; zero = none
  * @param cudaKernelCache where compiled CUDA kernels are kept; null = {@code ~/.cache/troupe/cuda}
  */

@@ -87,18 +87,46 @@ public interface ModelRunner extends AutoCloseable {
    * @param allLogits return logits for every token (prompt logprobs) instead of only the last
    * @param adapterId the LoRA adapter this chunk runs with ({@link #registerAdapter}); 0 = base
    *     model. Per chunk, so a running request keeps the adapter it started with.
+   * @param promptLength the sequence's prompt length: its tokens at positions below it are prompt
+   *     tokens, the others generated ones (decode steps, a resumed request's replayed tokens). A
+   *     runner may compute the two kinds on different paths (the CPU runner's BF16 prompt rows on
+   *     oneDNN), each the same whatever else the step holds; 0 = every token counts as generated.
    */
   record SequenceChunk(
-      int[] tokens, int startPosition, int[] blockTable, boolean allLogits, int adapterId) {
+      int[] tokens,
+      int startPosition,
+      int[] blockTable,
+      boolean allLogits,
+      int adapterId,
+      int promptLength) {
     public SequenceChunk {
       if (tokens.length == 0) throw new IllegalArgumentException("empty chunk");
       if (startPosition < 0) throw new IllegalArgumentException("negative start position");
       if (adapterId < 0) throw new IllegalArgumentException("negative adapter id");
+      if (promptLength < 0) throw new IllegalArgumentException("negative prompt length");
     }
 
-    /** A chunk on the base model. */
+    /** A chunk whose tokens all count as generated ({@code promptLength} 0). */
+    public SequenceChunk(
+        int[] tokens, int startPosition, int[] blockTable, boolean allLogits, int adapterId) {
+      this(tokens, startPosition, blockTable, allLogits, adapterId, 0);
+    }
+
+    /** A chunk on the base model whose tokens all count as generated. */
     public SequenceChunk(int[] tokens, int startPosition, int[] blockTable, boolean allLogits) {
-      this(tokens, startPosition, blockTable, allLogits, 0);
+      this(tokens, startPosition, blockTable, allLogits, 0, 0);
+    }
+
+    /** A chunk on the base model that is all prompt (up to its last token). */
+    public static SequenceChunk prompt(
+        int[] tokens, int startPosition, int[] blockTable, boolean allLogits) {
+      return new SequenceChunk(
+          tokens, startPosition, blockTable, allLogits, 0, startPosition + tokens.length);
+    }
+
+    /** How many of this chunk's tokens, from the first, are prompt tokens. */
+    public int promptTokens() {
+      return Math.max(0, Math.min(tokens.length, promptLength - startPosition));
     }
   }
 }

@@ -16,8 +16,7 @@ class ComputeSettingsTest {
   void referenceConfHoldsTheDefaults() {
     ComputeSettings s =
         ComputeSettings.fromConfig(
-            // the reference.conf files alone: defaultReference() lets -D properties win, and this
-            // module's tests set bf16-gemm on (pom.xml)
+            // the reference.conf files alone: defaultReference() lets -D properties win
             ConfigFactory.parseResources("reference.conf")
                 .resolve()
                 .getConfig("troupe.worker.compute"));
@@ -26,7 +25,7 @@ class ComputeSettingsTest {
     assertEquals(Duration.ofNanos(20_000), s.cpuSpin());
     assertEquals(64, s.kernelMaxRows());
     assertTrue(s.vectorKernels());
-    assertFalse(s.bf16Gemm());
+    assertTrue(s.bf16Gemm());
     assertEquals(Duration.ofSeconds(5), s.warmup());
     assertNull(s.cudaKernelCache());
     assertTrue(s.kernelCache().endsWith(Path.of(".cache", "troupe", "cuda")));
@@ -37,13 +36,13 @@ class ComputeSettingsTest {
     ComputeSettings s =
         ComputeSettings.fromConfig(
             ConfigFactory.parseString(
-                    "troupe.worker.compute { cpu-threads = 3, warmup = 0s, bf16-gemm = on, "
+                    "troupe.worker.compute { cpu-threads = 3, warmup = 0s, bf16-gemm = off, "
                         + "cuda-kernel-cache = \"/tmp/k\" }")
                 .withFallback(ConfigFactory.defaultReference())
                 .getConfig("troupe.worker.compute"));
     assertEquals(3, s.teamSize());
     assertEquals(Duration.ZERO, s.warmup());
-    assertTrue(s.bf16Gemm());
+    assertFalse(s.bf16Gemm());
     assertEquals(Path.of("/tmp/k"), s.kernelCache());
   }
 }

@@ -41,7 +41,7 @@ public final class DecodeLoop {
         for (int i = 0; i < blocks; i++) t[i] = b * blocks + i;
         tables.add(t);
         prompts.add(
-            new SequenceChunk(r.ints(context, 0, EngineBench.VOCAB).toArray(), 0, t, false));
+            SequenceChunk.prompt(r.ints(context, 0, EngineBench.VOCAB).toArray(), 0, t, false));
       }
       m.forward(prompts);
       double best = Double.MAX_VALUE;

@@ -130,12 +130,12 @@ public final class EngineBench {
       // prefill: one 256-token prompt in one chunk
       int[] table0 = table(maxBatch, blocksPerSeq);
       int[] p256 = r.ints(256, 0, VOCAB).toArray();
-      m.forward(List.of(new SequenceChunk(p256, 0, table0, false))); // warm-up
+      m.forward(List.of(SequenceChunk.prompt(p256, 0, table0, false))); // warm-up
       int reps = quick ? 1 : 3;
       long best = Long.MAX_VALUE;
       for (int i = 0; i < reps; i++) {
         long s = System.nanoTime();
-        m.forward(List.of(new SequenceChunk(p256, 0, table0, false)));
+        m.forward(List.of(SequenceChunk.prompt(p256, 0, table0, false)));
         best = Math.min(best, System.nanoTime() - s);
       }
       System.out.printf(
@@ -150,7 +150,8 @@ public final class EngineBench {
         List<SequenceChunk> pre = new ArrayList<>();
         for (int b = 0; b < batch; b++) {
           tables.add(table(b, blocksPerSeq));
-          pre.add(new SequenceChunk(r.ints(prompt, 0, VOCAB).toArray(), 0, tables.get(b), false));
+          pre.add(
+              SequenceChunk.prompt(r.ints(prompt, 0, VOCAB).toArray(), 0, tables.get(b), false));
         }
         m.forward(pre);
         int pos = prompt;

@@ -318,8 +318,11 @@ public final class EngineCore implements AutoCloseable {
       CoreRequest r = active.get(c.sequence().group().requestId());
       latencies.scheduled(r, scheduledAt, c.tokens().length);
       boolean all = r.wantsPromptLogits(c);
+      // the prompt length tells the runner which rows are prompt (docs/engine.md: a row's path)
+      int promptLength = c.sequence().promptLength();
       batch.add(
-          new SequenceChunk(c.tokens(), c.start(), c.blockTable(), all, r.request.adapterId()));
+          new SequenceChunk(
+              c.tokens(), c.start(), c.blockTable(), all, r.request.adapterId(), promptLength));
       hostLogits[i] = all || (c.last() && r.beam != null);
       if (!c.last() || r.beam != null) continue;
       // a prefilled prompt is sampled once per choice (split below); a choice's own sequence once

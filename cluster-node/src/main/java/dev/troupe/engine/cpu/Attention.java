@@ -16,7 +16,8 @@ package dev.troupe.engine.cpu;
  * Against dot products over position-major keys, this halved a decode layer's attention ({@code
  * AttentionBench}, docs/benchmarks.md). Prefill chunks of {@link #BLAS_MIN_ROWS} or more tokens:
  * two GEMMs per head ({@code S = Q Kᵀ / √d}, causal softmax, {@code O = P V}) on OpenBLAS, by
- * member 0. Outputs are written in the o-projection's input layout.
+ * member 0. Outputs are written in the o-projection's input layout: rows below {@code packedRows}
+ * packed ({@link Activations}), the others natural.
  */
 final class Attention {
   /** Below this many query rows a chunk is attended token by token. */
@@ -123,7 +124,7 @@ final class Attention {
       float[] v,
       float[] out,
       int outStride,
-      boolean packed,
+      int packedRows,
       Scratch sc) {
     int n = p.items.length;
     if (n == 0) return;
@@ -132,7 +133,8 @@ final class Attention {
     int i = firstAbove(p.cumCost, lo), end = m == members - 1 ? n : firstAbove(p.cumCost, hi);
     sc.ensure(group, p.maxPositions + 2 * bs, d); // whole blocks around the visible ones
     for (; i < end; i++)
-      item(p.items[i] / nKv, p.items[i] % nKv, s, qkv, stride, k, v, out, outStride, packed, sc);
+      item(
+          p.items[i] / nKv, p.items[i] % nKv, s, qkv, stride, k, v, out, outStride, packedRows, sc);
   }
 
   /** First index whose cumulative cost is above {@code c}. */
@@ -156,7 +158,7 @@ final class Attention {
       float[] v,
       float[] out,
       int outStride,
-      boolean packed,
+      int packedRows,
       Scratch sc) {
     int[] bt = s.blockTables[s.chunkOf[t]];
     int n = s.positions[t] + 1;
@@ -186,7 +188,7 @@ final class Attention {
         AttentionVec.values(scores, row + first, last - first, v, rows, d, inv, head, hh * d);
       else valuesScalar(scores, row + first, last - first, v, rows, inv, head, hh * d);
     }
-    write(head, group * d, t, g * group * d, out, outStride, packed);
+    write(head, group * d, t, g * group * d, out, outStride, t < packedRows);
   }
 
   /** {@code bs} scores of query {@code q} against the keys of one block (transposed layout). */
@@ -237,7 +239,7 @@ final class Attention {
       float[] v,
       float[] out,
       int outStride,
-      boolean packed,
+      int packedRows,
       Blas blas,
       ChunkBuffers buf) {
     int ci = p.blasChunks[u / nKv], g = u % nKv;
@@ -271,7 +273,7 @@ final class Attention {
       blas.gemm(buf.p, buf.vg, buf.oh, nq, d, n, false, 1f);
       for (int i = 0; i < nq; i++) {
         System.arraycopy(buf.oh, i * d, buf.row, 0, d);
-        write(buf.row, d, t0 + i, h * d, out, outStride, packed);
+        write(buf.row, d, t0 + i, h * d, out, outStride, t0 + i < packedRows);
       }
     }
   }

@@ -30,10 +30,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * GEMM-sized products (prefill) of BF16 weights on oneDNN's matmul (JavaCPP's {@code
- * org.bytedeco:dnnl}), which runs them on the CPU's BF16 dot-product instructions ({@code
- * vdpbf16ps}: AVX512_BF16 on Zen 4 and Cooper Lake, AMX on Sapphire Rapids): twice the FP32 FMA
- * rate, and no FP32 copy of the weights.
+ * Products of BF16 weights for a step's prompt rows ({@link Forward}: any number of rows) on
+ * oneDNN's matmul (JavaCPP's {@code org.bytedeco:dnnl}), which runs them on the CPU's BF16
+ * dot-product instructions ({@code vdpbf16ps}: AVX512_BF16 on Zen 4 and Cooper Lake, AMX on
+ * Sapphire Rapids): twice the FP32 FMA rate, and no FP32 copy of the weights.
  *
  * <p>The weights need no reordering: {@link Matrix}'s k-major groups of 64 rows ({@code [in/2][64
  * rows][2]} per group, groups in row order) are oneDNN's {@code BA16a64b2a} layout of {@code W^T
@@ -49,7 +49,8 @@ import org.slf4j.LoggerFactory;
  * path ({@link Blas}) is faster. {@code troupe.worker.compute.bf16-gemm = off} turns it off. One
  * instance per runner, called by one team member at a time: oneDNN (OpenMP build) runs each product
  * on its own threads, as many as the process may use cores, while the other members wait at the
- * step's next barrier.
+ * step's next barrier. A row's result does not depend on the other rows of the call (the same bits
+ * in calls of 1, 7 and 70 rows: {@code Bf16GemmTest}).
  */
 final class Bf16Gemm implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Bf16Gemm.class);
@@ -142,15 +143,21 @@ final class Bf16Gemm implements AutoCloseable {
    * rows {@code w.out} floats apart.
    */
   void product(Matrix w, float[] x, int rows, float[] y, boolean add) {
+    product(w, x, 0, rows, y, add);
+  }
+
+  /** {@link #product(Matrix, float[], int, float[], boolean)} of rows {@code [from, from+rows)}. */
+  void product(Matrix w, float[] x, int from, int rows, float[] y, boolean add) {
     int in = w.in, out = w.out, half = w.rowInts();
     long xn = (long) rows * in;
+    int x0 = from * in, yRow0 = from * out;
     int groupsPerTile = Math.max(1, Math.min(TILE_INTS / (half * Matrix.GROUP), (out + 63) / 64));
     int tileRows = groupsPerTile * Matrix.GROUP;
     xf = grow(xf, xn, FloatPointer::new);
     xb = grow(xb, xn, ShortPointer::new);
     yf = grow(yf, (long) rows * tileRows, FloatPointer::new);
     wb = grow(wb, (long) tileRows * half, IntPointer::new);
-    xf.position(0).put(x, 0, (int) xn);
+    xf.position(0).put(x, x0, (int) xn);
     execute(cached(List.of(0, rows, in), () -> toBf16(rows, in)), xf, xb.position(0));
     for (int p = 0; p < w.parts(); p++) {
       int[] ints = w.ints(p);
@@ -162,10 +169,11 @@ final class Bf16Gemm implements AutoCloseable {
         int n = Math.min(tileRows, partRows - r0), o0 = row0 + r0;
         wb.position(0)
             .put(ints, r0 * half, (n + Matrix.GROUP - 1) / Matrix.GROUP * Matrix.GROUP * half);
-        if (add) for (int t = 0; t < rows; t++) yf.position((long) t * n).put(y, t * out + o0, n);
+        if (add)
+          for (int t = 0; t < rows; t++) yf.position((long) t * n).put(y, yRow0 + t * out + o0, n);
         Prim mm = cached(List.of(1, rows, in, n, add ? 1 : 0), () -> matmul(rows, in, n, add));
         execute(mm, xb.position(0), wb.position(0), yf.position(0));
-        for (int t = 0; t < rows; t++) yf.position((long) t * n).get(y, t * out + o0, n);
+        for (int t = 0; t < rows; t++) yf.position((long) t * n).get(y, yRow0 + t * out + o0, n);
       }
     }
     yf.position(0);

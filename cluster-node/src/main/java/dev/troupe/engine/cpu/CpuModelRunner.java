@@ -123,6 +123,15 @@ public final class CpuModelRunner implements ModelRunner {
     return model.dtype;
   }
 
+  /**
+   * Whether prompt rows run on oneDNN's BF16 matmul (BF16 weights, every width a multiple of 32,
+   * the CPU's BF16 dot products through oneDNN, {@code troupe.worker.compute.bf16-gemm} on);
+   * otherwise every row takes the FP32 path.
+   */
+  public boolean promptRowsOnOneDnn() {
+    return forward.splitsPrompt();
+  }
+
   /** Bytes of weights on the heap. */
   public long weightBytes() {
     return model.weightBytes();
@@ -205,7 +214,8 @@ public final class CpuModelRunner implements ModelRunner {
   public List<float[][]> forward(List<SequenceChunk> batch) {
     if (closed) throw new IllegalStateException("runner closed");
     if (batch.isEmpty()) return List.of();
-    Step s = Step.of(batch, model.vocab, blockSize, numBlocks, this::adapter);
+    Step s =
+        Step.of(batch, model.vocab, blockSize, numBlocks, this::adapter, forward.splitsPrompt());
     float[][] logits = forward.run(s);
     List<float[][]> out = new ArrayList<>(batch.size());
     int r = 0;

@@ -18,6 +18,15 @@ import java.util.Arrays;
  * ({@link Blas}); either way every member takes part, {@linkplain Team.Claims claiming} the output
  * rows piece by piece ({@link #pieceRows}), and the prefill chunks' attention GEMMs are shared out
  * the same way. Buffers are reused across steps; logits rows are new arrays.
+ *
+ * <p>With oneDNN's BF16 matmul ({@link Bf16Gemm}) a row's path depends only on what the row is,
+ * never on the rest of the step: the step's rows come in two ranges ({@link Step}), its generated
+ * tokens' rows {@code [0, fp32Rows)} on the FP32 path above (kernels up to {@link #KERNEL_MAX_ROWS}
+ * of them, OpenBLAS beyond), its prompt tokens' rows on oneDNN (any number), so a request
+ * re-prefilled elsewhere (migration, recompute) writes the keys and values its first replica wrote.
+ * Each product is then two calls. The LM head runs every row on the FP32 path (kernels up to {@link
+ * #KERNEL_MAX_ROWS} logits rows, OpenBLAS beyond): it feeds no keys or values, and a generated
+ * row's logits must be those its decode step computed.
  */
 final class Forward implements AutoCloseable {
   /** Most rows a product sends to the Vector API kernels; more go to BLAS GEMM (measured). */
@@ -33,7 +42,7 @@ final class Forward implements AutoCloseable {
   private final Attention attention;
   private final Team.Claims claims; // one counter per product (and prefill attention) of a step
   private final Member[] members;
-  private final Bf16Gemm bf16; // BF16 prefill products on oneDNN, or null (member 0 calls it)
+  private final Bf16Gemm bf16; // prompt rows' products on oneDNN, or null (member 0 calls it)
 
   // activations, grown to the step's size
   private float[] x = new float[0], h = new float[0], qkv = new float[0], attn = new float[0];
@@ -56,7 +65,8 @@ final class Forward implements AutoCloseable {
     this.attention =
         new Attention(md.nHeads, md.nKv, md.headDim, blockSize, md.cfg.slidingWindow());
     this.members = new Member[team.size()];
-    this.bf16 = md.dtype == DType.BF16 && bf16GemmAvailable() ? new Bf16Gemm() : null;
+    this.bf16 =
+        md.dtype == DType.BF16 && bf16GemmAvailable() && allOnOneDnn(md) ? new Bf16Gemm() : null;
     int wide = Math.max(Math.max(md.hidden, md.inter), md.qDim);
     for (int m = 0; m < members.length; m++) {
       members[m] = new Member();
@@ -67,10 +77,19 @@ final class Forward implements AutoCloseable {
     }
   }
 
-  /** Runs the step; returns logits rows in {@code s.logitRows} order. */
+  /** Whether prompt rows run on oneDNN ({@link Step}'s two ranges). */
+  boolean splitsPrompt() {
+    return bf16 != null;
+  }
+
+  /**
+   * Runs the step; returns logits rows in {@code s.logitRows} order. The FP32 rows' activations are
+   * packed where they go to the kernels; oneDNN's rows are natural (every width is then a multiple
+   * of 32, so both layouts have the same stride).
+   */
   float[][] run(Step s) {
     int T = s.tokens.length, R = s.logitRows.length;
-    boolean kern = T <= KERNEL_MAX_ROWS, packed = kern && md.packed();
+    boolean kern = s.fp32Rows <= KERNEL_MAX_ROWS, packed = kern && md.packed();
     boolean headKern = R <= KERNEL_MAX_ROWS, headPacked = headKern && md.packed();
     int hs = Activations.stride(md.hidden, packed);
     x = grow(x, T * md.hidden);
@@ -103,7 +122,7 @@ final class Forward implements AutoCloseable {
       boolean headKern,
       boolean headPacked,
       float[][] out) {
-    int M = team.size(), T = s.tokens.length, H = md.hidden;
+    int M = team.size(), T = s.tokens.length, H = md.hidden, G = s.fp32Rows;
     int[] rows = Team.share(T, M, m, 1);
     for (int t = rows[0]; t < rows[1]; t++) md.embed.rowTo(s.tokens[t], x, t * H);
     int hs = Activations.stride(H, packed), qs = Activations.stride(md.qDim, packed);
@@ -113,7 +132,7 @@ final class Forward implements AutoCloseable {
       team.barrier();
       // INPUT_NORM
       for (int t = rows[0]; t < rows[1]; t++)
-        Kernels.normRow(x, t * H, H, l.attnNorm(), md.eps, h, t * hs, packed);
+        Kernels.normRow(x, t * H, H, l.attnNorm(), md.eps, h, t * hs, packed && t < G);
       team.barrier();
       // QKV_PROJ
       product(m, M, s, li, l.qkv(), h, hs, packed, qkv, false, kern, 4, slot++, false);
@@ -133,7 +152,7 @@ final class Forward implements AutoCloseable {
           l.vCache(),
           attn,
           qs,
-          packed,
+          packed ? G : 0,
           members[m].attention);
       int units = attention.chunkUnits(plan), chunkSlot = slot++;
       if (units > 0) { // after this member's per-token items: the keys are all stored
@@ -149,7 +168,7 @@ final class Forward implements AutoCloseable {
               l.vCache(),
               attn,
               qs,
-              packed,
+              packed ? G : 0,
               me.blas,
               me.chunks);
       }
@@ -159,7 +178,7 @@ final class Forward implements AutoCloseable {
       team.barrier();
       // POST_NORM
       for (int t = rows[0]; t < rows[1]; t++)
-        Kernels.normRow(x, t * H, H, l.mlpNorm(), md.eps, h, t * hs, packed);
+        Kernels.normRow(x, t * H, H, l.mlpNorm(), md.eps, h, t * hs, packed && t < G);
       team.barrier();
       // GATE_UP_PROJ and SWIGLU: the kernels' members apply it to the rows they computed
       int pair = 2 * Model.GATE_UP_BLOCK;
@@ -170,18 +189,16 @@ final class Forward implements AutoCloseable {
       product(m, M, s, li, l.down(), act, as, packed, x, true, kern, 4, slot++, false);
     }
     team.barrier();
-    // final norm of the rows whose logits are wanted, then the LM head
+    // final norm of the rows whose logits are wanted, then the LM head: on the FP32 path for
+    // every row (it feeds no keys or values; a generated row's logits must be its decode step's)
     int R = s.logitRows.length, rs = Activations.stride(H, headPacked);
     int[] rr = Team.share(R, M, m, 1);
     for (int r = rr[0]; r < rr[1]; r++)
       Kernels.normRow(x, s.logitRows[r] * H, H, md.finalNorm, md.eps, xr, r * rs, headPacked);
     team.barrier();
-    if (!headKern && onOneDnn(md.lmHead)) {
-      if (m == 0) bf16.product(md.lmHead, xr, R, logits, false);
-    } else
-      for (int[] piece = new int[2]; claim(m, md.lmHead, headKern, 4, M, slot, piece); )
-        if (headKern) md.lmHead.product(xr, R, logits, md.vocab, 0, piece[0], piece[1], false);
-        else members[m].blas.product(md.lmHead, xr, R, logits, false, piece[0], piece[1]);
+    for (int[] piece = new int[2]; claim(m, md.lmHead, headKern, 4, M, slot, piece); )
+      if (headKern) md.lmHead.product(xr, R, logits, md.vocab, 0, piece[0], piece[1], false);
+      else members[m].blas.product(md.lmHead, xr, R, logits, false, piece[0], piece[1]);
     team.barrier();
     for (int r = rr[0]; r < rr[1]; r++)
       out[r] = Arrays.copyOfRange(logits, r * md.vocab, (r + 1) * md.vocab);
@@ -209,25 +226,27 @@ final class Forward implements AutoCloseable {
       int align,
       int slot,
       boolean swiglu) {
-    int T = s.tokens.length;
-    if (!kern && onOneDnn(w)) {
-      // one oneDNN call on its own threads; then each member adapts and activates its share
-      if (m == 0) bf16.product(w, xin, T, y, add);
-      if (!s.anyAdapter && !swiglu) return; // the next phase's barrier orders the product
-      team.barrier();
-      int[] r = Team.share(w.out, M, m, Math.max(align, Matrix.GROUP));
-      if (s.anyAdapter) lora(m, s, li, w, xin, xStride, packed, y, r[0], r[1]);
-      if (swiglu) swiglu(m, 0, T, r[0], r[1], packed);
-    } else if (s.anyAdapter) {
+    int T = s.tokens.length, G = s.fp32Rows;
+    // the FP32 rows [0, G): kernels or OpenBLAS, by claimed pieces, or by static shares with LoRA
+    if (G > 0 && s.anyAdapter) {
       int[] r = Team.share(w.out, M, m, Math.max(align, Matrix.GROUP)); // whole groups
-      rows(m, w, xin, T, y, add, kern, r[0], r[1]);
-      lora(m, s, li, w, xin, xStride, packed, y, r[0], r[1]);
-      if (swiglu) swiglu(m, 0, T, r[0], r[1], packed);
-    } else
+      rows(m, w, xin, G, y, add, kern, r[0], r[1]);
+      lora(m, s, li, w, xin, xStride, packed, y, r[0], r[1], 0, G);
+      if (swiglu) swiglu(m, 0, G, r[0], r[1], packed);
+    } else if (G > 0)
       for (int[] piece = new int[2]; claim(m, w, kern, align, M, slot, piece); ) {
-        rows(m, w, xin, T, y, add, kern, piece[0], piece[1]);
-        if (swiglu) swiglu(m, 0, T, piece[0], piece[1], packed);
+        rows(m, w, xin, G, y, add, kern, piece[0], piece[1]);
+        if (swiglu) swiglu(m, 0, G, piece[0], piece[1], packed);
       }
+    if (G == T) return;
+    // the prompt rows [G, T): one oneDNN call on its own threads (member 0, once its pieces are
+    // done: other rows of y); then each member adapts and activates its share
+    if (m == 0) bf16.product(w, xin, G, T - G, y, add);
+    if (!s.anyAdapter && !swiglu) return; // the next phase's barrier orders the product
+    team.barrier();
+    int[] r = Team.share(w.out, M, m, Math.max(align, Matrix.GROUP));
+    if (s.anyAdapter) lora(m, s, li, w, xin, xStride, false, y, r[0], r[1], G, T);
+    if (swiglu) swiglu(m, G, T, r[0], r[1], false);
   }
 
   /**
@@ -242,9 +261,16 @@ final class Forward implements AutoCloseable {
     }
   }
 
-  /** Whether a GEMM-sized product of {@code w} runs on oneDNN's BF16 matmul. */
-  private boolean onOneDnn(Matrix w) {
-    return bf16 != null && Bf16Gemm.handles(w);
+  /**
+   * Whether every product of the model can run on oneDNN ({@link Bf16Gemm#handles}: BF16, widths
+   * multiples of 32); otherwise no row does, and every step is on the FP32 path as one range.
+   */
+  private static boolean allOnOneDnn(Model md) {
+    if (!Bf16Gemm.handles(md.lmHead)) return false;
+    for (Model.Layer l : md.layers)
+      for (Matrix w : new Matrix[] {l.qkv(), l.o(), l.gateUp(), l.down()})
+        if (!Bf16Gemm.handles(w)) return false;
+    return true;
   }
 
   /** Output rows {@code [o0, o1)} of the product on the kernels or on member m's BLAS. */
@@ -307,7 +333,10 @@ final class Forward implements AutoCloseable {
       }
   }
 
-  /** Adds {@code scale · B (A x)} to outputs {@code [o0, o1)} of rows running an adapter. */
+  /**
+   * Adds {@code scale · B (A x)} to outputs {@code [o0, o1)} of rows {@code [t0, t1)} running an
+   * adapter ({@code xin}'s rows there packed or not).
+   */
   private void lora(
       int m,
       Step s,
@@ -318,10 +347,12 @@ final class Forward implements AutoCloseable {
       boolean packed,
       float[] y,
       int o0,
-      int o1) {
+      int o1,
+      int t0,
+      int t1) {
     Model.Layer l = md.layers[li];
     float[] row = members[m].row;
-    for (int t = 0; t < s.tokens.length; t++) {
+    for (int t = t0; t < t1; t++) {
       Lora a = s.adapters[t];
       if (a == null) continue;
       Activations.get(xin, t * xStride, w.in, row, 0, packed);

@@ -33,7 +33,7 @@ final class Warmup {
 
   private static final int[] DECODE_BATCHES = {1, 2, 4, 8, 16, 32};
 
-  /** Tokens of the prefill chunk of later rounds (the kernel path, not GEMM). */
+  /** Tokens of the chunk of later rounds (the kernel path, not GEMM). */
   private static final int SHORT_PREFILL = 48;
 
   private Warmup() {}
@@ -63,13 +63,15 @@ final class Warmup {
         runner.forward(step);
         steps++;
       }
-      // then a prefill chunk in a sequence of its own blocks: a short one every round, a long one
-      // (the GEMM path) once
+      // then a chunk in a sequence of its own blocks: a long prompt once (the GEMM path: oneDNN
+      // for a BF16 prompt where the CPU has it), then a short chunk every round, of generated
+      // tokens (the kernels' path for a resumed request's replayed tokens, whatever the CPU)
       int n = round == 0 ? prompt : Math.min(prompt, SHORT_PREFILL);
       if (System.nanoTime() >= deadline) break;
       int[] table = new int[(n + bs - 1) / bs];
       for (int i = 0; i < table.length; i++) table[i] = i;
-      runner.forward(List.of(new SequenceChunk(r.ints(n, 0, vocab).toArray(), 0, table, false)));
+      int[] tokens = r.ints(n, 0, vocab).toArray();
+      runner.forward(List.of(new SequenceChunk(tokens, 0, table, false, 0, round == 0 ? n : 0)));
       steps++;
     }
     log.info(

@@ -48,9 +48,9 @@ public final class AttentionBench {
           for (int i = 0; i < blocks; i++) table[i] = b * blocks + i;
           chunks.add(new SequenceChunk(new int[] {1}, pos, table, false));
         }
-        Step s = Step.of(chunks, 2, bs, numBlocks, id -> null);
+        Step s = Step.of(chunks, 2, bs, numBlocks, id -> null, false);
         Attention.Plan plan = attention.plan(s);
-        attention.perToken(0, 1, plan, s, qkv, stride, k, v, out, nH * d, false, scratch);
+        attention.perToken(0, 1, plan, s, qkv, stride, k, v, out, nH * d, 0, scratch);
         positions += (long) batch * (pos + 1);
       }
       best = Math.min(best, (System.nanoTime() - t0) / 1e3 / calls);

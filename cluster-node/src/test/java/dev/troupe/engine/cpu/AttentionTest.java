@@ -73,7 +73,7 @@ class AttentionTest {
     List<SequenceChunk> decode = new ArrayList<>();
     for (int s = 0; s < lengths.length; s++)
       decode.add(new SequenceChunk(new int[] {1}, lengths[s] - 1, tables.get(s), false));
-    Step step = Step.of(decode, 2, bs, numBlocks, id -> null);
+    Step step = Step.of(decode, 2, bs, numBlocks, id -> null, false);
     float[] qkv = new float[lengths.length * stride];
     for (int s = 0; s < lengths.length; s++)
       System.arraycopy(qs.get(s)[lengths[s] - 1], 0, qkv, s * stride, qDim);
@@ -83,7 +83,7 @@ class AttentionTest {
       assertEquals(0, plan.blasChunks.length);
       for (int m = 0; m < members; m++)
         attention.perToken(
-            m, members, plan, step, qkv, stride, kc, vc, out, qDim, false, new Attention.Scratch());
+            m, members, plan, step, qkv, stride, kc, vc, out, qDim, 0, new Attention.Scratch());
       for (int s = 0; s < lengths.length; s++) {
         double[] want =
             reference(qs.get(s), ks.get(s), vs.get(s), lengths[s] - 1, nH, nKv, d, window);
@@ -101,7 +101,8 @@ class AttentionTest {
             2,
             bs,
             numBlocks,
-            id -> null);
+            id -> null,
+            false);
     float[] cq = new float[nq * stride], out = new float[nq * qDim];
     for (int i = 0; i < nq; i++) System.arraycopy(qs.get(s)[n - nq + i], 0, cq, i * stride, qDim);
     Attention.Plan plan = attention.plan(chunk);
@@ -110,7 +111,7 @@ class AttentionTest {
       Attention.ChunkBuffers buf = new Attention.ChunkBuffers();
       assertEquals(nKv, attention.chunkUnits(plan));
       for (int u = attention.chunkUnits(plan) - 1; u >= 0; u--) // any order: disjoint heads
-      attention.chunk(plan, u, chunk, cq, stride, kc, vc, out, qDim, false, blas, buf);
+      attention.chunk(plan, u, chunk, cq, stride, kc, vc, out, qDim, 0, blas, buf);
     }
     for (int i = 0; i < nq; i++) {
       double[] want = reference(qs.get(s), ks.get(s), vs.get(s), n - nq + i, nH, nKv, d, window);

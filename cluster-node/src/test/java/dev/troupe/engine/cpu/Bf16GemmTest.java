@@ -82,6 +82,39 @@ class Bf16GemmTest {
     }
   }
 
+  /**
+   * A row's result is the same bits whatever the number of rows in the call (1, 7, 70) and where it
+   * stands among them: the runner sends every prompt row to oneDNN, however many the step holds, so
+   * a prompt's keys and values must not depend on what else is in the step.
+   */
+  @Test
+  void aRowsResultDoesNotDependOnTheRowsBesideIt() {
+    Random r = new Random(11);
+    int[][] shapes = {{128, 384}, {544, 300}, {128, 9000}}; // in, out
+    try (Bf16Gemm gemm = new Bf16Gemm()) {
+      for (int[] sh : shapes)
+        for (boolean add : new boolean[] {false, true}) {
+          int in = sh[0], out = sh[1], rows = 70;
+          float[] w = new float[out * in], x = new float[rows * in], y0 = new float[rows * out];
+          for (int i = 0; i < w.length; i++) w[i] = (float) r.nextGaussian() * 0.05f;
+          for (int i = 0; i < x.length; i++) x[i] = (float) r.nextGaussian();
+          for (int i = 0; i < y0.length; i++) y0[i] = add ? (float) r.nextGaussian() : 0f;
+          Matrix m = matrix(w, out, in);
+          float[] all = y0.clone();
+          gemm.product(m, x, 0, rows, all, add);
+          for (int[] call : new int[][] {{0, 1}, {9, 1}, {69, 1}, {0, 7}, {33, 7}, {63, 7}}) {
+            float[] y = y0.clone();
+            gemm.product(m, x, call[0], call[1], y, add);
+            for (int t = call[0]; t < call[0] + call[1]; t++)
+              assertArrayEquals(
+                  Arrays.copyOfRange(all, t * out, (t + 1) * out),
+                  Arrays.copyOfRange(y, t * out, (t + 1) * out),
+                  Arrays.toString(sh) + " add " + add + ": row " + t + " in a call of " + call[1]);
+          }
+        }
+    }
+  }
+
   @Test
   void notForOtherDtypesOrWidths() {
     for (int in : new int[] {24, 48, 528}) // in not a multiple of 32

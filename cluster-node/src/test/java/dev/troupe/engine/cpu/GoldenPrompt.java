@@ -25,8 +25,9 @@ final class GoldenPrompt {
   }
 
   /**
-   * All logits of {@code tokens} computed in one step beside a companion prompt of n tokens: with n
-   * ≥ 25 the 40-token prompt's step is over 64 rows, so its products take the GEMM path.
+   * All logits of the prompt {@code tokens} computed in one step beside a companion prompt of n
+   * tokens: prompt rows, so BF16 products take oneDNN where the runner has it; without it, with n ≥
+   * 25 the 40-token prompt's step is over 64 rows, so its products take the GEMM path.
    */
   static float[][] withCompanion(ModelRunner m, int[] tokens, int n, long seed) {
     Random r = new Random(seed);
@@ -35,8 +36,8 @@ final class GoldenPrompt {
     int[] table = {0, 1, 2, 3, 4, 5}, otherTable = {10, 11, 12, 13, 14, 15, 16};
     return m.forward(
             List.of(
-                new SequenceChunk(tokens, 0, table, true),
-                new SequenceChunk(other, 0, otherTable, false)))
+                SequenceChunk.prompt(tokens, 0, table, true),
+                SequenceChunk.prompt(other, 0, otherTable, false)))
         .get(0);
   }
 }

@@ -84,7 +84,7 @@ class BeamLogprobsTest {
       List<Integer> seq = new ArrayList<>();
       for (int t : prompt) seq.add(t);
       for (int t = 0; t < tokens.size(); t++) {
-        float[] row = referenceRow(seq);
+        float[] row = referenceRow(seq, prompt.length);
         double lse = logSumExp(row);
         int token = tokens.get(t);
         LogprobsText entry = entries.get(t);
@@ -170,12 +170,15 @@ class BeamLogprobsTest {
     return max + Math.log(sum);
   }
 
-  /** Logits after the whole sequence, recomputed from scratch (no cache reuse). */
-  private static float[] referenceRow(List<Integer> seq) {
+  /**
+   * Logits after the whole sequence, recomputed from scratch (no cache reuse): its first {@code
+   * promptLength} tokens as prompt rows, the rest as generated rows, as the engine runs them.
+   */
+  private static float[] referenceRow(List<Integer> seq, int promptLength) {
     int[] tokens = seq.stream().mapToInt(Integer::intValue).toArray();
     int[] table = new int[(tokens.length + 15) / 16];
     for (int b = 0; b < table.length; b++) table[b] = b;
-    return reference.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false)))
-        .get(0)[0];
+    var chunk = new ModelRunner.SequenceChunk(tokens, 0, table, false, 0, promptLength);
+    return reference.forward(List.of(chunk)).get(0)[0];
   }
 }

@@ -83,7 +83,7 @@ class EngineTest {
     for (int t : prompt) seq.add(t);
     List<Integer> out = new ArrayList<>();
     for (int step = 0; step < maxTokens; step++) {
-      float[] logits = referenceRow(seq);
+      float[] logits = referenceRow(seq, prompt.length);
       int best = 0;
       for (int i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
       out.add(best);
@@ -92,13 +92,17 @@ class EngineTest {
     return out;
   }
 
-  /** Logits after the whole sequence, recomputed from scratch. */
-  static float[] referenceRow(List<Integer> seq) {
+  /**
+   * Logits after the whole sequence, recomputed from scratch as a moved request's is: its first
+   * {@code promptLength} tokens as prompt rows (BF16 products on oneDNN where the runner has it),
+   * the rest as generated rows (the FP32 path its decode steps took).
+   */
+  static float[] referenceRow(List<Integer> seq, int promptLength) {
     int[] tokens = seq.stream().mapToInt(Integer::intValue).toArray();
     int[] table = new int[(tokens.length + 15) / 16];
     for (int b = 0; b < table.length; b++) table[b] = b;
-    return reference.forward(List.of(new ModelRunner.SequenceChunk(tokens, 0, table, false)))
-        .get(0)[0];
+    var chunk = new ModelRunner.SequenceChunk(tokens, 0, table, false, 0, promptLength);
+    return reference.forward(List.of(chunk)).get(0)[0];
   }
 
   static int[] encode(String text) {
@@ -306,7 +310,7 @@ class EngineTest {
       assertEquals(ids.length, s.promptLogprobs().size());
       assertNull(s.promptLogprobs().get(0));
       // Position 1 is predicted by the logits after token 0.
-      float[] row = referenceRow(List.of(ids[0]));
+      float[] row = referenceRow(List.of(ids[0]), 1);
       double max = Double.NEGATIVE_INFINITY, sum = 0;
       for (float v : row) max = Math.max(max, v);
       for (float v : row) sum += Math.exp(v - max);
@@ -339,7 +343,7 @@ class EngineTest {
       for (int position : new int[] {1, rows, rows + 1, 2 * rows + 1, ids.length - 1}) {
         List<Integer> prefix = new ArrayList<>();
         for (int i = 0; i < position; i++) prefix.add(ids[i]);
-        float[] row = referenceRow(prefix);
+        float[] row = referenceRow(prefix, prefix.size());
         double max = Double.NEGATIVE_INFINITY, sum = 0;
         for (float v : row) max = Math.max(max, v);
         for (float v : row) sum += Math.exp(v - max);
@@ -415,7 +419,7 @@ class EngineTest {
           List<Integer> seq = new ArrayList<>();
           for (int t : ids) seq.add(t);
           for (int t : beam.tokens()) seq.add(t);
-          rows.add(referenceRow(seq));
+          rows.add(referenceRow(seq, ids.length));
         }
         search.step(rows);
       }

@@ -2,14 +2,19 @@ package dev.troupe.worker;
 
 import com.typesafe.config.Config;
 import dev.troupe.protocol.cluster.KvRole;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * {@code troupe.worker.kv-role}: what this node's replicas of each model do in disaggregated
  * prefill/decode ({@code --kv-role}). A replica reports its role with its cache reports and its
  * status; the gateways route by it. The role belongs to the node, so a replica that sharding moves
- * to another node takes that node's role.
+ * to another node takes that node's role; the node also advertises its roles as cluster roles
+ * ({@link #memberRoles}), by which sharding places replicas ({@link KvRolePlacement}).
  *
  * @param defaultRole the role of a model not named in {@code byModel}
  * @param byModel role per served model name
@@ -27,6 +32,48 @@ public record KvRoles(KvRole defaultRole, Map<String, KvRole> byModel) {
   /** The role of {@code model}'s replicas on this node. */
   public KvRole of(String model) {
     return byModel.getOrDefault(model, defaultRole);
+  }
+
+  /** How a node advertises its roles to the cluster: a Pekko cluster role per declared role. */
+  static final String MEMBER_ROLE_PREFIX = "kv-role:";
+
+  private static final String ALL_MODELS = "*";
+
+  /**
+   * These roles as Pekko cluster roles ({@code kv-role:<model>=<role>}, {@code kv-role:*=<role>}
+   * for the default; nothing for {@code both}), so that the shard coordinator can place replicas by
+   * role ({@link KvRolePlacement}).
+   */
+  public List<String> memberRoles() {
+    List<String> out = new ArrayList<>();
+    if (defaultRole != KvRole.BOTH)
+      out.add(MEMBER_ROLE_PREFIX + ALL_MODELS + "=" + defaultRole.wireName());
+    byModel.forEach(
+        (model, role) -> {
+          if (role != defaultRole) out.add(MEMBER_ROLE_PREFIX + model + "=" + role.wireName());
+        });
+    Collections.sort(out);
+    return out;
+  }
+
+  /** A member's roles, read back from its cluster roles ({@link #memberRoles}); others ignored. */
+  public static KvRoles fromMemberRoles(Set<String> clusterRoles) {
+    KvRole fallback = KvRole.BOTH;
+    Map<String, KvRole> roles = new LinkedHashMap<>();
+    for (String r : clusterRoles) {
+      int eq = r.lastIndexOf('=');
+      if (!r.startsWith(MEMBER_ROLE_PREFIX) || eq < 0) continue;
+      String model = r.substring(MEMBER_ROLE_PREFIX.length(), eq);
+      KvRole role;
+      try {
+        role = KvRole.parse(r.substring(eq + 1));
+      } catch (IllegalArgumentException e) {
+        continue; // a newer node's role this one does not know: placed as both
+      }
+      if (model.equals(ALL_MODELS)) fallback = role;
+      else roles.put(model, role);
+    }
+    return new KvRoles(fallback, roles);
   }
 
   /**

@@ -2,12 +2,14 @@ package dev.troupe.worker;
 
 import dev.troupe.engine.KvLayout;
 import dev.troupe.engine.core.EngineRequest;
+import dev.troupe.engine.core.LatencyStats;
 import dev.troupe.engine.core.Rejection;
 import dev.troupe.engine.serving.Engine;
 import dev.troupe.protocol.cluster.GenerationRequest;
 import dev.troupe.protocol.cluster.KvHandle;
 import dev.troupe.protocol.cluster.KvTransfer;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Command;
+import dev.troupe.protocol.cluster.WorkerStatus;
 import dev.troupe.scheduler.Scheduler;
 import dev.troupe.worker.kv.KvSource;
 import dev.troupe.worker.kv.KvTransferClient;
@@ -63,8 +65,14 @@ final class KvTransfers {
     INSTANCE
   }
 
-  /** What a pull fills: the fresh blocks of the held request. */
-  private record Pending(KvTransfer.RemotePrefill from, int[] blocks, KvLayout layout) {}
+  /** What a pull fills: the fresh blocks of the held request; when it was asked for. */
+  private record Pending(
+      KvTransfer.RemotePrefill from, int[] blocks, KvLayout layout, long startNanos) {}
+
+  /** Upper bounds of the pull-seconds buckets: a block or two on a LAN up to a lease's length. */
+  static final double[] PULL_SECONDS_BOUNDS = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0
+  };
 
   private final ActorContext<Command> ctx;
   private final Engine engine;
@@ -76,6 +84,10 @@ final class KvTransfers {
   private final Map<String, String> adapters = new HashMap<>();
   private final Map<String, Pending> pulls = new HashMap<>();
   private boolean expiryScheduled;
+  private long pulledBytes;
+  private long servedBytes;
+  private final LatencyStats.Histogram pullSeconds =
+      new LatencyStats.Histogram(PULL_SECONDS_BOUNDS);
 
   KvTransfers(ActorContext<Command> ctx, String entityId, Engine engine) {
     this.ctx = ctx;
@@ -163,7 +175,7 @@ final class KvTransfers {
       }
       int first = held.cachedBlocks(), end = held.table().length;
       int[] blocks = Arrays.copyOfRange(held.table(), first, end);
-      pulls.put(id, new Pending(from, blocks, layout));
+      pulls.put(id, new Pending(from, blocks, layout, System.nanoTime()));
       CompletionStage<byte[]> pulled =
           KvTransferClient.pull(
               ctx.getSystem(),
@@ -193,6 +205,8 @@ final class KvTransfers {
     if (p.error() == null) {
       try {
         engine.core().completeImport(id, pending.blocks(), p.data());
+        pulledBytes += p.data().length;
+        pullSeconds.observe(System.nanoTime() - pending.startNanos());
         return null;
       } catch (RuntimeException e) {
         return loadFailed(id, pending, e);
@@ -211,14 +225,17 @@ final class KvTransfers {
             + ":"
             + from.remotePort()
             + ": "
-            + (cause instanceof KvSource.KvRefused ? cause.getMessage() : cause.toString());
+            + (cause instanceof KvSource.KvRefused || cause instanceof KvTransferClient.TransferCut
+                ? cause.getMessage()
+                : cause.toString());
     if (settings.recompute()) {
       ctx.getLog().info("{}; computing its prompt here (load-failure-policy recompute)", why);
       engine.core().cancelImport(id);
       return null;
     }
     // refused by the prefill node: the params are stale or wrong (400); the node unreachable or
-    // the transfer cut: the prefill half is gone, the client may run both halves again (503)
+    // the transfer cut after some blocks (TransferCut): the prefill half is gone, the client may
+    // run both halves again (503)
     return cause instanceof KvSource.KvRefused
         ? Rejection.badRequest(why, "kv_transfer_params")
         : new Rejection(
@@ -261,7 +278,9 @@ final class KvTransfers {
 
   void onExport(Export e) {
     try {
-      e.result().complete(engine.core().kvLeases().export(e.lease(), e.blocks(), e.layout()));
+      byte[] bytes = engine.core().kvLeases().export(e.lease(), e.blocks(), e.layout());
+      servedBytes += bytes.length;
+      e.result().complete(bytes);
     } catch (IllegalArgumentException refused) {
       e.result().completeExceptionally(new KvSource.KvRefused(refused.getMessage()));
     } catch (RuntimeException failed) {
@@ -293,6 +312,14 @@ final class KvTransfers {
 
   String engineId() {
     return engineId;
+  }
+
+  /** The replica's KV transfer counters; null when its runner cannot move KV blocks. */
+  WorkerStatus.KvTransferStats stats() {
+    if (layout(null) == null) return null;
+    LatencyStats.Snapshot h = pullSeconds.snapshot();
+    return new WorkerStatus.KvTransferStats(
+        pulledBytes, servedBytes, new WorkerStatus.Histogram(h.bounds(), h.counts(), h.sum()));
   }
 
   /** The runner's layout with the served model's and the adapter's identity; null if none. */

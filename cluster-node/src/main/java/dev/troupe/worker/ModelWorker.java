@@ -56,6 +56,7 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
+import org.apache.pekko.cluster.sharding.typed.HashCodeMessageExtractor;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 
@@ -186,15 +187,23 @@ public final class ModelWorker extends AbstractBehavior<Command> {
       ServedModels models,
       EngineProvider engines,
       Duration metricsLogInterval) {
-    ClusterSharding.get(system)
-        .init(
-            Entity.of(
-                    ModelWorkerProtocol.TYPE_KEY,
-                    entity -> create(entity.getEntityId(), models, engines, metricsLogInterval))
-                .withRole(ModelWorkerProtocol.ROLE)
-                .withStopMessage(HandOff.INSTANCE)
-                .withSettings(ClusterShardingSettings.create(system).withRememberEntities(true))
-                .withEntityProps(DispatcherSelector.fromConfig(DISPATCHER)));
+    ClusterSharding sharding = ClusterSharding.get(system);
+    ClusterShardingSettings settings =
+        ClusterShardingSettings.create(system).withRememberEntities(true);
+    sharding.init(
+        Entity.of(
+                ModelWorkerProtocol.TYPE_KEY,
+                entity -> create(entity.getEntityId(), models, engines, metricsLogInterval))
+            .withRole(ModelWorkerProtocol.ROLE)
+            .withStopMessage(HandOff.INSTANCE)
+            .withSettings(settings)
+            .withAllocationStrategy(
+                new KvRolePlacement(
+                    sharding.defaultShardAllocationStrategy(settings),
+                    models,
+                    // the entity's extractor (sharding's default): shard id = hash of entity id
+                    new HashCodeMessageExtractor<Command>(settings.numberOfShards())))
+            .withEntityProps(DispatcherSelector.fromConfig(DISPATCHER)));
   }
 
   /**
@@ -659,7 +668,14 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     return WireUpdates.status(entityId, engine)
         .withDetails(
             WireUpdates.details(
-                node, device, adapters.names(), rates, now, draining || health.draining(), kvRole));
+                node,
+                device,
+                adapters.names(),
+                rates,
+                now,
+                draining || health.draining(),
+                kvRole,
+                kv.stats()));
   }
 
   /**

@@ -119,7 +119,8 @@ final class WireUpdates {
       TokenRates rates,
       long nowNanos,
       boolean draining,
-      dev.troupe.protocol.cluster.KvRole kvRole) {
+      dev.troupe.protocol.cluster.KvRole kvRole,
+      WorkerStatus.KvTransferStats kvTransfer) {
     List<WorkerStatus.LoadedAdapter> loaded = new ArrayList<>();
     for (String name : adapters) loaded.add(new WorkerStatus.LoadedAdapter(name, stepOf(name)));
     return new WorkerStatus.Details(
@@ -129,7 +130,8 @@ final class WireUpdates {
         rates.promptPerSecond(nowNanos),
         rates.generatedPerSecond(nowNanos),
         draining,
-        kvRole);
+        kvRole,
+        kvTransfer);
   }
 
   private static Histogram histogram(LatencyStats.Snapshot s) {

@@ -28,6 +28,7 @@ import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -39,12 +40,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  * or given up, and refusals reach the request as clear errors. Every message is serialized.
  */
 class ModelWorkerKvTransferTest {
-  private static final ActorTestKit testKit = kit("fail");
+  private static ActorTestKit testKit; // created in start: other tests share the helpers below
   private static final ServedModels MODELS =
       new ServedModels(List.of(new ServedModel("demo", "demo", 4, "fcfs")));
   private static final Duration WAIT = Duration.ofSeconds(60);
   private static int spawned;
-  private static final java.util.Map<String, dev.troupe.engine.serving.Engine> ENGINES =
+  static final java.util.Map<String, dev.troupe.engine.serving.Engine> ENGINES =
       new java.util.concurrent.ConcurrentHashMap<>();
 
   static ActorTestKit kit(String policy) {
@@ -56,6 +57,11 @@ class ModelWorkerKvTransferTest {
                     + policy
                     + " }")
             .withFallback(ConfigFactory.load()));
+  }
+
+  @BeforeAll
+  static void start() {
+    testKit = kit("fail");
   }
 
   @AfterAll
@@ -121,6 +127,14 @@ class ModelWorkerKvTransferTest {
     return probe.receiveMessage(WAIT).kvBlocksUsed();
   }
 
+  /** The replica's KV transfer counters, as its status reports them. */
+  static dev.troupe.protocol.cluster.WorkerStatus.KvTransferStats kvStats(
+      ActorTestKit kit, ActorRef<Command> worker) {
+    TestProbe<dev.troupe.protocol.cluster.WorkerStatus> probe = kit.createTestProbe();
+    worker.tell(new GetStatus(probe.ref()));
+    return probe.receiveMessage(WAIT).details().kvTransfer();
+  }
+
   /** vLLM's proxy: prefill with max_tokens 1, then the original request with the params. */
   static KvHandle prefill(ActorTestKit kit, ActorRef<Command> p, String id, List<Integer> ids) {
     SamplingParams one = SamplingParams.builder().temperature(0.0).maxTokens(1).build();
@@ -148,6 +162,8 @@ class ModelWorkerKvTransferTest {
     for (SamplingParams sampling : List.of(GREEDY, SEEDED_N2)) {
       String tag = length + "-" + sampling.n();
       long importedBefore = ENGINES.get("demo#2").core().importedBlocks();
+      var pulledBefore = kvStats(testKit, d);
+      var servedBefore = kvStats(testKit, p);
       List<List<Integer>> expected =
           tokens(run(testKit, reference, request("ref-" + tag, ids, sampling)));
       KvHandle handle = prefill(testKit, p, "pre-" + tag, ids);
@@ -164,6 +180,19 @@ class ModelWorkerKvTransferTest {
           pulled[sampling.n() == 1 ? 0 : 1],
           ENGINES.get("demo#2").core().importedBlocks() - importedBefore,
           "blocks pulled: " + tag);
+      // the counters grow by exactly the bytes of the blocks that travelled, on both sides
+      long bytes =
+          pulled[sampling.n() == 1 ? 0 : 1] * ENGINES.get("demo#2").core().kvLayout().blockBytes();
+      var pulledAfter = kvStats(testKit, d);
+      var servedAfter = kvStats(testKit, p);
+      assertEquals(bytes, pulledAfter.pulledBytes() - pulledBefore.pulledBytes(), "pulled " + tag);
+      assertEquals(bytes, servedAfter.servedBytes() - servedBefore.servedBytes(), "served " + tag);
+      assertEquals(0, pulledAfter.servedBytes() - pulledBefore.servedBytes(), "d served none");
+      assertEquals(0, servedAfter.pulledBytes() - servedBefore.pulledBytes(), "p pulled none");
+      assertEquals(
+          1,
+          pulledAfter.pullSeconds().count() - pulledBefore.pullSeconds().count(),
+          "one pull timed: " + tag);
       assertNull(last(events).kvHandle(), "a decode holds nothing for anyone");
       assertEquals(0, blocksUsed(testKit, p), "the pull ended the lease: its blocks are free");
       assertEquals(0, blocksUsed(testKit, d), "the decode's blocks are free after it");

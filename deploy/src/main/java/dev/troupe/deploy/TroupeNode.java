@@ -302,7 +302,7 @@ public final class TroupeNode implements AutoCloseable {
     values.put("pekko.remote.artery.canonical.hostname", o.host());
     values.put("pekko.remote.artery.canonical.port", o.clusterPort());
     values.put("pekko.remote.artery.bind.hostname", o.bind());
-    values.put("pekko.cluster.roles", o.roles());
+    values.put("pekko.cluster.roles", clusterRoles(o));
     values.put("pekko.cluster.seed-nodes", seeds);
     if (!o.discovery().equals("none")) {
       String bootstrap = "pekko.management.cluster.bootstrap.contact-point-discovery.";
@@ -430,4 +430,18 @@ public final class TroupeNode implements AutoCloseable {
 
   /** How long {@link Main} waits for the node to stop at JVM exit. */
   static final Duration SHUTDOWN_TIMEOUT = Duration.ofSeconds(60);
+
+  /**
+   * The node's cluster roles: {@code --roles}, and on a worker its declared prefill/decode roles
+   * ({@code --kv-role}), by which sharding places model replicas ({@code KvRoles.memberRoles}).
+   */
+  static List<String> clusterRoles(LaunchOptions o) {
+    List<String> roles = new ArrayList<>(o.roles());
+    if (!roles.contains(dev.troupe.protocol.cluster.ModelWorkerProtocol.ROLE)) return roles;
+    KvRole all = o.kvRoles().getOrDefault(LaunchOptions.ALL_MODELS, KvRole.BOTH);
+    Map<String, KvRole> byModel = new LinkedHashMap<>(o.kvRoles());
+    byModel.remove(LaunchOptions.ALL_MODELS);
+    roles.addAll(new dev.troupe.worker.KvRoles(all, byModel).memberRoles());
+    return roles;
+  }
 }

@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.junit.jupiter.api.AfterEach;
@@ -233,5 +234,27 @@ class DisaggregationMultiNodeTest {
     assertTrue(
         m.contains("troupe:disaggregation_fallbacks_total{model_name=\"demo\"} 0.0"),
         "no split request fell back to being served whole: " + m);
+    // The KV channel's counters: every split pulled its blocks, so what the decode replica pulled
+    // is what the prefill replica served, byte for byte (the exact block bytes of a pull:
+    // ModelWorkerKvTransferTest), and each pull is timed.
+    double pulled = total(m, "troupe:kv_transfer_bytes_total", "direction=\"pulled\"");
+    assertTrue(pulled > 0, m);
+    assertEquals(pulled, total(m, "troupe:kv_transfer_bytes_total", "direction=\"served\""), m);
+    assertTrue(total(m, "troupe:kv_transfer_pull_seconds_count", "") >= 4, m); // 4 splits or more
+    // The dashboard's P/D panels have their samples now.
+    Set<String> sampled = ClusterMonitoringTest.sampled(m);
+    assertTrue(sampled.containsAll(ClusterMonitoringTest.ONLY_WITH_KV_ROLES), m);
+    for (String name : ClusterMonitoringTest.dashboardMetrics())
+      if (name.startsWith("troupe:kv_transfer") || name.contains("disaggregation"))
+        assertTrue(sampled.contains(name), name + " has samples: " + m);
+  }
+
+  /** The sum of {@code name}'s samples whose labels contain {@code label}. */
+  private static double total(String exposition, String name, String label) {
+    double sum = 0;
+    for (String line : exposition.split("\n"))
+      if (line.startsWith(name + "{") && line.contains(label))
+        sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+    return sum;
   }
 }

@@ -145,6 +145,42 @@ final class WorkerMetrics {
             "Histogram of the max_tokens request parameter.",
             replicas,
             Tokens::paramsMaxTokens));
+    kvTransfer(all, replicas);
+  }
+
+  /**
+   * Disaggregated prefill/decode's channel: KV bytes each replica pulled and served ({@code
+   * direction}), and how long its completed pulls took; replicas whose runner cannot move KV blocks
+   * are left out. Bytes over seconds of the same replicas is the transfer rate.
+   */
+  private static void kvTransfer(MetricSnapshots.Builder all, List<Replica> replicas) {
+    CounterSnapshot.Builder bytes =
+        CounterSnapshot.builder()
+            .name("troupe:kv_transfer_bytes")
+            .help("KV bytes moved between replicas for disaggregated prefill/decode.");
+    HistogramSnapshot.Builder seconds =
+        HistogramSnapshot.builder()
+            .name("troupe:kv_transfer_pull_seconds")
+            .help("Seconds a completed KV pull took, from asking to having every block.");
+    for (Replica r : replicas) {
+      WorkerStatus.Details d = r.status().details();
+      WorkerStatus.KvTransferStats kv = d == null ? null : d.kvTransfer();
+      if (kv == null) continue;
+      Labels l = labels(r);
+      bytes.dataPoint(
+          CounterDataPointSnapshot.builder()
+              .labels(l.add("direction", "pulled"))
+              .value(kv.pulledBytes())
+              .build());
+      bytes.dataPoint(
+          CounterDataPointSnapshot.builder()
+              .labels(l.add("direction", "served"))
+              .value(kv.servedBytes())
+              .build());
+      seconds.dataPoint(point(r, kv.pullSeconds()));
+    }
+    all.metricSnapshot(bytes.build());
+    all.metricSnapshot(seconds.build());
   }
 
   /**

@@ -23,6 +23,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Disaggregated prefill/decode against a running cluster (issue 28): {@code --streams} streams
@@ -32,7 +34,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * inter-token gap p50/p99 while long prompts arrive (what disaggregation is meant to protect) and
  * their TTFT; for the long prompts, TTFT p50/p99; output tokens/s of everything; how many long
  * prompts the gateway split ({@code X-Troupe-Route}); from the gateway's {@code /metrics}, the
- * prefill legs' mean latency and, when the KV channel exposes it, the bytes pulled per second.
+ * prefill legs' mean latency and the KV channel's transfer rate: KV bytes the decode replicas
+ * pulled over the seconds their pulls took ({@code
+ * troupe:kv_transfer_bytes_total{direction="pulled"}} over {@code
+ * troupe:kv_transfer_pull_seconds_sum}, scraped before and after).
  *
  * <p>Run it once against the cluster with every replica {@code both} and once with {@code
  * --kv-role} prefill/decode on the same nodes: {@code bench/pd-bench.sh} does both. Not a test:
@@ -40,7 +45,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>Usage: {@code PdBench --url http://127.0.0.1:8000 --key KEY [--model demo] [--label L]
  * [--streams 16] [--stream-tokens 128] [--long 8] [--long-min 2048] [--long-max 3500]
- * [--interval-ms 2000] [--long-tokens 16] [--transfer-metric NAME]}
+ * [--interval-ms 2000] [--long-tokens 16]}
  */
 public final class PdBench {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -56,8 +61,13 @@ public final class PdBench {
       int longMin,
       int longMax,
       long intervalMs,
-      int longTokens,
-      String transferMetric) {}
+      int longTokens) {}
+
+  /** KV bytes pulled (the counter's series of direction pulled, summed over replicas). */
+  static final String PULLED = "troupe:kv_transfer_bytes_total{direction=\"pulled\"}";
+
+  /** Seconds the completed pulls took, summed. */
+  static final String PULL_SECONDS = "troupe:kv_transfer_pull_seconds_sum";
 
   /** One request's timings: nanoseconds of its start, first token and each token-bearing event. */
   record Timing(long start, long first, List<Long> events, int tokens, String route) {}
@@ -136,8 +146,8 @@ public final class PdBench {
     }
     double legCount = delta(before, after, "troupe:prefill_leg_seconds_count");
     double legSum = delta(before, after, "troupe:prefill_leg_seconds_sum");
-    double bytes = delta(before, after, o.transferMetric());
-    double longSeconds = (longEnd - longStart) / 1e9;
+    double bytes = delta(before, after, PULLED);
+    double pullSeconds = delta(before, after, PULL_SECONDS);
     System.out.println(HEADER);
     System.out.println("|---|---|---|---|---|---|---|---|---|---|");
     System.out.printf(
@@ -156,9 +166,11 @@ public final class PdBench {
         split,
         longs.size(),
         legCount > 0 ? String.format(Locale.ROOT, "%.0f", legSum / legCount * 1e3) : "-",
-        Double.isNaN(bytes)
+        Double.isNaN(bytes) || Double.isNaN(pullSeconds)
             ? "n/a"
-            : String.format(Locale.ROOT, "%.1f", bytes / 1e6 / longSeconds));
+            : pullSeconds > 0
+                ? String.format(Locale.ROOT, "%.1f", bytes / 1e6 / pullSeconds)
+                : "-");
   }
 
   /** The table's header, for docs/benchmarks.md. */
@@ -242,7 +254,10 @@ public final class PdBench {
         start, first, events, tokens, r.headers().firstValue("X-Troupe-Route").orElse(null));
   }
 
-  /** Counter and histogram totals of the gateway's /metrics, summed over their labels. */
+  /**
+   * Counter and histogram totals of the gateway's /metrics, summed over their labels; a series with
+   * a {@code direction} label is also summed under {@code name{direction="..."}}.
+   */
   private static Map<String, Double> scrape(HttpClient http, Options o) throws Exception {
     HttpResponse<String> r =
         http.send(
@@ -258,13 +273,19 @@ public final class PdBench {
       int space = line.lastIndexOf(' ');
       String name = brace > 0 ? line.substring(0, brace) : line.substring(0, space);
       try {
-        totals.merge(name, Double.parseDouble(line.substring(space + 1)), Double::sum);
+        double value = Double.parseDouble(line.substring(space + 1));
+        totals.merge(name, value, Double::sum);
+        Matcher direction = DIRECTION.matcher(line);
+        if (brace > 0 && direction.find())
+          totals.merge(name + "{direction=\"" + direction.group(1) + "\"}", value, Double::sum);
       } catch (NumberFormatException e) {
         // a value Prometheus writes that is not a number (NaN, +Inf): not one of ours
       }
     }
     return totals;
   }
+
+  private static final Pattern DIRECTION = Pattern.compile("[{,]direction=\"([^\"]*)\"");
 
   private static Options parse(String[] args) {
     Map<String, String> a = new HashMap<>();
@@ -287,8 +308,7 @@ public final class PdBench {
             Integer.parseInt(a.getOrDefault("long-min", "2048")),
             Integer.parseInt(a.getOrDefault("long-max", "3500")),
             Long.parseLong(a.getOrDefault("interval-ms", "2000")),
-            Integer.parseInt(a.getOrDefault("long-tokens", "16")),
-            a.getOrDefault("transfer-metric", "troupe:kv_transfer_bytes_total"));
+            Integer.parseInt(a.getOrDefault("long-tokens", "16")));
     if (o.longMin() < 1 || o.longMax() < o.longMin())
       throw new IllegalArgumentException("--long-min must be >= 1 and <= --long-max");
     return o;

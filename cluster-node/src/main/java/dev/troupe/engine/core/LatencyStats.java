@@ -200,18 +200,19 @@ public final class LatencyStats {
     }
   }
 
-  private static final class Histogram {
+  /** One histogram, not thread-safe (its owner's thread only). */
+  public static final class Histogram {
     private final double[] bounds;
     private final long[] counts;
     private double sum;
 
-    Histogram(double[] bounds) {
+    public Histogram(double[] bounds) {
       this.bounds = bounds;
       this.counts = new long[bounds.length + 1];
     }
 
     /** A duration, observed in seconds. */
-    void observe(long nanos) {
+    public void observe(long nanos) {
       observeValue(Math.max(0, nanos) / 1e9);
     }
 
@@ -221,7 +222,7 @@ public final class LatencyStats {
       sum += value;
     }
 
-    Snapshot snapshot() {
+    public Snapshot snapshot() {
       return new Snapshot(bounds.clone(), counts.clone(), sum);
     }
   }

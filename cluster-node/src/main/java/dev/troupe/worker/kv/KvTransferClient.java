@@ -24,8 +24,10 @@ public final class KvTransferClient {
   /**
    * Blocks {@code blocks} of lease {@code lease} of replica incarnation {@code engineId}, as one
    * array ({@link KvLayout#blockBytes()} per block, in order). Fails with {@link
-   * KvSource.KvRefused} carrying the server's reason when it refuses, a block arrives corrupt, or
-   * the connection ends early; with a timeout after {@code timeout}.
+   * KvSource.KvRefused} carrying the server's reason when it refuses or a block arrives corrupt;
+   * with {@link TransferCut} when the connection ends before every block arrived (the prefill node
+   * died or its channel closed mid-transfer); with a timeout after {@code timeout}. Blocks are
+   * handed over only whole: a cut transfer imports nothing.
    */
   public static CompletionStage<byte[]> pull(
       ActorSystem<?> system,
@@ -73,14 +75,24 @@ public final class KvTransferClient {
         .thenApply(
             ignored -> {
               if (!done[0] || received[0] != blocks.size())
-                throw new KvSource.KvRefused(
-                    "the prefill node closed the connection after "
+                throw new TransferCut(
+                    "the prefill node closed the KV transfer connection after "
                         + received[0]
                         + " of "
                         + blocks.size()
                         + " KV blocks");
               return out;
             });
+  }
+
+  /**
+   * The KV channel ended before the pull did (after {@code k} of {@code n} blocks): the prefill
+   * side is gone, not the request's parameters at fault.
+   */
+  public static final class TransferCut extends RuntimeException {
+    public TransferCut(String message) {
+      super(message, null, false, false);
+    }
   }
 
   /**

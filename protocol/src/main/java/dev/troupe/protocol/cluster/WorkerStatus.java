@@ -170,6 +170,8 @@ public record WorkerStatus(
    * @param draining it takes no new request (its node is shutting down)
    * @param kvRole what it does in disaggregated prefill/decode (its node's {@code --kv-role} for
    *     the model; null from an older node means {@link KvRole#BOTH})
+   * @param kvTransfer its KV transfer counters; null from a replica whose runner cannot move KV
+   *     blocks (and from an older node)
    */
   public record Details(
       String node,
@@ -178,11 +180,32 @@ public record WorkerStatus(
       double prefillTokensPerSecond,
       double decodeTokensPerSecond,
       boolean draining,
-      KvRole kvRole)
+      KvRole kvRole,
+      KvTransferStats kvTransfer)
       implements CborSerializable {
     public Details {
       adapters = adapters == null ? List.of() : List.copyOf(adapters);
       if (kvRole == null) kvRole = KvRole.BOTH;
+    }
+
+    /** Without KV transfer counters. */
+    public Details(
+        String node,
+        Device device,
+        List<LoadedAdapter> adapters,
+        double prefillTokensPerSecond,
+        double decodeTokensPerSecond,
+        boolean draining,
+        KvRole kvRole) {
+      this(
+          node,
+          device,
+          adapters,
+          prefillTokensPerSecond,
+          decodeTokensPerSecond,
+          draining,
+          kvRole,
+          null);
     }
 
     /** A replica that does both phases. */
@@ -201,6 +224,23 @@ public record WorkerStatus(
           decodeTokensPerSecond,
           draining,
           KvRole.BOTH);
+    }
+  }
+
+  /**
+   * A replica's KV transfer counters since it started (disaggregated prefill/decode).
+   *
+   * @param pulledBytes KV bytes this replica pulled from prefill replicas and imported (completed
+   *     pulls only: a failed or cut pull imports nothing)
+   * @param servedBytes KV bytes of this replica's leased blocks read out for pulls by decode
+   *     replicas
+   * @param pullSeconds how long each completed pull took, from asking to having every block
+   */
+  public record KvTransferStats(long pulledBytes, long servedBytes, Histogram pullSeconds)
+      implements CborSerializable {
+    public KvTransferStats {
+      if (pulledBytes < 0 || servedBytes < 0 || pullSeconds == null)
+        throw new IllegalArgumentException("byte counts are >= 0 and pullSeconds is required");
     }
   }
 

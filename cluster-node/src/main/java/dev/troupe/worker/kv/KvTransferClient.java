@@ -72,7 +72,9 @@ public final class KvTransferClient {
                   }
                 }),
             system)
-        .thenApply(
+        // on the system's dispatcher: the stage's own non-async methods run on the JDK common pool,
+        // which starts a thread per task where its parallelism is 1 (1-2 cores)
+        .thenApplyAsync(
             ignored -> {
               if (!done[0] || received[0] != blocks.size())
                 throw new TransferCut(
@@ -82,7 +84,8 @@ public final class KvTransferClient {
                         + blocks.size()
                         + " KV blocks");
               return out;
-            });
+            },
+            system.executionContext());
   }
 
   /**
@@ -116,7 +119,8 @@ public final class KvTransferClient {
         .take(1)
         .completionTimeout(Duration.ofSeconds(10))
         .runWith(Sink.headOption(), system)
-        .handle(
-            (first, e) -> e == null && first.isPresent() && first.get().head() == KvFrames.DONE);
+        .handleAsync(
+            (first, e) -> e == null && first.isPresent() && first.get().head() == KvFrames.DONE,
+            system.executionContext());
   }
 }

@@ -109,7 +109,9 @@ public final class NodeReporter extends AbstractBehavior<Command> {
                   ModelWorkerProtocol.Describe::new,
                   askTimeout,
                   getContext().getSystem().scheduler())
-              .handle(
+              // on the dispatcher: the ask's stage runs its non-async methods on the common pool,
+              // which starts a thread per task on 1-2 cores (a replica asked per /v1/cluster call)
+              .handleAsync(
                   (status, error) -> {
                     if (error != null)
                       return new ReplicaReport(
@@ -126,7 +128,8 @@ public final class NodeReporter extends AbstractBehavior<Command> {
                         null,
                         r.restarts(),
                         status);
-                  })
+                  },
+                  getContext().getSystem().executionContext())
               .toCompletableFuture();
     };
   }

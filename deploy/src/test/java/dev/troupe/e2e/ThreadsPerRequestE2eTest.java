@@ -34,6 +34,25 @@ class ThreadsPerRequestE2eTest {
 
   @Test
   void chatAndCompletionRequestsStartNoThreadEach() throws Exception {
+    assertStartsNoThreadEach(ThreadsPerRequestE2eTest::send, "chat/completion");
+  }
+
+  /**
+   * The admin pages too: {@code /v1/cluster} asks the receptionist, every node's reporter (which
+   * asks its serving replicas) and the shard coordinators; {@code /metrics} gathers the same node
+   * reports for its {@code troupe:} families. Before they completed those stages on a dispatcher,
+   * 20 of these requests started 150 threads.
+   */
+  @Test
+  void clusterAndMetricsRequestsStartNoThreadEach() throws Exception {
+    assertStartsNoThreadEach(ThreadsPerRequestE2eTest::admin, "/v1/cluster and /metrics");
+  }
+
+  private interface Request {
+    void send(HttpClient http, ChatServer server, int i) throws Exception;
+  }
+
+  private static void assertStartsNoThreadEach(Request request, String what) throws Exception {
     assertEquals(1, ForkJoinPool.getCommonPoolParallelism(), "see deploy/pom.xml");
     ExecutorService clientThread = Executors.newSingleThreadExecutor();
     try (ChatServer server = ChatServer.start()) {
@@ -42,12 +61,12 @@ class ThreadsPerRequestE2eTest {
               .version(HttpClient.Version.HTTP_1_1)
               .executor(clientThread)
               .build();
-      for (int i = 0; i < 8; i++) send(http, server, i); // every kind, twice: pools warm up
+      for (int i = 0; i < 8; i++) request.send(http, server, i); // every kind, twice: pools warm up
       ThreadMXBean threads = ManagementFactory.getThreadMXBean();
       Set<String> before = names();
       long started = threads.getTotalStartedThreadCount();
 
-      for (int i = 0; i < 20; i++) send(http, server, i);
+      for (int i = 0; i < 20; i++) request.send(http, server, i);
 
       long more = threads.getTotalStartedThreadCount() - started;
       Set<String> now = names();
@@ -55,12 +74,29 @@ class ThreadsPerRequestE2eTest {
       assertTrue(
           more <= LAZY_POOL_THREADS,
           more
-              + " threads started during 20 requests (still alive: "
+              + " threads started during 20 "
+              + what
+              + " requests (still alive: "
               + now
               + "); record jdk.ThreadStart with stack traces in JFR to see where");
     } finally {
       clientThread.shutdownNow();
     }
+  }
+
+  /** {@code GET /v1/cluster} and {@code GET /metrics}, in turn. */
+  private static void admin(HttpClient http, ChatServer server, int i) throws Exception {
+    boolean cluster = i % 2 == 0;
+    HttpResponse<String> r =
+        http.send(
+            HttpRequest.newBuilder(
+                    URI.create(server.baseUrl() + (cluster ? "/v1/cluster" : "/metrics")))
+                .header("Authorization", "Bearer " + ChatServer.KEY)
+                .GET()
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, r.statusCode(), r.body());
+    assertTrue(r.body().contains(cluster ? "\"members\"" : "troupe:cluster_members"), r.body());
   }
 
   /** Chat and completions (two prompts, n=2, echoed logprobs), each streamed and not, in turn. */

@@ -1,5 +1,6 @@
 package dev.troupe.gateway.cluster;
 
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.gateway.preview.TrajectoryCounts;
 import dev.troupe.gateway.preview.training.TrainingJobs;
 import dev.troupe.protocol.api.cluster.ClusterResponse;
@@ -79,22 +80,26 @@ public final class ClusterView {
 
   /** Every reachable node's report; the ones that did not answer are added to {@code missing}. */
   public CompletionStage<List<NodeReport>> nodeReports(List<String> missing) {
-    return AskPattern.<Receptionist.Command, Receptionist.Listing>ask(
-            system.receptionist(),
-            r -> Receptionist.find(ClusterViewProtocol.NODE_REPORTERS, r),
-            timeout,
-            system.scheduler())
+    return Stages.on(
+            system,
+            AskPattern.<Receptionist.Command, Receptionist.Listing>ask(
+                system.receptionist(),
+                r -> Receptionist.find(ClusterViewProtocol.NODE_REPORTERS, r),
+                timeout,
+                system.scheduler()))
         .thenCompose(
             listing -> {
               List<CompletableFuture<NodeReport>> asks = new ArrayList<>();
               for (ActorRef<ClusterViewProtocol.Command> reporter :
                   listing.getServiceInstances(ClusterViewProtocol.NODE_REPORTERS))
                 asks.add(
-                    AskPattern.<ClusterViewProtocol.Command, NodeReport>ask(
-                            reporter,
-                            ClusterViewProtocol.DescribeNode::new,
-                            timeout,
-                            system.scheduler())
+                    Stages.on(
+                            system,
+                            AskPattern.<ClusterViewProtocol.Command, NodeReport>ask(
+                                reporter,
+                                ClusterViewProtocol.DescribeNode::new,
+                                timeout,
+                                system.scheduler()))
                         .handle(
                             (report, error) -> {
                               if (error == null) return report;

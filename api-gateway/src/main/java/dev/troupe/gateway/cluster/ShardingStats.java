@@ -1,5 +1,6 @@
 package dev.troupe.gateway.cluster;
 
+import dev.troupe.gateway.http.Stages;
 import dev.troupe.protocol.api.cluster.ClusterResponse;
 import dev.troupe.protocol.cluster.ClusterViewProtocol;
 import java.time.Duration;
@@ -32,17 +33,19 @@ final class ShardingStats {
     ClusterSharding sharding = ClusterSharding.get(Adapter.toClassic(system));
     List<CompletableFuture<ClusterResponse.ShardType>> types = new ArrayList<>();
     for (String type : new TreeSet<>(sharding.getShardTypeNames()))
-      types.add(of(sharding, type, timeout).toCompletableFuture());
+      types.add(of(system, sharding, type, timeout).toCompletableFuture());
     return CompletableFuture.allOf(types.toArray(CompletableFuture[]::new))
         .thenApply(done -> types.stream().map(CompletableFuture::join).toList());
   }
 
   private static CompletionStage<ClusterResponse.ShardType> of(
-      ClusterSharding sharding, String type, Duration timeout) {
+      ActorSystem<?> system, ClusterSharding sharding, String type, Duration timeout) {
     // The coordinator waits up to the given time for the regions; the ask a little longer.
     FiniteDuration wait = FiniteDuration.create(timeout.toMillis() * 3 / 4, "ms");
-    return Patterns.ask(
-            sharding.shardRegion(type), new ShardRegion.GetClusterShardingStats(wait), timeout)
+    return Stages.on(
+            system,
+            Patterns.ask(
+                sharding.shardRegion(type), new ShardRegion.GetClusterShardingStats(wait), timeout))
         .handle(
             (reply, error) -> {
               if (error != null || !(reply instanceof ShardRegion.ClusterShardingStats stats))

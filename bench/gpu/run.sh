@@ -41,7 +41,9 @@ PARTS=("$@")
 for p in "${PARTS[@]}"; do
   case $p in tests | qwen3-1.7b | llama-3.1-8b) ;; *) echo "run.sh: unknown part $p (tests, qwen3-1.7b, llama-3.1-8b)" >&2; exit 2 ;; esac
 done
-[ -d gpu-bundle/classes ] || { echo "run.sh: no gpu-bundle/ (bash bench/gpu/prepare.sh, then carry it)" >&2; exit 2; }
+[ -f gpu-bundle/classes.tar.xz ] || { echo "run.sh: no gpu-bundle/ (bash bench/gpu/prepare.sh, then carry it)" >&2; exit 2; }
+CLASSES=/tmp/troupe-gpu-classes
+rm -rf "$CLASSES" && mkdir -p "$CLASSES" && tar -C "$CLASSES" -xJf gpu-bundle/classes.tar.xz
 
 # seconds left of the overall budget, less a margin for the summary
 left() { echo $((BUDGET - (SECONDS - START) - 5)); }
@@ -110,7 +112,7 @@ fi
 $JAVA -version 2>&1 | head -1
 JAVA=(env LD_LIBRARY_PATH="$CUDA_LD" "$JAVA")
 # the large resources travel once, as tracked files (prepare.sh leaves their copies out of the bundle)
-CP="gpu-bundle/classes:cluster-node/src/main/resources:cluster-node/src/test/resources:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | paste -sd:)"
+CP="$CLASSES/classes:cluster-node/src/main/resources:cluster-node/src/test/resources:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | paste -sd:)"
 JVM=(-Xmx16g --add-modules jdk.incubator.vector -Dtroupe.worker.compute.cuda-kernel-cache=/tmp/troupe-cuda)
 timeout 60 "${JAVA[@]}" "${JVM[@]}" -cp "$CP" dev.troupe.bench.cuda.CudaBench --probe 2>&1 | grep -v '^WARNING: Using incubator'
 [ "${PIPESTATUS[0]}" -eq 0 ] || echo "!! the probe found no usable GPU (above): every CUDA test will abort"
@@ -130,6 +132,7 @@ tests() {
     --select-class dev.troupe.engine.cuda.DeviceSamplerTest \
     --select-class dev.troupe.engine.cuda.DeviceSamplingEngineTest \
     --select-class dev.troupe.engine.cuda.CudaTrainerLossTest \
+    --select-class dev.troupe.engine.cuda.TrainingAttentionTest \
     --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
     --reports-dir /tmp/troupe-junit
   rc=$?

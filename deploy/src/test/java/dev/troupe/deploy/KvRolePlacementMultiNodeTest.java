@@ -46,37 +46,18 @@ class KvRolePlacementMultiNodeTest {
           pekko.cluster.sharding.rebalance-interval = 2s
           """);
 
-  private final List<TroupeNode> nodes = new ArrayList<>();
+  private final LoopbackNodes nodes = new LoopbackNodes(TEST, "sk-place");
   private final HttpClient http = HttpClient.newHttpClient();
 
   @AfterEach
   void stopAll() {
-    for (int i = nodes.size() - 1; i >= 0; i--) nodes.get(i).close();
+    nodes.close();
   }
 
   private TroupeNode start(Path dir, String roles, String seed, String kvRole) throws Exception {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "--roles",
-                roles,
-                "--replicas",
-                "demo=2",
-                "--port",
-                "0",
-                "--cluster-port",
-                "0",
-                "--management-port",
-                "-1",
-                "--api-key",
-                "sk-place",
-                "--data-dir",
-                dir.toString()));
-    if (seed != null) args.addAll(List.of("--seed-nodes", seed));
-    if (kvRole != null) args.addAll(List.of("--kv-role", "demo=" + kvRole));
-    TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), TEST, key -> {});
-    nodes.add(node);
-    return node;
+    List<String> extra = new ArrayList<>(List.of("--replicas", "demo=2"));
+    if (kvRole != null) extra.addAll(List.of("--kv-role", "demo=" + kvRole));
+    return nodes.start(dir, roles, seed, extra.toArray(String[]::new));
   }
 
   /** The roles of the nodes holding the ready replicas, sorted ({@code kv_role}). */

@@ -11,8 +11,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
@@ -42,34 +40,12 @@ class LargeRequestAcrossNodesTest {
           pekko.remote.artery.advanced.maximum-large-frame-size = 2MiB
           """);
 
-  private final List<TroupeNode> nodes = new ArrayList<>();
+  private final LoopbackNodes nodes = new LoopbackNodes(TEST, "sk-big");
   private final HttpClient http = HttpClient.newHttpClient();
 
   @AfterEach
   void stopAll() {
-    for (int i = nodes.size() - 1; i >= 0; i--) nodes.get(i).close();
-  }
-
-  private TroupeNode start(Path dir, String roles, String seed) throws Exception {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "--roles",
-                roles,
-                "--port",
-                "0",
-                "--cluster-port",
-                "0",
-                "--management-port",
-                "-1",
-                "--api-key",
-                "sk-big",
-                "--data-dir",
-                dir.toString()));
-    if (seed != null) args.addAll(List.of("--seed-nodes", seed));
-    TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), TEST, key -> {});
-    nodes.add(node);
-    return node;
+    nodes.close();
   }
 
   private HttpResponse<String> post(TroupeNode node, String path, String body) throws Exception {
@@ -91,8 +67,8 @@ class LargeRequestAcrossNodesTest {
   }
 
   private TroupeNode gatewayAndWorker(Path dir) throws Exception {
-    TroupeNode gateway = start(dir.resolve("g"), "gateway", null);
-    start(dir.resolve("w"), "worker", "127.0.0.1:" + gateway.address().getPort().get());
+    TroupeNode gateway = nodes.start(dir.resolve("g"), "gateway", null);
+    nodes.start(dir.resolve("w"), "worker", "127.0.0.1:" + gateway.address().getPort().get());
     ActorTestKit.create(gateway.system())
         .createTestProbe()
         .awaitAssert(

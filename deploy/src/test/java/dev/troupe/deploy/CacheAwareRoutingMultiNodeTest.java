@@ -51,36 +51,16 @@ class CacheAwareRoutingMultiNodeTest {
           pekko.cluster.leader-actions-interval = 300ms
           """);
 
-  private final List<TroupeNode> nodes = new ArrayList<>();
+  private final LoopbackNodes nodes = new LoopbackNodes(TEST, "sk-route");
   private final HttpClient http = HttpClient.newHttpClient();
 
   @AfterEach
   void stopAll() {
-    for (int i = nodes.size() - 1; i >= 0; i--) nodes.get(i).close();
+    nodes.close();
   }
 
   private TroupeNode start(Path dir, String roles, String seed) throws Exception {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "--roles",
-                roles,
-                "--replicas",
-                "demo=2",
-                "--port",
-                "0",
-                "--cluster-port",
-                "0",
-                "--management-port",
-                "-1",
-                "--api-key",
-                "sk-route",
-                "--data-dir",
-                dir.toString()));
-    if (seed != null) args.addAll(List.of("--seed-nodes", seed));
-    TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), TEST, key -> {});
-    nodes.add(node);
-    return node;
+    return nodes.start(dir, roles, seed, "--replicas", "demo=2");
   }
 
   /** A chat's answer: the route header, the cached prompt tokens it reported, its token ids. */

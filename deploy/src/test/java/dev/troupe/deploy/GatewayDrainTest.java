@@ -9,7 +9,6 @@ import java.net.ConnectException;
 import java.net.Socket;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -47,35 +46,15 @@ class GatewayDrainTest {
           pekko.cluster.leader-actions-interval = 300ms
           """);
 
-  private final List<TroupeNode> nodes = new ArrayList<>();
+  private final LoopbackNodes nodes = new LoopbackNodes(TEST, "sk-drain");
 
   @AfterEach
   void stopAll() {
-    for (int i = nodes.size() - 1; i >= 0; i--) nodes.get(i).close();
+    nodes.close();
   }
 
   private TroupeNode start(Path dir, String roles, String seed) throws Exception {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "--roles",
-                roles,
-                "--port",
-                "0",
-                "--cluster-port",
-                "0",
-                "--management-port",
-                "-1",
-                "--api-key",
-                "sk-drain",
-                "--shutdown-timeout",
-                "60",
-                "--data-dir",
-                dir.toString()));
-    if (seed != null) args.addAll(List.of("--seed-nodes", seed));
-    TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), TEST, key -> {});
-    nodes.add(node);
-    return node;
+    return nodes.start(dir, roles, seed, "--shutdown-timeout", "60");
   }
 
   @Test

@@ -48,6 +48,12 @@ final class LoopbackNodes implements AutoCloseable {
     return node;
   }
 
+  /** Stops {@code node} now (a node leaving the cluster mid-test); {@link #close} skips it. */
+  void stop(TroupeNode node) {
+    nodes.remove(node);
+    node.close();
+  }
+
   @Override
   public void close() {
     for (int i = nodes.size() - 1; i >= 0; i--) nodes.get(i).close();

@@ -22,7 +22,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -69,33 +68,15 @@ class MultiNodeTest {
           pekko.cluster.singleton.hand-over-retry-interval = 300ms
           """);
 
-  private final List<TroupeNode> nodes = new ArrayList<>();
+  private final LoopbackNodes nodes = new LoopbackNodes(TEST, "sk-multi");
 
   @AfterEach
   void stopAll() {
-    for (int i = nodes.size() - 1; i >= 0; i--) nodes.get(i).close();
+    nodes.close();
   }
 
   private TroupeNode start(Path dir, String roles, String seed) throws Exception {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "--roles",
-                roles,
-                "--port",
-                "0",
-                "--cluster-port",
-                "0",
-                "--management-port",
-                "-1",
-                "--api-key",
-                "sk-multi",
-                "--data-dir",
-                dir.toString()));
-    if (seed != null) args.addAll(List.of("--seed-nodes", seed));
-    TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), TEST, key -> {});
-    nodes.add(node);
-    return node;
+    return nodes.start(dir, roles, seed);
   }
 
   private static GenerationRequest request(String id) {
@@ -198,8 +179,7 @@ class MultiNodeTest {
         });
 
     // The hosting node leaves: remember-entities restarts the replica on the other worker node.
-    nodes.remove(host);
-    host.close();
+    nodes.stop(host);
     assertEquals(expected, moving.get(2, TimeUnit.MINUTES), "the moved stream, token for token");
     wait.awaitAssert(
         WAIT,

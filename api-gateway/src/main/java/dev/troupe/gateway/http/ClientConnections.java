@@ -21,10 +21,19 @@ import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.ResponseEntity;
 import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.stream.Attributes;
+import org.apache.pekko.stream.FlowShape;
+import org.apache.pekko.stream.Inlet;
 import org.apache.pekko.stream.KillSwitches;
+import org.apache.pekko.stream.Outlet;
 import org.apache.pekko.stream.SharedKillSwitch;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.stage.AbstractInHandler;
+import org.apache.pekko.stream.stage.AbstractOutHandler;
+import org.apache.pekko.stream.stage.AsyncCallback;
+import org.apache.pekko.stream.stage.GraphStage;
+import org.apache.pekko.stream.stage.GraphStageLogic;
 import org.apache.pekko.util.ByteString;
 
 /**
@@ -47,10 +56,12 @@ import org.apache.pekko.util.ByteString;
  * route cancels the generation. What bounds a request's wait is the route's: the chat route's owner
  * answers 503 when no worker has started it within the migration deadline.
  *
- * <p>The same bookkeeping counts the server's responses in flight, streamed bodies to their end
- * ({@link ResponsesInFlight}), so that a draining gateway waits for them ({@link
- * GatewayServer#terminate}): Pekko HTTP's own graceful termination closes a connection whose
- * response has begun at once, which would cut a stream mid-answer.
+ * <p>The same bookkeeping counts the server's connections and responses in flight ({@link
+ * ResponsesInFlight}), and drains a connection: once the server drains, each connection closes
+ * itself after its responses in flight, streamed bodies to their last byte ({@link DrainGate}), so
+ * that a draining gateway can wait for them ({@link GatewayServer#terminate}). Pekko HTTP's own
+ * graceful termination aborts a connection whose response has begun at once, which would cut a
+ * stream mid-answer, or the tail of one still in the socket's buffers.
  *
  * <p>Installed by {@link GatewayServer}, which turns Pekko's own idle timeout off.
  */
@@ -71,6 +82,12 @@ public final class ClientConnections {
     private final AtomicInteger held = new AtomicInteger();
     private final AtomicLong lastActivity = new AtomicLong(System.nanoTime());
     private final Set<Runnable> onClose = ConcurrentHashMap.newKeySet();
+    // requests that reached the routes; the drain gate compares it with the responses it passed
+    private final AtomicInteger arrived = new AtomicInteger();
+    // streamed bodies begun and not yet ended
+    private final AtomicInteger streaming = new AtomicInteger();
+    private volatile boolean draining;
+    private volatile Runnable wakeGate;
 
     /** Completes when the client has closed the connection (or it failed). */
     public CompletionStage<Done> closed() {
@@ -114,6 +131,25 @@ public final class ClientConnections {
       lastActivity.set(System.nanoTime());
     }
 
+    /**
+     * The server drains: the connection closes once no response is in flight on it (a streamed one
+     * after its last chunk), flushing what it has written first.
+     */
+    void drain() {
+      draining = true;
+      wakeGate();
+    }
+
+    private void wakeGate() {
+      Runnable wake = wakeGate;
+      if (wake != null) wake.run();
+    }
+
+    /** Whether the drain gate may close: every request's response passed, no body streaming. */
+    private boolean quiet(int passed) {
+      return draining && passed >= arrived.get() && streaming.get() == 0;
+    }
+
     boolean idleLongerThan(Duration timeout) {
       return held.get() == 0 && System.nanoTime() - lastActivity.get() > timeout.toNanos();
     }
@@ -136,6 +172,7 @@ public final class ClientConnections {
     return Flow.<HttpRequest, HttpResponse, NotUsed>fromMaterializer(
             (mat, attributes) -> {
               Connection c = new Connection();
+              server.opened(c);
               // responses in flight on this connection, in request order (HTTP/1.1 answers in
               // order): each ends when its response is written to the end
               Queue<Runnable> open = new ConcurrentLinkedQueue<>();
@@ -162,11 +199,13 @@ public final class ClientConnections {
                       r -> {
                         c.touch();
                         c.held.incrementAndGet(); // until its response is written (withProgress)
+                        c.arrived.incrementAndGet();
                         open.add(server.begin());
                         return r.addAttribute(KEY, c);
                       })
                   .via(routes)
                   .map(r -> withProgress(r, c, open.poll(), server.draining(), system))
+                  .via(Flow.fromGraph(new DrainGate(c)))
                   .via(idle.flow())
                   .watchTermination(
                       (m, done) -> {
@@ -180,6 +219,82 @@ public final class ClientConnections {
                       });
             })
         .mapMaterializedValue(f -> NotUsed.getInstance());
+  }
+
+  /**
+   * Passes a connection's responses through; once its connection drains ({@link Connection#drain}),
+   * every request that reached the routes has had its response passed, and no body is streaming
+   * (its last chunk has gone down to the TCP stage), completes the response stream. Pekko HTTP then
+   * ends the connection: its TCP stage closes the socket once the writes it holds are done, and the
+   * kernel sends what the socket buffer holds before the FIN; the request stream ends, which
+   * completes {@link Connection#closed()}. Completing any earlier — while a body streams — would
+   * close the socket under the rest of that body (Pekko's one-to-one guard cancels the request side
+   * with the response side, and the TCP stage closes on that unless a write is under way).
+   * Responses that come after are discarded: their requests arrived as the connection closed, as on
+   * any idle connection a server closes.
+   */
+  private static final class DrainGate extends GraphStage<FlowShape<HttpResponse, HttpResponse>> {
+    private final Inlet<HttpResponse> in = Inlet.create("DrainGate.in");
+    private final Outlet<HttpResponse> out = Outlet.create("DrainGate.out");
+    private final FlowShape<HttpResponse, HttpResponse> shape = FlowShape.of(in, out);
+    private final Connection connection;
+
+    DrainGate(Connection connection) {
+      this.connection = connection;
+    }
+
+    @Override
+    public FlowShape<HttpResponse, HttpResponse> shape() {
+      return shape;
+    }
+
+    @Override
+    public GraphStageLogic createLogic(Attributes attributes) {
+      return new GraphStageLogic(shape) {
+        private int passed;
+
+        {
+          setHandler(
+              in,
+              new AbstractInHandler() {
+                @Override
+                public void onPush() {
+                  HttpResponse r = grab(in);
+                  if (isClosed(out)) {
+                    r.discardEntityBytes(materializer());
+                    pull(in);
+                    return;
+                  }
+                  passed++;
+                  push(out, r);
+                  closeIfDone();
+                }
+              });
+          setHandler(
+              out,
+              new AbstractOutHandler() {
+                @Override
+                public void onPull() {
+                  if (!hasBeenPulled(in)) pull(in);
+                }
+              });
+        }
+
+        @Override
+        public void preStart() {
+          AsyncCallback<Done> wake = createAsyncCallback(d -> closeIfDone());
+          connection.wakeGate = () -> wake.invoke(Done.getInstance());
+          closeIfDone(); // drained before this stage started
+        }
+
+        private void closeIfDone() {
+          if (isClosed(out) || !connection.quiet(passed)) return;
+          complete(out);
+          // keep taking the request stream's responses until it ends with the socket
+          if (!isClosed(in) && !hasBeenPulled(in)) pull(in);
+        }
+      };
+    }
   }
 
   /**
@@ -206,6 +321,7 @@ public final class ClientConnections {
       if (inFlight != null) inFlight.run();
       return response;
     }
+    c.streaming.incrementAndGet();
     Source<ByteString, ?> data =
         entity
             .getDataBytes()
@@ -222,6 +338,8 @@ public final class ClientConnections {
                             c.touch();
                             c.held.decrementAndGet();
                             if (inFlight != null) inFlight.run();
+                            c.streaming.decrementAndGet();
+                            if (c.draining) c.wakeGate();
                           });
                   return m;
                 });

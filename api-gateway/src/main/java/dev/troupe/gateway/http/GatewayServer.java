@@ -77,12 +77,12 @@ public final class GatewayServer {
   }
 
   /**
-   * Stops {@code binding} gracefully within {@code deadline}: first waits for the responses in
-   * flight to be written to the end ({@link ResponsesInFlight}: streamed bodies to their last
-   * chunk; responses from now on close their connections), then Pekko's graceful termination with
-   * what is left of the deadline, which closes the connections, now idle. Pekko's alone would close
-   * a connection whose streamed response has begun at once, cutting the stream. Unbind first (no
-   * new connections) for the wait to end.
+   * Stops {@code binding} gracefully within {@code deadline}: first drains its connections ({@link
+   * ResponsesInFlight#drained}: each closes once its responses in flight are written to the end,
+   * streamed bodies to their last byte; responses from now on close their connections), then
+   * Pekko's graceful termination with what is left of the deadline, for what did not close in time.
+   * Pekko's alone would abort a connection whose streamed response has begun at once, cutting the
+   * stream. Unbind first (no new connections) for the wait to end.
    */
   public static CompletionStage<HttpTerminated> terminate(
       ActorSystem<?> system, ServerBinding binding, Duration deadline) {
@@ -97,12 +97,13 @@ public final class GatewayServer {
         .thenCompose(
             drained -> {
               Duration left = deadline.minusNanos(System.nanoTime() - start);
-              if (responses.count() > 0)
+              if (responses.connections() > 0)
                 log.warn(
-                    "HTTP API: {} response(s) still in flight after {} ms; closing their"
-                        + " connections",
-                    responses.count(),
-                    deadline.toMillis());
+                    "HTTP API: {} connection(s) still open after {} ms ({} response(s) in"
+                        + " flight); closing them",
+                    responses.connections(),
+                    deadline.toMillis(),
+                    responses.count());
               return binding.terminate(left.isNegative() ? Duration.ZERO : left);
             });
   }

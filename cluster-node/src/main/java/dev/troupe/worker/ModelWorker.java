@@ -143,6 +143,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
 
   private final Executor loadExecutor;
   private final LargeUpdates largeUpdates;
+  private final ReplyBound replyBound;
 
   /** Adapters this node's trainer produced, taken from memory instead of their directory. */
   private final TrainedAdapters trainedHere;
@@ -299,6 +300,7 @@ public final class ModelWorker extends AbstractBehavior<Command> {
     // Reading a checkpoint is file I/O: never on the pinned engine thread.
     this.loadExecutor = ctx.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
     this.largeUpdates = new LargeUpdates(ctx.getSystem());
+    this.replyBound = new ReplyBound(ctx.getSystem());
     this.trainedHere = TrainedAdapters.get(ctx.getSystem());
     // The role this node gives the model's replicas in disaggregated prefill/decode.
     this.kvRole =
@@ -602,12 +604,12 @@ public final class ModelWorker extends AbstractBehavior<Command> {
   // ------------------------------------------------------------------ tokenizer endpoints
 
   private Behavior<Command> onTokenize(Tokenize t) {
-    TokenizerTasks.tokenize(inputExecutor, engine.inputs(), t, this::overloaded);
+    TokenizerTasks.tokenize(inputExecutor, engine.inputs(), replyBound, t, this::overloaded);
     return this;
   }
 
   private Behavior<Command> onDetokenize(Detokenize d) {
-    TokenizerTasks.detokenize(inputExecutor, engine.inputs(), d, this::overloaded);
+    TokenizerTasks.detokenize(inputExecutor, engine.inputs(), replyBound, d, this::overloaded);
     return this;
   }
 

@@ -19,13 +19,27 @@ final class TokenizerTasks {
   private TokenizerTasks() {}
 
   static void tokenize(
-      Executor executor, InputProcessor inputs, Tokenize t, Supplier<Rejection> overloaded) {
-    run(executor, task(inputs, t), () -> t.replyTo().tell(WireUpdates.rejected(overloaded.get())));
+      Executor executor,
+      InputProcessor inputs,
+      ReplyBound bound,
+      Tokenize t,
+      Supplier<Rejection> overloaded) {
+    run(
+        executor,
+        task(inputs, bound, t),
+        () -> t.replyTo().tell(WireUpdates.rejected(overloaded.get())));
   }
 
   static void detokenize(
-      Executor executor, InputProcessor inputs, Detokenize d, Supplier<Rejection> overloaded) {
-    run(executor, task(inputs, d), () -> d.replyTo().tell(WireUpdates.rejected(overloaded.get())));
+      Executor executor,
+      InputProcessor inputs,
+      ReplyBound bound,
+      Detokenize d,
+      Supplier<Rejection> overloaded) {
+    run(
+        executor,
+        task(inputs, bound, d),
+        () -> d.replyTo().tell(WireUpdates.rejected(overloaded.get())));
   }
 
   private static void run(Executor executor, Runnable task, Runnable refused) {
@@ -36,7 +50,7 @@ final class TokenizerTasks {
     }
   }
 
-  private static Runnable task(InputProcessor inputs, Tokenize t) {
+  private static Runnable task(InputProcessor inputs, ReplyBound bound, Tokenize t) {
     return () -> {
       try {
         InputProcessor.Tokenized r =
@@ -50,18 +64,30 @@ final class TokenizerTasks {
                 t.chatTemplate(),
                 t.chatTemplateKwargs(),
                 t.returnTokenStrs());
-        t.replyTo()
-            .tell(new Tokenized(WireUpdates.boxed(r.tokens()), r.tokenStrs(), r.maxModelLen()));
+        Tokenized reply =
+            new Tokenized(WireUpdates.boxed(r.tokens()), r.tokenStrs(), r.maxModelLen());
+        long estimate = 256 + 6L * r.tokens().length;
+        if (r.tokenStrs() != null) for (String s : r.tokenStrs()) estimate += 8 + 3L * s.length();
+        Rejection tooLarge =
+            bound.refusal(t.replyTo(), reply, estimate, "Tokenize less text per request.");
+        t.replyTo().tell(tooLarge == null ? reply : WireUpdates.rejected(tooLarge));
       } catch (Rejection e) {
         t.replyTo().tell(WireUpdates.rejected(e));
       }
     };
   }
 
-  private static Runnable task(InputProcessor inputs, Detokenize d) {
+  private static Runnable task(InputProcessor inputs, ReplyBound bound, Detokenize d) {
     return () -> {
       try {
-        d.replyTo().tell(new Detokenized(inputs.detokenize(d.tokens(), d.skipSpecialTokens())));
+        Detokenized reply = new Detokenized(inputs.detokenize(d.tokens(), d.skipSpecialTokens()));
+        Rejection tooLarge =
+            bound.refusal(
+                d.replyTo(),
+                reply,
+                256 + 3L * reply.prompt().length(),
+                "Detokenize fewer tokens per request.");
+        d.replyTo().tell(tooLarge == null ? reply : WireUpdates.rejected(tooLarge));
       } catch (Rejection e) {
         d.replyTo().tell(WireUpdates.rejected(e));
       }

@@ -25,7 +25,10 @@ import org.junit.jupiter.api.io.TempDir;
  * node and a worker node of the real distribution on loopback, with a 2 MiB large-message frame.
  * Prompt logprobs of a 3,000-token prompt with 20 alternatives are over that frame as the first
  * update's message, which Artery dropped with only a warning on the worker's log (the answer was a
- * 200 without {@code prompt_logprobs}); the worker now sends it in parts.
+ * 200 without {@code prompt_logprobs}); the worker now sends it in parts. A {@code /tokenize} whose
+ * request or answer is over the frame (an answer with {@code return_token_strs} is several times
+ * its request) waited 30 s for its ask to time out and answered a 5xx; it is now a 400 at once,
+ * from the gateway or from the worker, naming the limit.
  */
 class LargeReplyAcrossNodesTest {
   private static final Duration WAIT = Duration.ofSeconds(120);
@@ -99,5 +102,45 @@ class LargeReplyAcrossNodesTest {
     assertTrue(
         logprobs.get(promptTokens - 1).size() >= 20, logprobs.get(promptTokens - 1).toString());
     assertEquals(2, json.path("usage").path("completion_tokens").asInt());
+  }
+
+  @Test
+  void aTokenizeOverTheFrameEitherWayIsA400NamingTheLimit(@TempDir Path dir) throws Exception {
+    TroupeNode gateway = gatewayAndWorker(dir);
+    // the answer: ~400,000 tokens and their strings, over 2 MiB; the request, 0.8 MB, is not
+    long start = System.nanoTime();
+    HttpResponse<String> answer =
+        post(
+            gateway,
+            "/tokenize",
+            """
+            {"model":"demo","prompt":"%s","return_token_strs":true}"""
+                .formatted("a ".repeat(400_000)));
+    assertEquals(400, answer.statusCode(), answer.body().substring(0, 200));
+    assertTrue(answer.body().contains("from the model worker"), answer.body());
+    assertTrue(answer.body().contains("maximum-large-frame-size"), answer.body());
+    assertTrue(
+        Duration.ofNanos(System.nanoTime() - start).compareTo(Duration.ofSeconds(20)) < 0,
+        "answered before the ask's 30 s timeout");
+    // the same text without the strings fits both ways
+    HttpResponse<String> ids =
+        post(
+            gateway,
+            "/tokenize",
+            """
+            {"model":"demo","prompt":"%s"}"""
+                .formatted("a ".repeat(400_000)));
+    assertEquals(200, ids.statusCode(), ids.body().substring(0, 200));
+    assertTrue(new ObjectMapper().readTree(ids.body()).path("count").asInt() >= 400_000);
+    // the request itself over the bound (the frame less 1 MiB): refused before it is sent
+    for (String[] call :
+        new String[][] {
+          {"/tokenize", "{\"model\":\"demo\",\"prompt\":\"" + "a ".repeat(600_000) + "\"}"},
+          {"/detokenize", "{\"model\":\"demo\",\"tokens\":[" + "264,".repeat(500_000) + "264]}"}
+        }) {
+      HttpResponse<String> r = post(gateway, call[0], call[1]);
+      assertEquals(400, r.statusCode(), call[0] + ": " + r.body());
+      assertTrue(r.body().contains("as a message to a model worker"), r.body());
+    }
   }
 }

@@ -610,4 +610,9 @@ public final class ReplicaSelector {
     /** Counts nothing. */
     Recorder NONE = (model, replica, reason) -> {};
   }
+
+  /** The bound on a message to a model worker ({@link MessageBound}). */
+  public MessageBound bound() {
+    return bound;
+  }
 }

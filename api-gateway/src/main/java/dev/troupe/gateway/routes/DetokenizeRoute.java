@@ -53,6 +53,12 @@ public final class DetokenizeRoute implements ApiRoute {
                             if (request.tokens().get(i) == null || request.tokens().get(i) < 0)
                               throw ApiException.badRequest(
                                   "Token ids must be non-negative integers.", "tokens[" + i + "]");
+                          models
+                              .replicas()
+                              .bound()
+                              .check(
+                                  new Detokenize(request.tokens(), models.system().ignoreRef()),
+                                  "Detokenize fewer tokens per request.");
                           return completeWithFuture(
                               Stages.on(
                                       models.system(),

@@ -45,7 +45,13 @@ public final class TokenizeRoute implements ApiRoute {
                         TokenizeRequest.class,
                         request -> {
                           ServedModel model = models.resolve(request.model());
-                          toCommand(request, null); // validate before asking a worker
+                          // validated, and within a message's bound, before a worker is asked
+                          models
+                              .replicas()
+                              .bound()
+                              .check(
+                                  toCommand(request, models.system().ignoreRef()),
+                                  "Tokenize less text per request.");
                           return completeWithFuture(
                               Stages.on(
                                       models.system(),
@@ -72,7 +78,7 @@ public final class TokenizeRoute implements ApiRoute {
                         })));
   }
 
-  /** Validates and converts; with a null {@code replyTo} only validates. */
+  /** Validates and converts. */
   private static Tokenize toCommand(
       TokenizeRequest r, org.apache.pekko.actor.typed.ActorRef<TokenizeReply> replyTo) {
     if ((r.prompt() == null) == (r.messages() == null))
@@ -100,7 +106,6 @@ public final class TokenizeRoute implements ApiRoute {
       ChatRequestMapper.limit(r.tools().size(), RequestLimits.TOOLS, "tools", "tools");
     // vLLM: the template brings its own BOS, so chat defaults to false; plain prompts to true.
     boolean addSpecial = r.addSpecialTokens() != null ? r.addSpecialTokens() : !chat;
-    if (replyTo == null) return null;
     return new Tokenize(
         r.messages(),
         r.prompt(),

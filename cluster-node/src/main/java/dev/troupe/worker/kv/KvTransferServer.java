@@ -37,7 +37,8 @@ import org.slf4j.LoggerFactory;
  * ({@code mapAsync(1)}: the replica's runner is confined to its engine thread, so every batch is
  * one message to it) and sends one checksummed frame per block, then {@code D}. A refusal (unknown
  * incarnation or lease, a block not the lease's, a layout mismatch) is one {@code E} frame with the
- * reason; a refused or completed pull ends the lease, freeing its blocks.
+ * reason; a refused, completed or failed pull (its connection gone) ends the lease, freeing its
+ * blocks.
  */
 public final class KvTransferServer implements Extension {
   private static final Logger log = LoggerFactory.getLogger(KvTransferServer.class);
@@ -164,6 +165,15 @@ public final class KvTransferServer implements Extension {
                               ? cause.getMessage()
                               : "the prefill replica failed to export its KV blocks: " + cause);
                     })
-                .build());
+                .build())
+        .watchTermination(
+            (m, ended) -> {
+              // a pull whose connection failed (the decode node died or reset it) is not taken up
+              // again — the client never retries a pull, its failure policy decides — so the lease
+              // ends now, not at its expiry (ending a lease twice is harmless)
+              ended.whenCompleteAsync(
+                  (d, e) -> source.release(pull.lease()), system.executionContext());
+              return m;
+            });
   }
 }

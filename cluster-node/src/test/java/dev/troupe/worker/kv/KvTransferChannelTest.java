@@ -24,7 +24,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The KV transfer channel over real TCP: blocks arrive whole and in order over several batches, a
  * refusal (unknown incarnation, wrong lease, layout mismatch) reaches the client as its reason and
- * ends the lease, and a release frees a lease without reading it.
+ * ends the lease, a release frees a lease without reading it, and a pull whose connection fails
+ * (the decode node gone) ends its lease then (before: at the lease's expiry, 30 s).
  */
 class KvTransferChannelTest {
   static final KvLayout LAYOUT = new KvLayout("cpu", 4, "float32", 2, 1, 2, "tiny");
@@ -146,5 +147,40 @@ class KvTransferChannelTest {
             .toCompletableFuture()
             .get(20, TimeUnit.SECONDS));
     assertTrue(source.released.contains("r"));
+  }
+
+  @Test
+  void aPullAbandonedByItsConnectionEndsItsLease() throws Exception {
+    Leases source = new Leases();
+    List<Integer> blocks = java.util.stream.IntStream.range(0, 2_000).boxed().toList();
+    source.leases.put("r", Set.copyOf(blocks));
+    CompletableFuture<Void> busy = new CompletableFuture<>();
+    KvSource slow =
+        new KvSource() {
+          @Override
+          public CompletionStage<byte[]> export(String lease, List<Integer> b, KvLayout l) {
+            // a replica busy with a long step, then every batch at once
+            return busy.thenCompose(x -> source.export(lease, b, l));
+          }
+
+          @Override
+          public void release(String lease) {
+            source.release(lease);
+          }
+        };
+    KvTransferServer.get(kit.system()).register("demo#3@d", slow);
+    try (java.net.Socket s = new java.net.Socket(at.getHostString(), at.getPort())) {
+      s.getOutputStream()
+          .write(
+              KvFrames.pull(KvFrames.PULL, new KvFrames.Pull("demo#3@d", "r", blocks, LAYOUT))
+                  .toArray());
+      s.getOutputStream().flush();
+      Thread.sleep(300); // the pull is being served
+      s.setSoLinger(true, 0); // the decode node is gone: its socket resets
+    }
+    busy.complete(null);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!source.released.contains("r") && System.nanoTime() < deadline) Thread.sleep(20);
+    assertTrue(source.released.contains("r"), "the abandoned pull's lease ended");
   }
 }

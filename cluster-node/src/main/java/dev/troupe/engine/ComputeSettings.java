@@ -22,6 +22,8 @@ import org.slf4j.LoggerFactory;
  * @param vectorKernels whether the Vector API kernels may run at all
  * @param bf16Gemm whether BF16 models' prompt rows may run on oneDNN's matmul (where the CPU has
  *     BF16 dot products; generated rows stay on the FP32 path); off = every row on the FP32 path
+ * @param bf16GemmResident bytes of BF16 weights oneDNN may keep in native memory (beside the heap's
+ *     copy) instead of copying them at every product; 0 = none
  * @param warmup each replica's start-up warm-up budget; zero = none
  * @param cudaKernelCache where compiled CUDA kernels are kept; null = {@code ~/.cache/troupe/cuda}
  */
@@ -31,6 +33,7 @@ public record ComputeSettings(
     int kernelMaxRows,
     boolean vectorKernels,
     boolean bf16Gemm,
+    long bf16GemmResident,
     Duration warmup,
     Path cudaKernelCache) {
   private static final Logger log = LoggerFactory.getLogger(ComputeSettings.class);
@@ -40,6 +43,7 @@ public record ComputeSettings(
   public ComputeSettings {
     if (cpuThreads < 0) throw new IllegalArgumentException("cpu-threads must be >= 0");
     if (kernelMaxRows < 0) throw new IllegalArgumentException("kernel-max-rows must be >= 0");
+    if (bf16GemmResident < 0) throw new IllegalArgumentException("bf16-gemm-resident must be >= 0");
   }
 
   /** Reads a {@code troupe.worker.compute} section. */
@@ -51,6 +55,7 @@ public record ComputeSettings(
         c.getInt("kernel-max-rows"),
         c.getBoolean("vector-kernels"),
         c.getBoolean("bf16-gemm"),
+        c.getBytes("bf16-gemm-resident"),
         c.getDuration("warmup"),
         cache.isEmpty() ? null : Path.of(cache));
   }

@@ -38,11 +38,13 @@ import org.slf4j.LoggerFactory;
  * <p>The weights need no reordering: {@link Matrix}'s k-major groups of 64 rows ({@code [in/2][64
  * rows][2]} per group, groups in row order) are oneDNN's {@code BA16a64b2a} layout of {@code W^T
  * [in, out]} whenever {@code in} is a multiple of 32 (oneDNN pads that layout's {@code in} to 32:
- * with an odd number of 16-blocks its groups are longer than ours). They are copied from the heap
- * to a native buffer in tiles of whole groups; the activations are copied once per product and
- * rounded to BF16 by a oneDNN reorder (round to nearest even), as PyTorch's BF16 linear and
- * llama.cpp's BF16 matmul round them. Products accumulate in FP32 and write FP32 (the residual add
- * is a {@code sum} post-op).
+ * with an odd number of 16-blocks its groups are longer than ours). A matrix is copied from the
+ * heap to native memory once and kept there while the resident budget lasts ({@code
+ * troupe.worker.compute.bf16-gemm-resident}: each matrix whole, in the order products first meet
+ * them); beyond it, to a native buffer in tiles of whole groups at every product; the activations
+ * are copied once per product and rounded to BF16 by a oneDNN reorder (round to nearest even), as
+ * PyTorch's BF16 linear and llama.cpp's BF16 matmul round them. Products accumulate in FP32 and
+ * write FP32 (the residual add is a {@code sum} post-op).
  *
  * <p>Used only where oneDNN picks a hardware BF16 implementation ({@link #available}): elsewhere
  * oneDNN offers only its reference matmul (or none for this layout, on AVX2), and the FP32 OpenBLAS
@@ -74,7 +76,23 @@ final class Bf16Gemm implements AutoCloseable {
           return true;
         }
       };
+  private final long residentBudget;
+  private final Map<Matrix, IntPointer[]> resident = new java.util.IdentityHashMap<>();
+  private long residentBytes;
+  private boolean budgetLogged;
+
   private FloatPointer xf, yf;
+
+  /** With this JVM's resident budget ({@code troupe.worker.compute.bf16-gemm-resident}). */
+  Bf16Gemm() {
+    this(ComputeSettings.jvm().bf16GemmResident());
+  }
+
+  /** With {@code residentBudget} bytes of weights kept in native memory (0 = none). */
+  Bf16Gemm(long residentBudget) {
+    this.residentBudget = residentBudget;
+  }
+
   private ShortPointer xb;
   private IntPointer wb;
 
@@ -156,7 +174,8 @@ final class Bf16Gemm implements AutoCloseable {
     xf = grow(xf, xn, FloatPointer::new);
     xb = grow(xb, xn, ShortPointer::new);
     yf = grow(yf, (long) rows * tileRows, FloatPointer::new);
-    wb = grow(wb, (long) tileRows * half, IntPointer::new);
+    IntPointer[] kept = resident(w);
+    if (kept == null) wb = grow(wb, (long) tileRows * half, IntPointer::new);
     xf.position(0).put(x, x0, (int) xn);
     execute(cached(List.of(0, rows, in), () -> toBf16(rows, in)), xf, xb.position(0));
     for (int p = 0; p < w.parts(); p++) {
@@ -167,16 +186,54 @@ final class Bf16Gemm implements AutoCloseable {
         // contiguous buffer, copied to their columns of y (a destination with y's row stride gave
         // wrong columns past 1,920 of a 7,680-column tile here; not investigated)
         int n = Math.min(tileRows, partRows - r0), o0 = row0 + r0;
-        wb.position(0)
-            .put(ints, r0 * half, (n + Matrix.GROUP - 1) / Matrix.GROUP * Matrix.GROUP * half);
+        // (a new pointer at the tile's address: oneDNN's memory takes a void*, to which JavaCPP
+        // adds a pointer's position in bytes, not in ints)
+        IntPointer tile = kept != null ? kept[p].getPointer((long) r0 * half) : wb.position(0);
+        if (kept == null)
+          wb.put(ints, r0 * half, (n + Matrix.GROUP - 1) / Matrix.GROUP * Matrix.GROUP * half);
         if (add)
           for (int t = 0; t < rows; t++) yf.position((long) t * n).put(y, yRow0 + t * out + o0, n);
         Prim mm = cached(List.of(1, rows, in, n, add ? 1 : 0), () -> matmul(rows, in, n, add));
-        execute(mm, xb.position(0), wb.position(0), yf.position(0));
+        execute(mm, xb.position(0), tile, yf.position(0));
         for (int t = 0; t < rows; t++) yf.position((long) t * n).get(y, yRow0 + t * out + o0, n);
       }
     }
     yf.position(0);
+  }
+
+  /**
+   * {@code w}'s parts in native memory: kept from an earlier product, copied now while the budget
+   * allows, or null (then each product copies its tiles).
+   */
+  private IntPointer[] resident(Matrix w) {
+    IntPointer[] kept = resident.get(w);
+    if (kept != null || residentBudget == 0) return kept;
+    long bytes = w.bytes();
+    if (residentBytes + bytes > residentBudget) {
+      if (!budgetLogged)
+        log.info(
+            "oneDNN keeps {} MiB of BF16 weights in native memory (budget {} MiB,"
+                + " troupe.worker.compute.bf16-gemm-resident); the other products copy theirs at"
+                + " each call",
+            residentBytes >> 20,
+            residentBudget >> 20);
+      budgetLogged = true;
+      return null;
+    }
+    kept = new IntPointer[w.parts()];
+    for (int p = 0; p < kept.length; p++) {
+      int[] ints = w.ints(p);
+      kept[p] = new IntPointer(ints.length);
+      kept[p].put(ints, 0, ints.length);
+    }
+    resident.put(w, kept);
+    residentBytes += bytes;
+    return kept;
+  }
+
+  /** Bytes of weights kept in native memory. */
+  long residentBytes() {
+    return residentBytes;
   }
 
   private Prim cached(List<Integer> key, java.util.function.Supplier<Prim> make) {
@@ -251,6 +308,9 @@ final class Bf16Gemm implements AutoCloseable {
 
   @Override
   public void close() {
+    for (IntPointer[] parts : resident.values()) for (IntPointer p : parts) p.close();
+    resident.clear();
+    residentBytes = 0;
     for (Prim p : cache.values()) p.close();
     cache.clear();
     for (Pointer p : new Pointer[] {xf, yf, xb, wb}) if (p != null) p.close();

@@ -83,6 +83,40 @@ class Bf16GemmTest {
   }
 
   /**
+   * Weights kept in native memory (the resident budget) give the same bits as weights copied at
+   * every product, tile by tile; a matrix that would pass the budget is not kept, the ones before
+   * it are.
+   */
+  @Test
+  void residentWeightsGiveTheCopiedWeightsBits() {
+    Random r = new Random(17);
+    int[][] shapes = {{128, 300}, {544, 9000}, {96, 64}}; // in, out
+    Matrix[] ms = new Matrix[shapes.length];
+    for (int i = 0; i < shapes.length; i++) {
+      float[] w = new float[shapes[i][0] * shapes[i][1]];
+      for (int k = 0; k < w.length; k++) w[k] = (float) r.nextGaussian() * 0.05f;
+      ms[i] = matrix(w, shapes[i][1], shapes[i][0]);
+    }
+    // room for the first matrix only: the second would pass it, the third then still fits
+    long budget = ms[0].bytes() + ms[2].bytes();
+    try (Bf16Gemm copying = new Bf16Gemm(0);
+        Bf16Gemm keeping = new Bf16Gemm(budget)) {
+      for (int round = 0; round < 2; round++)
+        for (Matrix m : ms)
+          for (int rows : new int[] {1, 65}) {
+            float[] x = new float[rows * m.in], a = new float[rows * m.out];
+            for (int i = 0; i < x.length; i++) x[i] = (float) r.nextGaussian();
+            float[] b = a.clone();
+            copying.product(m, x, rows, a, true);
+            keeping.product(m, x, rows, b, true);
+            assertArrayEquals(a, b, "out " + m.out + ", " + rows + " rows");
+          }
+      assertEquals(0, copying.residentBytes());
+      assertEquals(budget, keeping.residentBytes(), "the first and the third kept, not the second");
+    }
+  }
+
+  /**
    * A row's result is the same bits whatever the number of rows in the call (1, 7, 70) and where it
    * stands among them: the runner sends every prompt row to oneDNN, however many the step holds, so
    * a prompt's keys and values must not depend on what else is in the step.

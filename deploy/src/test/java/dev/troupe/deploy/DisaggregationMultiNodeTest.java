@@ -155,12 +155,15 @@ class DisaggregationMultiNodeTest {
     String pIndex = p.substring(p.indexOf('#') + 1);
 
     // The gateway learns the roles from the replicas' reports (every 50 ms): until then a request
-    // may be served whole.
+    // may be served whole — and its prompt is then cached on the replica that served it, so each
+    // try has a salt of its own (a cached prompt is rightly not split again: below_threshold).
+    int[] tries = {0};
     wait.awaitAssert(
         WAIT,
         Duration.ofMillis(300),
         () -> {
-          Answer a = chat(gateway, longPrompt(0), null, false, Map.of());
+          Answer a =
+              chat(gateway, longPrompt(0), null, false, Map.of("cache_salt", "try-" + tries[0]++));
           assertEquals("disaggregated", a.field("disaggregation"), a.route());
           return null;
         });

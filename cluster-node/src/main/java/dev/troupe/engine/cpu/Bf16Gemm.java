@@ -9,6 +9,7 @@ import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_WEIGHTS;
 import dev.troupe.engine.ComputeSettings;
 import dev.troupe.engine.model.DType;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -77,11 +78,12 @@ final class Bf16Gemm implements AutoCloseable {
         }
       };
   private final long residentBudget;
-  private final Map<Matrix, IntPointer[]> resident = new java.util.IdentityHashMap<>();
+  private final Map<Matrix, IntPointer[]> resident = new IdentityHashMap<>();
   private long residentBytes;
   private boolean budgetLogged;
-
   private FloatPointer xf, yf;
+  private ShortPointer xb;
+  private IntPointer wb;
 
   /** With this JVM's resident budget ({@code troupe.worker.compute.bf16-gemm-resident}). */
   Bf16Gemm() {
@@ -92,9 +94,6 @@ final class Bf16Gemm implements AutoCloseable {
   Bf16Gemm(long residentBudget) {
     this.residentBudget = residentBudget;
   }
-
-  private ShortPointer xb;
-  private IntPointer wb;
 
   /** A compiled primitive, its arguments' ids and descriptors, and what else it was made from. */
   private record Prim(primitive p, int[] args, memory.desc[] descs, List<Pointer> keep)
@@ -183,8 +182,9 @@ final class Bf16Gemm implements AutoCloseable {
       int partRows = w.partRows(p), row0 = p * w.rowsPerPart();
       for (int r0 = 0; r0 < partRows; r0 += tileRows) {
         // a tile of whole groups is one run of the part's ints; its outputs [rows, n] land in a
-        // contiguous buffer, copied to their columns of y (a destination with y's row stride gave
-        // wrong columns past 1,920 of a 7,680-column tile here; not investigated)
+        // contiguous buffer, copied to their columns of y (a destination with y's row stride once
+        // gave wrong columns past 1,920 of a 7,680-column tile: likely the pointer position that
+        // JavaCPP counts in bytes for oneDNN's void*, below — 7,680 / 4)
         int n = Math.min(tileRows, partRows - r0), o0 = row0 + r0;
         // (a new pointer at the tile's address: oneDNN's memory takes a void*, to which JavaCPP
         // adds a pointer's position in bytes, not in ints)

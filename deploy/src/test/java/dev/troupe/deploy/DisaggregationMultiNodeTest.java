@@ -38,13 +38,7 @@ class DisaggregationMultiNodeTest {
   private static final Config TEST =
       ConfigFactory.parseString(
           """
-          pekko.coordinated-shutdown.exit-jvm = off
-          pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-          pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-          pekko.loglevel = WARNING
-          pekko.cluster.log-info = off
           troupe.worker.engine.num-blocks = 128
-          troupe.worker.metrics-log-interval = 0s
           troupe.worker.cache-report-interval = 50ms
           troupe.worker.cache-report-heartbeat = 500ms
           troupe.gateway.routing.disaggregation.non-cached-tokens = 48

@@ -35,13 +35,7 @@ class GatewayDrainTest {
   private static final Config TEST =
       ConfigFactory.parseString(
           """
-          pekko.coordinated-shutdown.exit-jvm = off
-          pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-          pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-          pekko.loglevel = WARNING
-          pekko.cluster.log-info = off
           troupe.worker.engine.num-blocks = 48
-          troupe.worker.metrics-log-interval = 0s
           pekko.cluster.gossip-interval = 300ms
           pekko.cluster.leader-actions-interval = 300ms
           """);

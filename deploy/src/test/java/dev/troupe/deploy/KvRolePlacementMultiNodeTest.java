@@ -34,13 +34,7 @@ class KvRolePlacementMultiNodeTest {
   private static final Config TEST =
       ConfigFactory.parseString(
           """
-          pekko.coordinated-shutdown.exit-jvm = off
-          pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-          pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-          pekko.loglevel = WARNING
-          pekko.cluster.log-info = off
           troupe.worker.engine.num-blocks = 64
-          troupe.worker.metrics-log-interval = 0s
           pekko.cluster.gossip-interval = 300ms
           pekko.cluster.leader-actions-interval = 300ms
           pekko.cluster.sharding.rebalance-interval = 2s

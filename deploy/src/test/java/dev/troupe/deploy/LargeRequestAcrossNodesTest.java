@@ -29,13 +29,7 @@ class LargeRequestAcrossNodesTest {
   private static final Config TEST =
       ConfigFactory.parseString(
           """
-          pekko.coordinated-shutdown.exit-jvm = off
-          pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-          pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-          pekko.loglevel = WARNING
-          pekko.cluster.log-info = off
           troupe.worker.engine.num-blocks = 32
-          troupe.worker.metrics-log-interval = 0s
           # A smaller large-message frame than production's, so that a request over it stays small.
           pekko.remote.artery.advanced.maximum-large-frame-size = 2MiB
           """);

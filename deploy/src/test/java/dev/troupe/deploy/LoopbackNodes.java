@@ -1,6 +1,7 @@
 package dev.troupe.deploy;
 
 import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -8,16 +9,31 @@ import java.util.List;
 /**
  * Nodes of the real distribution ({@link TroupeNode}) on loopback for one test: ephemeral HTTP and
  * cluster ports, no management port, one API key, each node's data under its own directory, the
- * test's config over the defaults. {@link #close} stops them last started first (the gateway, the
- * seed, last).
+ * test's config over {@link #IN_ONE_JVM} and the defaults. {@link #close} stops them last started
+ * first (the gateway, the seed, last).
  */
 final class LoopbackNodes implements AutoCloseable {
+  /**
+   * What several nodes in a test's JVM need under any test's config: a node's shutdown must not
+   * exit the JVM or wait for its shutdown hook, each node its own JMX beans; quiet logs.
+   */
+  static final Config IN_ONE_JVM =
+      ConfigFactory.parseString(
+          """
+          pekko.coordinated-shutdown.exit-jvm = off
+          pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+          pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+          pekko.loglevel = WARNING
+          pekko.cluster.log-info = off
+          troupe.worker.metrics-log-interval = 0s
+          """);
+
   private final Config config;
   private final String apiKey;
   private final List<TroupeNode> nodes = new ArrayList<>();
 
   LoopbackNodes(Config config, String apiKey) {
-    this.config = config;
+    this.config = config.withFallback(IN_ONE_JVM);
     this.apiKey = apiKey;
   }
 

@@ -51,13 +51,7 @@ class MultiNodeTest {
   private static final Config TEST =
       ConfigFactory.parseString(
           """
-          pekko.coordinated-shutdown.exit-jvm = off
-          pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-          pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-          pekko.loglevel = WARNING
-          pekko.cluster.log-info = off
           troupe.worker.engine.num-blocks = 32
-          troupe.worker.metrics-log-interval = 0s
           # Faster hand-over than production defaults: restart remembered entities and retry
           # shard allocation sooner, spread gossip more often.
           pekko.cluster.sharding.entity-restart-backoff = 500ms

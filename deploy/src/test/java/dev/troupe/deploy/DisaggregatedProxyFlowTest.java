@@ -40,51 +40,23 @@ class DisaggregatedProxyFlowTest {
   private static final Config TEST =
       ConfigFactory.parseString(
           """
-          pekko.coordinated-shutdown.exit-jvm = off
-          pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-          pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-          pekko.loglevel = WARNING
-          pekko.cluster.log-info = off
           troupe.worker.engine.num-blocks = 64
-          troupe.worker.metrics-log-interval = 0s
           pekko.cluster.gossip-interval = 300ms
           pekko.cluster.leader-actions-interval = 300ms
           """);
 
-  private final List<TroupeNode> nodes = new ArrayList<>();
+  // a test with a config of its own replaces it before starting nodes; closed after each test
+  private LoopbackNodes nodes = new LoopbackNodes(TEST, "sk-pd");
   private final HttpClient http = HttpClient.newHttpClient();
 
   @AfterEach
   void stopAll() {
-    for (int i = nodes.size() - 1; i >= 0; i--) nodes.get(i).close();
+    nodes.close();
   }
 
+  /** A gateway and worker node with two replicas of the demo model. */
   private TroupeNode start(Path dir, String seed) throws Exception {
-    return start(dir, seed, TEST);
-  }
-
-  private TroupeNode start(Path dir, String seed, Config config) throws Exception {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "--roles",
-                "gateway,worker",
-                "--replicas",
-                "demo=2",
-                "--port",
-                "0",
-                "--cluster-port",
-                "0",
-                "--management-port",
-                "-1",
-                "--api-key",
-                "sk-pd",
-                "--data-dir",
-                dir.toString()));
-    if (seed != null) args.addAll(List.of("--seed-nodes", seed));
-    TroupeNode node = TroupeNode.start(LaunchOptions.parse(args, null), config, key -> {});
-    nodes.add(node);
-    return node;
+    return nodes.start(dir, "gateway,worker", seed, "--replicas", "demo=2");
   }
 
   private HttpResponse<String> post(TroupeNode node, Object body) throws Exception {
@@ -199,11 +171,13 @@ class DisaggregatedProxyFlowTest {
   @org.junit.jupiter.params.ParameterizedTest
   @org.junit.jupiter.params.provider.ValueSource(strings = {"fail", "recompute"})
   void aPrefillNodeGoneBeforeThePull(String policy, @TempDir Path dir) throws Exception {
-    Config config =
-        ConfigFactory.parseString("troupe.kv-transfer.load-failure-policy = " + policy)
-            .withFallback(TEST);
-    TroupeNode a = start(dir.resolve("a"), null, config);
-    TroupeNode b = start(dir.resolve("b"), "127.0.0.1:" + a.address().getPort().get(), config);
+    nodes =
+        new LoopbackNodes(
+            ConfigFactory.parseString("troupe.kv-transfer.load-failure-policy = " + policy)
+                .withFallback(TEST),
+            "sk-pd");
+    TroupeNode a = start(dir.resolve("a"), null);
+    TroupeNode b = start(dir.resolve("b"), "127.0.0.1:" + a.address().getPort().get());
     TestProbe<Object> wait = ActorTestKit.create(a.system()).createTestProbe();
     wait.awaitAssert(
         WAIT,
@@ -239,8 +213,7 @@ class DisaggregatedProxyFlowTest {
           == port) prefiller = n;
     assertTrue(prefiller != null, "no node serves port " + port);
     TroupeNode survivor = prefiller == a ? b : a;
-    prefiller.close();
-    nodes.remove(prefiller);
+    nodes.stop(prefiller);
     // the survivor has taken the lost node's replicas over: the decode is not itself migrated
     TestProbe<Object> left = ActorTestKit.create(survivor.system()).createTestProbe();
     left.awaitAssert(

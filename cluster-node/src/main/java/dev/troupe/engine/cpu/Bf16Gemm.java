@@ -1,9 +1,7 @@
 package dev.troupe.engine.cpu;
 
 import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DST;
-import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_FROM;
 import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_SRC;
-import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_TO;
 import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_WEIGHTS;
 
 import dev.troupe.engine.ComputeSettings;
@@ -17,10 +15,7 @@ import org.bytedeco.dnnl.IntMemoryMap;
 import org.bytedeco.dnnl.engine;
 import org.bytedeco.dnnl.matmul;
 import org.bytedeco.dnnl.memory;
-import org.bytedeco.dnnl.post_ops;
 import org.bytedeco.dnnl.primitive;
-import org.bytedeco.dnnl.primitive_attr;
-import org.bytedeco.dnnl.reorder;
 import org.bytedeco.dnnl.stream;
 import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.javacpp.IntPointer;
@@ -42,10 +37,14 @@ import org.slf4j.LoggerFactory;
  * with an odd number of 16-blocks its groups are longer than ours). A matrix is copied from the
  * heap to native memory once and kept there while the resident budget lasts ({@code
  * troupe.worker.compute.bf16-gemm-resident}: each matrix whole, in the order products first meet
- * them); beyond it, to a native buffer in tiles of whole groups at every product; the activations
- * are copied once per product and rounded to BF16 by a oneDNN reorder (round to nearest even), as
- * PyTorch's BF16 linear and llama.cpp's BF16 matmul round them. Products accumulate in FP32 and
- * write FP32 (the residual add is a {@code sum} post-op).
+ * them); beyond it, to a native buffer in tiles of whole groups at every product. The activations
+ * are rounded to BF16 on the Vector API ({@link Vec32#toBf16}: oneDNN's reorder's bits, round to
+ * nearest even as PyTorch's BF16 linear and llama.cpp's BF16 matmul round them) and copied once per
+ * product as BF16. Products accumulate in FP32 and write FP32, copied to the heap in one piece
+ * where a tile is whole rows of the output; the residual add is done in that copy. (A oneDNN
+ * reorder for the rounding and a {@code sum} post-op for the add, as first built, took a fifth of
+ * the products' time on the small model's prefill: each reorder woke oneDNN's threads, and the
+ * post-op needed y's rows copied in.)
  *
  * <p>Used only where oneDNN picks a hardware BF16 implementation ({@link #available}): elsewhere
  * oneDNN offers only its reference matmul (or none for this layout, on AVX2), and the FP32 OpenBLAS
@@ -81,7 +80,9 @@ final class Bf16Gemm implements AutoCloseable {
   private final Map<Matrix, IntPointer[]> resident = new IdentityHashMap<>();
   private long residentBytes;
   private boolean budgetLogged;
-  private FloatPointer xf, yf;
+  private short[] xs = new short[0]; // the activations rounded to BF16
+  private final float[] sum = new float[4096]; // a chunk of a product to add into y
+  private FloatPointer yf;
   private ShortPointer xb;
   private IntPointer wb;
 
@@ -165,38 +166,53 @@ final class Bf16Gemm implements AutoCloseable {
 
   /** {@link #product(Matrix, float[], int, float[], boolean)} of rows {@code [from, from+rows)}. */
   void product(Matrix w, float[] x, int from, int rows, float[] y, boolean add) {
-    int in = w.in, out = w.out, half = w.rowInts();
-    long xn = (long) rows * in;
-    int x0 = from * in, yRow0 = from * out;
+    int in = w.in, out = w.out, half = w.rowInts(), xn = rows * in;
     int groupsPerTile = Math.max(1, Math.min(TILE_INTS / (half * Matrix.GROUP), (out + 63) / 64));
     int tileRows = groupsPerTile * Matrix.GROUP;
-    xf = grow(xf, xn, FloatPointer::new);
+    if (xs.length < xn) xs = new short[Math.max(xn, xs.length * 3 / 2)];
+    if (VectorSupport.AVAILABLE) Vec32.toBf16(x, from * in, xs, 0, xn);
+    else for (int i = 0; i < xn; i++) xs[i] = Scalar16.toBf16(x[from * in + i]);
     xb = grow(xb, xn, ShortPointer::new);
-    yf = grow(yf, (long) rows * tileRows, FloatPointer::new);
+    xb.position(0).put(xs, 0, xn);
+    yf = grow(yf, (long) rows * Math.min(out, tileRows), FloatPointer::new);
     IntPointer[] kept = resident(w);
     if (kept == null) wb = grow(wb, (long) tileRows * half, IntPointer::new);
-    xf.position(0).put(x, x0, (int) xn);
-    execute(cached(List.of(0, rows, in), () -> toBf16(rows, in)), xf, xb.position(0));
     for (int p = 0; p < w.parts(); p++) {
       int[] ints = w.ints(p);
       int partRows = w.partRows(p), row0 = p * w.rowsPerPart();
       for (int r0 = 0; r0 < partRows; r0 += tileRows) {
-        // a tile of whole groups is one run of the part's ints; its outputs [rows, n] land in a
-        // contiguous buffer, copied to their columns of y (a destination with y's row stride once
-        // gave wrong columns past 1,920 of a 7,680-column tile: likely the pointer position that
-        // JavaCPP counts in bytes for oneDNN's void*, below — 7,680 / 4)
+        // a tile of whole groups is one run of the part's ints; its outputs [rows, n] are columns
+        // [o0, o0+n) of y's rows. (A pointer at an address, not a position: oneDNN's memory takes
+        // a void*, to which JavaCPP adds a pointer's position in bytes, not in elements.)
         int n = Math.min(tileRows, partRows - r0), o0 = row0 + r0;
-        // (a new pointer at the tile's address: oneDNN's memory takes a void*, to which JavaCPP
-        // adds a pointer's position in bytes, not in ints)
         IntPointer tile = kept != null ? kept[p].getPointer((long) r0 * half) : wb.position(0);
         if (kept == null)
           wb.put(ints, r0 * half, (n + Matrix.GROUP - 1) / Matrix.GROUP * Matrix.GROUP * half);
-        if (add)
-          for (int t = 0; t < rows; t++) yf.position((long) t * n).put(y, yRow0 + t * out + o0, n);
-        Prim mm = cached(List.of(1, rows, in, n, add ? 1 : 0), () -> matmul(rows, in, n, add));
+        Prim mm = cached(List.of(1, rows, in, n), () -> matmul(rows, in, n));
         execute(mm, xb.position(0), tile, yf.position(0));
-        for (int t = 0; t < rows; t++) yf.position((long) t * n).get(y, yRow0 + t * out + o0, n);
+        collect(y, from * out + o0, out, rows, n, add);
       }
+    }
+  }
+
+  /**
+   * The tile's outputs {@code [rows, n]} into (or, with {@code add}, added to) y's rows from {@code
+   * yAt}, {@code yStride} floats apart: one copy when they are whole rows of y. Adding here rather
+   * than in oneDNN (a {@code sum} post-op) spares copying y's rows in: the same one FP32 addition.
+   */
+  private void collect(float[] y, int yAt, int yStride, int rows, int n, boolean add) {
+    boolean whole = n == yStride;
+    int runs = whole ? 1 : rows, len = whole ? rows * n : n;
+    for (int t = 0; t < runs; t++) {
+      long src = (long) t * n;
+      int dst = yAt + t * yStride;
+      if (!add) yf.position(src).get(y, dst, len);
+      else
+        for (int i = 0; i < len; i += sum.length) {
+          int k = Math.min(sum.length, len - i);
+          yf.position(src + i).get(sum, 0, k);
+          for (int j = 0; j < k; j++) y[dst + i + j] += sum[j];
+        }
     }
     yf.position(0);
   }
@@ -242,44 +258,20 @@ final class Bf16Gemm implements AutoCloseable {
     return p;
   }
 
-  /** f32 → bf16 of the activations [rows, in] (round to nearest even). */
-  private Prim toBf16(int rows, int in) {
-    memory.desc f = desc(rows, in, memory.data_type.f32, memory.format_tag.ab);
-    memory.desc b = desc(rows, in, memory.data_type.bf16, memory.format_tag.ab);
-    reorder.primitive_desc pd = new reorder.primitive_desc(eng, f, eng, b);
-    return new Prim(
-        new reorder(pd),
-        new int[] {DNNL_ARG_FROM, DNNL_ARG_TO},
-        new memory.desc[] {f, b},
-        List.of(pd));
-  }
-
-  /** bf16 [rows, in] · W tile [in, n] → f32 [rows, n], (+)= into dst with {@code add}. */
-  private Prim matmul(int rows, int in, int n, boolean add) {
+  /** bf16 [rows, in] · W tile [in, n] → f32 [rows, n]. */
+  private Prim matmul(int rows, int in, int n) {
     memory.desc s = desc(rows, in, memory.data_type.bf16, memory.format_tag.ab);
     memory.desc w = desc(in, n, memory.data_type.bf16, memory.format_tag.BA16a64b2a);
     memory.desc d = desc(rows, n, memory.data_type.f32, memory.format_tag.ab);
-    primitive_attr attr = new primitive_attr();
-    List<Pointer> keep = new ArrayList<>(List.of(attr));
-    if (add) {
-      post_ops ops = new post_ops();
-      ops.append_sum();
-      attr.set_post_ops(ops);
-      keep.add(ops);
-    }
-    matmul.primitive_desc pd = new matmul.primitive_desc(eng, s, w, d, attr, false);
-    keep.add(pd);
+    matmul.primitive_desc pd = new matmul.primitive_desc(eng, s, w, d);
     return new Prim(
         new matmul(pd),
         new int[] {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
         new memory.desc[] {s, w, d},
-        keep);
+        List.of(pd));
   }
 
-  /**
-   * Runs a reorder (from, to) or a matmul (src, weights, dst) on these buffers, each at its
-   * position.
-   */
+  /** Runs a matmul (src, weights, dst) on these buffers, each at its position. */
   private void execute(Prim prim, Pointer... buffers) {
     List<memory> mems = new ArrayList<>();
     try (IntMemoryMap map = new IntMemoryMap()) {
@@ -313,8 +305,8 @@ final class Bf16Gemm implements AutoCloseable {
     residentBytes = 0;
     for (Prim p : cache.values()) p.close();
     cache.clear();
-    for (Pointer p : new Pointer[] {xf, yf, xb, wb}) if (p != null) p.close();
-    xf = yf = null;
+    for (Pointer p : new Pointer[] {yf, xb, wb}) if (p != null) p.close();
+    yf = null;
     xb = null;
     wb = null;
     st.close();

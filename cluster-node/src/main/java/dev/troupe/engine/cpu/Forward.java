@@ -47,6 +47,7 @@ final class Forward implements AutoCloseable {
   // activations, grown to the step's size
   private float[] x = new float[0], h = new float[0], qkv = new float[0], attn = new float[0];
   private float[] gu = new float[0], act = new float[0], xr = new float[0], logits = new float[0];
+  private float[] angles = new float[0]; // per token: cos [d/2], sin [d/2] of its position
 
   /** What one member keeps between steps. */
   private static final class Member {
@@ -55,7 +56,6 @@ final class Forward implements AutoCloseable {
     final Attention.ChunkBuffers chunks = new Attention.ChunkBuffers();
     float[] row = new float[0]; // a natural activation row (LoRA)
     float[] tmp = new float[0]; // SwiGLU block
-    float[] cos, sin;
   }
 
   Forward(Model md, Team team, int blockSize) {
@@ -72,8 +72,6 @@ final class Forward implements AutoCloseable {
       members[m] = new Member();
       members[m].row = new float[wide];
       members[m].tmp = new float[Model.GATE_UP_BLOCK];
-      members[m].cos = new float[md.headDim / 2];
-      members[m].sin = new float[md.headDim / 2];
     }
   }
 
@@ -100,6 +98,7 @@ final class Forward implements AutoCloseable {
     act = grow(act, T * Activations.stride(md.inter, packed));
     xr = grow(xr, R * Activations.stride(md.hidden, headPacked));
     logits = grow(logits, (long) R * md.vocab);
+    angles = grow(angles, (long) T * md.headDim);
     Attention.Plan plan = attention.plan(s);
     float[][] out = new float[R][];
     claims.reset(CLAIMS_PER_LAYER * md.layers.length + 1);
@@ -124,7 +123,10 @@ final class Forward implements AutoCloseable {
       float[][] out) {
     int M = team.size(), T = s.tokens.length, H = md.hidden, G = s.fp32Rows;
     int[] rows = Team.share(T, M, m, 1);
-    for (int t = rows[0]; t < rows[1]; t++) md.embed.rowTo(s.tokens[t], x, t * H);
+    for (int t = rows[0]; t < rows[1]; t++) {
+      md.embed.rowTo(s.tokens[t], x, t * H);
+      md.rope.angles(s.positions[t], angles, t * md.headDim); // once per step, for every layer
+    }
     int hs = Activations.stride(H, packed), qs = Activations.stride(md.qDim, packed);
     int qkvOut = md.qDim + 2 * md.kvDim, slot = 0; // slot: the product's claim counter
     for (int li = 0; li < md.layers.length; li++) {
@@ -388,11 +390,9 @@ final class Forward implements AutoCloseable {
       for (int g = 0; g < md.nKv; g++)
         Kernels.normInPlace(qkv, base + md.qDim + g * d, d, l.kNorm(), md.eps);
     }
-    Member me = members[m];
-    md.rope.angles(s.positions[t], me.cos, me.sin);
-    for (int hh = 0; hh < md.nHeads; hh++) RopeTables.rotate(qkv, base + hh * d, d, me.cos, me.sin);
+    for (int hh = 0; hh < md.nHeads; hh++) RopeTables.rotate(qkv, base + hh * d, d, angles, t * d);
     for (int g = 0; g < md.nKv; g++)
-      RopeTables.rotate(qkv, base + md.qDim + g * d, d, me.cos, me.sin);
+      RopeTables.rotate(qkv, base + md.qDim + g * d, d, angles, t * d);
     attention.store(
         qkv, base + md.qDim, base + md.qDim + md.kvDim, l.kCache(), l.vCache(), s.slots[t]);
   }

@@ -5,10 +5,21 @@ import dev.troupe.engine.model.DType;
 /**
  * Plain-Java products on packed 16-bit weights (the layout of {@link Matrix#tiled}), used when the
  * Vector API is not in the JVM: the kernels' results bit for bit (the same fused multiply-adds in
- * the same order), far slower. Also the widening of one packed int.
+ * the same order), far slower. Also the widening of one packed int, and the rounding of one
+ * activation to BF16 for oneDNN.
  */
 final class Scalar16 {
   private Scalar16() {}
+
+  /**
+   * {@code f} to BF16 as oneDNN's f32 → bf16 reorder (and the CPU's {@code vcvtneps2bf16}) rounds
+   * it: to nearest even, NaN stays NaN, a subnormal becomes a zero of its sign (which the BF16
+   * dot-product instructions would read as zero anyway). {@link Vec32#toBf16} on many.
+   */
+  static short toBf16(float f) {
+    int u = Float.floatToRawIntBits(f);
+    return (u & 0x7f800000) == 0 ? (short) ((u >>> 16) & 0x8000) : DType.floatToBf16(f);
+  }
 
   /** Element {@code 2k} of a packed int. */
   static float lo(boolean f16, int v) {

@@ -1,7 +1,11 @@
 package dev.troupe.engine.cpu;
 
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -13,7 +17,29 @@ import jdk.incubator.vector.VectorSpecies;
 final class Vec32 {
   private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
 
+  /** Shorts as many as {@link #S}'s lanes: half its width. */
+  private static final VectorSpecies<Short> HALF =
+      VectorSpecies.of(short.class, VectorShape.forBitSize(S.vectorBitSize() / 2));
+
   private Vec32() {}
+
+  /**
+   * {@code b[bo + i] = bf16(x[xo + i])} for {@code i < n}, each as {@link Scalar16#toBf16} rounds
+   * it (oneDNN's f32 → bf16 reorder's bits).
+   */
+  static void toBf16(float[] x, int xo, short[] b, int bo, int n) {
+    int i = 0;
+    for (int up = S.loopBound(n); i < up; i += S.length()) {
+      IntVector u = FloatVector.fromArray(S, x, xo + i).reinterpretAsInts();
+      IntVector high = u.lanewise(VectorOperators.LSHR, 16);
+      VectorMask<Integer> nan = u.and(0x7fffffff).compare(VectorOperators.GT, 0x7f800000);
+      VectorMask<Integer> tiny = u.and(0x7f800000).compare(VectorOperators.EQ, 0);
+      IntVector r = u.add(high.and(1)).add(0x7fff).lanewise(VectorOperators.LSHR, 16);
+      r = r.blend(high.or(0x40), nan).blend(high.and(0x8000), tiny);
+      ((ShortVector) r.convertShape(VectorOperators.I2S, HALF, 0)).intoArray(b, bo + i);
+    }
+    for (; i < n; i++) b[bo + i] = Scalar16.toBf16(x[xo + i]);
+  }
 
   /**
    * {@code y[b·yStride + yOff + o] (+)= Σ_i x[b·in + i] · W[o, i]} for {@code o ∈ [o0, o1)}; {@code

@@ -66,6 +66,19 @@ public final class RopeTables {
     }
   }
 
+  /**
+   * Position {@code pos}'s {@code cos} into {@code cs[at .. at+d/2)} and its {@code sin} into
+   * {@code cs[at+d/2 .. at+d)}: the same values as {@link #angles(int, float[], float[])}.
+   */
+  public void angles(int pos, float[] cs, int at) {
+    int half = invFreq.length;
+    for (int i = 0; i < half; i++) {
+      double a = pos * invFreq[i];
+      cs[at + i] = (float) Math.cos(a);
+      cs[at + half + i] = (float) Math.sin(a);
+    }
+  }
+
   /** As {@link #angles(int, float[], float[])}, unrounded (training's double-precision checks). */
   public void angles(int pos, double[] cos, double[] sin) {
     for (int i = 0; i < invFreq.length; i++) {
@@ -101,6 +114,20 @@ public final class RopeTables {
       float a = x[off + i], b = x[off + half + i];
       x[off + i] = a * cos[i] - b * sin[i];
       x[off + half + i] = b * cos[i] + a * sin[i];
+    }
+  }
+
+  /**
+   * {@link #rotate(float[], int, int, float[], float[])} with one position's {@code cos} at {@code
+   * cs[at .. at+d/2)} and its {@code sin} right after (a step's table of its tokens' angles, {@link
+   * #angles(int, float[], int)}).
+   */
+  public static void rotate(float[] x, int off, int d, float[] cs, int at) {
+    int half = d / 2;
+    for (int i = 0; i < half; i++) {
+      float a = x[off + i], b = x[off + half + i], c = cs[at + i], s = cs[at + half + i];
+      x[off + i] = a * c - b * s;
+      x[off + half + i] = b * c + a * s;
     }
   }
 }

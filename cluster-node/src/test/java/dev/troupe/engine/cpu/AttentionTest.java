@@ -91,8 +91,9 @@ class AttentionTest {
       }
     }
 
-    // prefill: the longest sequence's last 40 positions as one chunk (BLAS) after the rest
-    int s = lengths.length - 1, n = lengths[s], nq = 40;
+    // prefill: the longest sequence's last 140 positions as one chunk (BLAS) after the rest, in
+    // blocks of queries (the last one partial)
+    int s = lengths.length - 1, n = lengths[s], nq = 140;
     int[] tokens = new int[nq];
     java.util.Arrays.fill(tokens, 1);
     Step chunk =
@@ -109,7 +110,9 @@ class AttentionTest {
     assertEquals(1, plan.blasChunks.length);
     try (Blas blas = new Blas()) {
       Attention.ChunkBuffers buf = new Attention.ChunkBuffers();
-      assertEquals(nKv, attention.chunkUnits(plan));
+      int blocks = (nq + Attention.QUERY_BLOCK - 1) / Attention.QUERY_BLOCK;
+      assertTrue(blocks > 1, "the chunk spans blocks of queries");
+      assertEquals(nKv * blocks, attention.chunkUnits(plan));
       for (int u = attention.chunkUnits(plan) - 1; u >= 0; u--) // any order: disjoint heads
       attention.chunk(plan, u, chunk, cq, stride, kc, vc, out, qDim, 0, blas, buf);
     }

@@ -18,6 +18,14 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.SplittableRandom;
+import org.bytedeco.dnnl.engine;
+import org.bytedeco.dnnl.memory;
+import org.bytedeco.dnnl.reorder;
+import org.bytedeco.dnnl.stream;
+import org.bytedeco.javacpp.FloatPointer;
+import org.bytedeco.javacpp.LongPointer;
+import org.bytedeco.javacpp.ShortPointer;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -146,6 +154,66 @@ class Bf16GemmTest {
                   Arrays.toString(sh) + " add " + add + ": row " + t + " in a call of " + call[1]);
           }
         }
+    }
+  }
+
+  /**
+   * The activations' rounding to BF16 ({@link Vec32#toBf16}, and the scalar {@code
+   * DType.floatToBf16} where the Vector API is off) gives oneDNN's f32 → bf16 reorder's bits:
+   * random bit patterns of every exponent, halfway cases both ways, subnormals, the largest float
+   * (rounds to infinity), zeros and infinities; NaN stays NaN. A length with a tail past the last
+   * vector.
+   */
+  @Test
+  void activationsRoundAsOneDnnReorderDoes() {
+    SplittableRandom r = new SplittableRandom(3);
+    int n = 100_003;
+    float[] x = new float[n];
+    for (int i = 0; i < n; i++) {
+      int bits = r.nextInt();
+      x[i] =
+          Float.intBitsToFloat(
+              switch (i % 8) {
+                case 0 -> (bits & ~0xffff) | 0x8000; // halfway: to even, up or down
+                case 1 -> (bits & ~0x1ffff) | 0x18000; // halfway, odd: up
+                case 2 -> bits & 0x807fffff; // subnormal
+                default -> bits;
+              });
+    }
+    float[] special = {0f, -0f, Float.MAX_VALUE, -Float.MAX_VALUE, Float.MIN_VALUE};
+    System.arraycopy(special, 0, x, n - special.length - 3, special.length);
+    x[7] = Float.POSITIVE_INFINITY;
+    x[15] = Float.NEGATIVE_INFINITY;
+    short[] vector = new short[n];
+    Vec32.toBf16(x, 0, vector, 0, n);
+    try (engine e = new engine(engine.kind.cpu, 0);
+        stream st = new stream(e);
+        memory.desc f =
+            new memory.desc(new LongPointer(1, n), memory.data_type.f32, memory.format_tag.ab);
+        memory.desc b =
+            new memory.desc(new LongPointer(1, n), memory.data_type.bf16, memory.format_tag.ab);
+        FloatPointer fp = new FloatPointer(x);
+        ShortPointer bp = new ShortPointer(n);
+        memory fm = new memory(f, e, fp);
+        memory bm = new memory(b, e, bp);
+        reorder re = new reorder(fm, bm)) {
+      re.execute(st, fm, bm);
+      st._wait();
+      int nans = 0;
+      for (int i = 0; i < n; i++) {
+        short want = bp.get(i);
+        if (Float.isNaN(x[i])) {
+          nans++;
+          assertTrue(Float.isNaN(DType.BF16.toFloat(vector[i])), "NaN at " + i);
+        } else
+          assertEquals(
+              want,
+              vector[i],
+              String.format(
+                  "%08x: oneDNN %04x, ours %04x", Float.floatToRawIntBits(x[i]), want, vector[i]));
+        assertEquals(Scalar16.toBf16(x[i]), vector[i], "scalar and vector at " + i);
+      }
+      assertTrue(nans > 0, "random patterns include NaNs");
     }
   }
 

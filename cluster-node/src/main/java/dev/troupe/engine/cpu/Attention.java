@@ -236,11 +236,11 @@ final class Attention {
   /**
    * Unit {@code u} of the step's prefill chunks as GEMMs: one block of {@link #QUERY_BLOCK} queries
    * of a chunk, the heads of one KV head stacked, against the keys the block's last query sees (a
-   * causal chunk skips the keys none of a block's queries sees: for 256 queries, 5/8 of the work of
-   * one block). Later blocks first, as they cost more. {@code kg, vg, qh, p, oh} are grown as
-   * needed in {@code buf}. Units write disjoint rows and heads, so members run them at once, each
-   * with its own {@code blas} and {@code buf}; a query's result depends only on its chunk (its
-   * block's bounds and the keys), never on the rest of the step.
+   * causal chunk skips the keys none of a block's queries sees: 256 queries in two blocks do 3/4 of
+   * the whole square's work). Later blocks first, as they cost more. {@code kg, vg, qh, p, oh} are
+   * grown as needed in {@code buf}. Units write disjoint rows and heads, so members run them at
+   * once, each with its own {@code blas} and {@code buf}; a query's result depends only on its
+   * chunk (its block's bounds and the keys), never on the rest of the step.
    */
   void chunk(
       Plan p,

@@ -106,20 +106,8 @@ public final class RopeTables {
 
   /**
    * Rotates one head {@code x[off .. off+d)} in place: {@code (a, b) → (a cos − b sin, b cos + a
-   * sin)} for the pairs {@code (x[i], x[i + d/2])}.
-   */
-  public static void rotate(float[] x, int off, int d, float[] cos, float[] sin) {
-    int half = d / 2;
-    for (int i = 0; i < half; i++) {
-      float a = x[off + i], b = x[off + half + i];
-      x[off + i] = a * cos[i] - b * sin[i];
-      x[off + half + i] = b * cos[i] + a * sin[i];
-    }
-  }
-
-  /**
-   * {@link #rotate(float[], int, int, float[], float[])} with one position's {@code cos} at {@code
-   * cs[at .. at+d/2)} and its {@code sin} right after (a step's table of its tokens' angles, {@link
+   * sin)} for the pairs {@code (x[i], x[i + d/2])}, with the position's {@code cos} at {@code cs[at
+   * .. at+d/2)} and its {@code sin} right after (a step's table of its tokens' angles, {@link
    * #angles(int, float[], int)}).
    */
   public static void rotate(float[] x, int off, int d, float[] cs, int at) {

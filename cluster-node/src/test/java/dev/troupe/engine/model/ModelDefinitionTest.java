@@ -82,11 +82,22 @@ class ModelDefinitionTest {
     // the lowest frequency is divided by the factor (wavelength > original context / low factor)
     double unscaled = Math.pow(c.ropeTheta(), -2.0 * (half - 1) / c.headDim());
     assertEquals(unscaled / c.ropeScaling().factor(), rope.inverseFrequencies()[half - 1], 1e-15);
-    float[] x = {1, 2, 3, 4, 5, 6, 7, 8};
+    // a step's table: a position's cos, then its sin, the same values
+    int d = c.headDim();
+    float[] cs = new float[3 * d];
     rope.angles(5, cos, sin);
-    RopeTables.rotate(x, 0, 8, cos, sin);
-    assertEquals(1 * cos[0] - 5 * sin[0], x[0], 1e-6);
-    assertEquals(5 * cos[0] + 1 * sin[0], x[4], 1e-6);
+    rope.angles(5, cs, d);
+    for (int i = 0; i < half; i++) {
+      assertEquals(cos[i], cs[d + i]);
+      assertEquals(sin[i], cs[d + half + i]);
+    }
+    float[] x = new float[d + 2];
+    for (int i = 0; i < x.length; i++) x[i] = i + 1;
+    RopeTables.rotate(x, 1, d, cs, d); // the head at x[1 .. d+1): pairs (x[1+i], x[1+half+i])
+    assertEquals(2 * cos[0] - (2 + half) * sin[0], x[1], 1e-5);
+    assertEquals((2 + half) * cos[0] + 2 * sin[0], x[1 + half], 1e-5);
+    assertEquals(1f, x[0]);
+    assertEquals(d + 2f, x[d + 1]);
   }
 
   @Test

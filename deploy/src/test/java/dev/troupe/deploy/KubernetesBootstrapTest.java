@@ -209,8 +209,14 @@ class KubernetesBootstrapTest {
     return log(name).contains("demo#0 loaded in");
   }
 
+  /**
+   * The gateway's HTTP port, from its "serving" line. The launcher prints that line when it next
+   * polls the node's readiness (every 500 ms), so it may follow {@code /ready}'s first 200: wait.
+   */
   private int gatewayPort() throws Exception {
-    Matcher m = Pattern.compile("on http://localhost:(\\d+)/v1").matcher(log("gateway"));
+    Pattern serving = Pattern.compile("on http://localhost:(\\d+)/v1");
+    await("the gateway's serving line", () -> serving.matcher(log("gateway")).find());
+    Matcher m = serving.matcher(log("gateway"));
     assertTrue(m.find(), log("gateway"));
     return Integer.parseInt(m.group(1));
   }

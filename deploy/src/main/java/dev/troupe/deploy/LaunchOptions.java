@@ -1,5 +1,6 @@
 package dev.troupe.deploy;
 
+import dev.troupe.engine.model.Quantization;
 import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.gateway.routes.VersionRoute;
 import dev.troupe.protocol.cluster.KvRole;
@@ -30,7 +31,7 @@ import java.util.Map;
  * @param managementPort Pekko Management HTTP port (cluster members, shards, health); -1 = off
  * @param dataDir where the H2 database and the generated API key live
  * @param device where this node's replicas run: {@code --device}, {@code --gpu-memory-utilization},
- *     {@code --dtype}, {@code --enforce-eager}
+ *     {@code --dtype}, {@code --enforce-eager}, {@code --quantization}
  * @param metricsWithoutAuth serve {@code GET /metrics} without an API key
  * @param enablePrefixCaching this node's replicas reuse cached prompt prefixes ({@code
  *     --no-enable-prefix-caching} turns it off, as in vLLM)
@@ -154,6 +155,8 @@ public record LaunchOptions(
         --dtype T                weights dtype, vLLM's: auto (default: the checkpoint's, FP32 as
                                  bfloat16), bfloat16, half, float16, float, float32 (GPU: auto
                                  and bfloat16)
+        --quantization Q         none (default) or q8_0: 8-bit weights with a scale per 32, as
+                                 llama.cpp's Q8_0, quantized at load (CPU only; docs/engine.md)
         --enforce-eager          GPU: launch every decode step's kernels one by one instead of
                                  replaying CUDA graphs (default: graphs for decode-only steps)
         --metrics-without-auth   serve GET /metrics without an API key (for scrapers)
@@ -296,7 +299,7 @@ public record LaunchOptions(
     int clusterPort = 25520;
     int managementPort = 7626;
     Path dataDir = Path.of("data");
-    String device = "auto", dtype = "auto";
+    String device = "auto", dtype = "auto", quantization = "none";
     double gpuMem = 0.9;
     boolean enforceEager = false;
     String discovery = "none";
@@ -387,6 +390,7 @@ public record LaunchOptions(
         case "--data-dir" -> dataDir = Path.of(value);
         case "--device" -> device = value;
         case "--dtype" -> dtype = value;
+        case "--quantization" -> quantization = value;
         case "--discovery" -> discovery = value;
         case "--required-contact-points" -> contactPoints = integer(flag, value);
         case "--shutdown-timeout" -> shutdownTimeout = integer(flag, value);
@@ -430,7 +434,8 @@ public record LaunchOptions(
         clusterPort,
         managementPort,
         dataDir,
-        new DeviceSettings(device, gpuMem, dtype, !enforceEager),
+        new DeviceSettings(device, gpuMem, dtype, !enforceEager)
+            .withQuantization(Quantization.parse(quantization)),
         metricsWithoutAuth,
         prefixCaching,
         reasoning,
@@ -489,6 +494,7 @@ public record LaunchOptions(
           "--data-dir",
           "--device",
           "--dtype",
+          "--quantization",
           "--gpu-memory-utilization",
           "--discovery",
           "--required-contact-points",

@@ -325,6 +325,7 @@ public final class TroupeNode implements AutoCloseable {
     values.put("troupe.worker.device.gpu-memory-utilization", o.device().gpuMemoryUtilization());
     values.put("troupe.worker.device.dtype", o.device().dtype());
     values.put("troupe.worker.device.cuda-graphs", o.device().cudaGraphs());
+    values.put("troupe.worker.device.quantization", o.device().quantization().flag());
     values.put("troupe.worker.engine.enable-prefix-caching", o.enablePrefixCaching());
     if (!o.kvRoles().isEmpty()) {
       KvRole all = o.kvRoles().get(LaunchOptions.ALL_MODELS);

@@ -7,6 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import dev.troupe.engine.cuda.CudaProbe;
+import dev.troupe.engine.cuda.EmulatedGpus;
+import dev.troupe.engine.model.ModelLoadException;
+import dev.troupe.engine.model.Quantization;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -17,7 +20,10 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** {@code --device}, {@code --gpu-memory-utilization} and {@code --dtype}, and the no-GPU exit. */
+/**
+ * {@code --device}, {@code --gpu-memory-utilization}, {@code --dtype} and {@code --quantization},
+ * and the no-GPU exit.
+ */
 class DeviceFlagTest {
   @TempDir Path tmp;
 
@@ -49,6 +55,43 @@ class DeviceFlagTest {
           assertThrows(IllegalArgumentException.class, () -> LaunchOptions.parse(bad, null));
       assertTrue(e.getMessage().contains(bad.get(0)), e.getMessage());
     }
+  }
+
+  /**
+   * {@code --quantization q8_0} reaches the config the node's workers read; anything but {@code
+   * q8_0} or {@code none} is refused naming the flag; the GPU runner refuses it at load.
+   */
+  @Test
+  void quantizationReachesTheWorkersConfig() {
+    com.typesafe.config.Config defaults = com.typesafe.config.ConfigFactory.load();
+    for (String q : List.of("none", "q8_0", "Q8_0")) {
+      LaunchOptions o = LaunchOptions.parse(List.of("serve", "--quantization", q), null);
+      com.typesafe.config.Config c = TroupeNode.config(o, o.apiKeys()).withFallback(defaults);
+      assertEquals(
+          q.equals("none") ? Quantization.NONE : Quantization.Q8_0,
+          dev.troupe.engine.runner.DeviceSettings.fromConfig(c.getConfig("troupe.worker.device"))
+              .quantization());
+    }
+    assertEquals(Quantization.NONE, LaunchOptions.parse(List.of(), null).device().quantization());
+    for (String bad : List.of("awq", "fp8", "int8", "q4_0")) {
+      IllegalArgumentException e =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> LaunchOptions.parse(List.of("--quantization", bad), null));
+      assertTrue(
+          e.getMessage().startsWith("--quantization must be q8_0") && e.getMessage().endsWith(bad),
+          e.getMessage());
+    }
+    var gpu =
+        new dev.troupe.engine.runner.DeviceSettings(
+                "cuda", 0.9, "auto", true, null, EmulatedGpus.class.getName())
+            .withQuantization(Quantization.Q8_0);
+    ModelLoadException e =
+        assertThrows(
+            ModelLoadException.class,
+            () -> dev.troupe.engine.runner.ModelRunners.open(null, gpu, 16, 16, 256));
+    assertTrue(
+        e.getMessage().contains("--quantization q8_0 is not supported on the GPU"), e.getMessage());
   }
 
   /**

@@ -6,6 +6,7 @@ import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.core.EngineRequest;
 import dev.troupe.engine.core.EngineSettings;
 import dev.troupe.engine.core.Rejection;
+import dev.troupe.engine.model.Quantization;
 import dev.troupe.engine.output.RequestUpdate;
 import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.sampling.EosTokens;
@@ -29,7 +30,8 @@ import java.util.SplittableRandom;
  * the mean forward pass and the mean rest of a step, so that a server's batch-1 figure can be split
  * into the engine's part and the serving path's. Args: {@code model-dir [context=256] [rounds=8]
  * [groups-per-round=4] [streams=1] [new-tokens=128]}: a group is {@code streams} requests added
- * together and run to the end; run with {@code --add-modules jdk.incubator.vector}.
+ * together and run to the end; run with {@code --add-modules jdk.incubator.vector}. The system
+ * property {@code troupe.worker.device.quantization} ({@code q8_0}) loads the weights 8-bit.
  */
 public final class EngineLoop {
   private EngineLoop() {}
@@ -43,8 +45,12 @@ public final class EngineLoop {
     int newTokens = a.length > 5 ? Integer.parseInt(a[5]) : 128;
     EngineSettings settings =
         EngineSettings.fromConfig(ConfigFactory.load().getConfig("troupe.worker.engine"));
+    Quantization quantization =
+        Quantization.parse(ConfigFactory.load().getString("troupe.worker.device.quantization"));
     TimedRunner runner =
-        new TimedRunner(ModelRunners.open(dir, settings.numBlocks(), settings.blockSize()));
+        new TimedRunner(
+            ModelRunners.open(
+                dir, "auto", quantization, settings.numBlocks(), settings.blockSize()));
     TokenizerBundle text = TokenizerBundle.loadShared(dir);
     try (Engine engine =
         Engine.create(

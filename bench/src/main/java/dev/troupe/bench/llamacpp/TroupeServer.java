@@ -43,15 +43,22 @@ public final class TroupeServer implements AutoCloseable {
    */
   static TroupeServer start(Path jar, Path modelDir, Path data, List<String> jvm, Path log)
       throws Exception {
-    return start(jar, modelDir, data, jvm, Map.of(), log);
+    return start(jar, modelDir, data, jvm, Map.of(), List.of(), log);
   }
 
   /**
    * As {@link #start(Path, Path, Path, List, Path)}, with {@code env} added to the launcher's
-   * environment; {@code jvm} comes after the launcher's JVM options, so it can override them.
+   * environment and {@code flags} to {@code troupe serve}'s (e.g. {@code --quantization q8_0});
+   * {@code jvm} comes after the launcher's JVM options, so it can override them.
    */
   public static TroupeServer start(
-      Path jar, Path modelDir, Path data, List<String> jvm, Map<String, String> env, Path log)
+      Path jar,
+      Path modelDir,
+      Path data,
+      List<String> jvm,
+      Map<String, String> env,
+      List<String> flags,
+      Path log)
       throws Exception {
     int port;
     try (ServerSocket s = new ServerSocket(0)) {
@@ -95,6 +102,7 @@ public final class TroupeServer implements AutoCloseable {
             "cpu",
             "--data-dir",
             data.toString()));
+    cmd.addAll(flags);
     ProcessBuilder pb =
         new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
     pb.environment().put("OMP_WAIT_POLICY", "PASSIVE"); // as the ./troupe launcher

@@ -31,7 +31,8 @@ import java.util.concurrent.Callable;
  *
  * <p>Usage: {@code VersusLlamaServer [--sizes small,medium] [--rounds 3] [--llama-bin DIR] [--peers
  * bf16,f16,q8_0] [--work DIR] [--jar deploy/target/troupe.jar] [--xmx 3g] [--threads 2]
- * [--num-blocks 400] [--troupe-jvm "OPTIONS"]}; {@code bench/llamacpp/versus-llama-server.sh}
+ * [--num-blocks 400] [--troupe-jvm "OPTIONS"] [--troupe-quantization q8_0]} (Troupe's weights
+ * 8-bit: then compare with the {@code q8_0} peer); {@code bench/llamacpp/versus-llama-server.sh}
  * builds everything and runs it. Not a test: results go to docs/benchmarks.md.
  */
 public final class VersusLlamaServer {
@@ -70,16 +71,26 @@ public final class VersusLlamaServer {
     if (!extra.isEmpty()) jvm.addAll(List.of(extra.split("\\s+")));
     System.out.printf(
         Locale.ROOT,
-        "cores=%d java=%s load %s; troupe %s; llama-server %s, %d threads, 32 slots%n",
+        "cores=%d java=%s load %s; troupe %s %s; llama-server %s, %d threads, 32 slots%n",
         Runtime.getRuntime().availableProcessors(),
         System.getProperty("java.version"),
         VersusLlamaCpp.load(),
         jvm,
+        flags(o),
         bin,
         threads);
     for (String size : o.getOrDefault("--sizes", "small,medium").split(","))
       run(BenchModel.size(size, work), tokenizer, bin, peers, rounds, threads, jvm, work, o);
     System.exit(0);
+  }
+
+  /**
+   * {@code troupe serve}'s extra flags: {@code --quantization Q} from {@code
+   * --troupe-quantization}.
+   */
+  private static List<String> flags(Map<String, String> o) {
+    String q = o.getOrDefault("--troupe-quantization", "none");
+    return q.equals("none") ? List.of() : List.of("--quantization", q);
   }
 
   private static boolean jfr; // --jfr on: record the Troupe server, print each figure's start
@@ -111,7 +122,8 @@ public final class VersusLlamaServer {
     Path jar = Path.of(o.getOrDefault("--jar", "deploy/target/troupe.jar"));
     List<LlamaServer> llamas = new ArrayList<>();
     try (TroupeServer troupe =
-        TroupeServer.start(jar, m.dir(), data, jvm, work.resolve(m.name() + "-troupe.log"))) {
+        TroupeServer.start(
+            jar, m.dir(), data, jvm, Map.of(), flags(o), work.resolve(m.name() + "-troupe.log"))) {
       for (var e : ggufs.entrySet())
         llamas.add(
             LlamaServer.start(

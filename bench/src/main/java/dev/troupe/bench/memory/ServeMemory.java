@@ -123,7 +123,8 @@ public final class ServeMemory {
     Path data = Files.createTempDirectory(work, "data");
     List<Snapshot> snaps = new ArrayList<>();
     try (TroupeServer t =
-        TroupeServer.start(jar, model, data, jvm, env, work.resolve(name + "-memory.log"))) {
+        TroupeServer.start(
+            jar, model, data, jvm, env, List.of(), work.resolve(name + "-memory.log"))) {
       long pid = t.pid();
       Instant started = ProcessHandle.of(pid).flatMap(p -> p.info().startInstant()).orElseThrow();
       Thread.sleep(5000);

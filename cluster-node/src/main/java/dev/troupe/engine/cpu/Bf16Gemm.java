@@ -151,9 +151,12 @@ final class Bf16Gemm implements AutoCloseable {
     return "oneDNN " + v.major() + "." + v.minor() + "." + v.patch();
   }
 
-  /** Whether {@code w}'s products can run here: BF16, and {@code in} whole blocks of 32. */
+  /**
+   * Whether {@code w}'s products can run here: BF16 or 8-bit (dequantized to BF16 tiles), and
+   * {@code in} whole blocks of 32.
+   */
   static boolean handles(Matrix w) {
-    return w.dtype == DType.BF16 && w.in % 32 == 0 && available();
+    return (w.dtype == DType.BF16 || w.quantized) && w.in % 32 == 0 && available();
   }
 
   /**
@@ -166,7 +169,7 @@ final class Bf16Gemm implements AutoCloseable {
 
   /** {@link #product(Matrix, float[], int, float[], boolean)} of rows {@code [from, from+rows)}. */
   void product(Matrix w, float[] x, int from, int rows, float[] y, boolean add) {
-    int in = w.in, out = w.out, half = w.rowInts(), xn = rows * in;
+    int in = w.in, out = w.out, half = (in + 1) / 2, xn = rows * in;
     int groupsPerTile = Math.max(1, Math.min(TILE_INTS / (half * Matrix.GROUP), (out + 63) / 64));
     int tileRows = groupsPerTile * Matrix.GROUP;
     if (xs.length < xn) xs = new short[Math.max(xn, xs.length * 3 / 2)];
@@ -178,7 +181,7 @@ final class Bf16Gemm implements AutoCloseable {
     IntPointer[] kept = resident(w);
     if (kept == null) wb = grow(wb, (long) tileRows * half, IntPointer::new);
     for (int p = 0; p < w.parts(); p++) {
-      int[] ints = w.ints(p);
+      int[] ints = w.quantized ? null : w.ints(p);
       int partRows = w.partRows(p), row0 = p * w.rowsPerPart();
       for (int r0 = 0; r0 < partRows; r0 += tileRows) {
         // a tile of whole groups is one run of the part's ints; its outputs [rows, n] are columns
@@ -186,8 +189,9 @@ final class Bf16Gemm implements AutoCloseable {
         // a void*, to which JavaCPP adds a pointer's position in bytes, not in elements.)
         int n = Math.min(tileRows, partRows - r0), o0 = row0 + r0;
         IntPointer tile = kept != null ? kept[p].getPointer((long) r0 * half) : wb.position(0);
-        if (kept == null)
-          wb.put(ints, r0 * half, (n + Matrix.GROUP - 1) / Matrix.GROUP * Matrix.GROUP * half);
+        int groupInts = (n + Matrix.GROUP - 1) / Matrix.GROUP * Matrix.GROUP * half;
+        if (kept == null && ints != null) wb.put(ints, r0 * half, groupInts);
+        else if (kept == null) wb.put(dequantized(w, p, r0, n), 0, groupInts);
         Prim mm = cached(List.of(1, rows, in, n), () -> matmul(rows, in, n));
         execute(mm, xb.position(0), tile, yf.position(0));
         collect(y, from * out + o0, out, rows, n, add);
@@ -224,7 +228,10 @@ final class Bf16Gemm implements AutoCloseable {
   private IntPointer[] resident(Matrix w) {
     IntPointer[] kept = resident.get(w);
     if (kept != null || residentBudget == 0) return kept;
-    long bytes = w.bytes();
+    long bytes = 0; // of its BF16 form
+    for (int p = 0; p < w.parts(); p++)
+      bytes +=
+          (w.partRows(p) + Matrix.GROUP - 1L) / Matrix.GROUP * Matrix.GROUP * ((w.in + 1) / 2) * 4;
     if (residentBytes + bytes > residentBudget) {
       if (!budgetLogged)
         log.info(
@@ -237,14 +244,38 @@ final class Bf16Gemm implements AutoCloseable {
       return null;
     }
     kept = new IntPointer[w.parts()];
+    int half = (w.in + 1) / 2;
     for (int p = 0; p < kept.length; p++) {
-      int[] ints = w.ints(p);
-      kept[p] = new IntPointer(ints.length);
-      kept[p].put(ints, 0, ints.length);
+      if (!w.quantized) {
+        int[] ints = w.ints(p);
+        kept[p] = new IntPointer(ints.length);
+        kept[p].put(ints, 0, ints.length);
+        continue;
+      }
+      // an 8-bit matrix's BF16 form, a tile of whole groups at a time
+      int partRows = w.partRows(p), groupRows = Matrix.GROUP;
+      int tileRows = Math.max(1, TILE_INTS / (half * groupRows)) * groupRows;
+      kept[p] = new IntPointer((long) (partRows + groupRows - 1) / groupRows * groupRows * half);
+      for (int r0 = 0; r0 < partRows; r0 += tileRows) {
+        int n = Math.min(tileRows, partRows - r0);
+        int ints = (n + groupRows - 1) / groupRows * groupRows * half;
+        kept[p].position((long) r0 * half).put(dequantized(w, p, r0, n), 0, ints);
+      }
+      kept[p].position(0);
     }
     resident.put(w, kept);
     residentBytes += bytes;
     return kept;
+  }
+
+  private int[] tileInts = new int[0];
+
+  /** Rows {@code [r0, r0 + n)} of an 8-bit matrix's part p as BF16 groups, in a reused array. */
+  private int[] dequantized(Matrix w, int p, int r0, int n) {
+    int ints = (n + Matrix.GROUP - 1) / Matrix.GROUP * Matrix.GROUP * ((w.in + 1) / 2);
+    if (tileInts.length < ints) tileInts = new int[ints];
+    w.bf16Groups(p, r0, n, tileInts);
+    return tileInts;
   }
 
   /** Bytes of weights kept in native memory. */

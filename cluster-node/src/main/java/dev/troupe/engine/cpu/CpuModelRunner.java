@@ -7,6 +7,7 @@ import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.LayerStep;
 import dev.troupe.engine.model.ModelLoadException;
+import dev.troupe.engine.model.Quantization;
 import dev.troupe.engine.model.TransformerLayout;
 import dev.troupe.engine.model.WeightSource;
 import java.nio.ByteBuffer;
@@ -57,7 +58,12 @@ public final class CpuModelRunner implements ModelRunner {
   private boolean closed;
 
   private CpuModelRunner(
-      ModelConfig cfg, WeightSource w, DType dtype, int numBlocks, int blockSize) {
+      ModelConfig cfg,
+      WeightSource w,
+      DType dtype,
+      Quantization quantization,
+      int numBlocks,
+      int blockSize) {
     if (numBlocks < 1 || blockSize < 1)
       throw new IllegalArgumentException("numBlocks and blockSize must be >= 1");
     this.cfg = cfg;
@@ -75,13 +81,15 @@ public final class CpuModelRunner implements ModelRunner {
               + layout.steps()
               + " not all supported by the CPU runner");
     layout.check(w);
-    this.model = new Model(cfg, w, dtype, cacheFloats);
+    this.model = new Model(cfg, w, dtype, quantization == Quantization.Q8_0, cacheFloats);
     this.forward = new Forward(model, Team.shared(), blockSize);
     log.info(
         String.format(
             Locale.ROOT,
             "CPU runner: %s weights, %d MB on the heap; KV cache %d MB; %s kernels",
-            dtype,
+            quantization == Quantization.NONE
+                ? dtype
+                : quantization.flag() + " (from " + dtype + ")",
             model.weightBytes() >> 20,
             2L * cfg.numLayers() * cacheFloats * Float.BYTES >> 20,
             VectorSupport.AVAILABLE ? "Vector API" : "plain-Java"));
@@ -94,8 +102,22 @@ public final class CpuModelRunner implements ModelRunner {
    */
   public static CpuModelRunner load(
       ModelConfig cfg, WeightSource weights, DType dtype, int numBlocks, int blockSize) {
+    return load(cfg, weights, dtype, Quantization.NONE, numBlocks, blockSize);
+  }
+
+  /**
+   * {@link #load(ModelConfig, WeightSource, DType, int, int)}, the matrices {@code quantization}'s
+   * way ({@link Quantization#Q8_0}: 8-bit, quantized from the values in {@code dtype}).
+   */
+  public static CpuModelRunner load(
+      ModelConfig cfg,
+      WeightSource weights,
+      DType dtype,
+      Quantization quantization,
+      int numBlocks,
+      int blockSize) {
     try {
-      return new CpuModelRunner(cfg, weights, dtype, numBlocks, blockSize);
+      return new CpuModelRunner(cfg, weights, dtype, quantization, numBlocks, blockSize);
     } catch (OutOfMemoryError e) {
       throw new ModelLoadException(
           "not enough Java heap to load the model from "
@@ -118,9 +140,14 @@ public final class CpuModelRunner implements ModelRunner {
     return cfg;
   }
 
-  /** The dtype the weights are held and read in. */
+  /** The dtype the weights are held and read in (with {@link #quantization}: quantized from). */
   public DType dtype() {
     return model.dtype;
+  }
+
+  /** Whether the matrices are 8-bit ({@link Quantization#Q8_0}) or as {@link #dtype}. */
+  public Quantization quantization() {
+    return model.quantized ? Quantization.Q8_0 : Quantization.NONE;
   }
 
   /**

@@ -66,7 +66,9 @@ final class Forward implements AutoCloseable {
         new Attention(md.nHeads, md.nKv, md.headDim, blockSize, md.cfg.slidingWindow());
     this.members = new Member[team.size()];
     this.bf16 =
-        md.dtype == DType.BF16 && bf16GemmAvailable() && allOnOneDnn(md) ? new Bf16Gemm() : null;
+        (md.dtype == DType.BF16 || md.quantized) && bf16GemmAvailable() && allOnOneDnn(md)
+            ? new Bf16Gemm()
+            : null;
     int wide = Math.max(Math.max(md.hidden, md.inter), md.qDim);
     for (int m = 0; m < members.length; m++) {
       members[m] = new Member();

@@ -24,6 +24,10 @@ import java.util.List;
  * converts row tiles to FP32 for GEMM-sized batches. Rows are split into parts of under 2³¹
  * elements so any tensor fits.
  *
+ * <p>With {@code --quantization q8_0} a matrix is {@linkplain #quantized 8-bit} instead ({@link
+ * Q8Format}: a byte per weight, a scale per 32, in the same k-major groups, a byte per element
+ * rather than an int per pair): products on {@link Q8Kernel}, FP32 rows and BF16 tiles dequantized.
+ *
  * <p>Why the heap: the Vector API reads heap arrays with the same calls on Java 17 through 25,
  * while off-heap memory needs {@code ByteBuffer} loads on 17 and {@code MemorySegment} loads after
  * (docs/engine.md).
@@ -37,27 +41,50 @@ final class Matrix {
   final int out;
   final int in;
   final DType dtype;
+
+  /** 8-bit ({@link Q8Format}); {@link #dtype} is then the checkpoint values' served dtype. */
+  final boolean quantized;
+
   private final int rowInts; // 16-bit: ints per row (⌈in/2⌉); FP32: floats per row (in)
   private final int rowsPerPart;
   private final int[][] ints; // 16-bit parts
   private final float[][] floats; // FP32 parts
+  private final byte[][] q8; // 8-bit parts: [group][k (padded)][GROUP rows]
+  private final float[][] scales; // 8-bit parts' scales: [group][block][GROUP rows]
+  private final int inPad; // 8-bit: bytes per row (whole blocks)
 
-  private Matrix(int out, int in, DType dtype) {
+  private Matrix(int out, int in, DType dtype, boolean quantized) {
     this.out = out;
     this.in = in;
     this.dtype = dtype;
-    this.rowInts = dtype == DType.F32 ? in : (in + 1) / 2;
+    this.quantized = quantized;
+    this.inPad = Q8Format.padded(in);
+    this.rowInts = quantized ? inPad : dtype == DType.F32 ? in : (in + 1) / 2;
     // whole groups per part
     this.rowsPerPart =
         (int)
             Math.max(
                 GROUP, Math.min(out + GROUP - 1L, MAX_PART / Math.max(1, rowInts)) / GROUP * GROUP);
     int parts = (out + rowsPerPart - 1) / rowsPerPart;
-    if (dtype == DType.F32) {
+    if (quantized) {
+      ints = null;
+      floats = null;
+      q8 = new byte[parts][];
+      scales = new float[parts][];
+      for (int p = 0; p < parts; p++) {
+        int groups = (partRows(p) + GROUP - 1) / GROUP;
+        q8[p] = new byte[groups * GROUP * inPad];
+        scales[p] = new float[groups * GROUP * (inPad / Q8Format.BLOCK)];
+      }
+    } else if (dtype == DType.F32) {
+      q8 = null;
+      scales = null;
       ints = null;
       floats = new float[parts][];
       for (int p = 0; p < parts; p++) floats[p] = new float[partRows(p) * rowInts];
     } else {
+      q8 = null;
+      scales = null;
       floats = null;
       ints = new int[parts][];
       for (int p = 0; p < parts; p++)
@@ -89,12 +116,29 @@ final class Matrix {
     return ints[p];
   }
 
+  /** Part {@code p} of an 8-bit matrix: its bytes and its scales ({@link Q8Format}; tests). */
+  byte[] q8(int p) {
+    return q8[p];
+  }
+
+  float[] scales(int p) {
+    return scales[p];
+  }
+
+  /** 8-bit: bytes per row ({@code in} in whole blocks). */
+  int inPad() {
+    return inPad;
+  }
+
   /** Bytes held. */
   long bytes() {
     long n = 0;
     if (ints != null) for (int[] a : ints) n += a.length;
     if (floats != null) for (float[] a : floats) n += a.length;
-    return n * 4;
+    if (scales != null) for (float[] a : scales) n += a.length;
+    n *= 4;
+    if (q8 != null) for (byte[] a : q8) n += a.length;
+    return n;
   }
 
   /**
@@ -107,8 +151,9 @@ final class Matrix {
     return (r / GROUP * half + k) * GROUP + r % GROUP;
   }
 
+  /** Whether products read activation rows packed (16-bit weights; {@link Activations}). */
   boolean packed() {
-    return dtype != DType.F32;
+    return dtype != DType.F32 && !quantized;
   }
 
   /** Floats per activation row this matrix reads ({@link Activations#stride}). */
@@ -118,9 +163,14 @@ final class Matrix {
 
   /** Tensors with equal {@code in} stacked along {@code out} (q, k, v), in {@code dtype}. */
   static Matrix load(WeightSource w, DType dtype, List<String> names) {
+    return load(w, dtype, false, names);
+  }
+
+  /** {@link #load(WeightSource, DType, List)}, 8-bit when {@code quantized} ({@link Q8Format}). */
+  static Matrix load(WeightSource w, DType dtype, boolean quantized, List<String> names) {
     int rows = 0, in = (int) (long) w.info(names.get(0)).shape().get(1);
     for (String n : names) rows += (int) (long) w.info(n).shape().get(0);
-    Matrix m = new Matrix(rows, in, dtype);
+    Matrix m = new Matrix(rows, in, dtype, quantized);
     int at = 0;
     for (String n : names) {
       int r = (int) (long) w.info(n).shape().get(0);
@@ -135,10 +185,11 @@ final class Matrix {
    * up block 0, gate block 1, …), so a thread owning whole block pairs can apply SwiGLU to its own
    * output; {@link #gateUpRow} maps back.
    */
-  static Matrix loadInterleaved(WeightSource w, DType dtype, String gate, String up, int block) {
+  static Matrix loadInterleaved(
+      WeightSource w, DType dtype, boolean quantized, String gate, String up, int block) {
     int inter = (int) (long) w.info(gate).shape().get(0);
     int in = (int) (long) w.info(gate).shape().get(1);
-    Matrix m = new Matrix(2 * inter, in, dtype);
+    Matrix m = new Matrix(2 * inter, in, dtype, quantized);
     for (int g0 = 0; g0 < inter; g0 += block) {
       int n = Math.min(block, inter - g0);
       m.read(w, gate, g0, n, 2 * g0);
@@ -160,6 +211,10 @@ final class Matrix {
 
   /** Rows {@code [r0, r0+n)} of tensor {@code name} into rows {@code dst..} of this matrix. */
   private void read(WeightSource w, String name, int r0, int n, int dst) {
+    if (quantized) {
+      readQuantized(w, name, r0, n, dst);
+      return;
+    }
     int chunkRows = Math.max(1, (1 << 22) / Math.max(1, in));
     float[] f = dtype == DType.F32 ? new float[Math.min(n, chunkRows) * in] : null;
     ByteBuffer b =
@@ -203,6 +258,36 @@ final class Matrix {
   }
 
   /**
+   * Rows read as FP32 in the served dtype (a 16-bit checkpoint's values exactly; FP32 ones rounded
+   * to {@link #dtype} first unless served in FP32, as the 16-bit form would keep them), each
+   * quantized ({@link Q8Format#quantize}) into the 8-bit layout.
+   */
+  private void readQuantized(WeightSource w, String name, int r0, int n, int dst) {
+    int chunkRows = Math.max(1, (1 << 22) / Math.max(1, in));
+    float[] f = new float[Math.min(n, chunkRows) * in];
+    float[] row = new float[in];
+    byte[] q = new byte[inPad];
+    float[] d = new float[inPad / Q8Format.BLOCK];
+    DType source = w.info(name).dtype();
+    boolean round = dtype != DType.F32 && source != dtype;
+    for (int done = 0; done < n; ) {
+      int rows = Math.min(chunkRows, n - done);
+      w.copyTo(name, (long) (r0 + done) * in, rows * in, FloatBuffer.wrap(f, 0, rows * in));
+      for (int r = 0; r < rows; r++) {
+        System.arraycopy(f, r * in, row, 0, in);
+        if (round) for (int k = 0; k < in; k++) row[k] = dtype.toFloat(dtype.fromFloat(row[k]));
+        Q8Format.quantize(row, in, q, d);
+        int at = dst + done + r, p = at / rowsPerPart, local = at - p * rowsPerPart;
+        int g = local / GROUP, lane = local % GROUP, blocks = inPad / Q8Format.BLOCK;
+        byte[] qp = q8[p];
+        for (int k = 0; k < inPad; k++) qp[(g * inPad + k) * GROUP + lane] = q[k];
+        for (int b = 0; b < blocks; b++) scales[p][(g * blocks + b) * GROUP + lane] = d[b];
+      }
+      done += rows;
+    }
+  }
+
+  /**
    * F16 infinities and NaN: no released checkpoint has them, and the kernel's exact widening covers
    * finite values only ({@link F16Kernel#f16}), so a tensor holding one is refused.
    */
@@ -225,6 +310,14 @@ final class Matrix {
   /** Row {@code r} as FP32 into {@code dst[off .. off+in)} (embedding lookup, GEMM tiles). */
   void rowTo(int r, float[] dst, int off) {
     int p = r / rowsPerPart, local = r - p * rowsPerPart;
+    if (quantized) {
+      int g = local / GROUP, lane = local % GROUP, blocks = inPad / Q8Format.BLOCK;
+      for (int k = 0; k < in; k++)
+        dst[off + k] =
+            q8[p][(g * inPad + k) * GROUP + lane]
+                * scales[p][(g * blocks + k / Q8Format.BLOCK) * GROUP + lane];
+      return;
+    }
     if (dtype == DType.F32) {
       System.arraycopy(floats[p], local * rowInts, dst, off, in);
       return;
@@ -250,7 +343,14 @@ final class Matrix {
   void product(float[] x, int rows, float[] y, int yStride, int yOff, int o0, int o1, boolean add) {
     while (o0 < o1) {
       int p = o0 / rowsPerPart, pEnd = Math.min(o1, (p + 1) * rowsPerPart), row0 = p * rowsPerPart;
-      if (dtype == DType.F32) {
+      if (quantized) {
+        if (Q8_VECTOR)
+          Q8Kernel.range(
+              x, rows, in, inPad, q8[p], scales[p], row0, y, yStride, yOff, o0, pEnd, add);
+        else
+          Q8Format.product(
+              x, rows, in, inPad, q8[p], scales[p], row0, y, yStride, yOff, o0, pEnd, add);
+      } else if (dtype == DType.F32) {
         if (VectorSupport.AVAILABLE)
           Vec32.range(x, rows, in, floats[p], row0, y, yStride, yOff, o0, pEnd, add);
         else scalar32(x, rows, floats[p], row0, y, yStride, yOff, o0, pEnd, add);
@@ -264,6 +364,32 @@ final class Matrix {
       }
       o0 = pEnd;
     }
+  }
+
+  private static final boolean Q8_VECTOR = VectorSupport.AVAILABLE && Q8Kernel.supported();
+
+  /**
+   * Rows {@code [r0, r0 + n)} of part {@code p} (whole groups, {@code r0} a group start)
+   * dequantized and rounded to BF16 in the 16-bit layout ({@link #tiled}, {@code ⌈in/2⌉} ints per
+   * row) into {@code dst} from 0: what {@link Bf16Gemm} hands oneDNN for an 8-bit matrix. The last
+   * group's missing rows are zeros.
+   */
+  void bf16Groups(int p, int r0, int n, int[] dst) {
+    int half = (in + 1) / 2, blocks = inPad / Q8Format.BLOCK;
+    byte[] qp = q8[p];
+    float[] sp = scales[p];
+    int g0 = r0 / GROUP, groups = (n + GROUP - 1) / GROUP;
+    for (int g = 0; g < groups; g++)
+      for (int k = 0; k < half; k++) {
+        int lo = ((g0 + g) * inPad + 2 * k) * GROUP, hi = lo + GROUP;
+        int s = ((g0 + g) * blocks + 2 * k / Q8Format.BLOCK) * GROUP, at = (g * half + k) * GROUP;
+        for (int lane = 0; lane < GROUP; lane++) {
+          float d = sp[s + lane];
+          int a = DType.floatToBf16(qp[lo + lane] * d) & 0xffff;
+          int b = 2 * k + 1 < in ? DType.floatToBf16(qp[hi + lane] * d) & 0xffff : 0;
+          dst[at + lane] = a | b << 16;
+        }
+      }
   }
 
   private void scalar32(

@@ -12,7 +12,8 @@ import java.util.List;
  * A model's weights as the CPU runner keeps them: matrices in the served dtype ({@link Matrix}),
  * norms and biases in FP32, q/k/v fused into one matrix and gate/up interleaved in blocks of {@link
  * #GATE_UP_BLOCK} rows (so one product per fused projection and SwiGLU in the same pass), the KV
- * cache per layer.
+ * cache per layer. With {@code quantized} every matrix (embedding and LM head included, as in a
+ * Q8_0 GGUF) is 8-bit ({@link Q8Format}).
  */
 final class Model {
   /** Rows per gate (and per up) block of the fused gate/up matrix. */
@@ -34,6 +35,7 @@ final class Model {
 
   final ModelConfig cfg;
   final DType dtype;
+  final boolean quantized;
   final int hidden, headDim, nHeads, nKv, qDim, kvDim, inter, vocab;
   final float eps;
   final Matrix embed; // [V, H]; also the LM head when tied
@@ -42,9 +44,10 @@ final class Model {
   final Layer[] layers;
   final RopeTables rope;
 
-  Model(ModelConfig cfg, WeightSource w, DType dtype, long cacheFloats) {
+  Model(ModelConfig cfg, WeightSource w, DType dtype, boolean quantized, long cacheFloats) {
     this.cfg = cfg;
     this.dtype = dtype;
+    this.quantized = quantized;
     this.hidden = cfg.hiddenSize();
     this.headDim = cfg.headDim();
     this.nHeads = cfg.numHeads();
@@ -55,8 +58,10 @@ final class Model {
     this.vocab = cfg.vocabSize();
     this.eps = (float) cfg.rmsNormEps();
     TransformerLayout layout = TransformerLayout.of(cfg);
-    this.embed = Matrix.load(w, dtype, List.of(TransformerLayout.EMBED));
-    this.lmHead = cfg.tieWordEmbeddings() ? embed : Matrix.load(w, dtype, List.of(layout.lmHead()));
+    boolean q = quantized;
+    this.embed = Matrix.load(w, dtype, q, List.of(TransformerLayout.EMBED));
+    this.lmHead =
+        cfg.tieWordEmbeddings() ? embed : Matrix.load(w, dtype, q, List.of(layout.lmHead()));
     this.finalNorm = w.floats(TransformerLayout.FINAL_NORM);
     this.layers = new Layer[cfg.numLayers()];
     for (int i = 0; i < layers.length; i++) {
@@ -77,23 +82,25 @@ final class Model {
               Matrix.load(
                   w,
                   dtype,
+                  q,
                   List.of(t.weight(Projection.Q), t.weight(Projection.K), t.weight(Projection.V))),
               bias,
               cfg.qkNorm() ? w.floats(t.qNorm()) : null,
               cfg.qkNorm() ? w.floats(t.kNorm()) : null,
-              Matrix.load(w, dtype, List.of(t.weight(Projection.O))),
+              Matrix.load(w, dtype, q, List.of(t.weight(Projection.O))),
               w.floats(t.postNorm()),
               Matrix.loadInterleaved(
-                  w, dtype, t.weight(Projection.GATE), t.weight(Projection.UP), GATE_UP_BLOCK),
-              Matrix.load(w, dtype, List.of(t.weight(Projection.DOWN))),
+                  w, dtype, q, t.weight(Projection.GATE), t.weight(Projection.UP), GATE_UP_BLOCK),
+              Matrix.load(w, dtype, q, List.of(t.weight(Projection.DOWN))),
               new float[(int) cacheFloats],
               new float[(int) cacheFloats]);
     }
     this.rope = RopeTables.of(cfg);
   }
 
+  /** Whether the products read packed activation rows (16-bit weights, not 8-bit). */
   boolean packed() {
-    return dtype != DType.F32;
+    return dtype != DType.F32 && !quantized;
   }
 
   /** Bytes of weights held (embedding, LM head, layers). */

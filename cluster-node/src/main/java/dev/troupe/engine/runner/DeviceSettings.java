@@ -1,13 +1,14 @@
 package dev.troupe.engine.runner;
 
 import com.typesafe.config.Config;
+import dev.troupe.engine.model.Quantization;
 import dev.troupe.engine.model.ServedDType;
 import java.util.List;
 import java.util.Locale;
 
 /**
  * Where a node's model replicas run ({@code troupe.worker.device}, flags {@code --device}, {@code
- * --gpu-memory-utilization}, {@code --dtype}, {@code --enforce-eager}).
+ * --gpu-memory-utilization}, {@code --dtype}, {@code --enforce-eager}, {@code --quantization}).
  *
  * @param device {@code auto} (CUDA when a usable GPU and the CUDA 13 libraries are found, else the
  *     CPU), {@code cpu}, {@code cuda} (any GPU; replicas spread over the node's GPUs) or {@code
@@ -25,6 +26,8 @@ import java.util.Locale;
  * @param gpuProvider a {@link dev.troupe.engine.cuda.GpuProvider} class that opens the GPUs in
  *     place of the machine's ({@code troupe.worker.device.gpu-provider}; tests: the CPU emulation),
  *     empty for the machine's
+ * @param quantization as vLLM's {@code --quantization}: {@code none} or {@code q8_0} ({@link
+ *     Quantization}; the CPU runner only)
  */
 public record DeviceSettings(
     String device,
@@ -32,10 +35,12 @@ public record DeviceSettings(
     String dtype,
     boolean cudaGraphs,
     SharedTraining training,
-    String gpuProvider) {
+    String gpuProvider,
+    Quantization quantization) {
   public static final List<String> DTYPES = ServedDType.NAMES;
 
   public DeviceSettings {
+    quantization = quantization == null ? Quantization.NONE : quantization;
     gpuProvider = gpuProvider == null ? "" : gpuProvider.trim();
     device = device.trim().toLowerCase(Locale.ROOT);
     dtype = dtype.trim().toLowerCase(Locale.ROOT);
@@ -56,7 +61,18 @@ public record DeviceSettings(
   /** No trainer on the GPU replicas, the machine's GPUs. */
   public DeviceSettings(
       String device, double gpuMemoryUtilization, String dtype, boolean cudaGraphs) {
-    this(device, gpuMemoryUtilization, dtype, cudaGraphs, null, "");
+    this(device, gpuMemoryUtilization, dtype, cudaGraphs, null, "", Quantization.NONE);
+  }
+
+  /** No quantization. */
+  public DeviceSettings(
+      String device,
+      double gpuMemoryUtilization,
+      String dtype,
+      boolean cudaGraphs,
+      SharedTraining training,
+      String gpuProvider) {
+    this(device, gpuMemoryUtilization, dtype, cudaGraphs, training, gpuProvider, Quantization.NONE);
   }
 
   /** CPU only, dtype auto: what tests and the demo default to. */
@@ -69,12 +85,20 @@ public record DeviceSettings(
         c.getString("dtype"),
         c.getBoolean("cuda-graphs"),
         null,
-        c.hasPath("gpu-provider") ? c.getString("gpu-provider") : "");
+        c.hasPath("gpu-provider") ? c.getString("gpu-provider") : "",
+        Quantization.parse(c.hasPath("quantization") ? c.getString("quantization") : ""));
   }
 
   /** These settings, with GPU replicas keeping {@code t}'s memory for a trainer (null: none). */
   public DeviceSettings withTraining(SharedTraining t) {
-    return new DeviceSettings(device, gpuMemoryUtilization, dtype, cudaGraphs, t, gpuProvider);
+    return new DeviceSettings(
+        device, gpuMemoryUtilization, dtype, cudaGraphs, t, gpuProvider, quantization);
+  }
+
+  /** These settings with the weights kept {@code q}'s way. */
+  public DeviceSettings withQuantization(Quantization q) {
+    return new DeviceSettings(
+        device, gpuMemoryUtilization, dtype, cudaGraphs, training, gpuProvider, q);
   }
 
   public boolean isAuto() {

@@ -11,6 +11,7 @@ import dev.troupe.engine.model.DemoModel;
 import dev.troupe.engine.model.LoadProgress;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.ModelLoadException;
+import dev.troupe.engine.model.Quantization;
 import dev.troupe.engine.model.SafetensorsWeights;
 import dev.troupe.engine.model.ServedDType;
 import dev.troupe.engine.model.WeightSource;
@@ -42,8 +43,13 @@ public final class ModelRunners {
     Devices.Choice choice = Devices.choose(device);
     if (!choice.cuda())
       return modelDir == null
-          ? openDemo(device.dtype(), numBlocks, blockSize)
-          : open(modelDir, device.dtype(), numBlocks, blockSize);
+          ? openDemo(device.dtype(), device.quantization(), numBlocks, blockSize)
+          : open(modelDir, device.dtype(), device.quantization(), numBlocks, blockSize);
+    if (device.quantization() != Quantization.NONE)
+      throw new ModelLoadException(
+          "--quantization "
+              + device.quantization().flag()
+              + " is not supported on the GPU (the CPU runner's 8-bit weights; --device cpu)");
     if (!List.of("auto", "bfloat16").contains(device.dtype()))
       throw new ModelLoadException(
           "--dtype "
@@ -78,10 +84,20 @@ public final class ModelRunners {
    * @throws ModelLoadException naming the file and tensor when the directory cannot be run
    */
   public static ModelRunner open(Path modelDir, String dtype, int numBlocks, int blockSize) {
+    return open(modelDir, dtype, Quantization.NONE, numBlocks, blockSize);
+  }
+
+  /**
+   * {@link #open(Path, String, int, int)} with the matrices kept {@code quantization}'s way (vLLM's
+   * {@code --quantization}).
+   */
+  public static ModelRunner open(
+      Path modelDir, String dtype, Quantization quantization, int numBlocks, int blockSize) {
     ModelConfig config = ModelConfigs.read(modelDir);
     try (LoadProgress w = weights(modelDir)) {
       DType served = ServedDType.resolve(dtype, ModelConfigs.torchDType(modelDir), w);
-      ModelRunner runner = CpuModelRunner.load(config, w, served, numBlocks, blockSize);
+      ModelRunner runner =
+          CpuModelRunner.load(config, w, served, quantization, numBlocks, blockSize);
       w.done();
       return runner;
     }
@@ -107,9 +123,22 @@ public final class ModelRunners {
 
   /** The built-in demo model ({@link DemoModel}) on the CPU runner in {@code dtype}. */
   public static ModelRunner openDemo(String dtype, int numBlocks, int blockSize) {
+    return openDemo(dtype, Quantization.NONE, numBlocks, blockSize);
+  }
+
+  /**
+   * The built-in demo model on the CPU runner in {@code dtype}, kept {@code quantization}'s way.
+   */
+  public static ModelRunner openDemo(
+      String dtype, Quantization quantization, int numBlocks, int blockSize) {
     try (WeightSource w = DemoModel.weights()) {
       return CpuModelRunner.load(
-          DemoModel.config(), w, ServedDType.resolve(dtype, null, w), numBlocks, blockSize);
+          DemoModel.config(),
+          w,
+          ServedDType.resolve(dtype, null, w),
+          quantization,
+          numBlocks,
+          blockSize);
     }
   }
 

@@ -125,6 +125,43 @@ class Bf16GemmTest {
   }
 
   /**
+   * An 8-bit matrix ({@code --quantization q8_0}) runs as the BF16 matrix of its dequantized values
+   * rounded to BF16: the same bits, its BF16 form kept resident or made tile by tile at each call;
+   * resident, it counts its BF16 bytes against the budget.
+   */
+  @Test
+  void eightBitMatricesRunAsTheirBf16Form() {
+    Random r = new Random(23);
+    int[][] shapes = {{128, 300}, {544, 9000}, {96, 64}}; // in, out
+    for (int[] shape : shapes) {
+      int in = shape[0], out = shape[1];
+      float[] w = new float[in * out];
+      for (int k = 0; k < w.length; k++) w[k] = (float) r.nextGaussian() * 0.05f;
+      var src = new InMemoryWeights(Map.of("w", tensor(w, out, in)), "test");
+      Matrix q8 = Matrix.load(src, DType.BF16, true, List.of("w"));
+      assertTrue(Bf16Gemm.handles(q8));
+      float[] deq = new float[in * out];
+      q8.rowsTo(0, out, deq);
+      Matrix bf16 = matrix(deq, out, in); // each value rounded to BF16 as it loads
+      try (Bf16Gemm copying = new Bf16Gemm(0);
+          Bf16Gemm keeping = new Bf16Gemm(1L << 30);
+          Bf16Gemm reference = new Bf16Gemm(0)) {
+        for (int rows : new int[] {1, 65}) {
+          float[] x = new float[rows * in], want = new float[rows * out];
+          for (int i = 0; i < x.length; i++) x[i] = (float) r.nextGaussian();
+          float[] a = want.clone(), b = want.clone();
+          reference.product(bf16, x, rows, want, false);
+          copying.product(q8, x, rows, a, false);
+          keeping.product(q8, x, rows, b, false);
+          assertArrayEquals(want, a, "out " + out + ", " + rows + " rows, tile by tile");
+          assertArrayEquals(want, b, "out " + out + ", " + rows + " rows, resident");
+        }
+        assertEquals(bf16.bytes(), keeping.residentBytes(), "its BF16 bytes");
+      }
+    }
+  }
+
+  /**
    * A row's result is the same bits whatever the number of rows in the call (1, 7, 70) and where it
    * stands among them: the runner sends every prompt row to oneDNN, however many the step holds, so
    * a prompt's keys and values must not depend on what else is in the step.

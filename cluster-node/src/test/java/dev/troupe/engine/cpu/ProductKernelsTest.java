@@ -259,7 +259,8 @@ class ProductKernelsTest {
     }
     t.put("g", new InMemoryWeights.Tensor(g, new long[] {inter, in}));
     t.put("u", new InMemoryWeights.Tensor(u, new long[] {inter, in}));
-    Matrix m = Matrix.loadInterleaved(new InMemoryWeights(t, "test"), DType.F32, "g", "u", block);
+    Matrix m =
+        Matrix.loadInterleaved(new InMemoryWeights(t, "test"), DType.F32, false, "g", "u", block);
     float[] row = new float[in];
     for (int f = 0; f < 2 * inter; f++) {
       m.rowTo(f, row, 0);

@@ -25,15 +25,17 @@ import java.util.concurrent.Callable;
  * last streamed event of one request of 1 + 128 new tokens (greedy, past EOS; {@link
  * StreamedDecode}: no prefill in it, as {@code EngineLoop} times decode); N streams = N × 64 / wall
  * for N concurrent requests of a 32-token prompt and 64 new tokens, N = 8 and 32, the same N on
- * both sides. Every prompt differs. Printed per round and as min / median / max per engine, with
- * Troupe's median over the better 16-bit llama-server median and each Troupe round over Troupe's
- * median.
+ * both sides. Every prompt differs. Before round 1 every engine runs one untimed pass of the
+ * figures and 10 batch-1 decodes ({@link #warmUp}). Printed per round and as min / median / max per
+ * engine, with Troupe's median over the better 16-bit llama-server median and each Troupe round
+ * over Troupe's median.
  *
  * <p>Usage: {@code VersusLlamaServer [--sizes small,medium] [--rounds 3] [--llama-bin DIR] [--peers
  * bf16,f16,q8_0] [--work DIR] [--jar deploy/target/troupe.jar] [--xmx 3g] [--threads 2]
- * [--num-blocks 400] [--troupe-jvm "OPTIONS"] [--troupe-quantization q8_0]} (Troupe's weights
- * 8-bit: then compare with the {@code q8_0} peer); {@code bench/llamacpp/versus-llama-server.sh}
- * builds everything and runs it. Not a test: results go to docs/benchmarks.md.
+ * [--num-blocks 400] [--troupe-jvm "OPTIONS"] [--troupe-quantization q8_0] [--warmup-decodes 10]}
+ * (Troupe's weights 8-bit: then compare with the {@code q8_0} peer); {@code
+ * bench/llamacpp/versus-llama-server.sh} builds everything and runs it. Not a test: results go to
+ * docs/benchmarks.md.
  */
 public final class VersusLlamaServer {
   private static final int PROMPT = 256, DECODE = 128, STREAM_PROMPT = 32, STREAM_NEW = 64;
@@ -144,7 +146,8 @@ public final class VersusLlamaServer {
       Map<String, Map<String, List<Double>>> f = new LinkedHashMap<>();
       int[] seed = {1000};
       // untimed: JIT, pages and both sides' concurrent paths
-      for (int e = 0; e < engines.size(); e++) warmUp(e, troupe, llamas, p, seed);
+      int decodes = Integer.parseInt(o.getOrDefault("--warmup-decodes", "10"));
+      for (int e = 0; e < engines.size(); e++) warmUp(e, troupe, llamas, p, seed, decodes);
       for (int r = 0; r < rounds; r++) {
         String load = VersusLlamaCpp.load();
         for (int i = 0; i < FIGURES.length; i++)
@@ -172,11 +175,19 @@ public final class VersusLlamaServer {
     }
   }
 
-  /** One untimed pass of every figure on engine e (warm-up). */
+  /**
+   * Untimed on engine e (warm-up): one pass of every figure, then {@code decodes} batch-1 decodes
+   * more. A server that has run a while is what the figures compare: Troupe's JVM compiles the code
+   * it runs once per step (the team's step, the scheduler, the sampler) to C2 only after some
+   * thousand steps — streamed batch-1 rates of a fresh server's first requests, one after another,
+   * 178 177 194 228 208 204 252 237 246 264 266 274 tok/s (small model, 8-bit) — and one pass of
+   * the figures is a few hundred steps.
+   */
   private static void warmUp(
-      int e, TroupeServer t, List<LlamaServer> l, VersusLlamaCpp.Prompts p, int[] seed)
+      int e, TroupeServer t, List<LlamaServer> l, VersusLlamaCpp.Prompts p, int[] seed, int decodes)
       throws Exception {
     for (int i = 0; i < FIGURES.length; i++) figure(i, e, t, l, p, seed, new LinkedHashMap<>());
+    for (int k = 0; k < decodes; k++) figure(1, e, t, l, p, seed, new LinkedHashMap<>());
   }
 
   /** Measures figure i on engine e (0 = Troupe, else llama-server e − 1) into {@code out}. */

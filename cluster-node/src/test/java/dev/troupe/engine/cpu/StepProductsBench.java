@@ -15,7 +15,8 @@ import java.util.SplittableRandom;
  * output rows with a barrier after it — without attention, norms or sampling, so the figure is the
  * kernels' memory streaming: weight bytes read per step ÷ time (GB/s), best of rounds. Not a test
  * (surefire runs {@code *Test} only): run on the test classpath with {@code --add-modules
- * jdk.incubator.vector}; args {@code small|medium [rows] [rounds]}. Results in docs/benchmarks.md.
+ * jdk.incubator.vector}; args {@code small|medium [rows] [rounds] [bf16|q8_0]}. Results in
+ * docs/benchmarks.md.
  */
 public final class StepProductsBench {
   private StepProductsBench() {}
@@ -24,6 +25,7 @@ public final class StepProductsBench {
     boolean medium = args.length > 0 && args[0].equals("medium");
     int rows = args.length > 1 ? Integer.parseInt(args[1]) : 1;
     int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 40;
+    boolean q8 = args.length > 3 && args[3].equals("q8_0");
     int hidden = medium ? 1024 : 512, layers = medium ? 16 : 8, inter = medium ? 2816 : 1536;
     int qkv = hidden + 2 * (hidden / 2); // heads / KV heads = 2, as the bench models
     List<int[]> shapes = new ArrayList<>();
@@ -42,9 +44,9 @@ public final class StepProductsBench {
       for (int i = 0; i < v.length; i++) v[i] = (float) (0.02 * (r.nextDouble() - 0.5));
       Map<String, InMemoryWeights.Tensor> t = new LinkedHashMap<>();
       t.put("w", new InMemoryWeights.Tensor(v, new long[] {s[0], s[1]}));
-      Matrix m = Matrix.load(new InMemoryWeights(t, "bench"), DType.BF16, List.of("w"));
+      Matrix m = Matrix.load(new InMemoryWeights(t, "bench"), DType.BF16, q8, List.of("w"));
       ms.add(m);
-      bytes += (long) m.out * m.in * 2;
+      bytes += m.bytes();
     }
     float[] x = new float[rows * inter];
     for (int i = 0; i < x.length; i++) x[i] = (float) r.nextDouble();

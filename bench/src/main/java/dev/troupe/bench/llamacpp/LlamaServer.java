@@ -117,13 +117,27 @@ final class LlamaServer implements AutoCloseable {
             .timeout(Duration.ofMinutes(10))
             .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(body)))
             .build();
-    HttpResponse<java.io.InputStream> resp =
-        http.send(r, HttpResponse.BodyHandlers.ofInputStream());
+    HttpResponse<java.io.InputStream> resp = send(r, HttpResponse.BodyHandlers.ofInputStream());
     if (resp.statusCode() != 200) throw new IOException("HTTP " + resp.statusCode());
     StreamedDecode d = StreamedDecode.read(resp.body(), json -> true);
     int got = JSON.readTree(d.last()).path("tokens_predicted").asInt();
     if (got != n) throw new IOException("llama-server predicted " + got + " tokens, not " + n);
     return d.seconds();
+  }
+
+  /**
+   * {@code http.send}, once more when the connection was closed before any response byte came (as
+   * {@link #post} does: llama-server may close a kept-alive connection just as the client reuses
+   * it; seen in the warm-up's run of streamed requests).
+   */
+  private <T> HttpResponse<T> send(HttpRequest r, HttpResponse.BodyHandler<T> handler)
+      throws Exception {
+    try {
+      return http.send(r, handler);
+    } catch (IOException e) {
+      if (!String.valueOf(e.getMessage()).contains("received no bytes")) throw e;
+      return http.send(r, handler);
+    }
   }
 
   private String post(String path, ObjectNode body) throws Exception {

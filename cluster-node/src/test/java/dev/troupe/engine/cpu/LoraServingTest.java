@@ -11,6 +11,7 @@ import dev.troupe.engine.ModelRunner;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.model.DType;
 import dev.troupe.engine.model.Projection;
+import dev.troupe.engine.model.Quantization;
 import dev.troupe.engine.runner.ModelRunners;
 import dev.troupe.engine.testing.MapWeights;
 import dev.troupe.engine.testing.ScalarReferenceModel;
@@ -24,6 +25,8 @@ import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** LoRA served per chunk equals the scalar reference run on merged weights W + scale·B·A. */
 class LoraServingTest {
@@ -132,10 +135,13 @@ class LoraServingTest {
    * rows. A chunk's rows match the same rows alone on the kernels: bit for bit where they are
    * generated rows there too, within 3e-2 where they are prompt rows on oneDNN (it rounds the
    * activations to BF16; logits up to ~3 here), while the adapter moves them by far more than that.
-   * Without oneDNN every row is an FP32 row (these 70-row steps on OpenBLAS, within 1e-4).
+   * Without oneDNN every row is an FP32 row (these 70-row steps on OpenBLAS, within 1e-4). The same
+   * with the matrices 8-bit ({@code --quantization q8_0}): the adapters are FP32 beside them.
    */
-  @Test
-  void adapterAndBaseChunksOnBothPathsOfABf16Step(@TempDir Path tmp) throws Exception {
+  @ParameterizedTest
+  @EnumSource(Quantization.class)
+  void adapterAndBaseChunksOnBothPathsOfABf16Step(Quantization q, @TempDir Path tmp)
+      throws Exception {
     ModelConfig c = TinyModels.llama(97, 64, 2, 4, 2, 128);
     Path dir =
         TinyModels.write(tmp.resolve("m"), c, TinyModels.randomWeights(c, 5), DType.F32, false);
@@ -157,7 +163,7 @@ class LoraServingTest {
     boolean split = Bf16Gemm.available();
     // oneDNN's BF16-rounded activations: measured up to 1.3e-2 on these logits (|z| up to ~3)
     double near = split ? 3e-2 : 1e-4;
-    try (ModelRunner m = ModelRunners.open(dir, "bfloat16", 96, 4)) {
+    try (ModelRunner m = ModelRunners.open(dir, "bfloat16", q, 96, 4)) {
       m.registerAdapter(1, ad);
       // alone, as generated rows (up to 64: the kernels)
       float[][] adAlone = m.forward(List.of(chunk(prompt, 0, true, 1, false))).get(0);

@@ -41,7 +41,7 @@ class Bf16RowPathTest {
   private static final String PROMPT =
       "Tell me a long story about a lighthouse keeper and the sea.";
 
-  private static CpuModelRunner runner;
+  static CpuModelRunner runner;
 
   /**
    * A random BF16 Llama on the demo tokenizer's vocabulary, untied, weights N(0, 0.05²): its greedy

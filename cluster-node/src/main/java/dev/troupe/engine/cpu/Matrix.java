@@ -265,25 +265,40 @@ final class Matrix {
   private void readQuantized(WeightSource w, String name, int r0, int n, int dst) {
     int chunkRows = Math.max(1, (1 << 22) / Math.max(1, in));
     float[] f = new float[Math.min(n, chunkRows) * in];
+    boolean round = dtype != DType.F32 && w.info(name).dtype() != dtype;
+    for (int done = 0; done < n; ) {
+      int rows = Math.min(chunkRows, n - done), first = dst + done;
+      w.copyTo(name, (long) (r0 + done) * in, rows * in, FloatBuffer.wrap(f, 0, rows * in));
+      // the chunk's rows in runs that each fill one group of the layout, quantized in parallel
+      // (rows of one group share cache lines of the layout: one thread per group)
+      int runs = (first + rows - 1) / GROUP - first / GROUP + 1;
+      java.util.stream.IntStream.range(0, runs)
+          .parallel()
+          .forEach(
+              i -> {
+                int from = Math.max(first, (first / GROUP + i) * GROUP);
+                int to = Math.min(first + rows, (first / GROUP + i + 1) * GROUP);
+                quantizeRows(f, from - first, from, to - from, round);
+              });
+      done += rows;
+    }
+  }
+
+  /** {@code count} rows of {@code f} from row {@code src} quantized into rows {@code dst..}. */
+  private void quantizeRows(float[] f, int src, int dst, int count, boolean round) {
     float[] row = new float[in];
     byte[] q = new byte[inPad];
-    float[] d = new float[inPad / Q8Format.BLOCK];
-    DType source = w.info(name).dtype();
-    boolean round = dtype != DType.F32 && source != dtype;
-    for (int done = 0; done < n; ) {
-      int rows = Math.min(chunkRows, n - done);
-      w.copyTo(name, (long) (r0 + done) * in, rows * in, FloatBuffer.wrap(f, 0, rows * in));
-      for (int r = 0; r < rows; r++) {
-        System.arraycopy(f, r * in, row, 0, in);
-        if (round) for (int k = 0; k < in; k++) row[k] = dtype.toFloat(dtype.fromFloat(row[k]));
-        Q8Format.quantize(row, in, q, d);
-        int at = dst + done + r, p = at / rowsPerPart, local = at - p * rowsPerPart;
-        int g = local / GROUP, lane = local % GROUP, blocks = inPad / Q8Format.BLOCK;
-        byte[] qp = q8[p];
-        for (int k = 0; k < inPad; k++) qp[(g * inPad + k) * GROUP + lane] = q[k];
-        for (int b = 0; b < blocks; b++) scales[p][(g * blocks + b) * GROUP + lane] = d[b];
-      }
-      done += rows;
+    int blocks = inPad / Q8Format.BLOCK;
+    float[] d = new float[blocks];
+    for (int r = 0; r < count; r++) {
+      System.arraycopy(f, (src + r) * in, row, 0, in);
+      if (round) for (int k = 0; k < in; k++) row[k] = dtype.toFloat(dtype.fromFloat(row[k]));
+      Q8Format.quantize(row, in, q, d);
+      int at = dst + r, p = at / rowsPerPart, local = at - p * rowsPerPart;
+      int g = local / GROUP, lane = local % GROUP;
+      byte[] qp = q8[p];
+      for (int k = 0; k < inPad; k++) qp[(g * inPad + k) * GROUP + lane] = q[k];
+      for (int b = 0; b < blocks; b++) scales[p][(g * blocks + b) * GROUP + lane] = d[b];
     }
   }
 

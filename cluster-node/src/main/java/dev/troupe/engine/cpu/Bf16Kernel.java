@@ -68,8 +68,8 @@ final class Bf16Kernel {
       // the activation rows outgrow L1: a chunk of groups that stays in L2 meets the activations 4
       // rows at a time, so each 4-row block of x is read from L1, the chunk's weights from L2, and
       // the weights from memory still once
-      for (int c = o; c < full; c += chunkRows(half)) {
-        int c1 = Math.min(full, c + chunkRows(half));
+      for (int c = o, step = chunkRows(half * 4L); c < full; c += step) {
+        int c1 = Math.min(full, c + step);
         for (int b = 0; b < rows; b += 4)
           groups(x, b, Math.min(rows, b + 4), half, w, wRow0, y, yStride, yOff, c, c1, add);
       }
@@ -77,13 +77,17 @@ final class Bf16Kernel {
   }
 
   /**
-   * Bytes of activation rows that stay in a core's L1 data cache (48 KB on recent x86) with room.
+   * Bytes of activation rows that stay in a core's L1 data cache (48 KB on recent x86) with room
+   * (also {@link Q8Kernel}'s).
    */
-  private static final long X_IN_L1 = 32 << 10;
+  static final long X_IN_L1 = 32 << 10;
 
-  /** Weight rows per chunk: whole groups of about 256 KB, a part of a core's L2 (1–2 MB). */
-  private static int chunkRows(int half) {
-    return Math.max(G, (256 << 10) / (half * 4) / G * G);
+  /**
+   * Weight rows per chunk of rows of {@code rowBytes} bytes: whole groups of about 256 KB, a part
+   * of a core's L2 (1–2 MB) (also {@link Q8Kernel}'s).
+   */
+  static int chunkRows(long rowBytes) {
+    return (int) Math.max(G, (256 << 10) / rowBytes / G * G);
   }
 
   /** Whole groups {@code [o, o1)} for activation rows {@code [b0, b1)}, stored in y. */

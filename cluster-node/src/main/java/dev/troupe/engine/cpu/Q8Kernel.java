@@ -73,23 +73,16 @@ final class Q8Kernel {
       o = end;
     }
     int full = o + (o1 - o) / G * G;
-    if ((long) rows * in * 4 <= X_IN_L1)
+    if ((long) rows * in * 4 <= Bf16Kernel.X_IN_L1)
       groups(x, 0, rows, in, inPad, q, d, wRow0, y, yStride, yOff, o, full, add);
     else
       // as Bf16Kernel: a chunk of groups that stays in L2 meets the activations 4 rows at a time
-      for (int c = o, step = chunkRows(inPad); c < full; c += step) {
+      for (int c = o, step = Bf16Kernel.chunkRows(inPad); c < full; c += step) {
         int c1 = Math.min(full, c + step);
         for (int b = 0; b < rows; b += 4)
           groups(x, b, Math.min(rows, b + 4), in, inPad, q, d, wRow0, y, yStride, yOff, c, c1, add);
       }
     if (full < o1) partial(x, rows, in, inPad, q, d, wRow0, y, yStride, yOff, full, o1, add);
-  }
-
-  private static final long X_IN_L1 = 32 << 10;
-
-  /** Weight rows per chunk: whole groups of about 256 KB. */
-  private static int chunkRows(int inPad) {
-    return Math.max(G, (256 << 10) / inPad / G * G);
   }
 
   private static void groups(

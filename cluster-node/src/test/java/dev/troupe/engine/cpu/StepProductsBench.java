@@ -11,10 +11,10 @@ import java.util.SplittableRandom;
 
 /**
  * The weight products of one decode step of a bench model — every layer's qkv, o, gate/up and down
- * and the LM head, BF16, as {@link Forward} runs them: one team region, each product split by
- * output rows with a barrier after it — without attention, norms or sampling, so the figure is the
- * kernels' memory streaming: weight bytes read per step ÷ time (GB/s), best of rounds. Not a test
- * (surefire runs {@code *Test} only): run on the test classpath with {@code --add-modules
+ * and the LM head, BF16 or 8-bit, as {@link Forward} runs them: one team region, each product split
+ * by output rows with a barrier after it — without attention, norms or sampling, so the figure is
+ * the kernels' memory streaming: weight bytes read per step ÷ time (GB/s), best of rounds. Not a
+ * test (surefire runs {@code *Test} only): run on the test classpath with {@code --add-modules
  * jdk.incubator.vector}; args {@code small|medium [rows] [rounds] [bf16|q8_0]}. Results in
  * docs/benchmarks.md.
  */
@@ -67,11 +67,12 @@ public final class StepProductsBench {
     }
     System.out.printf(
         Locale.ROOT,
-        "%s, %d row(s), %d threads: %.0f MB of BF16 weights per step, best of %d: %.2f ms = %.1f GB/s%n",
+        "%s, %d row(s), %d threads: %.0f MB of %s weights per step, best of %d: %.2f ms = %.1f GB/s%n",
         medium ? "medium" : "small",
         rows,
         team.size(),
         bytes / 1e6,
+        q8 ? "Q8_0" : "BF16",
         rounds,
         best * 1e3,
         bytes / best / 1e9);

@@ -39,7 +39,7 @@ exec > >(tee "$OUT/run.log") 2>&1
 PARTS=("$@")
 [ ${#PARTS[@]} -eq 0 ] && PARTS=(tests qwen3-1.7b llama-3.1-8b)
 for p in "${PARTS[@]}"; do
-  case $p in tests | qwen3-1.7b | llama-3.1-8b) ;; *) echo "run.sh: unknown part $p (tests, qwen3-1.7b, llama-3.1-8b)" >&2; exit 2 ;; esac
+  case $p in tests | qwen3-1.7b | llama-3.1-8b | census) ;; *) echo "run.sh: unknown part $p (tests, qwen3-1.7b, llama-3.1-8b, census)" >&2; exit 2 ;; esac
 done
 [ -f gpu-bundle/classes.tar.xz ] || { echo "run.sh: no gpu-bundle/ (bash bench/gpu/prepare.sh, then carry it)" >&2; exit 2; }
 CLASSES=/tmp/troupe-gpu-classes
@@ -206,6 +206,22 @@ shape() {
   [ $rc -eq 0 ] && [ $same -eq 0 ] && [ $hf -eq 0 ] && [ $train -eq 0 ]
 }
 
+# where a decode step's GPU time goes (KernelCensus), batch 1 and 256, on both shapes; not in the
+# default run (a diagnosis, about 100 s): bash bench/gpu/run.sh census
+census() {
+  local m dir rc=0
+  for m in qwen3-1.7b llama-3.1-8b; do
+    dir="$SHM/troupe-model-$m"
+    rm -rf "$dir"
+    step "$m: random model" "$(allow 120 $((SECONDS + 120)))" python3 bench/gpu/make_random_model.py "$m" "$dir" || return 1
+    step "$m: KernelCensus" "$(allow 90 $((SECONDS + 90)))" \
+      "${JAVA[@]}" "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m-census.log" -cp "$CP" \
+      dev.troupe.bench.cuda.KernelCensus "$dir" 160 1 256 || rc=1
+    rm -rf "$dir"
+  done
+  return $rc
+}
+
 status=0
 for p in "${PARTS[@]}"; do
   echo "== $p ($(left)s of the budget left)"
@@ -214,7 +230,7 @@ for p in "${PARTS[@]}"; do
     echo "!! $p: skipped, the tests failed"
     continue
   fi
-  if [ "$p" = tests ]; then tests; else shape "$p"; fi
+  case $p in tests) tests ;; census) census ;; *) shape "$p" ;; esac
   if [ $? -eq 0 ]; then RESULT[$p]=PASS; else RESULT[$p]=FAIL; status=1; fi
 done
 # at most 8 files come back: more than 5 crash logs travel as one archive

@@ -293,11 +293,15 @@ class DeviceSamplingEngineTest {
           assertEquals(tokens, joined, what + " choice " + i + " tokens");
           if (k < tokens.size() || !a.finishes.containsKey(i))
             assertEquals(a.finishes.get(i), g.finishes.get(i), what + " choice " + i + " finish");
+          // the resumed run computes the cut tokens as one prompt chunk where the whole run decoded
+          // them a step at a time: the emulator's products do not depend on the row count, cuBLAS
+          // picks its algorithm by shape, so on a GPU the same logprob may differ in its last bits
+          // (the H200 run of 2026-11-28: -3.9004271 against -3.9004273); the tokens may not
           if (a.logprobs.containsKey(i))
             logprobs(
                 a.logprobs.get(i).subList(k, tokens.size()),
                 g.logprobs.getOrDefault(i, List.of()),
-                0,
+                b == GpuBackends.CUDA ? 1e-5 : 0,
                 what + " choice " + i);
         }
       }

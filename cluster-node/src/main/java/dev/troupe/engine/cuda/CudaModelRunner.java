@@ -695,7 +695,14 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       norm(l.mlpNorm(), y, 0, T, eps);
       gpu.gemm(l.gateUp(), h, gu, 2 * inter, hidden, T, false, 0f);
       loraAdd(s, li, CudaLora.GATE, 2, h, hidden, gu, 2 * inter, adapterSlots, T); // gate, up
-      gpu.launch("silu_mul", T, 1, KernelSource.ELEMENT_THREADS, gu, a, inter);
+      gpu.launch(
+          "silu_mul",
+          T,
+          KernelSource.siluBlocks(inter),
+          KernelSource.ELEMENT_THREADS,
+          gu,
+          a,
+          inter);
       gpu.gemm(l.down(), a, y, hidden, inter, T, false, 0f);
       loraAdd(s, li, CudaLora.DOWN, 1, a, inter, y, hidden, adapterSlots, T);
     }

@@ -70,11 +70,36 @@ public final class KernelSource {
 
   private KernelSource() {}
 
-  /** Warps per attention block: as many as the merge buffer allows, 1 to 4. */
+  /**
+   * Warps per attention block: as many as the merge buffer allows, 1 to 8. A batch-1 decode step
+   * has one block per KV head (8 on Qwen3-1.7B and Llama-3.1-8B), so the warps of a block are all
+   * the parallelism a short sequence gets: with 4 warps of one position at a time, attention was
+   * 22% and 18% of those shapes' batch-1 step on an H200 (docs/benchmarks.md, "Where a decode
+   * step's GPU time goes").
+   */
   static int attentionWarps(ModelConfig c) {
     int group = c.numHeads() / c.numKvHeads();
     int perWarp = group * c.headDim() * Float.BYTES + 2 * group * Float.BYTES;
-    return Math.max(1, Math.min(4, ATT_SHARED_BYTES / perWarp));
+    return Math.max(1, Math.min(8, ATT_SHARED_BYTES / perWarp));
+  }
+
+  /**
+   * Consecutive positions an attention warp takes at once (kernels.cu's ATT_POS): their keys and
+   * values sit in registers together ({@code 2 · ATT_POS · HEAD_DIM / 32} floats a lane beside the
+   * query and accumulator's {@code 2 · GROUP · HEAD_DIM / 32}), so fewer as the group grows.
+   */
+  static int attentionPositions(ModelConfig c) {
+    int group = c.numHeads() / c.numKvHeads();
+    return group <= 4 ? 4 : group <= 8 ? 2 : 1;
+  }
+
+  /**
+   * Blocks of {@link #ELEMENT_THREADS} per row for {@code silu_mul} over {@code inter} outputs:
+   * about four outputs a thread, so that a batch-1 step spreads over several SMs (one block was 11%
+   * of the batch-1 step on an H200).
+   */
+  static int siluBlocks(int inter) {
+    return Math.max(1, (inter + 4 * ELEMENT_THREADS - 1) / (4 * ELEMENT_THREADS));
   }
 
   /** The full source for {@code c} with KV blocks of {@code blockSize} positions. */
@@ -103,6 +128,8 @@ public final class KernelSource {
         + blockSize
         + "\n#define ATT_WARPS "
         + attentionWarps(c)
+        + "\n#define ATT_POS "
+        + attentionPositions(c)
         + "\n#define HAS_QKV_BIAS "
         + (c.attentionBias() ? 1 : 0)
         + "\n#define HAS_QK_NORM "

@@ -108,7 +108,14 @@ final class TrainingLayers {
     loraForward(li, Projection.GATE, b.hb2, b.gu, 2 * inter, 0, t);
     loraForward(li, Projection.UP, b.hb2, b.gu, 2 * inter, inter, t);
     phases.at(Phase.ELEMENTWISE);
-    gpu.launch("silu_mul", t, 1, KernelSource.ELEMENT_THREADS, b.gu, b.a, inter);
+    gpu.launch(
+        "silu_mul",
+        t,
+        KernelSource.siluBlocks(inter),
+        KernelSource.ELEMENT_THREADS,
+        b.gu,
+        b.a,
+        inter);
     phases.at(Phase.PRODUCTS);
     gpu.gemm(l.down(), b.a, b.y, hidden, inter, t, false, 0f);
     loraForward(li, Projection.DOWN, b.a, b.y, hidden, 0, t);

@@ -215,10 +215,12 @@ class HostSideTest {
     assertTrue(KernelSource.generate(q2, 16).contains("#define HAS_QKV_BIAS 1\n"));
     for (String k : KernelSource.KERNELS)
       assertTrue(s.contains("extern \"C\" __global__ void " + k + "("), k);
-    // attention's merge buffer fits: Llama-3-8B (32 heads / 8 KV, 128) gets 4 warps, a 16-group of
-    // 256-wide heads 1 warp
+    // attention's merge buffer fits: Llama-3-8B (32 heads / 8 KV, 128) gets 8 warps taking 4
+    // positions at once, a 16-group of 256-wide heads 1 warp taking 1
     ModelConfig l8 = TinyModels.llama(128256, 4096, 1, 32, 8, 14336);
-    assertEquals(4, KernelSource.attentionWarps(l8));
+    assertEquals(8, KernelSource.attentionWarps(l8));
+    assertEquals(4, KernelSource.attentionPositions(l8));
+    assertTrue(KernelSource.generate(l8, 16).contains("#define ATT_POS 4\n"));
     ModelConfig wide =
         new ModelConfig(
             "LlamaForCausalLM",
@@ -240,6 +242,7 @@ class HostSideTest {
             List.of(),
             0);
     assertEquals(1, KernelSource.attentionWarps(wide));
+    assertEquals(1, KernelSource.attentionPositions(wide));
     ModelConfig tooWide =
         new ModelConfig(
             "LlamaForCausalLM",

@@ -13,7 +13,8 @@
 #    the benchmarks are then skipped;
 # 3. per shape: a random-weight model written to /dev/shm (make_random_model.py); CudaBench
 #    (Troupe's speed; decode with CUDA graphs and eagerly, --enforce-eager, side by side, so a
-#    regression of either shows in one table); CudaVersusCpu (the GPU runner against the CPU runner on the same BF16
+#    regression of either shows in one table); KernelCensus (the decode step's GPU time call by
+#    call, batch 1 and 256; seconds); CudaVersusCpu (the GPU runner against the CPU runner on the same BF16
 #    weights: greedy continuations of 64 tokens, teacher-forced logits); hf_generate.py
 #    (transformers' speed); for qwen3-1.7b also training (at most 2 minutes more):
 #    CudaTrainBench (the training mode's gradient check row dumped, then training tokens/s of one
@@ -23,7 +24,7 @@
 # Each part, and each step in it, runs under `timeout`; nothing starts past the overall budget.
 # $OUT (the device tool's folder; else /tmp/troupe-gpu-out) gets at most 8 files: run.log (all of
 # stdout), tests.log (the JUnit tree), junit.tar.gz (the XML reports), and a JVM crash log
-# hs_err-<step>.log per crashed JVM (6 JVMs; more than 5 crash logs go into one hs_err.tar.gz).
+# hs_err-<step>.log per crashed JVM (8 JVMs; more than 5 crash logs go into one hs_err.tar.gz).
 # Exit status 0 only when every part passed.
 #
 # Budgets in seconds (environment): TROUPE_GPU_BUDGET_S=540 overall; caps per part, which bind only
@@ -169,6 +170,10 @@ shape() {
   [ -n "${TROUPE_GPU_CHECK_ONLY:-}" ] || step "$m: CudaBench (Troupe)" "$(allow $bench $end)" \
     "${JAVA[@]}" "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m.log" -cp "$CP" dev.troupe.bench.cuda.CudaBench "$dir" 128 32
   rc=$?
+  # where the decode step's GPU time goes, call by call (seconds; docs/benchmarks.md)
+  [ -n "${TROUPE_GPU_CHECK_ONLY:-}" ] || step "$m: KernelCensus" "$(allow 40 $end)" \
+    "${JAVA[@]}" "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m-census.log" -cp "$CP" \
+    dev.troupe.bench.cuda.KernelCensus "$dir" 160 1 256 || rc=1
   # the CPU runner holds the BF16 weights on the heap
   # then both runners against PyTorch FP32 (and PyTorch BF16's own error) on the same tokens
   local logits="$SHM/troupe-model-logits-$m"
@@ -206,8 +211,8 @@ shape() {
   [ $rc -eq 0 ] && [ $same -eq 0 ] && [ $hf -eq 0 ] && [ $train -eq 0 ]
 }
 
-# where a decode step's GPU time goes (KernelCensus), batch 1 and 256, on both shapes; not in the
-# default run (a diagnosis, about 100 s): bash bench/gpu/run.sh census
+# where a decode step's GPU time goes (KernelCensus), batch 1 and 256, on both shapes, alone (the
+# shape parts run it too, after CudaBench): bash bench/gpu/run.sh census, about 90 s
 census() {
   local m dir rc=0
   for m in qwen3-1.7b llama-3.1-8b; do

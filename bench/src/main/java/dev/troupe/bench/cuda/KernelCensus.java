@@ -28,6 +28,9 @@ import java.util.Random;
  * the bytes of weights a product reads turned into GB/s. The sum is set beside the step's own time
  * replayed from its graph, which it should approach.
  *
+ * <p>Then {@code sample_rows} alone once more with top-k 20 and top-p 0.95 (Qwen3's {@code
+ * generation_config} defaults, which a served Qwen3 applies unless a request sets them).
+ *
  * <p>Usage: {@code KernelCensus MODEL_DIR [context] [batch...]} (defaults 160; 1 256). Replaying a
  * call repeats its side effects (the residual add of {@code add_rmsnorm}), so the runner's state is
  * garbage afterwards: a bench only, on a random-weight model.
@@ -251,7 +254,7 @@ public final class KernelCensus {
       double[] stepMs = new double[20];
       for (int i = -2; i < stepMs.length; i++) {
         long a = System.nanoTime();
-        step(r, cfg, b, tables, context, rnd);
+        step(r, cfg, b, tables, context, rnd, 0, 1f);
         if (i >= 0) stepMs[i] = (System.nanoTime() - a) / 1e6;
       }
       Arrays.sort(stepMs);
@@ -259,7 +262,7 @@ public final class KernelCensus {
       r.useCudaGraphs(false);
       gpu.calls.clear();
       gpu.recording = true;
-      step(r, cfg, b, tables, context, rnd);
+      step(r, cfg, b, tables, context, rnd, 0, 1f);
       gpu.recording = false;
       Map<String, double[]> byLabel = new LinkedHashMap<>(); // {calls, µs, weight bytes}
       double total = 0;
@@ -298,20 +301,44 @@ public final class KernelCensus {
                     100 * s[1] / sum,
                     s[2] > 0 ? String.format(Locale.ROOT, "%.0f", s[2] / (s[1] * 1e3)) : "");
               });
+      // the sampler again with Qwen3's generation_config defaults (top_k 20, top_p 0.95), which a
+      // served Qwen3 model applies to every request that does not set them
+      gpu.calls.clear();
+      gpu.recording = true;
+      step(r, cfg, b, tables, context, rnd, 20, 0.95f);
+      gpu.recording = false;
+      for (Call c : gpu.calls)
+        if (c.label().startsWith("sample_rows"))
+          System.out.printf(
+              Locale.ROOT,
+              "%s with top_k 20, top_p 0.95: %.1f µs%n",
+              c.label(),
+              time(gpu, c.redo()));
     }
     r.close();
   }
 
-  /** One decode step of {@code b} sequences at position {@code pos}, sampled on the device. */
+  /**
+   * One decode step of {@code b} sequences at position {@code pos}, sampled on the device at
+   * temperature 1 over the whole vocabulary ({@code topK} 0, {@code topP} 1) or with a top-k and a
+   * top-p.
+   */
   private static void step(
-      CudaModelRunner r, ModelConfig cfg, int b, List<int[]> tables, int pos, Random rnd) {
+      CudaModelRunner r,
+      ModelConfig cfg,
+      int b,
+      List<int[]> tables,
+      int pos,
+      Random rnd,
+      int topK,
+      float topP) {
     List<SequenceChunk> d = new ArrayList<>(b);
     List<DeviceSampling.Row> rows = new ArrayList<>(b);
     for (int s = 0; s < b; s++) {
       d.add(new SequenceChunk(new int[] {rnd.nextInt(cfg.vocabSize())}, pos, tables.get(s), false));
       rows.add(
           new DeviceSampling.Row(
-              s, DeviceSampling.Params.simple(false, 1f, 0, 1f, 0f, rnd.nextDouble())));
+              s, DeviceSampling.Params.simple(false, 1f, topK, topP, 0f, rnd.nextDouble())));
     }
     r.forwardSample(d, null, rows);
   }

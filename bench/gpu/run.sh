@@ -134,6 +134,7 @@ tests() {
     --select-class dev.troupe.engine.cuda.DeviceSamplingEngineTest \
     --select-class dev.troupe.engine.cuda.CudaTrainerLossTest \
     --select-class dev.troupe.engine.cuda.TrainingAttentionTest \
+    --select-class dev.troupe.engine.cuda.DecodeKernelsTest \
     --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
     --reports-dir /tmp/troupe-junit
   rc=$?

@@ -661,7 +661,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       gpu.launch(
           "qkv_rope_cache",
           T,
-          1,
+          KernelSource.qkvBlocks(cfg),
           KernelSource.QKV_THREADS,
           qkv,
           l.qkvBias(),

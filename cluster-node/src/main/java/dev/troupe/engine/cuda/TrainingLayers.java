@@ -76,7 +76,7 @@ final class TrainingLayers {
     gpu.launch(
         "qkv_rope_cache",
         t,
-        1,
+        KernelSource.qkvBlocks(c),
         KernelSource.QKV_THREADS,
         b.qkv,
         l.qkvBias(),

@@ -86,8 +86,9 @@ extern "C" __global__ void add_rmsnorm(float* x, const float* add, const bf16_t*
 
 // Per token: q/k/v bias (Qwen2), per-head q/k RMSNorm (Qwen3), RoPE on q and k (rotate_half pairs
 // i, i + HEAD_DIM/2, cos/sin from the host-made table [position, HEAD_DIM/2]), k and v written into
-// the paged cache at slots[t], q written to q_out [T, Q_DIM] fp32. One warp per head.
-// grid T, block 128.
+// the paged cache at slots[t], q written to q_out [T, Q_DIM] fp32. One warp per head, the heads of
+// a row spread over gridDim.y blocks (KernelSource.qkvBlocks: a batch-1 step is not one block).
+// grid (T, blocks per row), block 128.
 extern "C" __global__ void qkv_rope_cache(const float* qkv, const float* bias, const bf16_t* q_norm,
                                           const bf16_t* k_norm, const int* pos, const int* slots,
                                           const float* rope_cos, const float* rope_sin, float* q_out,
@@ -99,7 +100,7 @@ extern "C" __global__ void qkv_rope_cache(const float* qkv, const float* bias, c
   const float* cs = rope_cos + (size_t)pos[t] * HALF_DIM;
   const float* sn = rope_sin + (size_t)pos[t] * HALF_DIM;
   size_t slot = (size_t)slots[t];
-  for (int h = w; h < N_HEADS + 2 * N_KV_HEADS; h += nw) { // warp-uniform loop
+  for (int h = blockIdx.y * nw + w; h < N_HEADS + 2 * N_KV_HEADS; h += gridDim.y * nw) { // warp-uniform
     int base = h * HEAD_DIM;                                 // q heads, then k heads, then v heads
     bool is_q = h < N_HEADS, is_v = h >= N_HEADS + N_KV_HEADS;
     float v[EPL];

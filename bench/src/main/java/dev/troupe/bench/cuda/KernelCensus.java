@@ -5,11 +5,11 @@ import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.cuda.CudaModelRunner;
 import dev.troupe.engine.cuda.CudaProbe;
+import dev.troupe.engine.cuda.ForwardingGpu;
 import dev.troupe.engine.cuda.Gpu;
 import dev.troupe.engine.model.ModelConfigs;
 import dev.troupe.engine.model.SafetensorsWeights;
 import dev.troupe.engine.model.WeightSource;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -43,14 +43,13 @@ public final class KernelCensus {
   /** One recorded call: a label to group by, the bytes of weights it reads, and how to redo it. */
   private record Call(String label, long weightBytes, Runnable redo) {}
 
-  /** {@link Gpu} that passes everything on to {@code g}, and notes launches and products. */
-  private static final class Recording implements Gpu {
-    final Gpu g;
+  /** {@link Gpu} that passes everything on, noting launches and products while recording. */
+  private static final class Recording extends ForwardingGpu {
     final List<Call> calls = new ArrayList<>();
     boolean recording;
 
     Recording(Gpu g) {
-      this.g = g;
+      super(g);
     }
 
     private void note(String label, long weightBytes, Runnable redo) {
@@ -59,66 +58,11 @@ public final class KernelCensus {
     }
 
     @Override
-    public String describe() {
-      return g.describe();
-    }
-
-    @Override
-    public int ordinal() {
-      return g.ordinal();
-    }
-
-    @Override
-    public String name() {
-      return g.name();
-    }
-
-    @Override
-    public long totalMemory() {
-      return g.totalMemory();
-    }
-
-    @Override
-    public long freeMemory() {
-      return g.freeMemory();
-    }
-
-    @Override
-    public long alloc(long bytes) {
-      return g.alloc(bytes);
-    }
-
-    @Override
-    public void free(long ptr) {
-      g.free(ptr);
-    }
-
-    @Override
-    public void upload(long dst, ByteBuffer src) {
-      g.upload(dst, src);
-    }
-
-    @Override
-    public void download(long src, ByteBuffer dst) {
-      g.download(src, dst);
-    }
-
-    @Override
-    public void copy(long dst, long src, long bytes) {
-      g.copy(dst, src, bytes);
-    }
-
-    @Override
-    public void loadKernels(String source, List<String> kernels) {
-      g.loadKernels(source, kernels);
-    }
-
-    @Override
     public void launch(String kernel, int gridX, int gridY, int threads, Object... args) {
       note(
           String.format(Locale.ROOT, "%s grid %d×%d×%d", kernel, gridX, gridY, threads),
           0,
-          () -> g.launch(kernel, gridX, gridY, threads, args));
+          () -> gpu.launch(kernel, gridX, gridY, threads, args));
     }
 
     @Override
@@ -142,7 +86,7 @@ public final class KernelCensus {
           String.format(
               Locale.ROOT, "product %d×%d, %d rows%s", n, k, m, cBf16 ? ", bf16 out" : ""),
           2L * n * k,
-          () -> g.matmul(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cBf16));
+          () -> gpu.matmul(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cBf16));
     }
 
     @Override
@@ -169,39 +113,9 @@ public final class KernelCensus {
           String.format(Locale.ROOT, "batched product %d×%d×%d ×%d", m, n, k, batch),
           0,
           () ->
-              g.matmulBatched(
+              gpu.matmulBatched(
                   transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc,
                   strideC, cBf16, batch));
-    }
-
-    @Override
-    public void beginCapture() {
-      g.beginCapture();
-    }
-
-    @Override
-    public long endCapture() {
-      return g.endCapture();
-    }
-
-    @Override
-    public void launchGraph(long graph) {
-      g.launchGraph(graph);
-    }
-
-    @Override
-    public void destroyGraph(long graph) {
-      g.destroyGraph(graph);
-    }
-
-    @Override
-    public void synchronize() {
-      g.synchronize();
-    }
-
-    @Override
-    public void close() {
-      g.close();
     }
   }
 

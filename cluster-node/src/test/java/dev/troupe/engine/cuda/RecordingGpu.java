@@ -11,12 +11,11 @@ import java.util.List;
  * are written as the driver decodes them: {@code size:0xvalue}, an Integer or Float in 4 bytes, a
  * Long in 8.
  */
-final class RecordingGpu implements Gpu {
-  private final Gpu gpu;
+final class RecordingGpu extends ForwardingGpu {
   private final PrintStream out;
 
   RecordingGpu(Gpu gpu, PrintStream out) {
-    this.gpu = gpu;
+    super(gpu);
     this.out = out;
     out.println("open");
   }
@@ -26,21 +25,6 @@ final class RecordingGpu implements Gpu {
     if (a instanceof Integer i) return "4:0x" + Integer.toHexString(i);
     if (a instanceof Float f) return "4:0x" + Integer.toHexString(Float.floatToRawIntBits(f));
     throw new IllegalArgumentException("argument " + a);
-  }
-
-  @Override
-  public String describe() {
-    return gpu.describe();
-  }
-
-  @Override
-  public long totalMemory() {
-    return gpu.totalMemory();
-  }
-
-  @Override
-  public long freeMemory() {
-    return gpu.freeMemory();
   }
 
   @Override
@@ -166,11 +150,6 @@ final class RecordingGpu implements Gpu {
   public void destroyGraph(long graph) {
     out.printf("destroyGraph graph=0x%x%n", graph);
     gpu.destroyGraph(graph);
-  }
-
-  @Override
-  public void synchronize() {
-    gpu.synchronize();
   }
 
   @Override

@@ -53,7 +53,8 @@ __device__ float block_sum(float v, float* red) {
 }
 
 // x[t] = embedding row of tokens[t] (fp32 residual stream). grid T, block 256.
-extern "C" __global__ void embed_rows(const int* tokens, const bf16_t* emb, float* x, int hidden) {
+extern "C" __global__ void embed_rows(const int* __restrict__ tokens, const bf16_t* __restrict__ emb,
+                                      float* __restrict__ x, int hidden) {
   int t = blockIdx.x;
   const bf16_t* e = emb + (size_t)tokens[t] * hidden;
   float* o = x + (size_t)t * hidden;
@@ -62,9 +63,12 @@ extern "C" __global__ void embed_rows(const int* tokens, const bf16_t* emb, floa
 
 // Residual add fused with RMSNorm: for output row r (input row rows[r], or r when rows is null)
 // x[row] += add[row] (when add is not null, written back), then out[r] = bf16(x[row] * inv_rms * w).
+// The pointers never alias (__restrict__), so a thread's loads of the next elements need not wait
+// for its store of this one: a one-block row at batch 1 is bound by that latency.
 // grid R, block 256.
-extern "C" __global__ void add_rmsnorm(float* x, const float* add, const bf16_t* w, bf16_t* out,
-                                       const int* rows, int hidden, float eps) {
+extern "C" __global__ void add_rmsnorm(float* __restrict__ x, const float* __restrict__ add,
+                                       const bf16_t* __restrict__ w, bf16_t* __restrict__ out,
+                                       const int* __restrict__ rows, int hidden, float eps) {
   __shared__ float red[WARP];
   int r = blockIdx.x;
   int row = rows ? rows[r] : r;
@@ -264,7 +268,7 @@ extern "C" __global__ void attention(const float* q, const bf16_t* k_cache, cons
 
 // SwiGLU: a[t, i] = bf16(silu(gate) * up) from gu [T, 2 * inter] (gate_proj rows, then up_proj).
 // grid (T, blocks per row: KernelSource.siluBlocks, so that a batch-1 step is not one block), block 256.
-extern "C" __global__ void silu_mul(const float* gu, bf16_t* a, int inter) {
+extern "C" __global__ void silu_mul(const float* __restrict__ gu, bf16_t* __restrict__ a, int inter) {
   int t = blockIdx.x;
   const float* g = gu + (size_t)t * 2 * inter;
   for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < inter; i += gridDim.y * blockDim.x) {

@@ -341,6 +341,7 @@ extern "C" __global__ void lora_expand(const float* ax, int max_rank, const int*
 // inverse-CDF draw in token id order with the uniform the host drew from the choice's seeded
 // generator. Raw logprobs (of the unprocessed row): the token's, its rank, and the top k by rank.
 #define SAMPLE_THREADS 512
+#define SAMPLE_CAP 4096 // weights top-k/top-p bisect over in shared memory (16 KB)
 #define NEG_INF (-INFINITY)
 
 __device__ __forceinline__ double warp_sum_d(double v) {
@@ -421,6 +422,28 @@ __device__ int block_argmax_below(const float* x, int n, float pv, int pi, float
   return bi == 0x7fffffff ? 0 : bi;
 }
 
+// Copies the weights of x above t (strict) or at or above it into cand, in a fixed order (each
+// thread's in its stride order, the threads in turn: an exclusive scan of their counts), and
+// returns how many; the caller knows there are at most SAMPLE_CAP. Every thread must call it.
+__device__ int compact_weights(const float* x, int vocab, float t, bool strict, float* cand,
+                               int* scan) {
+  int tid = threadIdx.x, nt = blockDim.x, mine = 0;
+  for (int k = tid; k < vocab; k += nt) mine += (strict ? x[k] > t : x[k] >= t) ? 1 : 0;
+  scan[tid] = mine;
+  __syncthreads();
+  for (int off = 1; off < nt; off <<= 1) { // inclusive scan, Hillis-Steele
+    int v = tid >= off ? scan[tid - off] : 0;
+    __syncthreads();
+    scan[tid] += v;
+    __syncthreads();
+  }
+  int at = scan[tid] - mine, total = scan[nt - 1];
+  for (int k = tid; k < vocab; k += nt)
+    if (strict ? x[k] > t : x[k] >= t) cand[at++] = x[k];
+  __syncthreads();
+  return total;
+}
+
 // Row parameters: ip[r * 11 + ...] = {top_k, logprobs k (-1 none), int offset, float offset,
 // n_allowed, n_masked, n_bias, n_seen, n_counts, greedy, source logit row}; fp[r * 4 + ...] =
 // {temperature, top_p, min_p, unused}; uniforms[r]; ints at the int offset: allowed ids, masked
@@ -438,6 +461,8 @@ extern "C" __global__ void sample_rows(const float* logits, float* work, int voc
   __shared__ double chunk[SAMPLE_THREADS];
   __shared__ int s_token, s_seg;
   __shared__ double s_target, s_cum;
+  __shared__ float cand[SAMPLE_CAP];
+  __shared__ int scan[SAMPLE_THREADS];
   int r = blockIdx.x, tid = threadIdx.x, nt = blockDim.x;
   const int* p = ip + r * 11;
   const float* raw = logits + (size_t)(p[10] - row0) * vocab;
@@ -501,16 +526,32 @@ extern "C" __global__ void sample_rows(const float* logits, float* work, int voc
         x[k] = wgt; // weights in (0, 1]; 0 = dropped
       }
       __syncthreads();
+      // top-k, then top-p: each a bisection over the bit patterns of positive floats (ordered as
+      // the floats), ~30 steps, each counting or summing the weights against a threshold. Once the
+      // weights that can still matter (those at or above the bisection's lower end) are at most
+      // SAMPLE_CAP, they are copied into shared memory and the remaining steps read only them:
+      // with a real model's peaked weights that happens after a few steps, and top-p after top-k
+      // starts there (the same thresholds: a weight below the lower end adds nothing to any later
+      // step's count or sum).
       if (top_k > 0 && top_k < vocab) {
         // the largest threshold t with count(w >= t) >= k: keeps ties at the k-th value
-        unsigned lo = 1, hi = __float_as_uint(1.0f); // bit patterns of positive floats are ordered
+        unsigned lo = 1, hi = __float_as_uint(1.0f);
+        int nc = -1; // weights in cand[0, nc), or -1: the whole row
         while (lo < hi) {
           unsigned mid = lo + (hi - lo + 1) / 2;
           float t = __uint_as_float(mid);
-          double c = 0;
-          for (int k = tid; k < vocab; k += nt) c += x[k] >= t ? 1.0 : 0.0;
-          if (block_sum_d(c, redd) >= top_k) lo = mid;
-          else hi = mid - 1;
+          int c = 0;
+          if (nc >= 0)
+            for (int j = tid; j < nc; j += nt) c += cand[j] >= t ? 1 : 0;
+          else
+            for (int k = tid; k < vocab; k += nt) c += x[k] >= t ? 1 : 0;
+          double total = block_sum_d((double)c, redd);
+          if (total >= top_k) {
+            lo = mid;
+            if (nc < 0 && total <= SAMPLE_CAP) nc = compact_weights(x, vocab, t, false, cand, scan);
+          } else {
+            hi = mid - 1;
+          }
         }
         float t = __uint_as_float(lo);
         for (int k = tid; k < vocab; k += nt)
@@ -519,17 +560,38 @@ extern "C" __global__ void sample_rows(const float* logits, float* work, int voc
       }
       if (top_p < 1.0f) {
         double z = 0;
-        for (int k = tid; k < vocab; k += nt) z += x[k];
+        int nz = 0;
+        for (int k = tid; k < vocab; k += nt) {
+          z += x[k];
+          nz += x[k] > 0 ? 1 : 0;
+        }
         z = block_sum_d(z, redd);
+        int nc = -1;
+        if (block_sum_d((double)nz, redd) <= SAMPLE_CAP)
+          nc = compact_weights(x, vocab, 0.0f, true, cand, scan);
         // the smallest threshold t with mass(w > t) < top_p · z; tokens with w >= t stay
         unsigned lo = 0, hi = __float_as_uint(1.0f);
         while (lo < hi) {
           unsigned mid = lo + (hi - lo) / 2;
           float t = __uint_as_float(mid);
           double m = 0;
-          for (int k = tid; k < vocab; k += nt) m += x[k] > t ? (double)x[k] : 0.0;
-          if (block_sum_d(m, redd) < top_p * z) hi = mid;
-          else lo = mid + 1;
+          int c = 0;
+          if (nc >= 0) {
+            for (int j = tid; j < nc; j += nt) m += cand[j] > t ? (double)cand[j] : 0.0;
+          } else {
+            for (int k = tid; k < vocab; k += nt)
+              if (x[k] > t) {
+                m += x[k];
+                c++;
+              }
+          }
+          if (block_sum_d(m, redd) < top_p * z) {
+            hi = mid;
+          } else {
+            lo = mid + 1;
+            if (nc < 0 && block_sum_d((double)c, redd) <= SAMPLE_CAP)
+              nc = compact_weights(x, vocab, t, true, cand, scan);
+          }
         }
         float t = __uint_as_float(lo);
         for (int k = tid; k < vocab; k += nt)

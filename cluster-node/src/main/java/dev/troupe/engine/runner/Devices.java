@@ -1,6 +1,7 @@
 package dev.troupe.engine.runner;
 
 import dev.troupe.engine.cuda.CudaProbe;
+import dev.troupe.engine.model.Quantization;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
@@ -8,10 +9,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Decides which device a replica's runner gets. {@code auto} probes once (CUDA when a usable GPU
- * and the CUDA 13 libraries are found, else the CPU) and logs one line saying which and why; {@code
- * cuda} spreads replicas round-robin over the node's usable GPUs; {@code cuda:N} pins GPU N. A CUDA
- * choice that cannot be met is a {@link NoDeviceException} whose message names what is missing.
- * Tensor parallelism (one replica over several GPUs) is not supported.
+ * and the CUDA 13 libraries are found and the settings ask for nothing only the CPU runner does —
+ * {@code --quantization q8_0}, a {@code --dtype} other than {@code auto}/{@code bfloat16} — else
+ * the CPU) and logs one line saying which and why; {@code cuda} spreads replicas round-robin over
+ * the node's usable GPUs; {@code cuda:N} pins GPU N. A CUDA choice that cannot be met is a {@link
+ * NoDeviceException} whose message names what is missing. Tensor parallelism (one replica over
+ * several GPUs) is not supported.
  */
 public final class Devices {
   private static final Logger log = LoggerFactory.getLogger(Devices.class);
@@ -30,6 +33,8 @@ public final class Devices {
     if (s.isAuto()) {
       if (usable.isEmpty())
         return new Choice(false, -1, "--device auto: CPU, because " + probe.summary());
+      String cpuOnly = cpuOnly(s);
+      if (cpuOnly != null) return new Choice(false, -1, "--device auto: CPU, because " + cpuOnly);
       int ord = usable.get(Math.floorMod(next.getAndIncrement(), usable.size())).ordinal();
       return new Choice(true, ord, "--device auto: CUDA, " + probe.summary());
     }
@@ -45,6 +50,19 @@ public final class Devices {
         return new Choice(true, want, "--device cuda:" + want + ": " + d.describe());
     throw new NoDeviceException(
         "--device cuda:" + want + ": no such usable GPU; " + probe.summary());
+  }
+
+  /** What in {@code s} only the CPU runner serves, or null. */
+  static String cpuOnly(DeviceSettings s) {
+    if (s.quantization() != Quantization.NONE)
+      return "--quantization "
+          + s.quantization().flag()
+          + " runs on the CPU runner only (the GPU runner computes in bfloat16)";
+    if (!List.of("auto", "bfloat16").contains(s.dtype()))
+      return "--dtype "
+          + s.dtype()
+          + " runs on the CPU runner only (the GPU runner computes in bfloat16)";
+    return null;
   }
 
   /** {@link #choose} against this machine, logging the auto decision once per JVM. */

@@ -10,6 +10,7 @@ import dev.troupe.engine.DeviceSampling;
 import dev.troupe.engine.ModelConfig;
 import dev.troupe.engine.ModelRunner.SequenceChunk;
 import dev.troupe.engine.model.DType;
+import dev.troupe.engine.model.Quantization;
 import dev.troupe.engine.runner.DeviceSettings;
 import dev.troupe.engine.runner.Devices;
 import dev.troupe.engine.testing.TinyModels;
@@ -300,6 +301,20 @@ class HostSideTest {
     assertFalse(c.cuda());
     assertTrue(c.why().contains("CPU, because no usable GPU: libcuda.so.1"), c.why());
     assertTrue(Devices.choose(auto, probe(h100)).cuda());
+    // auto on a GPU machine serves on the CPU what only the CPU runner does; cuda refuses it at
+    // load
+    c = Devices.choose(auto.withQuantization(Quantization.Q8_0), probe(h100));
+    assertFalse(c.cuda());
+    assertTrue(c.why().contains("--quantization q8_0 runs on the CPU runner only"), c.why());
+    c = Devices.choose(new DeviceSettings("auto", 0.9, "half"), probe(h100));
+    assertFalse(c.cuda());
+    assertTrue(c.why().contains("--dtype half runs on the CPU runner only"), c.why());
+    assertTrue(Devices.choose(new DeviceSettings("auto", 0.9, "bfloat16"), probe(h100)).cuda());
+    assertTrue(
+        Devices.choose(
+                new DeviceSettings("cuda", 0.9, "auto").withQuantization(Quantization.Q8_0),
+                probe(h100))
+            .cuda());
     assertFalse(Devices.choose(auto, probe(t4)).cuda()); // sm_75: no BF16 products
     assertTrue(Devices.choose(auto, probe(t4)).why().contains("compute capability 8.0"));
     DeviceSettings cuda = new DeviceSettings("cuda", 0.9, "auto");

@@ -19,6 +19,8 @@ import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenize;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.TokenizeReply;
 import dev.troupe.protocol.cluster.ModelWorkerProtocol.Tokenized;
 import dev.troupe.protocol.cluster.RequestLimits;
+import java.util.function.Function;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.Route;
@@ -46,18 +48,19 @@ public final class TokenizeRoute implements ApiRoute {
                         request -> {
                           ServedModel model = models.resolve(request.model());
                           // validated, and within a message's bound, before a worker is asked
+                          Function<ActorRef<TokenizeReply>, Tokenize> command = toCommand(request);
                           models
                               .replicas()
                               .bound()
                               .check(
-                                  toCommand(request, models.system().ignoreRef()),
+                                  command.apply(models.system().ignoreRef()),
                                   "Tokenize less text per request.");
                           return completeWithFuture(
                               Stages.on(
                                       models.system(),
                                       AskPattern.<Command, TokenizeReply>ask(
                                           models.replicas().any(model),
-                                          replyTo -> toCommand(request, replyTo),
+                                          command::apply,
                                           models.askTimeout(),
                                           models.system().scheduler()))
                                   .handle(
@@ -78,9 +81,8 @@ public final class TokenizeRoute implements ApiRoute {
                         })));
   }
 
-  /** Validates and converts. */
-  private static Tokenize toCommand(
-      TokenizeRequest r, org.apache.pekko.actor.typed.ActorRef<TokenizeReply> replyTo) {
+  /** Validates {@code r}; the command it asks for, given where the reply goes. */
+  private static Function<ActorRef<TokenizeReply>, Tokenize> toCommand(TokenizeRequest r) {
     if ((r.prompt() == null) == (r.messages() == null))
       throw ApiException.badRequest(
           "Exactly one of `prompt` and `messages` is required.",
@@ -106,16 +108,19 @@ public final class TokenizeRoute implements ApiRoute {
       ChatRequestMapper.limit(r.tools().size(), RequestLimits.TOOLS, "tools", "tools");
     // vLLM: the template brings its own BOS, so chat defaults to false; plain prompts to true.
     boolean addSpecial = r.addSpecialTokens() != null ? r.addSpecialTokens() : !chat;
-    return new Tokenize(
-        r.messages(),
-        r.prompt(),
-        r.tools(),
-        chat && addGenerationPrompt,
-        chat && continueFinal,
-        addSpecial,
-        r.chatTemplate(),
-        r.chatTemplateKwargs(),
-        r.returnTokenStrs() != null && r.returnTokenStrs(),
-        replyTo);
+    boolean generationPrompt = chat && addGenerationPrompt, continueLast = chat && continueFinal;
+    boolean tokenStrs = r.returnTokenStrs() != null && r.returnTokenStrs();
+    return replyTo ->
+        new Tokenize(
+            r.messages(),
+            r.prompt(),
+            r.tools(),
+            generationPrompt,
+            continueLast,
+            addSpecial,
+            r.chatTemplate(),
+            r.chatTemplateKwargs(),
+            tokenStrs,
+            replyTo);
   }
 }

@@ -270,6 +270,69 @@ class ClusterMonitoringTest {
   }
 
   @Test
+  void troupeStatusWatchRedrawsUntilInterruptedAndOutlivesAnUnreachableGateway() throws Exception {
+    // a live gateway: the screen is cleared and the tables drawn again at each interval
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    int[] rc = {-1};
+    Thread watch =
+        new Thread(
+            () ->
+                rc[0] =
+                    StatusCommand.run(
+                        List.of(
+                            "--url",
+                            "http://127.0.0.1:" + node.httpPort(),
+                            "--api-key",
+                            KEY,
+                            "--watch",
+                            "0.2"),
+                        null,
+                        new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new PrintStream(
+                            new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)));
+    watch.start();
+    long deadline = System.nanoTime() + 30_000_000_000L;
+    while (draws(out) < 3 && System.nanoTime() < deadline) Thread.sleep(50);
+    watch.interrupt();
+    watch.join(10_000);
+    assertFalse(watch.isAlive(), "--watch did not stop when interrupted");
+    assertEquals(0, rc[0]);
+    assertTrue(draws(out) >= 3, out.toString(StandardCharsets.UTF_8));
+    assertTrue(out.toString(StandardCharsets.UTF_8).contains("demo#0"));
+
+    // no gateway there: --watch reports each failure and keeps trying (without it: exit 1)
+    int closedPort;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+      closedPort = s.getLocalPort();
+    }
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    Thread down =
+        new Thread(
+            () ->
+                rc[0] =
+                    StatusCommand.run(
+                        List.of("--url", "http://127.0.0.1:" + closedPort, "--watch", "0.1"),
+                        null,
+                        new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8),
+                        new PrintStream(err, true, StandardCharsets.UTF_8)));
+    down.start();
+    deadline = System.nanoTime() + 30_000_000_000L;
+    while (err.toString(StandardCharsets.UTF_8).split("cannot reach", -1).length < 3
+        && System.nanoTime() < deadline) Thread.sleep(50);
+    assertTrue(down.isAlive(), "--watch gave up on an unreachable gateway");
+    down.interrupt();
+    down.join(10_000);
+    assertFalse(down.isAlive());
+    assertTrue(
+        err.toString(StandardCharsets.UTF_8).split("cannot reach", -1).length >= 3, err.toString());
+  }
+
+  /** How many times --watch cleared the screen and drew the tables. */
+  private static int draws(ByteArrayOutputStream out) {
+    return out.toString(StandardCharsets.UTF_8).split("\033\\[H\033\\[2J", -1).length - 1;
+  }
+
+  @Test
   void theRouteHeaderNamesTheReplicaThatServed() throws Exception {
     for (String[] call :
         List.of(

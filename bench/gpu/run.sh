@@ -175,6 +175,10 @@ shape() {
   [ -n "${TROUPE_GPU_CHECK_ONLY:-}" ] || step "$m: KernelCensus" "$(allow 40 $end)" \
     "${JAVA[@]}" "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m-census.log" -cp "$CP" \
     dev.troupe.bench.cuda.KernelCensus "$dir" 160 1 256 || rc=1
+  # and at batch 1 on a 4,000-token context (attention split over blocks, 16 partitions)
+  [ -n "${TROUPE_GPU_CHECK_ONLY:-}" ] || step "$m: KernelCensus, long context" "$(allow 40 $end)" \
+    "${JAVA[@]}" "${JVM[@]}" -XX:ErrorFile="$OUT/hs_err-$m-census.log" -cp "$CP" \
+    dev.troupe.bench.cuda.KernelCensus "$dir" 4000 1 || rc=1
   # the CPU runner holds the BF16 weights on the heap
   # then both runners against PyTorch FP32 (and PyTorch BF16's own error) on the same tokens
   local logits="$SHM/troupe-model-logits-$m"

@@ -56,6 +56,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
   // work buffers, sized for `capacity` token rows
   private int capacity, metaInts, axRows, axRank;
   private long x, h, qkv, q, attn, y, gu, a, meta, ax, logits;
+  private long attnPart, attnPartBytes; // attention's partition states when split over blocks
   private final ByteBuffer hostLogits;
   private ByteBuffer hostMeta; // the step's packed metadata, reused from step to step
   private final DeviceSampler.Buffers samplerBuffers;
@@ -235,6 +236,35 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     gu = gpu.alloc(c * 2 * inter * 4);
     a = gpu.alloc(c * inter * 2);
   }
+
+  /** Room for attention's partition states: {@code rows × split} per query head. */
+  private void ensureAttnPart(int rows, int split) {
+    long bytes = split == 1 ? 0 : (long) rows * split * cfg.numHeads() * (headDim + 2) * 4;
+    if (bytes <= attnPartBytes) return;
+    gpu.free(attnPart);
+    attnPartBytes = Math.max(bytes, attnPartBytes * 2);
+    attnPart = gpu.alloc(attnPartBytes);
+  }
+
+  /**
+   * Blocks per (row, KV head) for attention ({@code split} of kernels.cu): 1, or — for steps of at
+   * most {@value #SPLIT_ROWS} rows, whose few blocks would leave most of a GPU idle on a long
+   * context — the most partitions of {@link KernelSource#ATT_PART} positions a row of the step
+   * spans, rounded up to a power of two (a graph is captured per value). A row's result is the same
+   * either way (kernels.cu).
+   */
+  int attentionSplit(BatchPlan s) {
+    if (s.rows() > SPLIT_ROWS) return 1;
+    int most = 1, window = cfg.slidingWindow();
+    for (int p : s.positions()) {
+      int lo = window > 0 ? Math.max(0, p - window + 1) : 0;
+      most = Math.max(most, p / KernelSource.ATT_PART - lo / KernelSource.ATT_PART + 1);
+    }
+    return most == 1 ? 1 : Integer.highestOneBit(most - 1) << 1;
+  }
+
+  /** Steps of at most this many rows may split attention over blocks ({@link #attentionSplit}). */
+  static final int SPLIT_ROWS = 16;
 
   private void ensureMeta(int ints) {
     if (ints <= metaInts) return;
@@ -547,9 +577,10 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       ss[2],
       samplerThreads,
       logits,
-      sampleWork
+      sampleWork,
+      attnPart
     };
-    DecodeGraphs.Key key = new DecodeGraphs.Key(size, p.anyAdapter(), sampled);
+    DecodeGraphs.Key key = new DecodeGraphs.Key(size, p.anyAdapter(), sampled, attentionSplit(p));
     Long graph = graphs.get(key, stamp);
     if (graph == null) {
       try {
@@ -635,6 +666,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
   private void upload(BatchPlan s) {
     int T = s.rows();
     ensureCapacity(T);
+    ensureAttnPart(T, attentionSplit(s));
     ensureMeta(s.packedInts());
     hostMeta = s.pack(hostMeta);
     gpu.upload(meta, hostMeta);
@@ -650,6 +682,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
     long tables = meta + 4L * s.offTables();
     float eps = (float) cfg.rmsNormEps();
     float scale = (float) (1.0 / Math.sqrt(headDim));
+    int split = attentionSplit(s);
 
     gpu.launch("embed_rows", T, 1, KernelSource.ELEMENT_THREADS, tokens, w.embed, x, hidden);
     for (int li = 0; li < w.layers.length; li++) {
@@ -678,7 +711,7 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       gpu.launch(
           "attention",
           T,
-          cfg.numKvHeads(),
+          cfg.numKvHeads() * split,
           32 * KernelSource.attentionWarps(cfg),
           q,
           kCache[li],
@@ -688,7 +721,20 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
           tableOff,
           cfg.slidingWindow(),
           scale,
-          attn);
+          attn,
+          attnPart,
+          split);
+      if (split > 1)
+        gpu.launch(
+            "attention_merge",
+            T,
+            cfg.numHeads(),
+            KernelSource.ATT_MERGE_THREADS,
+            attnPart,
+            positions,
+            cfg.slidingWindow(),
+            split,
+            attn);
       gpu.gemm(l.o(), attn, y, hidden, qDim, T, false, 0f);
       loraAdd(s, li, CudaLora.O, 1, attn, qDim, y, hidden, adapterSlots, T);
       // MLP block
@@ -746,7 +792,8 @@ public final class CudaModelRunner implements ModelRunner, DeviceSampling {
       gpu.synchronize();
       for (long p : kCache) gpu.free(p);
       for (long p : vCache) gpu.free(p);
-      for (long p : new long[] {x, h, qkv, q, attn, y, gu, a, meta, ax, logits, sampleWork})
+      for (long p :
+          new long[] {x, h, qkv, q, attn, y, gu, a, meta, ax, logits, sampleWork, attnPart})
         gpu.free(p);
       gpu.free(ropeCos);
       gpu.free(ropeSin);

@@ -26,8 +26,11 @@ final class DecodeGraphs implements AutoCloseable {
   /** The largest batch captured: one LM-head piece ({@link CudaModelRunner#LOGIT_PIECE}). */
   static final int MAX_SIZE = CudaModelRunner.LOGIT_PIECE;
 
-  /** What a graph is captured for; its launches differ in each. */
-  record Key(int size, boolean adapters, boolean sampling) {}
+  /**
+   * What a graph is captured for; its launches differ in each ({@code attentionSplit}: attention's
+   * blocks per row and KV head, {@code CudaModelRunner.attentionSplit}).
+   */
+  record Key(int size, boolean adapters, boolean sampling, int attentionSplit) {}
 
   private final Gpu gpu;
   private final Map<Key, Long> graphs = new HashMap<>();

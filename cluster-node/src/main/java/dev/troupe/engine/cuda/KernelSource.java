@@ -26,6 +26,7 @@ public final class KernelSource {
           "add_rmsnorm",
           "qkv_rope_cache",
           "attention",
+          "attention_merge",
           "silu_mul",
           "lora_shrink",
           "lora_expand",
@@ -63,8 +64,17 @@ public final class KernelSource {
   /** Blocks of the optimizer's two launches (kernels.cu's ADAM_BLOCKS). */
   static final int ADAM_BLOCKS = 64;
 
-  /** Shared memory the attention kernel may use for merging its warps' partial results. */
-  static final int ATT_SHARED_BYTES = 32 * 1024;
+  /**
+   * Shared memory the attention kernel may use: its warps' partial results and the row's running
+   * state, GROUP × HEAD_DIM floats each (under the 48 KB a block may declare statically).
+   */
+  static final int ATT_SHARED_BYTES = 40 * 1024;
+
+  /** Positions per attention partition (kernels.cu's ATT_PART), fixed by absolute position. */
+  public static final int ATT_PART = 256;
+
+  /** Threads of {@code attention_merge}'s blocks. */
+  static final int ATT_MERGE_THREADS = 128;
 
   private static final String BODY = readBody();
 
@@ -80,7 +90,13 @@ public final class KernelSource {
   static int attentionWarps(ModelConfig c) {
     int group = c.numHeads() / c.numKvHeads();
     int perWarp = group * c.headDim() * Float.BYTES + 2 * group * Float.BYTES;
-    return Math.max(1, Math.min(8, ATT_SHARED_BYTES / perWarp));
+    return Math.max(1, Math.min(8, (ATT_SHARED_BYTES - runningStateBytes(c)) / perWarp));
+  }
+
+  /** attention's running state of a row: GROUP × HEAD_DIM values and five floats per head. */
+  private static int runningStateBytes(ModelConfig c) {
+    int group = c.numHeads() / c.numKvHeads();
+    return group * c.headDim() * Float.BYTES + 5 * group * Float.BYTES;
   }
 
   /**
@@ -117,7 +133,8 @@ public final class KernelSource {
     if (c.headDim() % 2 != 0) throw new IllegalArgumentException("odd head_dim " + c.headDim());
     if (c.headDim() > 1024) throw new IllegalArgumentException("head_dim over 1024");
     int group = c.numHeads() / c.numKvHeads();
-    if (group * c.headDim() * Float.BYTES > ATT_SHARED_BYTES)
+    int perWarp = group * c.headDim() * Float.BYTES + 2 * group * Float.BYTES;
+    if (runningStateBytes(c) + perWarp > ATT_SHARED_BYTES)
       throw new IllegalArgumentException(
           "attention group of " + group + " heads × " + c.headDim() + " too large for one block");
     return prelude(c, blockSize) + BODY;
@@ -140,6 +157,8 @@ public final class KernelSource {
         + attentionWarps(c)
         + "\n#define ATT_POS "
         + attentionPositions(c)
+        + "\n#define ATT_PART "
+        + ATT_PART
         + "\n#define HAS_QKV_BIAS "
         + (c.attentionBias() ? 1 : 0)
         + "\n#define HAS_QK_NORM "

@@ -172,97 +172,193 @@ extern "C" __global__ void qkv_rope_cache(const float* qkv, const float* bias, c
 // Paged attention for any mix of prefill chunks and decode tokens: query row t attends to positions
 // [lo, pos[t]] of its sequence (lo = pos - window + 1 with a sliding window, else 0), whose keys and
 // values are already in the cache (this step's chunk included, written by qkv_rope_cache). One block
-// per (row, KV head) serves the GROUP query heads sharing that KV head (GQA); its ATT_WARPS warps
-// take runs of ATT_POS consecutive positions round-robin — a run's table entries, keys and values
-// are loaded together and its ATT_POS × GROUP dot products reduced side by side, so a warp waits
-// on memory once per run, not once per position — each keeping an online softmax (running max,
-// sum, weighted values in fp32), merged at the end. Block tables: row t reads table +
-// table_off[t] (block ids). The warp and run counts depend on the model only (KernelSource), so a
-// row's result does not depend on the batch it runs in.
-// grid (T, N_KV_HEADS), block ATT_WARPS * 32.
+// per (row, KV head) serves the GROUP query heads sharing that KV head (GQA).
+//
+// The positions fall in partitions of ATT_PART fixed by absolute position ([j * ATT_PART, (j + 1) *
+// ATT_PART)). Within a partition the ATT_WARPS warps take runs of ATT_POS consecutive positions
+// round-robin — a run's table entries, keys and values loaded together and its ATT_POS × GROUP dot
+// products reduced side by side — each warp keeping an online softmax (running max, sum, weighted
+// values in fp32); the warps are merged into the partition's (max, sum, values), and the partitions
+// into the row's, in partition order (merge_state). Either one block walks all of its row's
+// partitions (split = 1), or — steps of few rows, where a long context would leave most of the GPU
+// idle — block z of split takes partition lo / ATT_PART + z alone and writes its state to part, and
+// attention_merge merges them; a row with one partition is written directly either way. The same
+// arithmetic in the same order both ways (explicit fmaf), so a row's result does not depend on the
+// step it runs in. Block tables: row t reads table + table_off[t] (block ids).
+// grid (T, N_KV_HEADS * split), block ATT_WARPS * 32; part [T, split, N_HEADS, HEAD_DIM + 2] fp32.
+
+// (m, l, acc) ← the merge of (m, l, acc) and a later part (pm, pl, pacc): max, rescaled sum and
+// values. m = -inf: nothing merged yet. One definition for both ways of running attention.
+__device__ __forceinline__ void merge_scales(float m, float pm, float* mn, float* cr, float* cp) {
+  *mn = fmaxf(m, pm);
+  *cr = m == -INFINITY ? 0.0f : expf(m - *mn);
+  *cp = pm == -INFINITY ? 0.0f : expf(pm - *mn);
+}
+
+__device__ __forceinline__ float merged(float v, float cr, float pv, float cp) {
+  return fmaf(v, cr, pv * cp);
+}
+
 extern "C" __global__ void attention(const float* q, const bf16_t* k_cache, const bf16_t* v_cache,
                                      const int* pos, const int* tables, const int* table_off,
-                                     int window, float scale, bf16_t* out) {
+                                     int window, float scale, bf16_t* out, float* part, int split) {
   __shared__ float s_m[ATT_WARPS][GROUP];
   __shared__ float s_l[ATT_WARPS][GROUP];
   __shared__ float s_acc[ATT_WARPS][GROUP][HEAD_DIM];
-  int t = blockIdx.x, g = blockIdx.y;
+  __shared__ float r_m[GROUP], r_l[GROUP], r_cr[GROUP], r_cp[GROUP], r_pm[GROUP];
+  __shared__ float r_acc[GROUP][HEAD_DIM];
+  int t = blockIdx.x, g = blockIdx.y % N_KV_HEADS, z = blockIdx.y / N_KV_HEADS;
   int lane = threadIdx.x & (WARP - 1), w = threadIdx.x / WARP;
   int p_end = pos[t];
   int lo = window > 0 && p_end - window + 1 > 0 ? p_end - window + 1 : 0;
+  int j0 = lo / ATT_PART, j1 = p_end / ATT_PART, jfirst = j0, jlast = j1;
+  if (split > 1) {
+    if (j0 + z > j1) return; // block-uniform: this row has fewer partitions
+    jfirst = jlast = j0 + z;
+  }
   const int* table = tables + table_off[t];
-  float qr[GROUP][EPL], acc[GROUP][EPL], m[GROUP], l[GROUP];
+  float qr[GROUP][EPL];
   for (int h = 0; h < GROUP; h++) {
     const float* qh = q + (size_t)t * Q_DIM + (g * GROUP + h) * HEAD_DIM;
     for (int j = 0; j < EPL; j++) {
       int i = lane + j * WARP;
       qr[h][j] = i < HEAD_DIM ? qh[i] * scale : 0.0f;
-      acc[h][j] = 0.0f;
     }
-    m[h] = -INFINITY;
-    l[h] = 0.0f;
   }
-  for (int p0 = lo + w * ATT_POS; p0 <= p_end; p0 += ATT_WARPS * ATT_POS) { // warp-uniform loop
-    int n = p_end - p0 + 1 < ATT_POS ? p_end - p0 + 1 : ATT_POS; // positions of this run, >= 1
-    float kr[ATT_POS][EPL], vr[ATT_POS][EPL];
-    for (int u = 0; u < ATT_POS; u++) {
-      const bf16_t* kp = 0;
-      const bf16_t* vp = 0;
-      if (u < n) {
-        int p = p0 + u;
-        size_t slot = (size_t)table[p / KV_BLOCK] * KV_BLOCK + p % KV_BLOCK;
-        kp = k_cache + (slot * N_KV_HEADS + g) * HEAD_DIM;
-        vp = v_cache + (slot * N_KV_HEADS + g) * HEAD_DIM;
+  for (int k = threadIdx.x; k < GROUP * HEAD_DIM; k += blockDim.x) {
+    int h = k / HEAD_DIM, i = k % HEAD_DIM;
+    r_acc[h][i] = 0.0f;
+    if (i == 0) {
+      r_m[h] = -INFINITY;
+      r_l[h] = 0.0f;
+    }
+  }
+  for (int jp = jfirst; jp <= jlast; jp++) {
+    int a = jp * ATT_PART > lo ? jp * ATT_PART : lo;
+    int b = jp * ATT_PART + ATT_PART - 1 < p_end ? jp * ATT_PART + ATT_PART - 1 : p_end;
+    float acc[GROUP][EPL], m[GROUP], l[GROUP];
+    for (int h = 0; h < GROUP; h++) {
+      for (int j = 0; j < EPL; j++) acc[h][j] = 0.0f;
+      m[h] = -INFINITY;
+      l[h] = 0.0f;
+    }
+    for (int p0 = a + w * ATT_POS; p0 <= b; p0 += ATT_WARPS * ATT_POS) { // warp-uniform loop
+      int n = b - p0 + 1 < ATT_POS ? b - p0 + 1 : ATT_POS; // positions of this run, >= 1
+      float kr[ATT_POS][EPL], vr[ATT_POS][EPL];
+      for (int u = 0; u < ATT_POS; u++) {
+        const bf16_t* kp = 0;
+        const bf16_t* vp = 0;
+        if (u < n) {
+          int p = p0 + u;
+          size_t slot = (size_t)table[p / KV_BLOCK] * KV_BLOCK + p % KV_BLOCK;
+          kp = k_cache + (slot * N_KV_HEADS + g) * HEAD_DIM;
+          vp = v_cache + (slot * N_KV_HEADS + g) * HEAD_DIM;
+        }
+        for (int j = 0; j < EPL; j++) {
+          int i = lane + j * WARP;
+          kr[u][j] = kp && i < HEAD_DIM ? bf2f(kp[i]) : 0.0f;
+          vr[u][j] = vp && i < HEAD_DIM ? bf2f(vp[i]) : 0.0f;
+        }
       }
-      for (int j = 0; j < EPL; j++) {
-        int i = lane + j * WARP;
-        kr[u][j] = kp && i < HEAD_DIM ? bf2f(kp[i]) : 0.0f;
-        vr[u][j] = vp && i < HEAD_DIM ? bf2f(vp[i]) : 0.0f;
+      for (int h = 0; h < GROUP; h++) {
+        float s[ATT_POS];
+        for (int u = 0; u < ATT_POS; u++) { // every lane takes part in every reduction
+          float d = 0.0f;
+          for (int j = 0; j < EPL; j++) d += qr[h][j] * kr[u][j];
+          s[u] = warp_sum(d);
+        }
+        float mn = m[h];
+        for (int u = 0; u < n; u++) mn = fmaxf(mn, s[u]);
+        float corr = m[h] == -INFINITY ? 0.0f : expf(m[h] - mn);
+        l[h] *= corr;
+        for (int j = 0; j < EPL; j++) acc[h][j] *= corr;
+        for (int u = 0; u < n; u++) {
+          float e = expf(s[u] - mn);
+          l[h] += e;
+          for (int j = 0; j < EPL; j++) acc[h][j] += e * vr[u][j];
+        }
+        m[h] = mn;
       }
     }
     for (int h = 0; h < GROUP; h++) {
-      float s[ATT_POS];
-      for (int u = 0; u < ATT_POS; u++) { // every lane takes part in every reduction
-        float d = 0.0f;
-        for (int j = 0; j < EPL; j++) d += qr[h][j] * kr[u][j];
-        s[u] = warp_sum(d);
+      if (lane == 0) {
+        s_m[w][h] = m[h];
+        s_l[w][h] = l[h];
       }
-      float mn = m[h];
-      for (int u = 0; u < n; u++) mn = fmaxf(mn, s[u]);
-      float corr = m[h] == -INFINITY ? 0.0f : expf(m[h] - mn);
-      l[h] *= corr;
-      for (int j = 0; j < EPL; j++) acc[h][j] *= corr;
-      for (int u = 0; u < n; u++) {
-        float e = expf(s[u] - mn);
-        l[h] += e;
-        for (int j = 0; j < EPL; j++) acc[h][j] += e * vr[u][j];
+      for (int j = 0; j < EPL; j++) {
+        int i = lane + j * WARP;
+        if (i < HEAD_DIM) s_acc[w][h][i] = acc[h][j];
       }
-      m[h] = mn;
     }
+    __syncthreads();
+    // the partition's state (the warps merged in warp order), merged into the row's
+    for (int h = threadIdx.x; h < GROUP; h += blockDim.x) {
+      float pm = -INFINITY, pl = 0.0f;
+      for (int ww = 0; ww < ATT_WARPS; ww++) {
+        float mn, cr, cp;
+        merge_scales(pm, s_m[ww][h], &mn, &cr, &cp);
+        pl = merged(pl, cr, s_l[ww][h], cp);
+        pm = mn;
+      }
+      float mn, cr, cp;
+      merge_scales(r_m[h], pm, &mn, &cr, &cp);
+      r_l[h] = merged(r_l[h], cr, pl, cp);
+      r_m[h] = mn;
+      r_cr[h] = cr;
+      r_cp[h] = cp;
+      r_pm[h] = pm;
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < GROUP * HEAD_DIM; k += blockDim.x) {
+      int h = k / HEAD_DIM, i = k % HEAD_DIM;
+      float pm = -INFINITY, pa = 0.0f;
+      for (int ww = 0; ww < ATT_WARPS; ww++) {
+        float mn, cr, cp;
+        merge_scales(pm, s_m[ww][h], &mn, &cr, &cp);
+        pa = merged(pa, cr, s_acc[ww][h][i], cp);
+        pm = mn;
+      }
+      r_acc[h][i] = merged(r_acc[h][i], r_cr[h], pa, r_cp[h]);
+    }
+    __syncthreads(); // s_* and r_cr/r_cp are rewritten by the next partition
   }
-  for (int h = 0; h < GROUP; h++) {
-    if (lane == 0) {
-      s_m[w][h] = m[h];
-      s_l[w][h] = l[h];
-    }
-    for (int j = 0; j < EPL; j++) {
-      int i = lane + j * WARP;
-      if (i < HEAD_DIM) s_acc[w][h][i] = acc[h][j];
-    }
-  }
-  __syncthreads();
+  bool partial = split > 1 && j1 > j0;
   for (int k = threadIdx.x; k < GROUP * HEAD_DIM; k += blockDim.x) {
-    int h = k / HEAD_DIM, i = k % HEAD_DIM;
-    float mx = -INFINITY;
-    for (int ww = 0; ww < ATT_WARPS; ww++) mx = fmaxf(mx, s_m[ww][h]);
-    float num = 0.0f, den = 0.0f;
-    for (int ww = 0; ww < ATT_WARPS; ww++) {
-      if (s_m[ww][h] == -INFINITY) continue; // this warp saw no position
-      float c = expf(s_m[ww][h] - mx);
-      num += s_acc[ww][h][i] * c;
-      den += s_l[ww][h] * c;
+    int h = k / HEAD_DIM, i = k % HEAD_DIM, head = g * GROUP + h;
+    if (partial) {
+      float* ps = part + (((size_t)t * split + z) * N_HEADS + head) * (HEAD_DIM + 2);
+      ps[2 + i] = r_acc[h][i];
+      if (i == 0) {
+        ps[0] = r_m[h];
+        ps[1] = r_l[h];
+      }
+    } else {
+      out[(size_t)t * Q_DIM + head * HEAD_DIM + i] = f2bf(r_acc[h][i] / r_l[h]);
     }
-    out[(size_t)t * Q_DIM + (g * GROUP + h) * HEAD_DIM + i] = f2bf(num / den);
+  }
+}
+
+// The rows attention split over blocks (split > 1, more than one partition): their partitions'
+// states merged in partition order, as attention merges them when one block walks them all.
+// grid (T, N_HEADS), block 128.
+extern "C" __global__ void attention_merge(const float* part, const int* pos, int window, int split,
+                                           bf16_t* out) {
+  int t = blockIdx.x, head = blockIdx.y;
+  int p_end = pos[t];
+  int lo = window > 0 && p_end - window + 1 > 0 ? p_end - window + 1 : 0;
+  int np = p_end / ATT_PART - lo / ATT_PART + 1;
+  if (np == 1) return; // written by attention
+  for (int i = threadIdx.x; i < HEAD_DIM; i += blockDim.x) {
+    float m = -INFINITY, l = 0.0f, a = 0.0f;
+    for (int z = 0; z < np; z++) {
+      const float* ps = part + (((size_t)t * split + z) * N_HEADS + head) * (HEAD_DIM + 2);
+      float mn, cr, cp;
+      merge_scales(m, ps[0], &mn, &cr, &cp);
+      l = merged(l, cr, ps[1], cp);
+      a = merged(a, cr, ps[2 + i], cp);
+      m = mn;
+    }
+    out[(size_t)t * Q_DIM + head * HEAD_DIM + i] = f2bf(a / l);
   }
 }
 

@@ -169,6 +169,51 @@ class CudaModelRunnerTest {
         "[%s %s] max relative error vs the double reference: %.2e%n", b, arch, LAST_MAX);
   }
 
+  /**
+   * A long row's attention split over blocks (a step of at most {@link CudaModelRunner#SPLIT_ROWS}
+   * rows: one block per partition of {@link KernelSource#ATT_PART} positions, then attention_merge)
+   * against one block walking every partition (a larger step): the same logits bit for bit on the
+   * emulator, and the reference's within BF16's tolerance; with a sliding window whose first
+   * partition starts mid-way too.
+   */
+  @ParameterizedTest
+  @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
+  void attentionSplitOverBlocksEqualsOneBlockPerRowAndTheReference(GpuBackends b) {
+    double sameTol = b == GpuBackends.EMULATED ? 0 : 2e-3;
+    int n = KernelSource.ATT_PART + 34; // the last position's row spans two partitions
+    for (ModelConfig c :
+        List.of(
+            TinyModels.withMaxPositions(TinyModels.config(Arch.QWEN3), 1024),
+            TinyModels.withSlidingWindow(
+                TinyModels.withMaxPositions(TinyModels.config(Arch.MISTRAL), 1024), 40))) {
+      Map<String, float[]> w = bf16Weights(c, 21);
+      int[] seq = tokens(new Random(4), n + 1, c.vocabSize());
+      int bs = 16;
+      int[] table = range(0, (n + 1 + bs - 1) / bs);
+      try (CudaModelRunner gpu =
+          CudaModelRunner.load(b.open(c, bs), c, new MapWeights(c, w), bs, 64, 0, n + 1)) {
+        gpu.forward(List.of(new SequenceChunk(java.util.Arrays.copyOf(seq, n), 0, table, false)));
+        SequenceChunk last = new SequenceChunk(new int[] {seq[n]}, n, table, false);
+        // alone: split over blocks
+        float[][] alone = gpu.forward(List.of(last)).get(0);
+        // second of two rows: split, the row's states at its own place in the scratch
+        SequenceChunk other = new SequenceChunk(new int[] {seq[0]}, 0, new int[] {60}, false);
+        float[][] second = gpu.forward(List.of(other, last)).get(1);
+        // with 16 companions: one block walks both partitions
+        List<SequenceChunk> crowd = new ArrayList<>();
+        crowd.add(last);
+        for (int i = 0; i < CudaModelRunner.SPLIT_ROWS; i++)
+          crowd.add(new SequenceChunk(new int[] {seq[i]}, 0, new int[] {40 + i}, false));
+        float[][] crowded = gpu.forward(crowd).get(0);
+        String what = c.architecture() + " window " + c.slidingWindow();
+        close(second, alone, sameTol, what + ": split, second row");
+        close(crowded, alone, sameTol, what + ": one block against split");
+        ScalarReferenceModel m = new ScalarReferenceModel(c, new MapWeights(c, w));
+        close(alone, ref(m, seq, n, n + 1), BF16_TOL, what + ": against the reference");
+      }
+    }
+  }
+
   @ParameterizedTest
   @MethodSource("dev.troupe.engine.cuda.GpuBackends#selected")
   void batchedEqualsUnbatchedPagedEqualsContiguousAndCopyBlock(GpuBackends b) {

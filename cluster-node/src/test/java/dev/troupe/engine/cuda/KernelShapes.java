@@ -56,6 +56,7 @@ final class KernelShapes {
       case "add_rmsnorm" -> KernelSource.NORM_THREADS;
       case "qkv_rope_cache" -> KernelSource.QKV_THREADS;
       case "attention" -> 32 * KernelSource.attentionWarps(c);
+      case "attention_merge" -> KernelSource.ATT_MERGE_THREADS;
       case "lora_shrink" -> KernelSource.LORA_THREADS;
       case "sample_rows" -> DeviceSampler.THREADS;
       case "add_f32",

@@ -73,14 +73,15 @@ final class StubDriverRun {
   }
 
   static void runner(Gpu g, Arch arch) {
-    ModelConfig c = TinyModels.config(arch);
+    // room for a row past one attention partition (split over blocks, then attention_merge)
+    ModelConfig c = TinyModels.withMaxPositions(TinyModels.config(arch), 2 * KernelSource.ATT_PART);
     Map<String, float[]> w = TinyModels.randomWeights(c, 5);
     int bs = 4;
     int[] p = {3, 9, 27, 81, 50, 11, 2}, q = {4, 16, 64};
     LoraAdapter lora =
         CudaModelRunnerTest.adapter(
             c, 2, 4.0, 9, "self_attn.q_proj", "self_attn.o_proj", "mlp.up_proj", "mlp.down_proj");
-    try (CudaModelRunner run = CudaModelRunner.load(g, c, new MapWeights(c, w), bs, 16, 0, 8)) {
+    try (CudaModelRunner run = CudaModelRunner.load(g, c, new MapWeights(c, w), bs, 100, 0, 8)) {
       run.registerAdapter(1, lora);
       // two prefill chunks, one with the adapter, all logits of one (more rows than the buffers
       // were sized for: they grow)
@@ -103,6 +104,11 @@ final class StubDriverRun {
       }
       // one sequence without an adapter: a graph of batch 1 (no LoRA launches), host logits only
       run.forward(List.of(new SequenceChunk(new int[] {9}, q.length + 1, new int[] {2, 3}, false)));
+      // a decode row at a position past the first attention partition
+      int far = KernelSource.ATT_PART + 44;
+      int[] farTable = new int[far / bs + 1];
+      for (int i = 0; i < farTable.length; i++) farTable[i] = 10 + i;
+      run.forward(List.of(new SequenceChunk(new int[] {6}, far, farTable, false)));
       run.copyBlock(2, 3);
       run.removeAdapter(1);
       train(run, c);

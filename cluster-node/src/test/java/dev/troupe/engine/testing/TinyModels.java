@@ -90,6 +90,29 @@ public final class TinyModels {
         window);
   }
 
+  /** {@code c} with room for {@code positions} positions (tests of long contexts). */
+  public static ModelConfig withMaxPositions(ModelConfig c, int positions) {
+    return new ModelConfig(
+        c.architecture(),
+        c.vocabSize(),
+        c.hiddenSize(),
+        c.intermediateSize(),
+        c.numLayers(),
+        c.numHeads(),
+        c.numKvHeads(),
+        c.headDim(),
+        positions,
+        c.rmsNormEps(),
+        c.ropeTheta(),
+        c.ropeScaling(),
+        c.tieWordEmbeddings(),
+        c.attentionBias(),
+        c.qkNorm(),
+        c.bosTokenId(),
+        c.eosTokenIds(),
+        c.slidingWindow());
+  }
+
   /** A config with explicit sizes (benchmarks): Llama layout, untied. */
   public static ModelConfig llama(
       int vocab, int hidden, int layers, int heads, int kvHeads, int inter) {

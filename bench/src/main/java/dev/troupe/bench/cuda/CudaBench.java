@@ -55,11 +55,7 @@ public final class CudaBench {
     int steps = args.length > 2 ? Integer.parseInt(args[2]) : 32;
     int[] batches = {1, 8, 32, 128, 256};
     CudaProbe.Result probe = CudaProbe.get();
-    if (!probe.usable()) {
-      System.err.println(probe.summary());
-      System.exit(2);
-    }
-    int ordinal = probe.usableDevices().get(0).ordinal();
+    int ordinal = firstUsable(probe);
     double copyGBs;
     try (Gpu g = CudaProbe.open(ordinal)) {
       copyGBs = copyBandwidth(g);
@@ -215,6 +211,15 @@ public final class CudaBench {
       }
     }
     return new long[] {decodeNs, hostNs};
+  }
+
+  /** The first usable GPU's ordinal; without one, says why and exits with status 2. */
+  static int firstUsable(CudaProbe.Result probe) {
+    if (!probe.usable()) {
+      System.err.println(probe.summary());
+      System.exit(2);
+    }
+    return probe.usableDevices().get(0).ordinal();
   }
 
   /** GB/s of a 1 GiB device-to-device copy, counting bytes read and written (median of 10). */

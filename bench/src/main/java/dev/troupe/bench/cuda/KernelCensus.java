@@ -130,12 +130,7 @@ public final class KernelCensus {
         args.length > 2
             ? Arrays.stream(args, 2, args.length).mapToInt(Integer::parseInt).toArray()
             : new int[] {1, 256};
-    CudaProbe.Result probe = CudaProbe.get();
-    if (!probe.usable()) {
-      System.err.println(probe.summary());
-      System.exit(2);
-    }
-    int ordinal = probe.usableDevices().get(0).ordinal();
+    int ordinal = CudaBench.firstUsable(CudaProbe.get());
     double copyGBs;
     try (Gpu g = CudaProbe.open(ordinal)) {
       copyGBs = CudaBench.copyBandwidth(g);

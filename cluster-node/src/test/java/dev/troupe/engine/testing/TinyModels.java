@@ -69,29 +69,15 @@ public final class TinyModels {
 
   /** {@code c} with Mistral's {@code sliding_window} set to {@code window}. */
   public static ModelConfig withSlidingWindow(ModelConfig c, int window) {
-    return new ModelConfig(
-        c.architecture(),
-        c.vocabSize(),
-        c.hiddenSize(),
-        c.intermediateSize(),
-        c.numLayers(),
-        c.numHeads(),
-        c.numKvHeads(),
-        c.headDim(),
-        c.maxPositionEmbeddings(),
-        c.rmsNormEps(),
-        c.ropeTheta(),
-        c.ropeScaling(),
-        c.tieWordEmbeddings(),
-        c.attentionBias(),
-        c.qkNorm(),
-        c.bosTokenId(),
-        c.eosTokenIds(),
-        window);
+    return with(c, c.maxPositionEmbeddings(), window);
   }
 
   /** {@code c} with room for {@code positions} positions (tests of long contexts). */
   public static ModelConfig withMaxPositions(ModelConfig c, int positions) {
+    return with(c, positions, c.slidingWindow());
+  }
+
+  private static ModelConfig with(ModelConfig c, int positions, int window) {
     return new ModelConfig(
         c.architecture(),
         c.vocabSize(),
@@ -110,7 +96,7 @@ public final class TinyModels {
         c.qkNorm(),
         c.bosTokenId(),
         c.eosTokenIds(),
-        c.slidingWindow());
+        window);
   }
 
   /** A config with explicit sizes (benchmarks): Llama layout, untied. */

@@ -66,56 +66,27 @@ public final class KernelCensus {
     }
 
     @Override
-    public void matmul(
-        boolean transA,
-        boolean transB,
-        int m,
-        int n,
-        int k,
-        float alpha,
-        long a,
-        int lda,
-        long b,
-        int ldb,
-        float beta,
-        long c,
-        int ldc,
-        boolean cBf16) {
+    public void matmul(Product p) {
       // the forward's products: x [m, k] times w [n, k]ᵀ; w's bytes are what a decode step streams
       note(
           String.format(
-              Locale.ROOT, "product %d×%d, %d rows%s", n, k, m, cBf16 ? ", bf16 out" : ""),
-          2L * n * k,
-          () -> gpu.matmul(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cBf16));
+              Locale.ROOT,
+              "product %d×%d, %d rows%s",
+              p.n(),
+              p.k(),
+              p.m(),
+              p.cBf16() ? ", bf16 out" : ""),
+          2L * p.n() * p.k(),
+          () -> gpu.matmul(p));
     }
 
     @Override
-    public void matmulBatched(
-        boolean transA,
-        boolean transB,
-        int m,
-        int n,
-        int k,
-        float alpha,
-        long a,
-        int lda,
-        long strideA,
-        long b,
-        int ldb,
-        long strideB,
-        float beta,
-        long c,
-        int ldc,
-        long strideC,
-        boolean cBf16,
-        int batch) {
+    public void matmulBatched(Product p, Strides s) {
       note(
-          String.format(Locale.ROOT, "batched product %d×%d×%d ×%d", m, n, k, batch),
+          String.format(
+              Locale.ROOT, "batched product %d×%d×%d ×%d", p.m(), p.n(), p.k(), s.batch()),
           0,
-          () ->
-              gpu.matmulBatched(
-                  transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc,
-                  strideC, cBf16, batch));
+          () -> gpu.matmulBatched(p, s));
     }
   }
 

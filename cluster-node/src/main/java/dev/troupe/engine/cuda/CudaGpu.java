@@ -323,97 +323,65 @@ public final class CudaGpu implements Gpu {
   }
 
   @Override
-  public void matmul(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      long a,
-      int lda,
-      long b,
-      int ldb,
-      float beta,
-      long c,
-      int ldc,
-      boolean cBf16) {
+  public void matmul(Product p) {
     current();
-    this.alpha.put(alpha);
-    this.beta.put(beta);
+    alpha.put(p.alpha());
+    beta.put(p.beta());
     // cuBLAS is column-major, and a row-major matrix is its transpose seen column-major: row-major
     // C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, so B goes first, each with its own flag
     blasCheck(
         cublasGemmEx(
             blas,
-            transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-            transA ? CUBLAS_OP_T : CUBLAS_OP_N,
-            n,
-            m,
-            k,
-            this.alpha,
-            opB.at(b),
+            p.transB() ? CUBLAS_OP_T : CUBLAS_OP_N,
+            p.transA() ? CUBLAS_OP_T : CUBLAS_OP_N,
+            p.n(),
+            p.m(),
+            p.k(),
+            alpha,
+            opB.at(p.b()),
             CUDA_R_16BF,
-            ldb,
-            opA.at(a),
+            p.ldb(),
+            opA.at(p.a()),
             CUDA_R_16BF,
-            lda,
-            this.beta,
-            opC.at(c),
-            cBf16 ? CUDA_R_16BF : CUDA_R_32F,
-            ldc,
+            p.lda(),
+            beta,
+            opC.at(p.c()),
+            p.cBf16() ? CUDA_R_16BF : CUDA_R_32F,
+            p.ldc(),
             CUBLAS_COMPUTE_32F,
             CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx");
   }
 
   @Override
-  public void matmulBatched(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      long a,
-      int lda,
-      long strideA,
-      long b,
-      int ldb,
-      long strideB,
-      float beta,
-      long c,
-      int ldc,
-      long strideC,
-      boolean cBf16,
-      int batch) {
+  public void matmulBatched(Product p, Strides s) {
     current();
-    this.alpha.put(alpha);
-    this.beta.put(beta);
+    alpha.put(p.alpha());
+    beta.put(p.beta());
     // as matmul: B first (row-major C is column-major Cᵀ), each operand with its own stride
     blasCheck(
         cublasGemmStridedBatchedEx(
             blas,
-            transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-            transA ? CUBLAS_OP_T : CUBLAS_OP_N,
-            n,
-            m,
-            k,
-            this.alpha,
-            opB.at(b),
+            p.transB() ? CUBLAS_OP_T : CUBLAS_OP_N,
+            p.transA() ? CUBLAS_OP_T : CUBLAS_OP_N,
+            p.n(),
+            p.m(),
+            p.k(),
+            alpha,
+            opB.at(p.b()),
             CUDA_R_16BF,
-            ldb,
-            strideB,
-            opA.at(a),
+            p.ldb(),
+            s.b(),
+            opA.at(p.a()),
             CUDA_R_16BF,
-            lda,
-            strideA,
-            this.beta,
-            opC.at(c),
-            cBf16 ? CUDA_R_16BF : CUDA_R_32F,
-            ldc,
-            strideC,
-            batch,
+            p.lda(),
+            s.a(),
+            beta,
+            opC.at(p.c()),
+            p.cBf16() ? CUDA_R_16BF : CUDA_R_32F,
+            p.ldc(),
+            s.c(),
+            s.batch(),
             CUBLAS_COMPUTE_32F,
             CUBLAS_GEMM_DEFAULT),
         "cublasGemmStridedBatchedEx");

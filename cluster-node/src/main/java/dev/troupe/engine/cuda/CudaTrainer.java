@@ -513,7 +513,9 @@ public final class CudaTrainer implements AutoCloseable {
           buf.dz);
       // df [k, H] = dz [k, V] · W [V, H]
       phases.at(Phase.PRODUCTS);
-      gpu.matmul(false, false, k, h, v, 1f, buf.dz, v, weights.lmHead, h, 0f, buf.df, h, false);
+      gpu.matmul(
+          new Gpu.Product(
+              false, false, k, h, v, 1f, buf.dz, v, weights.lmHead, h, 0f, buf.df, h, false));
       phases.at(Phase.ELEMENTWISE);
       layers.normBackward(
           buf.df, buf.checkpoint(cfg.numLayers()), weights.finalNorm, buf.dx, pos, k);

@@ -76,47 +76,13 @@ public abstract class ForwardingGpu implements Gpu {
   }
 
   @Override
-  public void matmul(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      long a,
-      int lda,
-      long b,
-      int ldb,
-      float beta,
-      long c,
-      int ldc,
-      boolean cBf16) {
-    gpu.matmul(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cBf16);
+  public void matmul(Product p) {
+    gpu.matmul(p);
   }
 
   @Override
-  public void matmulBatched(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      long a,
-      int lda,
-      long strideA,
-      long b,
-      int ldb,
-      long strideB,
-      float beta,
-      long c,
-      int ldc,
-      long strideC,
-      boolean cBf16,
-      int batch) {
-    gpu.matmulBatched(
-        transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC,
-        cBf16, batch);
+  public void matmulBatched(Product p, Strides s) {
+    gpu.matmulBatched(p, s);
   }
 
   @Override

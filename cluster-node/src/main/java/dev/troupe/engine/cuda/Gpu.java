@@ -61,17 +61,17 @@ public interface Gpu extends AutoCloseable {
    * #matmul} with x first and w transposed.
    */
   default void gemm(long w, long x, long y, int out, int in, int rows, boolean yBf16, float beta) {
-    matmul(false, true, rows, out, in, 1f, x, in, w, in, beta, y, out, yBf16);
+    matmul(new Product(false, true, rows, out, in, 1f, x, in, w, in, beta, y, out, yBf16));
   }
 
   /**
-   * {@code C[m, n] = alpha · op(A) · op(B) + beta · C}, every matrix row-major with a leading
-   * dimension (elements from one row to the next, so a matrix may be a column range of a wider
-   * one): {@code op(A)} is {@code [m, k]}, stored as is, or stored {@code [k, m]} and transposed
-   * when {@code transA}; {@code op(B)} is {@code [k, n]} likewise. A and B bfloat16, accumulated in
-   * fp32; C fp32 ({@code cBf16} false) or bfloat16. cuBLAS ({@code cublasGemmEx}) on the device.
+   * A product {@code C[m, n] = alpha · op(A) · op(B) + beta · C}, every matrix row-major with a
+   * leading dimension (elements from one row to the next, so a matrix may be a column range of a
+   * wider one): {@code op(A)} is {@code [m, k]}, stored as is, or stored {@code [k, m]} and
+   * transposed when {@code transA}; {@code op(B)} is {@code [k, n]} likewise. A and B bfloat16,
+   * accumulated in fp32; C fp32 ({@code cBf16} false) or bfloat16.
    */
-  void matmul(
+  record Product(
       boolean transA,
       boolean transB,
       int m,
@@ -85,34 +85,24 @@ public interface Gpu extends AutoCloseable {
       float beta,
       long c,
       int ldc,
-      boolean cBf16);
+      boolean cBf16) {}
 
   /**
-   * {@code batch} independent {@link #matmul}s at fixed strides: product {@code i} reads {@code a +
-   * i·strideA}, {@code b + i·strideB} and writes {@code c + i·strideC} (strides in elements of each
-   * operand's type), with the same shapes, transposes, leading dimensions and scalars. cuBLAS
-   * ({@code cublasGemmStridedBatchedEx}) on the device: one launch for all of them, on the tensor
-   * cores (training's attention, one product per head).
+   * {@code batch} products of one {@link Product}'s shape at fixed strides: product {@code i} reads
+   * {@code a + i·a}, {@code b + i·b} and writes {@code c + i·c} (strides in elements of each
+   * operand's type).
    */
-  void matmulBatched(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      long a,
-      int lda,
-      long strideA,
-      long b,
-      int ldb,
-      long strideB,
-      float beta,
-      long c,
-      int ldc,
-      long strideC,
-      boolean cBf16,
-      int batch);
+  record Strides(long a, long b, long c, int batch) {}
+
+  /** Runs {@code p}: cuBLAS ({@code cublasGemmEx}) on the device. */
+  void matmul(Product p);
+
+  /**
+   * {@code s.batch()} independent products of {@code p}'s shape, transposes, leading dimensions and
+   * scalars, at {@code s}'s strides: cuBLAS ({@code cublasGemmStridedBatchedEx}) on the device, one
+   * launch for all of them, on the tensor cores (training's attention, one product per head).
+   */
+  void matmulBatched(Product p, Strides s);
 
   /**
    * Starts recording this GPU's launches and products into a graph instead of running them (CUDA

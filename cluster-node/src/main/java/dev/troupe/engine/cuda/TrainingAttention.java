@@ -219,24 +219,10 @@ final class TrainingAttention {
       float beta,
       Operand c) {
     gpu.matmulBatched(
-        transA,
-        transB,
-        m,
-        n,
-        k,
-        alpha,
-        x.at(),
-        x.ld(),
-        x.stride(),
-        y.at(),
-        y.ld(),
-        y.stride(),
-        beta,
-        c.at(),
-        c.ld(),
-        c.stride(),
-        false,
-        b.kvHeads());
+        new Gpu.Product(
+            transA, transB, m, n, k, alpha, x.at(), x.ld(), y.at(), y.ld(), beta, c.at(), c.ld(),
+            false),
+        new Gpu.Strides(x.stride(), y.stride(), c.stride(), b.kvHeads()));
   }
 
   /** Head hl of each KV head of the block, from the block's first row, in a [T, Q] matrix. */

@@ -140,26 +140,29 @@ final class TrainingLayers {
     toBf16(dx, b.dxb, (long) t * hidden);
     phases.at(Phase.PRODUCTS);
     gpu.matmul(
-        false, false, t, inter, hidden, 1f, b.dxb, hidden, l.down(), inter, 0f, b.da, inter, false);
+        new Gpu.Product(
+            false, false, t, inter, hidden, 1f, b.dxb, hidden, l.down(), inter, 0f, b.da, inter,
+            false));
     loraBackward(li, Projection.DOWN, b.dxb, hidden, b.a, b.da, t);
     phases.at(Phase.ELEMENTWISE);
     gpu.launch("silu_mul_bwd", t, 1, KernelSource.TRAIN_THREADS, b.da, b.gu, b.dgu, inter);
     phases.at(Phase.PRODUCTS);
     gpu.matmul(
-        false,
-        false,
-        t,
-        hidden,
-        2 * inter,
-        1f,
-        b.dgu,
-        2 * inter,
-        l.gateUp(),
-        hidden,
-        0f,
-        b.db,
-        hidden,
-        false);
+        new Gpu.Product(
+            false,
+            false,
+            t,
+            hidden,
+            2 * inter,
+            1f,
+            b.dgu,
+            2 * inter,
+            l.gateUp(),
+            hidden,
+            0f,
+            b.db,
+            hidden,
+            false));
     loraBackward(li, Projection.GATE, b.dgu, 2 * inter, b.hb2, b.db, t);
     loraBackward(li, Projection.UP, b.dgu + (long) inter * 2, 2 * inter, b.hb2, b.db, t);
     phases.at(Phase.ELEMENTWISE);
@@ -168,7 +171,8 @@ final class TrainingLayers {
     toBf16(dx, b.dxb, (long) t * hidden);
     phases.at(Phase.PRODUCTS);
     gpu.matmul(
-        false, false, t, qDim, hidden, 1f, b.dxb, hidden, l.o(), qDim, 0f, b.dO, qDim, false);
+        new Gpu.Product(
+            false, false, t, qDim, hidden, 1f, b.dxb, hidden, l.o(), qDim, 0f, b.dO, qDim, false));
     loraBackward(li, Projection.O, b.dxb, hidden, b.o, b.dO, t);
     phases.at(Phase.ELEMENTWISE);
     toBf16(b.dO, b.dOb, (long) t * qDim);
@@ -193,8 +197,9 @@ final class TrainingLayers {
         eps);
     phases.at(Phase.PRODUCTS);
     gpu.matmul(
-        false, false, t, hidden, qkvDim, 1f, b.dqkvB, qkvDim, l.qkv(), hidden, 0f, b.db, hidden,
-        false);
+        new Gpu.Product(
+            false, false, t, hidden, qkvDim, 1f, b.dqkvB, qkvDim, l.qkv(), hidden, 0f, b.db, hidden,
+            false));
     loraBackward(li, Projection.Q, b.dqkvB, qkvDim, b.hb, b.db, t);
     loraBackward(li, Projection.K, b.dqkvB + (long) qDim * 2, qkvDim, b.hb, b.db, t);
     loraBackward(li, Projection.V, b.dqkvB + (long) (qDim + kvDim) * 2, qkvDim, b.hb, b.db, t);
@@ -214,22 +219,37 @@ final class TrainingLayers {
     int r = lora.rank;
     long xa = b.xa(p.ordinal());
     gpu.matmul(
-        false, true, t, r, m.in(), 1f, x, m.in(), lora.pb + m.offA() * 2, m.in(), 0f, xa, r, true);
+        new Gpu.Product(
+            false,
+            true,
+            t,
+            r,
+            m.in(),
+            1f,
+            x,
+            m.in(),
+            lora.pb + m.offA() * 2,
+            m.in(),
+            0f,
+            xa,
+            r,
+            true));
     gpu.matmul(
-        false,
-        true,
-        t,
-        m.out(),
-        r,
-        lora.scale,
-        xa,
-        r,
-        lora.pb + m.offB() * 2,
-        r,
-        1f,
-        y + off * 4L,
-        ldy,
-        false);
+        new Gpu.Product(
+            false,
+            true,
+            t,
+            m.out(),
+            r,
+            lora.scale,
+            xa,
+            r,
+            lora.pb + m.offB() * 2,
+            r,
+            1f,
+            y + off * 4L,
+            ldy,
+            false));
   }
 
   /** The LoRA gradients of one module from dy (bf16, leading dimension ldDy); dx += s·u A. */
@@ -241,28 +261,59 @@ final class TrainingLayers {
     long xa = b.xa(p.ordinal());
     // u = dy B: [T, r]
     gpu.matmul(
-        false, false, t, r, m.out(), 1f, dy, ldDy, lora.pb + m.offB() * 2, r, 0f, b.u, r, true);
+        new Gpu.Product(
+            false,
+            false,
+            t,
+            r,
+            m.out(),
+            1f,
+            dy,
+            ldDy,
+            lora.pb + m.offB() * 2,
+            r,
+            0f,
+            b.u,
+            r,
+            true));
     // dB = s·dyᵀ (x Aᵀ): [out, r]
-    gpu.matmul(true, false, m.out(), r, t, s, dy, ldDy, xa, r, 0f, lora.g + m.offB() * 4, r, false);
+    gpu.matmul(
+        new Gpu.Product(
+            true, false, m.out(), r, t, s, dy, ldDy, xa, r, 0f, lora.g + m.offB() * 4, r, false));
     // dA = s·uᵀ x: [r, in]
     gpu.matmul(
-        true, false, r, m.in(), t, s, b.u, r, x, m.in(), 0f, lora.g + m.offA() * 4, m.in(), false);
+        new Gpu.Product(
+            true,
+            false,
+            r,
+            m.in(),
+            t,
+            s,
+            b.u,
+            r,
+            x,
+            m.in(),
+            0f,
+            lora.g + m.offA() * 4,
+            m.in(),
+            false));
     // dx += s·u A: [T, in]
     gpu.matmul(
-        false,
-        false,
-        t,
-        m.in(),
-        r,
-        s,
-        b.u,
-        r,
-        lora.pb + m.offA() * 2,
-        m.in(),
-        1f,
-        dx,
-        m.in(),
-        false);
+        new Gpu.Product(
+            false,
+            false,
+            t,
+            m.in(),
+            r,
+            s,
+            b.u,
+            r,
+            lora.pb + m.offA() * 2,
+            m.in(),
+            1f,
+            dx,
+            m.in(),
+            false));
   }
 
   /** x += add (when add ≠ 0), out = bf16(rmsnorm(x) · weight), every row. */

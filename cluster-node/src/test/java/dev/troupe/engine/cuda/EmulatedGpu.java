@@ -268,42 +268,30 @@ final class EmulatedGpu implements Gpu {
   }
 
   @Override
-  public void matmul(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      long a,
-      int lda,
-      long b,
-      int ldb,
-      float beta,
-      long c,
-      int ldc,
-      boolean cBf16) {
+  public void matmul(Product p) {
     ByteBuffer g =
         msg(1 + 3 * 8 + 11 * 4)
             .put((byte) 'G')
-            .putInt(transA ? 1 : 0)
-            .putInt(transB ? 1 : 0)
-            .putInt(m)
-            .putInt(n)
-            .putInt(k)
-            .putFloat(alpha)
-            .putLong(a)
-            .putInt(lda)
-            .putLong(b)
-            .putInt(ldb)
-            .putFloat(beta)
-            .putLong(c)
-            .putInt(ldc)
-            .putInt(cBf16 ? 1 : 0);
+            .putInt(p.transA() ? 1 : 0)
+            .putInt(p.transB() ? 1 : 0)
+            .putInt(p.m())
+            .putInt(p.n())
+            .putInt(p.k())
+            .putFloat(p.alpha())
+            .putLong(p.a())
+            .putInt(p.lda())
+            .putLong(p.b())
+            .putInt(p.ldb())
+            .putFloat(p.beta())
+            .putLong(p.c())
+            .putInt(p.ldc())
+            .putInt(p.cBf16() ? 1 : 0);
     if (capture != null) {
       capture.add(
           new Captured(
-              "matmul", java.util.Arrays.copyOf(g.array(), g.position()), new long[] {a, b, c}));
+              "matmul",
+              java.util.Arrays.copyOf(g.array(), g.position()),
+              new long[] {p.a(), p.b(), p.c()}));
       return;
     }
     send(g);
@@ -315,42 +303,25 @@ final class EmulatedGpu implements Gpu {
    * (BF16 operands 2 bytes an element, C 2 or 4), each checked against its allocation.
    */
   @Override
-  public void matmulBatched(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      long a,
-      int lda,
-      long strideA,
-      long b,
-      int ldb,
-      long strideB,
-      float beta,
-      long c,
-      int ldc,
-      long strideC,
-      boolean cBf16,
-      int batch) {
-    if (batch < 0) throw new CudaException("emulated device: batch " + batch);
-    for (int i = 0; i < batch; i++)
+  public void matmulBatched(Product p, Strides s) {
+    if (s.batch() < 0) throw new CudaException("emulated device: batch " + s.batch());
+    for (int i = 0; i < s.batch(); i++)
       matmul(
-          transA,
-          transB,
-          m,
-          n,
-          k,
-          alpha,
-          a + i * strideA * 2,
-          lda,
-          b + i * strideB * 2,
-          ldb,
-          beta,
-          c + i * strideC * (cBf16 ? 2 : 4),
-          ldc,
-          cBf16);
+          new Product(
+              p.transA(),
+              p.transB(),
+              p.m(),
+              p.n(),
+              p.k(),
+              p.alpha(),
+              p.a() + i * s.a() * 2,
+              p.lda(),
+              p.b() + i * s.b() * 2,
+              p.ldb(),
+              p.beta(),
+              p.c() + i * s.c() * (p.cBf16() ? 2 : 4),
+              p.ldc(),
+              p.cBf16()));
   }
 
   @Override

@@ -75,56 +75,51 @@ final class RecordingGpu extends ForwardingGpu {
   }
 
   @Override
-  public void matmul(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      long a,
-      int lda,
-      long b,
-      int ldb,
-      float beta,
-      long c,
-      int ldc,
-      boolean cBf16) {
+  public void matmul(Product p) {
     out.printf(
         "matmul transA=%b transB=%b m=%d n=%d k=%d alpha=%s a=0x%x lda=%d b=0x%x ldb=%d beta=%s"
             + " c=0x%x ldc=%d cBf16=%b%n",
-        transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cBf16);
-    gpu.matmul(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cBf16);
+        p.transA(),
+        p.transB(),
+        p.m(),
+        p.n(),
+        p.k(),
+        p.alpha(),
+        p.a(),
+        p.lda(),
+        p.b(),
+        p.ldb(),
+        p.beta(),
+        p.c(),
+        p.ldc(),
+        p.cBf16());
+    gpu.matmul(p);
   }
 
   @Override
-  public void matmulBatched(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      long a,
-      int lda,
-      long strideA,
-      long b,
-      int ldb,
-      long strideB,
-      float beta,
-      long c,
-      int ldc,
-      long strideC,
-      boolean cBf16,
-      int batch) {
+  public void matmulBatched(Product p, Strides s) {
     out.printf(
         "matmulBatched transA=%b transB=%b m=%d n=%d k=%d alpha=%s a=0x%x lda=%d strideA=%d"
             + " b=0x%x ldb=%d strideB=%d beta=%s c=0x%x ldc=%d strideC=%d cBf16=%b batch=%d%n",
-        transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC,
-        cBf16, batch);
-    gpu.matmulBatched(
-        transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC,
-        cBf16, batch);
+        p.transA(),
+        p.transB(),
+        p.m(),
+        p.n(),
+        p.k(),
+        p.alpha(),
+        p.a(),
+        p.lda(),
+        s.a(),
+        p.b(),
+        p.ldb(),
+        s.b(),
+        p.beta(),
+        p.c(),
+        p.ldc(),
+        s.c(),
+        p.cBf16(),
+        s.batch());
+    gpu.matmulBatched(p, s);
   }
 
   @Override

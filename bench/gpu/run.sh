@@ -7,9 +7,10 @@
 # 1. prints the GPU, the driver and the CUDA 13 libraries this machine has, and what the runner's
 #    probe makes of them (which folder each library is loaded from);
 # 2. tests: the CUDA runner's tests on the real GPU only (-Dtroupe.gpu.backends=CUDA; CI runs the
-#    emulated variants), with CUDA-graph decode steps against eager ones (CudaGraphsTest) and the
-#    training mode's loss and optimizer (CudaTrainerLossTest; the
-#    training tests that compare with the CPU trainer need ND4J, which the bundle leaves out). FAILS if any test failed, was skipped or aborted, or the JVM crashed;
+#    emulated variants), with CUDA-graph decode steps against eager ones (CudaGraphsTest), the
+#    decode kernels spread over blocks (DecodeKernelsTest), training on a serving runner's weights
+#    (SharedTrainingTest) and the training mode's loss, optimizer and attention
+#    (CudaTrainerLossTest, TrainingAttentionTest; the training tests that compare with the CPU trainer need ND4J, which the bundle leaves out). FAILS if any test failed, was skipped or aborted, or the JVM crashed;
 #    the benchmarks are then skipped;
 # 3. per shape: a random-weight model written to /dev/shm (make_random_model.py); CudaBench
 #    (Troupe's speed; decode with CUDA graphs and eagerly, --enforce-eager, side by side, so a
@@ -135,6 +136,7 @@ tests() {
     --select-class dev.troupe.engine.cuda.CudaTrainerLossTest \
     --select-class dev.troupe.engine.cuda.TrainingAttentionTest \
     --select-class dev.troupe.engine.cuda.DecodeKernelsTest \
+    --select-class dev.troupe.engine.cuda.SharedTrainingTest \
     --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
     --reports-dir /tmp/troupe-junit
   rc=$?

@@ -24,6 +24,9 @@ import org.slf4j.LoggerFactory;
  *     BF16 dot products; generated rows stay on the FP32 path); off = every row on the FP32 path
  * @param bf16GemmResident bytes of BF16 weights oneDNN may keep in native memory (beside the heap's
  *     copy) instead of copying them at every product; 0 = none
+ * @param bf16GemmDecodeRows with oneDNN: generated rows share its arithmetic (activations rounded
+ *     to BF16, the kernels adding as {@code vdpbf16ps} does) and a step with at least this many of
+ *     them runs them on oneDNN; 0 = generated rows on the FP32 path, unrounded
  * @param warmup each replica's start-up warm-up budget; zero = none
  * @param cudaKernelCache where compiled CUDA kernels are kept; null = {@code ~/.cache/troupe/cuda}
  */
@@ -34,6 +37,7 @@ public record ComputeSettings(
     boolean vectorKernels,
     boolean bf16Gemm,
     long bf16GemmResident,
+    int bf16GemmDecodeRows,
     Duration warmup,
     Path cudaKernelCache) {
   private static final Logger log = LoggerFactory.getLogger(ComputeSettings.class);
@@ -44,6 +48,8 @@ public record ComputeSettings(
     if (cpuThreads < 0) throw new IllegalArgumentException("cpu-threads must be >= 0");
     if (kernelMaxRows < 0) throw new IllegalArgumentException("kernel-max-rows must be >= 0");
     if (bf16GemmResident < 0) throw new IllegalArgumentException("bf16-gemm-resident must be >= 0");
+    if (bf16GemmDecodeRows < 0)
+      throw new IllegalArgumentException("bf16-gemm-decode-rows must be >= 0");
   }
 
   /** Reads a {@code troupe.worker.compute} section. */
@@ -56,6 +62,7 @@ public record ComputeSettings(
         c.getBoolean("vector-kernels"),
         c.getBoolean("bf16-gemm"),
         c.getBytes("bf16-gemm-resident"),
+        c.getInt("bf16-gemm-decode-rows"),
         c.getDuration("warmup"),
         cache.isEmpty() ? null : Path.of(cache));
   }

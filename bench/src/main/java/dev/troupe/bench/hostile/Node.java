@@ -79,7 +79,7 @@ final class Node implements AutoCloseable {
         new ProcessBuilder(cmd)
             .redirectErrorStream(true)
             .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
-    pb.environment().put("OMP_WAIT_POLICY", "PASSIVE");
+    pb.environment().put("GOMP_SPINCOUNT", "1000"); // as the ./troupe launcher
     process = pb.start();
     long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
     while (!healthy()) {

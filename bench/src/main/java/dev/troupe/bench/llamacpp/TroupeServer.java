@@ -105,7 +105,7 @@ public final class TroupeServer implements AutoCloseable {
     cmd.addAll(flags);
     ProcessBuilder pb =
         new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
-    pb.environment().put("OMP_WAIT_POLICY", "PASSIVE"); // as the ./troupe launcher
+    pb.environment().put("GOMP_SPINCOUNT", "1000"); // as the ./troupe launcher
     pb.environment().putAll(env);
     TroupeServer t = new TroupeServer(pb.start(), port);
     long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();

@@ -6,6 +6,7 @@ import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_WEIGHTS;
 
 import dev.troupe.engine.ComputeSettings;
 import dev.troupe.engine.model.DType;
+import dev.troupe.engine.model.InMemoryWeights;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
@@ -15,7 +16,9 @@ import org.bytedeco.dnnl.IntMemoryMap;
 import org.bytedeco.dnnl.engine;
 import org.bytedeco.dnnl.matmul;
 import org.bytedeco.dnnl.memory;
+import org.bytedeco.dnnl.post_ops;
 import org.bytedeco.dnnl.primitive;
+import org.bytedeco.dnnl.primitive_attr;
 import org.bytedeco.dnnl.stream;
 import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.javacpp.IntPointer;
@@ -26,25 +29,31 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Products of BF16 weights for a step's prompt rows ({@link Forward}: any number of rows) on
- * oneDNN's matmul (JavaCPP's {@code org.bytedeco:dnnl}), which runs them on the CPU's BF16
- * dot-product instructions ({@code vdpbf16ps}: AVX512_BF16 on Zen 4 and Cooper Lake, AMX on
- * Sapphire Rapids): twice the FP32 FMA rate, and no FP32 copy of the weights.
+ * Products of BF16 weights for a step's prompt rows, and its generated rows when they are many
+ * ({@link Forward}: any number of rows), on oneDNN's matmul (JavaCPP's {@code org.bytedeco:dnnl}),
+ * which runs them on the CPU's BF16 dot-product instructions ({@code vdpbf16ps}: AVX512_BF16 on Zen
+ * 4 and Cooper Lake, AMX on Sapphire Rapids): twice the FP32 FMA rate, and no FP32 copy of the
+ * weights.
  *
- * <p>The weights need no reordering: {@link Matrix}'s k-major groups of 64 rows ({@code [in/2][64
+ * <p>The weights need no conversion: {@link Matrix}'s k-major groups of 64 rows ({@code [in/2][64
  * rows][2]} per group, groups in row order) are oneDNN's {@code BA16a64b2a} layout of {@code W^T
  * [in, out]} whenever {@code in} is a multiple of 32 (oneDNN pads that layout's {@code in} to 32:
- * with an odd number of 16-blocks its groups are longer than ours). A matrix is copied from the
- * heap to native memory once and kept there while the resident budget lasts ({@code
- * troupe.worker.compute.bf16-gemm-resident}: each matrix whole, in the order products first meet
- * them); beyond it, to a native buffer in tiles of whole groups at every product. The activations
- * are rounded to BF16 on the Vector API ({@link Vec32#toBf16}: oneDNN's reorder's bits, round to
- * nearest even as PyTorch's BF16 linear and llama.cpp's BF16 matmul round them) and copied once per
- * product as BF16. Products accumulate in FP32 and write FP32, copied to the heap in one piece
- * where a tile is whole rows of the output; the residual add is done in that copy. (A oneDNN
- * reorder for the rounding and a {@code sum} post-op for the add, as first built, took a fifth of
- * the products' time on the small model's prefill: each reorder woke oneDNN's threads, and the
- * post-op needed y's rows copied in.)
+ * with an odd number of 16-blocks its groups are longer than ours). The reduction runs in chunks of
+ * {@link Bf16Kernel#CHUNK_PAIRS} pairs (512 inputs), one call each, the chunks' FP32 sums added in
+ * order by oneDNN's {@code sum} post-op: oneDNN's own blocking of a longer reduction depends on the
+ * number of rows (1,536 or 2,816 inputs: blocks of 512 for 1–3 rows, 1,024 for more), while within
+ * 512 inputs its sum is one chain, {@code vdpbf16ps}'s, which {@link Bf16Kernel} computes too
+ * ({@link #decodeRows}). So the weights are copied chunk-major (each chunk's groups together, a
+ * dense {@code BA16a64b2a} matrix): from the heap to native memory once and kept there while the
+ * resident budget lasts ({@code troupe.worker.compute.bf16-gemm-resident}: each matrix whole, in
+ * the order products first meet them); beyond it, to a native buffer in tiles of whole groups at
+ * every product. The activations are rounded to BF16 on the Vector API ({@link Vec32#toBf16}:
+ * oneDNN's reorder's bits, round to nearest even as PyTorch's BF16 linear and llama.cpp's BF16
+ * matmul round them) and copied once per product as BF16. Products write FP32, copied to the heap
+ * in one piece where a tile is whole rows of the output; the residual add is done in that copy. (A
+ * oneDNN reorder for the rounding and a {@code sum} post-op for the residual add, as first built,
+ * took a fifth of the products' time on the small model's prefill: each reorder woke oneDNN's
+ * threads, and the post-op needed y's rows copied in.)
  *
  * <p>Used only where oneDNN picks a hardware BF16 implementation ({@link #available}): elsewhere
  * oneDNN offers only its reference matmul (or none for this layout, on AVX2), and the FP32 OpenBLAS
@@ -52,7 +61,7 @@ import org.slf4j.LoggerFactory;
  * instance per runner, called by one team member at a time: oneDNN (OpenMP build) runs each product
  * on its own threads, as many as the process may use cores, while the other members wait at the
  * step's next barrier. A row's result does not depend on the other rows of the call (the same bits
- * in calls of 1, 7 and 70 rows: {@code Bf16GemmTest}).
+ * in calls of 1, 3, 7 and 70 rows: {@code Bf16GemmTest}).
  */
 final class Bf16Gemm implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Bf16Gemm.class);
@@ -146,6 +155,72 @@ final class Bf16Gemm implements AutoCloseable {
     }
   }
 
+  private static volatile Integer decodeRows; // decided once: 0 = generated rows stay FP32
+
+  /**
+   * The fewest generated rows a step sends to oneDNN ({@code
+   * troupe.worker.compute.bf16-gemm-decode-rows}, at most one more than the kernels take), or 0
+   * where generated rows keep the FP32 path: set so, oneDNN unavailable, or its products here not
+   * the kernels' bits over BF16-rounded activations (checked once on random products of several row
+   * counts and three chunks of the reduction, and logged).
+   */
+  static int decodeRows() {
+    Integer n = decodeRows;
+    if (n == null) {
+      synchronized (Bf16Gemm.class) {
+        if ((n = decodeRows) == null) decodeRows = n = decideDecodeRows();
+      }
+    }
+    return n;
+  }
+
+  private static int decideDecodeRows() {
+    int wanted = ComputeSettings.jvm().bf16GemmDecodeRows();
+    if (wanted == 0 || !available()) return 0;
+    String mismatch = kernelsMismatch();
+    if (mismatch != null) {
+      log.warn(
+          "generated rows stay on the FP32 path: oneDNN's BF16 products here are not the kernels'"
+              + " bits ({})",
+          mismatch);
+      return 0;
+    }
+    int rows = Math.min(wanted, ComputeSettings.jvm().kernelMaxRows() + 1);
+    log.info(
+        "generated rows round their activations to BF16; steps of {}+ of them run on oneDNN", rows);
+    return rows;
+  }
+
+  /**
+   * Where oneDNN's products differ from the kernels' on the same BF16-rounded rows; null if
+   * nowhere.
+   */
+  static String kernelsMismatch() {
+    int in = 2 * 512 + 64, out = 3 * Matrix.GROUP + 8;
+    java.util.SplittableRandom r = new java.util.SplittableRandom(27);
+    float[] wv = new float[out * in];
+    for (int i = 0; i < wv.length; i++) wv[i] = (float) (r.nextGaussian() * 0.05);
+    var src =
+        new InMemoryWeights(
+            Map.of("w", new InMemoryWeights.Tensor(wv, new long[] {out, in})), "check");
+    Matrix w = Matrix.load(src, DType.BF16, List.of("w"));
+    try (Bf16Gemm gemm = new Bf16Gemm(0)) {
+      for (int rows : new int[] {1, 5, 17, 40}) {
+        float[] x = new float[rows * in], xp = new float[rows * in];
+        for (int i = 0; i < x.length; i++) x[i] = (float) r.nextGaussian();
+        float[] y = new float[rows * out], yk = new float[rows * out];
+        gemm.product(w, x, rows, y, false);
+        Kernels.roundToBf16(x, 0, x.length);
+        for (int t = 0; t < rows; t++) Activations.put(x, t * in, in, xp, t * in, w.packed());
+        w.product(xp, rows, yk, out, 0, 0, out, false);
+        for (int i = 0; i < y.length; i++)
+          if (Float.floatToRawIntBits(y[i]) != Float.floatToRawIntBits(yk[i]))
+            return rows + " rows, output " + i + ": " + y[i] + " against " + yk[i];
+      }
+    }
+    return null;
+  }
+
   private static String version() {
     var v = org.bytedeco.dnnl.global.dnnl.dnnl_version();
     return "oneDNN " + v.major() + "." + v.minor() + "." + v.patch();
@@ -170,6 +245,7 @@ final class Bf16Gemm implements AutoCloseable {
   /** {@link #product(Matrix, float[], int, float[], boolean)} of rows {@code [from, from+rows)}. */
   void product(Matrix w, float[] x, int from, int rows, float[] y, boolean add) {
     int in = w.in, out = w.out, half = (in + 1) / 2, xn = rows * in;
+    IntPointer[] kept = resident(w);
     int groupsPerTile = Math.max(1, Math.min(TILE_INTS / (half * Matrix.GROUP), (out + 63) / 64));
     int tileRows = groupsPerTile * Matrix.GROUP;
     if (xs.length < xn) xs = new short[Math.max(xn, xs.length * 3 / 2)];
@@ -178,25 +254,59 @@ final class Bf16Gemm implements AutoCloseable {
     xb = grow(xb, xn, ShortPointer::new);
     xb.position(0).put(xs, 0, xn);
     yf = grow(yf, (long) rows * Math.min(out, tileRows), FloatPointer::new);
-    IntPointer[] kept = resident(w);
     if (kept == null) wb = grow(wb, (long) tileRows * half, IntPointer::new);
     for (int p = 0; p < w.parts(); p++) {
       int[] ints = w.quantized ? null : w.ints(p);
       int partRows = w.partRows(p), row0 = p * w.rowsPerPart();
+      int partGroups = (partRows + Matrix.GROUP - 1) / Matrix.GROUP;
       for (int r0 = 0; r0 < partRows; r0 += tileRows) {
-        // a tile of whole groups is one run of the part's ints; its outputs [rows, n] are columns
-        // [o0, o0+n) of y's rows. (A pointer at an address, not a position: oneDNN's memory takes
-        // a void*, to which JavaCPP adds a pointer's position in bytes, not in elements.)
+        // a tile of whole groups; its outputs [rows, n] are columns [o0, o0+n) of y's rows, the
+        // sum of one call per chunk of the reduction (each chunk's weights one run of ints)
         int n = Math.min(tileRows, partRows - r0), o0 = row0 + r0;
-        IntPointer tile = kept != null ? kept[p].getPointer((long) r0 * half) : wb.position(0);
-        int groupInts = (n + Matrix.GROUP - 1) / Matrix.GROUP * Matrix.GROUP * half;
-        if (kept == null && ints != null) wb.put(ints, r0 * half, groupInts);
-        else if (kept == null) wb.put(dequantized(w, p, r0, n), 0, groupInts);
-        Prim mm = cached(List.of(1, rows, in, n), () -> matmul(rows, in, n));
-        execute(mm, xb.position(0), tile, yf.position(0));
+        int tileGroups = (n + Matrix.GROUP - 1) / Matrix.GROUP;
+        if (kept == null)
+          chunked(
+              ints != null ? ints : dequantized(w, p, r0, n),
+              ints != null ? r0 * half : 0,
+              half,
+              tileGroups,
+              wb.position(0));
+        for (int k = 0; k < half; k += Bf16Kernel.CHUNK_PAIRS) {
+          int pairs = Math.min(Bf16Kernel.CHUNK_PAIRS, half - k);
+          // (A pointer at an address, not a position: oneDNN's memory takes a void*, to which
+          // JavaCPP adds a pointer's position in bytes, not in elements.)
+          long at =
+              kept != null
+                  ? (long) partGroups * Matrix.GROUP * k + (long) r0 * pairs
+                  : (long) tileGroups * Matrix.GROUP * k;
+          IntPointer tile = (kept != null ? kept[p] : wb).getPointer(at);
+          boolean sum = k > 0;
+          Prim mm =
+              cached(
+                  List.of(sum ? 2 : 1, rows, in, 2 * pairs, n),
+                  () -> matmul(rows, in, 2 * pairs, n, sum));
+          execute(mm, xb.getPointer(2L * k), tile, yf.position(0));
+        }
         collect(y, from * out + o0, out, rows, n, add);
       }
     }
+  }
+
+  /**
+   * Whole groups of a matrix's ints ({@link Matrix#tiled}: per group, per pair, 64 rows) from
+   * {@code src[at]} into {@code dst} chunk by chunk of the reduction: per chunk of {@link
+   * Bf16Kernel#CHUNK_PAIRS} pairs, each group's pairs of that chunk, so that a chunk's weights are
+   * one dense {@code BA16a64b2a} matrix.
+   */
+  private static void chunked(int[] src, int at, int half, int groups, IntPointer dst) {
+    int g = Matrix.GROUP;
+    for (int k = 0; k < half; k += Bf16Kernel.CHUNK_PAIRS) {
+      int pairs = Math.min(Bf16Kernel.CHUNK_PAIRS, half - k);
+      for (int gi = 0; gi < groups; gi++)
+        dst.position((long) groups * g * k + (long) gi * g * pairs)
+            .put(src, at + gi * g * half + k * g, pairs * g);
+    }
+    dst.position(0);
   }
 
   /**
@@ -246,22 +356,35 @@ final class Bf16Gemm implements AutoCloseable {
     kept = new IntPointer[w.parts()];
     int half = (w.in + 1) / 2;
     for (int p = 0; p < kept.length; p++) {
+      int partRows = w.partRows(p), groupRows = Matrix.GROUP;
+      int groups = (partRows + groupRows - 1) / groupRows;
+      kept[p] = new IntPointer((long) groups * groupRows * half);
       if (!w.quantized) {
-        int[] ints = w.ints(p);
-        kept[p] = new IntPointer(ints.length);
-        kept[p].put(ints, 0, ints.length);
+        chunked(w.ints(p), 0, half, groups, kept[p]);
         continue;
       }
-      // an 8-bit matrix's BF16 form, a tile of whole groups at a time
-      int partRows = w.partRows(p), groupRows = Matrix.GROUP;
-      int tileRows = Math.max(1, TILE_INTS / (half * groupRows)) * groupRows;
-      kept[p] = new IntPointer((long) (partRows + groupRows - 1) / groupRows * groupRows * half);
-      for (int r0 = 0; r0 < partRows; r0 += tileRows) {
-        int n = Math.min(tileRows, partRows - r0);
-        int ints = (n + groupRows - 1) / groupRows * groupRows * half;
-        kept[p].position((long) r0 * half).put(dequantized(w, p, r0, n), 0, ints);
+      // an 8-bit matrix's BF16 form, a tile of whole groups at a time, each into its place in
+      // every chunk
+      int tileGroups = Math.max(1, TILE_INTS / (half * groupRows));
+      try (IntPointer tile = new IntPointer((long) tileGroups * groupRows * half)) {
+        for (int g0 = 0; g0 < groups; g0 += tileGroups) {
+          int tg = Math.min(tileGroups, groups - g0);
+          chunked(
+              dequantized(
+                  w, p, g0 * groupRows, Math.min(tg * groupRows, partRows - g0 * groupRows)),
+              0,
+              half,
+              tg,
+              tile);
+          for (int k = 0; k < half; k += Bf16Kernel.CHUNK_PAIRS) {
+            int pairs = Math.min(Bf16Kernel.CHUNK_PAIRS, half - k);
+            Pointer.memcpy(
+                kept[p].getPointer((long) groups * groupRows * k + (long) g0 * groupRows * pairs),
+                tile.getPointer((long) tg * groupRows * k),
+                4L * tg * groupRows * pairs);
+          }
+        }
       }
-      kept[p].position(0);
     }
     resident.put(w, kept);
     residentBytes += bytes;
@@ -289,17 +412,32 @@ final class Bf16Gemm implements AutoCloseable {
     return p;
   }
 
-  /** bf16 [rows, in] · W tile [in, n] → f32 [rows, n]. */
-  private Prim matmul(int rows, int in, int n) {
-    memory.desc s = desc(rows, in, memory.data_type.bf16, memory.format_tag.ab);
-    memory.desc w = desc(in, n, memory.data_type.bf16, memory.format_tag.BA16a64b2a);
+  /**
+   * bf16 [rows, k] (rows {@code in} apart) · W chunk [k, n] → f32 [rows, n], or with {@code sum}
+   * added to what dst holds (oneDNN's sum post-op: one FP32 addition).
+   */
+  private Prim matmul(int rows, int in, int k, int n, boolean sum) {
+    memory.desc s =
+        new memory.desc(new LongPointer(rows, k), memory.data_type.bf16, new LongPointer(in, 1));
+    memory.desc w = desc(k, n, memory.data_type.bf16, memory.format_tag.BA16a64b2a);
     memory.desc d = desc(rows, n, memory.data_type.f32, memory.format_tag.ab);
-    matmul.primitive_desc pd = new matmul.primitive_desc(eng, s, w, d);
+    List<Pointer> keep = new ArrayList<>();
+    matmul.primitive_desc pd;
+    if (sum) {
+      post_ops ops = new post_ops();
+      ops.append_sum();
+      primitive_attr attr = new primitive_attr();
+      attr.set_post_ops(ops);
+      pd = new matmul.primitive_desc(eng, s, w, d, attr, false);
+      keep.add(ops);
+      keep.add(attr);
+    } else pd = new matmul.primitive_desc(eng, s, w, d);
+    keep.add(pd);
     return new Prim(
         new matmul(pd),
         new int[] {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
         new memory.desc[] {s, w, d},
-        List.of(pd));
+        keep);
   }
 
   /** Runs a matmul (src, weights, dst) on these buffers, each at its position. */

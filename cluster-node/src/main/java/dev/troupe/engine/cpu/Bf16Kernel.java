@@ -17,9 +17,13 @@ import jdk.incubator.vector.VectorSpecies;
  * Matrix#GROUP} rows side by side, four vectors. The activations come {@link Activations#put
  * packed} (per row the even elements, then the odd ones), and their pair {@code k} is broadcast:
  * lane {@code j} of a vector accumulates output row {@code j}, so no output needs a horizontal sum.
- * A block is one group × 4 activation rows (16 accumulators) or × 1 row; each lane adds the pairs
- * in order {@code k = 0, 1, …} with two fused multiply-adds, the same in both blocks and in {@link
- * Scalar16}, so a row's result does not depend on the batch or the path.
+ * A block is one group × 4 activation rows (16 accumulators) or × 1 row. Each lane adds the pairs
+ * of a chunk of {@link #CHUNK_PAIRS} in order {@code k = 0, 1, …}, element {@code 2k + 1} before
+ * {@code 2k}, each with a fused multiply-add, and the chunks' sums in order: the same in both
+ * blocks and in {@link Scalar16}, so a row's result does not depend on the batch or the path; and
+ * with activations rounded to BF16, the bits of oneDNN's BF16 matmul called per chunk ({@link
+ * Bf16Gemm}: {@code vdpbf16ps} adds a pair's odd product first, each step an FP32 fused add, and a
+ * call's reduction of up to 512 inputs is one such chain, whatever its rows).
  *
  * <p>Written for C2: the widening is a constant of the class (one class per dtype rather than a
  * flag) and vectors never leave a method un-inlined (the stores are written out in each block:
@@ -32,6 +36,14 @@ final class Bf16Kernel {
   private static final int L = I.length();
   private static final int G = 4 * L; // Matrix.GROUP
   private static final ThreadLocal<float[]> PARTIAL = ThreadLocal.withInitial(() -> new float[0]);
+
+  /**
+   * Input pairs per chunk of the reduction: 512 inputs, each chunk's sum a chain of its own, the
+   * chunks' sums added in order.
+   */
+  static final int CHUNK_PAIRS = 256;
+
+  private static final ThreadLocal<float[]> TOTALS = ThreadLocal.withInitial(() -> new float[0]);
 
   /** Ints per vector: a quarter of {@link Matrix#GROUP}. */
   static final int LANES = L;
@@ -109,9 +121,54 @@ final class Bf16Kernel {
       int g = (o - wRow0) * half; // the group's first int
       int b = b0;
       for (; b + 3 < b1; b += 4)
-        block4(x, b * xs, xs, half, w, g, y, b * yStride + yOff + o, yStride, add);
-      for (; b < b1; b++) block1(x, b * xs, half, w, g, y, b * yStride + yOff + o, add);
+        four(x, b * xs, xs, half, w, g, y, b * yStride + yOff + o, yStride, add);
+      for (; b < b1; b++) one(x, b * xs, half, w, g, y, b * yStride + yOff + o, add);
     }
+  }
+
+  /**
+   * {@link #block4} over the whole reduction: in one call where it is one chunk, else chunk by
+   * chunk into a scratch that holds the chunks' running sum, then into y.
+   */
+  private static void four(
+      float[] x, int x0, int xs, int half, int[] w, int g, float[] y, int y0, int ys, boolean add) {
+    if (half <= CHUNK_PAIRS) {
+      block4(x, x0, xs, half, 0, half, w, g, y, y0, ys, add);
+      return;
+    }
+    float[] t = totals(4 * G);
+    for (int k = 0; k < half; k += CHUNK_PAIRS)
+      block4(x, x0, xs, half, k, Math.min(half, k + CHUNK_PAIRS), w, g, t, 0, G, k > 0);
+    store(t, 4, y, y0, ys, add);
+  }
+
+  /** {@link #four} for one activation row. */
+  private static void one(
+      float[] x, int x0, int half, int[] w, int g, float[] y, int y0, boolean add) {
+    if (half <= CHUNK_PAIRS) {
+      block1(x, x0, half, 0, half, w, g, y, y0, add);
+      return;
+    }
+    float[] t = totals(G);
+    for (int k = 0; k < half; k += CHUNK_PAIRS)
+      block1(x, x0, half, k, Math.min(half, k + CHUNK_PAIRS), w, g, t, 0, k > 0);
+    store(t, 1, y, y0, 0, add);
+  }
+
+  private static float[] totals(int n) {
+    float[] t = TOTALS.get();
+    if (t.length < n) TOTALS.set(t = new float[n]);
+    return t;
+  }
+
+  /** {@code rows} rows of a group's sums ({@code G} apart in t) into, or added to, y. */
+  private static void store(float[] t, int rows, float[] y, int y0, int ys, boolean add) {
+    for (int b = 0; b < rows; b++)
+      for (int i = 0; i < G; i += L) {
+        FloatVector v = FloatVector.fromArray(F, t, b * G + i);
+        if (add) v = v.add(FloatVector.fromArray(F, y, y0 + b * ys + i));
+        v.intoArray(y, y0 + b * ys + i);
+      }
   }
 
   /**
@@ -134,8 +191,8 @@ final class Bf16Kernel {
     float[] s = PARTIAL.get();
     if (s.length < rows * G) PARTIAL.set(s = new float[rows * G]);
     int xs = 2 * half, b = 0;
-    for (; b + 3 < rows; b += 4) block4(x, b * xs, xs, half, w, g, s, b * G, G, false);
-    for (; b < rows; b++) block1(x, b * xs, half, w, g, s, b * G, false);
+    for (; b + 3 < rows; b += 4) four(x, b * xs, xs, half, w, g, s, b * G, G, false);
+    for (; b < rows; b++) one(x, b * xs, half, w, g, s, b * G, false);
     copyPart(s, rows, start, o, end, y, yStride, yOff, add);
   }
 
@@ -172,16 +229,28 @@ final class Bf16Kernel {
   }
 
   /**
-   * One group × activation rows at {@code x0, x0 + xs, …} (4 rows) into y rows {@code ys} apart.
+   * One group × activation rows at {@code x0, x0 + xs, …} (4 rows), pairs {@code [k0, k1)}, into
+   * (or added to) y rows {@code ys} apart.
    */
   private static void block4(
-      float[] x, int x0, int xs, int half, int[] w, int g, float[] y, int y0, int ys, boolean add) {
+      float[] x,
+      int x0,
+      int xs,
+      int half,
+      int k0,
+      int k1,
+      int[] w,
+      int g,
+      float[] y,
+      int y0,
+      int ys,
+      boolean add) {
     int x1 = x0 + xs, x2 = x1 + xs, x3 = x2 + xs;
     FloatVector a00 = FloatVector.zero(F), a01 = a00, a02 = a00, a03 = a00;
     FloatVector a10 = a00, a11 = a00, a12 = a00, a13 = a00;
     FloatVector a20 = a00, a21 = a00, a22 = a00, a23 = a00;
     FloatVector a30 = a00, a31 = a00, a32 = a00, a33 = a00;
-    for (int k = 0, at = g; k < half; k++, at += G) {
+    for (int k = k0, at = g + k0 * G; k < k1; k++, at += G) {
       IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
       IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
       IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
@@ -189,28 +258,28 @@ final class Bf16Kernel {
       FloatVector h0 = hi(v0), h1 = hi(v1), h2 = hi(v2), h3 = hi(v3);
       FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
       FloatVector d = FloatVector.broadcast(F, x[x0 + half + k]);
-      a00 = h0.fma(d, l0.fma(e, a00));
-      a01 = h1.fma(d, l1.fma(e, a01));
-      a02 = h2.fma(d, l2.fma(e, a02));
-      a03 = h3.fma(d, l3.fma(e, a03));
+      a00 = l0.fma(e, h0.fma(d, a00));
+      a01 = l1.fma(e, h1.fma(d, a01));
+      a02 = l2.fma(e, h2.fma(d, a02));
+      a03 = l3.fma(e, h3.fma(d, a03));
       e = FloatVector.broadcast(F, x[x1 + k]);
       d = FloatVector.broadcast(F, x[x1 + half + k]);
-      a10 = h0.fma(d, l0.fma(e, a10));
-      a11 = h1.fma(d, l1.fma(e, a11));
-      a12 = h2.fma(d, l2.fma(e, a12));
-      a13 = h3.fma(d, l3.fma(e, a13));
+      a10 = l0.fma(e, h0.fma(d, a10));
+      a11 = l1.fma(e, h1.fma(d, a11));
+      a12 = l2.fma(e, h2.fma(d, a12));
+      a13 = l3.fma(e, h3.fma(d, a13));
       e = FloatVector.broadcast(F, x[x2 + k]);
       d = FloatVector.broadcast(F, x[x2 + half + k]);
-      a20 = h0.fma(d, l0.fma(e, a20));
-      a21 = h1.fma(d, l1.fma(e, a21));
-      a22 = h2.fma(d, l2.fma(e, a22));
-      a23 = h3.fma(d, l3.fma(e, a23));
+      a20 = l0.fma(e, h0.fma(d, a20));
+      a21 = l1.fma(e, h1.fma(d, a21));
+      a22 = l2.fma(e, h2.fma(d, a22));
+      a23 = l3.fma(e, h3.fma(d, a23));
       e = FloatVector.broadcast(F, x[x3 + k]);
       d = FloatVector.broadcast(F, x[x3 + half + k]);
-      a30 = h0.fma(d, l0.fma(e, a30));
-      a31 = h1.fma(d, l1.fma(e, a31));
-      a32 = h2.fma(d, l2.fma(e, a32));
-      a33 = h3.fma(d, l3.fma(e, a33));
+      a30 = l0.fma(e, h0.fma(d, a30));
+      a31 = l1.fma(e, h1.fma(d, a31));
+      a32 = l2.fma(e, h2.fma(d, a32));
+      a33 = l3.fma(e, h3.fma(d, a33));
     }
     int y1 = y0 + ys, y2 = y1 + ys, y3 = y2 + ys;
     if (add) {
@@ -257,18 +326,18 @@ final class Bf16Kernel {
 
   /** One group × one activation row at {@code x0}, in {@link #block4}'s order per lane. */
   private static void block1(
-      float[] x, int x0, int half, int[] w, int g, float[] y, int y0, boolean add) {
+      float[] x, int x0, int half, int k0, int k1, int[] w, int g, float[] y, int y0, boolean add) {
     FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
-    for (int k = 0, at = g; k < half; k++, at += G) {
+    for (int k = k0, at = g + k0 * G; k < k1; k++, at += G) {
       FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
       FloatVector d = FloatVector.broadcast(F, x[x0 + half + k]);
       IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
       IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
       IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
-      a0 = hi(v0).fma(d, lo(v0).fma(e, a0));
-      a1 = hi(v1).fma(d, lo(v1).fma(e, a1));
-      a2 = hi(v2).fma(d, lo(v2).fma(e, a2));
-      a3 = hi(v3).fma(d, lo(v3).fma(e, a3));
+      a0 = lo(v0).fma(e, hi(v0).fma(d, a0));
+      a1 = lo(v1).fma(e, hi(v1).fma(d, a1));
+      a2 = lo(v2).fma(e, hi(v2).fma(d, a2));
+      a3 = lo(v3).fma(e, hi(v3).fma(d, a3));
     }
     if (add) {
       a0 = a0.add(FloatVector.fromArray(F, y, y0));

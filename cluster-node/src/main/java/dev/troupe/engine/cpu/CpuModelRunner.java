@@ -159,6 +159,15 @@ public final class CpuModelRunner implements ModelRunner {
     return forward.splitsPrompt();
   }
 
+  /**
+   * The fewest generated rows a step runs on oneDNN (with the kernels' bits: {@code
+   * troupe.worker.compute.bf16-gemm-decode-rows}), or 0 where generated rows take the FP32 path,
+   * their activations unrounded.
+   */
+  public int generatedRowsOnOneDnnFrom() {
+    return forward.decodeRows();
+  }
+
   /** Bytes of weights on the heap. */
   public long weightBytes() {
     return model.weightBytes();

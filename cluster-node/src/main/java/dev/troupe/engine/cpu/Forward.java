@@ -19,14 +19,16 @@ import java.util.Arrays;
  * rows piece by piece ({@link #pieceRows}), and the prefill chunks' attention GEMMs are shared out
  * the same way. Buffers are reused across steps; logits rows are new arrays.
  *
- * <p>With oneDNN's BF16 matmul ({@link Bf16Gemm}) a row's path depends only on what the row is,
- * never on the rest of the step: the step's rows come in two ranges ({@link Step}), its generated
- * tokens' rows {@code [0, fp32Rows)} on the FP32 path above (kernels up to {@link #KERNEL_MAX_ROWS}
- * of them, OpenBLAS beyond), its prompt tokens' rows on oneDNN (any number), so a request
- * re-prefilled elsewhere (migration, recompute) writes the keys and values its first replica wrote.
- * Each product is then two calls. The LM head runs every row on the FP32 path (kernels up to {@link
- * #KERNEL_MAX_ROWS} logits rows, OpenBLAS beyond): it feeds no keys or values, and a generated
- * row's logits must be those its decode step computed.
+ * <p>With oneDNN's BF16 matmul ({@link Bf16Gemm}) a row's result depends only on what the row is,
+ * never on the rest of the step: the step's rows come in two ranges ({@link Step}), its prompt
+ * tokens' rows on oneDNN (any number), its generated tokens' rows {@code [0, fp32Rows)} on the
+ * kernels with oneDNN's bits ({@link Bf16Gemm#decodeRows}: every product input rounded to BF16 where
+ * it is made, the kernels adding as oneDNN does), or on oneDNN with the prompt rows when a step has
+ * at least {@code decodeRows} of them; so a request re-prefilled elsewhere (migration, recompute)
+ * writes the keys and values its first replica wrote, whatever its companions. Each product is then
+ * one or two calls; the LM head follows the same rule. Where oneDNN's bits are not the kernels'
+ * ({@code decodeRows} 0), generated rows and every LM head row take the FP32 path unrounded
+ * (kernels up to {@link #KERNEL_MAX_ROWS} rows, OpenBLAS beyond).
  */
 final class Forward implements AutoCloseable {
   /** Most rows a product sends to the Vector API kernels; more go to BLAS GEMM (measured). */
@@ -43,6 +45,7 @@ final class Forward implements AutoCloseable {
   private final Team.Claims claims; // one counter per product (and prefill attention) of a step
   private final Member[] members;
   private final Bf16Gemm bf16; // prompt rows' products on oneDNN, or null (member 0 calls it)
+  private final int decodeRows; // steps of this many generated rows run them on oneDNN; 0 = FP32
 
   // activations, grown to the step's size
   private float[] x = new float[0], h = new float[0], qkv = new float[0], attn = new float[0];
@@ -69,12 +72,19 @@ final class Forward implements AutoCloseable {
         (md.dtype == DType.BF16 || md.quantized) && bf16GemmAvailable() && allOnOneDnn(md)
             ? new Bf16Gemm()
             : null;
+    this.decodeRows =
+        bf16 != null && md.dtype == DType.BF16 && !md.quantized ? Bf16Gemm.decodeRows() : 0;
     int wide = Math.max(Math.max(md.hidden, md.inter), md.qDim);
     for (int m = 0; m < members.length; m++) {
       members[m] = new Member();
       members[m].row = new float[wide];
       members[m].tmp = new float[Model.GATE_UP_BLOCK];
     }
+  }
+
+  /** The fewest generated rows a step sends to oneDNN; 0 = none (they take the FP32 path). */
+  int decodeRows() {
+    return decodeRows;
   }
 
   /** Whether prompt rows run on oneDNN ({@link Step}'s two ranges). */
@@ -89,8 +99,9 @@ final class Forward implements AutoCloseable {
    */
   float[][] run(Step s) {
     int T = s.tokens.length, R = s.logitRows.length;
+    if (decodeRows > 0 && s.fp32Rows >= decodeRows) s.fp32Rows = 0; // the same bits on oneDNN
     boolean kern = s.fp32Rows <= KERNEL_MAX_ROWS, packed = kern && md.packed();
-    boolean headKern = R <= KERNEL_MAX_ROWS, headPacked = headKern && md.packed();
+    boolean headKern = !headOnDnn(R) && R <= KERNEL_MAX_ROWS, headPacked = headKern && md.packed();
     int hs = Activations.stride(md.hidden, packed);
     x = grow(x, T * md.hidden);
     h = grow(h, T * hs);
@@ -104,7 +115,7 @@ final class Forward implements AutoCloseable {
     Attention.Plan plan = attention.plan(s);
     float[][] out = new float[R][];
     claims.reset(CLAIMS_PER_LAYER * md.layers.length + 1);
-    boolean usesBlas = !kern || !headKern || plan.blasChunks.length > 0;
+    boolean usesBlas = !kern || !headKern && !headOnDnn(R) || plan.blasChunks.length > 0;
     if (usesBlas) Blas.singleThreaded();
     try {
       team.run(m -> program(m, s, plan, kern, packed, headKern, headPacked, out));
@@ -135,8 +146,10 @@ final class Forward implements AutoCloseable {
       Model.Layer l = md.layers[li];
       team.barrier();
       // INPUT_NORM
-      for (int t = rows[0]; t < rows[1]; t++)
+      for (int t = rows[0]; t < rows[1]; t++) {
         Kernels.normRow(x, t * H, H, l.attnNorm(), md.eps, h, t * hs, packed && t < G);
+        if (decodeRows > 0) Kernels.roundToBf16(h, t * hs, hs);
+      }
       team.barrier();
       // QKV_PROJ
       product(m, M, s, li, l.qkv(), h, hs, packed, qkv, false, kern, 4, slot++, false);
@@ -177,12 +190,18 @@ final class Forward implements AutoCloseable {
               me.chunks);
       }
       team.barrier();
+      if (decodeRows > 0) { // every row's product input in BF16, whichever path takes it
+        for (int t = rows[0]; t < rows[1]; t++) Kernels.roundToBf16(attn, t * qs, qs);
+        team.barrier();
+      }
       // O_PROJ, residual
       product(m, M, s, li, l.o(), attn, qs, packed, x, true, kern, 4, slot++, false);
       team.barrier();
       // POST_NORM
-      for (int t = rows[0]; t < rows[1]; t++)
+      for (int t = rows[0]; t < rows[1]; t++) {
         Kernels.normRow(x, t * H, H, l.mlpNorm(), md.eps, h, t * hs, packed && t < G);
+        if (decodeRows > 0) Kernels.roundToBf16(h, t * hs, hs);
+      }
       team.barrier();
       // GATE_UP_PROJ and SWIGLU: the kernels' members apply it to the rows they computed
       int pair = 2 * Model.GATE_UP_BLOCK;
@@ -197,12 +216,17 @@ final class Forward implements AutoCloseable {
     // every row (it feeds no keys or values; a generated row's logits must be its decode step's)
     int R = s.logitRows.length, rs = Activations.stride(H, headPacked);
     int[] rr = Team.share(R, M, m, 1);
-    for (int r = rr[0]; r < rr[1]; r++)
+    for (int r = rr[0]; r < rr[1]; r++) {
       Kernels.normRow(x, s.logitRows[r] * H, H, md.finalNorm, md.eps, xr, r * rs, headPacked);
+      if (decodeRows > 0) Kernels.roundToBf16(xr, r * rs, rs);
+    }
     team.barrier();
-    for (int[] piece = new int[2]; claim(m, md.lmHead, headKern, 4, M, slot, piece); )
-      if (headKern) md.lmHead.product(xr, R, logits, md.vocab, 0, piece[0], piece[1], false);
-      else members[m].blas.product(md.lmHead, xr, R, logits, false, piece[0], piece[1]);
+    if (headOnDnn(R)) {
+      if (m == 0) bf16.product(md.lmHead, xr, 0, R, logits, false);
+    } else
+      for (int[] piece = new int[2]; claim(m, md.lmHead, headKern, 4, M, slot, piece); )
+        if (headKern) md.lmHead.product(xr, R, logits, md.vocab, 0, piece[0], piece[1], false);
+        else members[m].blas.product(md.lmHead, xr, R, logits, false, piece[0], piece[1]);
     team.barrier();
     for (int r = rr[0]; r < rr[1]; r++)
       out[r] = Arrays.copyOfRange(logits, r * md.vocab, (r + 1) * md.vocab);
@@ -251,6 +275,15 @@ final class Forward implements AutoCloseable {
     int[] r = Team.share(w.out, M, m, Math.max(align, Matrix.GROUP));
     if (s.anyAdapter) lora(m, s, li, w, xin, xStride, false, y, r[0], r[1], G, T);
     if (swiglu) swiglu(m, G, T, r[0], r[1], false);
+  }
+
+  /**
+   * Whether the LM head's {@code rows} run on oneDNN: with generated rows on BF16 arithmetic
+   * ({@link #decodeRows}), as many as would send generated rows there (fewer are on the kernels,
+   * with the same bits).
+   */
+  private boolean headOnDnn(int rows) {
+    return decodeRows > 0 && rows >= decodeRows;
   }
 
   /**
@@ -333,7 +366,18 @@ final class Forward implements AutoCloseable {
         int g0 = f / 2, n = Math.min(Model.GATE_UP_BLOCK, md.inter - g0);
         int base = t * 2 * md.inter + f;
         Kernels.swiglu(
-            gu, base, gu, base + n, n, members[m].tmp, act, t * as, g0, md.inter, packed);
+            gu,
+            base,
+            gu,
+            base + n,
+            n,
+            members[m].tmp,
+            act,
+            t * as,
+            g0,
+            md.inter,
+            packed,
+            decodeRows > 0);
       }
   }
 

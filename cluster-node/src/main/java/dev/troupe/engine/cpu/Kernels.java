@@ -75,14 +75,24 @@ final class Kernels {
       int dRow,
       int j0,
       int inter,
-      boolean packed) {
+      boolean packed,
+      boolean round) {
     if (V) VecMath.swiglu(g, go, u, uo, tmp, 0, n);
     else
       for (int i = 0; i < n; i++) {
         float v = g[go + i];
         tmp[i] = v / (1f + (float) Math.exp(-v)) * u[uo + i];
       }
+    if (round) roundToBf16(tmp, 0, n);
     if (!packed) System.arraycopy(tmp, 0, dst, dRow + j0, n);
     else for (int i = 0; i < n; i++) dst[dRow + Activations.index(j0 + i, inter, true)] = tmp[i];
+  }
+
+  /**
+   * {@code a[off, off + n)} rounded to BF16 in place (a BF16 product's input, {@link Bf16Gemm}).
+   */
+  static void roundToBf16(float[] a, int off, int n) {
+    if (V) Vec32.roundToBf16(a, off, n);
+    else for (int i = 0; i < n; i++) a[off + i] = Scalar16.roundToBf16(a[off + i]);
   }
 }

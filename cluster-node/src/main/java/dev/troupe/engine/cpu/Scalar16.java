@@ -21,6 +21,11 @@ final class Scalar16 {
     return (u & 0x7f800000) == 0 ? (short) ((u >>> 16) & 0x8000) : DType.floatToBf16(f);
   }
 
+  /** {@code f} rounded to BF16 ({@link #toBf16}) and back to FP32. */
+  static float roundToBf16(float f) {
+    return Float.intBitsToFloat(toBf16(f) << 16);
+  }
+
   /** Element {@code 2k} of a packed int. */
   static float lo(boolean f16, int v) {
     return f16 ? DType.f16ToFloat((short) v) : Float.intBitsToFloat(v << 16);
@@ -31,7 +36,7 @@ final class Scalar16 {
     return f16 ? DType.f16ToFloat((short) (v >>> 16)) : Float.intBitsToFloat(v & 0xffff0000);
   }
 
-  /** As {@link Bf16Kernel#range}, either dtype. */
+  /** As {@link Bf16Kernel#range} (or {@link F16Kernel#range}), either dtype. */
   static void range(
       boolean f16,
       float[] x,
@@ -50,10 +55,20 @@ final class Scalar16 {
       for (int b = 0; b < rows; b++) {
         int xo = b * 2 * half;
         float s = 0;
-        for (int k = 0; k < half; k++) {
-          int v = w[at + k * Matrix.GROUP];
-          s = Math.fma(hi(f16, v), x[xo + half + k], Math.fma(lo(f16, v), x[xo + k], s));
-        }
+        if (f16)
+          for (int k = 0; k < half; k++) {
+            int v = w[at + k * Matrix.GROUP];
+            s = Math.fma(hi(true, v), x[xo + half + k], Math.fma(lo(true, v), x[xo + k], s));
+          }
+        else // Bf16Kernel's chunks, each pair's odd element first
+        for (int k0 = 0; k0 < half; k0 += Bf16Kernel.CHUNK_PAIRS) {
+            float c = 0;
+            for (int k = k0; k < Math.min(half, k0 + Bf16Kernel.CHUNK_PAIRS); k++) {
+              int v = w[at + k * Matrix.GROUP];
+              c = Math.fma(lo(false, v), x[xo + k], Math.fma(hi(false, v), x[xo + half + k], c));
+            }
+            s = k0 == 0 ? c : s + c;
+          }
         int yi = b * yStride + yOff + o;
         y[yi] = add ? y[yi] + s : s;
       }

@@ -8,7 +8,8 @@ import java.util.function.IntFunction;
  * One forward's batch flattened to rows: per token its id, position, cache slot and adapter.
  *
  * <p>With {@code splitPrompt} (the runner computes prompt rows on oneDNN) the rows are ordered in
- * two ranges: first every chunk's generated tokens ({@code [0, fp32Rows)}, the FP32 path), then
+ * two ranges: first every chunk's generated tokens ({@code [0, fp32Rows)}, the kernels' path, which
+ * {@link Forward} may send to oneDNN with the rest when they are many), then
  * every chunk's prompt tokens ({@code [fp32Rows, T)}); a chunk holding both (a resumed request's
  * re-prefill) becomes two pieces, each attending over the cache as a chunk of its own. Without it
  * the rows keep the batch's order and all are FP32 rows.
@@ -22,7 +23,7 @@ final class Step {
   int[] chunkOf; // per row, its piece
   Lora[] adapters; // per row, null = base
   boolean anyAdapter;
-  int fp32Rows; // rows [0, fp32Rows) take the FP32 path, the rest oneDNN
+  int fp32Rows; // rows [0, fp32Rows) take the kernels' path, the rest oneDNN
   int[] logitRows; // per logits row (in the batch's order), its row
 
   /**

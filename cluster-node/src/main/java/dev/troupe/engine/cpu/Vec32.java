@@ -42,6 +42,23 @@ final class Vec32 {
   }
 
   /**
+   * {@code a[off + i]} rounded to BF16 in place, as {@link #toBf16} rounds it, for {@code i < n}.
+   */
+  static void roundToBf16(float[] a, int off, int n) {
+    int i = 0;
+    for (int up = S.loopBound(n); i < up; i += S.length()) {
+      IntVector u = FloatVector.fromArray(S, a, off + i).reinterpretAsInts();
+      IntVector high = u.lanewise(VectorOperators.LSHR, 16);
+      VectorMask<Integer> nan = u.and(0x7fffffff).compare(VectorOperators.GT, 0x7f800000);
+      VectorMask<Integer> tiny = u.and(0x7f800000).compare(VectorOperators.EQ, 0);
+      IntVector r = u.add(high.and(1)).add(0x7fff).lanewise(VectorOperators.LSHR, 16);
+      r = r.blend(high.or(0x40), nan).blend(high.and(0x8000), tiny);
+      r.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(a, off + i);
+    }
+    for (; i < n; i++) a[off + i] = Scalar16.roundToBf16(a[off + i]);
+  }
+
+  /**
    * {@code y[b·yStride + yOff + o] (+)= Σ_i x[b·in + i] · W[o, i]} for {@code o ∈ [o0, o1)}; {@code
    * w} holds rows {@code [wRow0, …)} of W.
    */

@@ -162,14 +162,16 @@ class Bf16GemmTest {
   }
 
   /**
-   * A row's result is the same bits whatever the number of rows in the call (1, 7, 70) and where it
-   * stands among them: the runner sends every prompt row to oneDNN, however many the step holds, so
-   * a prompt's keys and values must not depend on what else is in the step.
+   * A row's result is the same bits whatever the number of rows in the call (1, 3, 7, 70) and where
+   * it stands among them: the runner sends every prompt row to oneDNN, however many the step holds,
+   * so a prompt's keys and values must not depend on what else is in the step. (One oneDNN call
+   * over a reduction of 1,536 or 2,816 inputs summed in blocks of 512 for 1–3 rows and of 1,024 for
+   * more: hence one call per chunk of 512.)
    */
   @Test
   void aRowsResultDoesNotDependOnTheRowsBesideIt() {
     Random r = new Random(11);
-    int[][] shapes = {{128, 384}, {544, 300}, {128, 9000}}; // in, out
+    int[][] shapes = {{128, 384}, {544, 300}, {128, 9000}, {1536, 200}, {2816, 130}}; // in, out
     try (Bf16Gemm gemm = new Bf16Gemm()) {
       for (int[] sh : shapes)
         for (boolean add : new boolean[] {false, true}) {
@@ -181,7 +183,8 @@ class Bf16GemmTest {
           Matrix m = matrix(w, out, in);
           float[] all = y0.clone();
           gemm.product(m, x, 0, rows, all, add);
-          for (int[] call : new int[][] {{0, 1}, {9, 1}, {69, 1}, {0, 7}, {33, 7}, {63, 7}}) {
+          for (int[] call :
+              new int[][] {{0, 1}, {9, 1}, {69, 1}, {0, 3}, {0, 7}, {33, 7}, {63, 7}}) {
             float[] y = y0.clone();
             gemm.product(m, x, call[0], call[1], y, add);
             for (int t = call[0]; t < call[0] + call[1]; t++)
@@ -192,6 +195,38 @@ class Bf16GemmTest {
           }
         }
     }
+  }
+
+  /**
+   * oneDNN's products are the Vector API kernels' bits on the same BF16-rounded activations (so a
+   * step's generated rows may take either path, {@code bf16-gemm-decode-rows}): for reductions of
+   * one, three and six chunks (a short last one among them), 1 to 70 rows, weights resident or
+   * copied per call, and the runner's start-up check agrees.
+   */
+  @Test
+  void oneDnnAddsAsTheKernelsDo() {
+    assertEquals(null, Bf16Gemm.kernelsMismatch());
+    Random r = new Random(29);
+    int[][] shapes = {{512, 200}, {1536, 130}, {2816, 64}}; // in, out
+    for (long budget : new long[] {0, 1 << 30})
+      try (Bf16Gemm gemm = new Bf16Gemm(budget)) {
+        for (int[] sh : shapes) {
+          int in = sh[0], out = sh[1];
+          float[] w = new float[out * in];
+          for (int i = 0; i < w.length; i++) w[i] = (float) r.nextGaussian() * 0.05f;
+          Matrix m = matrix(w, out, in);
+          for (int rows : new int[] {1, 2, 4, 5, 16, 33, 70}) {
+            float[] x = new float[rows * in], xp = new float[rows * in];
+            for (int i = 0; i < x.length; i++) x[i] = (float) r.nextGaussian();
+            float[] y = new float[rows * out], yk = new float[rows * out];
+            gemm.product(m, x, rows, y, false);
+            Kernels.roundToBf16(x, 0, x.length);
+            for (int t = 0; t < rows; t++) Activations.put(x, t * in, in, xp, t * in, m.packed());
+            m.product(xp, rows, yk, out, 0, 0, out, false);
+            assertArrayEquals(yk, y, Arrays.toString(sh) + ", " + rows + " rows, budget " + budget);
+          }
+        }
+      }
   }
 
   /**
@@ -223,6 +258,8 @@ class Bf16GemmTest {
     x[15] = Float.NEGATIVE_INFINITY;
     short[] vector = new short[n];
     Vec32.toBf16(x, 0, vector, 0, n);
+    float[] inPlace = x.clone();
+    Vec32.roundToBf16(inPlace, 0, n);
     try (engine e = new engine(engine.kind.cpu, 0);
         stream st = new stream(e);
         memory.desc f =
@@ -249,6 +286,7 @@ class Bf16GemmTest {
               String.format(
                   "%08x: oneDNN %04x, ours %04x", Float.floatToRawIntBits(x[i]), want, vector[i]));
         assertEquals(Scalar16.toBf16(x[i]), vector[i], "scalar and vector at " + i);
+        assertEquals(vector[i] << 16, Float.floatToRawIntBits(inPlace[i]), "in place at " + i);
       }
       assertTrue(nans > 0, "random patterns include NaNs");
     }
@@ -264,7 +302,8 @@ class Bf16GemmTest {
 
   /**
    * The golden Llama (BF16) prompt in a 70-row step, so every product runs on oneDNN: against the
-   * scalar reference with BF16-rounded product inputs within 1e-4 (the same function, summed in
+   * scalar reference with BF16-rounded product inputs (the LM head's too where generated rows share
+   * oneDNN's arithmetic, {@code bf16-gemm-decode-rows}) within 1e-4 (the same function, summed in
    * another order: measured 1e-6), against PyTorch's FP32 logits no further than that reference is
    * from them (the activations' BF16 rounding: 1.35e-2 on these logits), and the same bits next to
    * another companion sequence.
@@ -274,16 +313,18 @@ class Bf16GemmTest {
     Path dir = Path.of(Bf16GemmTest.class.getResource("/golden/llama").toURI());
     JsonNode g = GoldenPrompt.read(dir);
     int[] tokens = GoldenPrompt.tokens(g);
-    float[][] ref, rounded;
-    try (WeightSource w = SafetensorsWeights.open(dir)) {
-      ref = new ScalarReferenceModel(ModelConfigs.read(dir), w).logits(tokens);
-      rounded = new ScalarReferenceModel(ModelConfigs.read(dir), w, true).logits(tokens);
-    }
-    float[][] a, b;
+    float[][] ref, rounded, a, b;
+    boolean headRounded; // generated rows on oneDNN's arithmetic: every row's LM head input in BF16
     try (ModelRunner m = ModelRunners.open(dir, "auto", 32, 8)) {
       assertEquals(DType.BF16, ((CpuModelRunner) m).dtype());
+      headRounded = ((CpuModelRunner) m).generatedRowsOnOneDnnFrom() > 0;
       a = GoldenPrompt.withCompanion(m, tokens, 30, 3);
       b = GoldenPrompt.withCompanion(m, tokens, 50, 17);
+    }
+    try (WeightSource w = SafetensorsWeights.open(dir)) {
+      ref = new ScalarReferenceModel(ModelConfigs.read(dir), w).logits(tokens);
+      rounded =
+          new ScalarReferenceModel(ModelConfigs.read(dir), w, true, headRounded).logits(tokens);
     }
     double toRounded = 0, toTorch = 0;
     for (int t = 0; t < tokens.length; t++) {

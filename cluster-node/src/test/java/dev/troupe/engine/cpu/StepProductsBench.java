@@ -15,8 +15,9 @@ import java.util.SplittableRandom;
  * by output rows with a barrier after it — without attention, norms or sampling, so the figure is
  * the kernels' memory streaming: weight bytes read per step ÷ time (GB/s), best of rounds. Not a
  * test (surefire runs {@code *Test} only): run on the test classpath with {@code --add-modules
- * jdk.incubator.vector}; args {@code small|medium [rows] [rounds] [bf16|q8_0]}. Results in
- * docs/benchmarks.md.
+ * jdk.incubator.vector}; args {@code small|medium [rows] [rounds] [bf16|q8_0|onednn]} ({@code
+ * onednn}: BF16 weights, every product on oneDNN ({@link Bf16Gemm}, weights resident) called by
+ * member 0 as {@link Forward} calls it, the others at the barrier). Results in docs/benchmarks.md.
  */
 public final class StepProductsBench {
   private StepProductsBench() {}
@@ -26,6 +27,7 @@ public final class StepProductsBench {
     int rows = args.length > 1 ? Integer.parseInt(args[1]) : 1;
     int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 40;
     boolean q8 = args.length > 3 && args[3].equals("q8_0");
+    Bf16Gemm dnn = args.length > 3 && args[3].equals("onednn") ? new Bf16Gemm(4L << 30) : null;
     int hidden = medium ? 1024 : 512, layers = medium ? 16 : 8, inter = medium ? 2816 : 1536;
     int qkv = hidden + 2 * (hidden / 2); // heads / KV heads = 2, as the bench models
     List<int[]> shapes = new ArrayList<>();
@@ -58,8 +60,12 @@ public final class StepProductsBench {
       team.run(
           m -> {
             for (Matrix w : ms) {
-              int[] share = Team.share(w.out, team.size(), m, Matrix.GROUP);
-              w.product(x, rows, y, w.out, 0, share[0], share[1], false);
+              if (dnn != null) {
+                if (m == 0) dnn.product(w, x, rows, y, false);
+              } else {
+                int[] share = Team.share(w.out, team.size(), m, Matrix.GROUP);
+                w.product(x, rows, y, w.out, 0, share[0], share[1], false);
+              }
               team.barrier();
             }
           });
@@ -72,7 +78,7 @@ public final class StepProductsBench {
         rows,
         team.size(),
         bytes / 1e6,
-        q8 ? "Q8_0" : "BF16",
+        q8 ? "Q8_0" : dnn != null ? "BF16 (oneDNN)" : "BF16",
         rounds,
         best * 1e3,
         bytes / best / 1e9);

@@ -25,13 +25,14 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Where the CPU runner computes BF16 prompt rows on oneDNN (this CPU's BF16 dot products; skipped
- * elsewhere) and generated rows on the FP32 path, a request's greedy tokens do not depend on where
- * or beside what its rows were computed: resumed on another replica (its prompt and delivered
- * tokens re-prefilled, generated rows on the FP32 path as its decode steps were) it continues token
- * for token for 300 tokens, and beside another request's long prefill it generates what it
- * generates alone. Under the earlier rule (a step's row count chose the path: over 64 rows, every
- * row on oneDNN) both differed: the re-prefilled tokens' keys and values, and a decode row in a
- * step with a long prefill chunk, came from BF16-rounded activations.
+ * elsewhere) and generated rows on the kernels with oneDNN's bits (on oneDNN itself when a step has
+ * many), a request's greedy tokens do not depend on where or beside what its rows were computed:
+ * resumed on another replica (its prompt and delivered tokens re-prefilled, generated rows on the
+ * FP32 path as its decode steps were) it continues token for token for 300 tokens, and beside
+ * another request's long prefill it generates what it generates alone. Under the earlier rule (a
+ * step's row count chose the path: over 64 rows, every row on oneDNN) both differed: the
+ * re-prefilled tokens' keys and values, and a decode row in a step with a long prefill chunk, came
+ * from BF16-rounded activations.
  */
 class Bf16RowPathTest {
   /** 160 blocks of 16, chunks of at most 256 tokens, no prefix cache. */
@@ -103,6 +104,33 @@ class Bf16RowPathTest {
               .build();
       List<Integer> want = tokens.subList(cut, total), got = alone(resumed);
       assertEquals(want, got, "resumed after " + cut + ": " + firstDifference(want, got));
+    }
+  }
+
+  /**
+   * Generated rows compute oneDNN's bits ({@code bf16-gemm-decode-rows}): a request decoding beside
+   * 17 others (steps of 18 generated rows, on oneDNN) generates what it generates alone (one row,
+   * on the kernels), and so do the others.
+   */
+  @Test
+  void aRequestDecodesAmongManyAsItDoesAlone() {
+    int from = runner.generatedRowsOnOneDnnFrom();
+    assertTrue(
+        from > 0 && from <= 18,
+        "generated rows on oneDNN from " + from + " rows (0: off, or not the kernels' bits here)");
+    List<GenerationRequest> all = new java.util.ArrayList<>();
+    for (int i = 0; i < 18; i++)
+      all.add(GenerationRequest.prompt("r" + i, i + ". " + PROMPT, greedy(90)));
+    EngineSettings together =
+        new EngineSettings(16, 160, 0, 32, 512, 32, true, 100, true, List.of(), false);
+    try (Driver d = new Driver(engine(together))) {
+      for (GenerationRequest r : all) assertNull(d.add(r));
+      d.drain();
+      assertTrue(d.failures.isEmpty(), d.failures.toString());
+      for (GenerationRequest r : List.of(all.get(0), all.get(7), all.get(17))) {
+        List<Integer> want = alone(r), got = Driver.tokens(d.of(r.requestId()), 0);
+        assertEquals(want, got, r.requestId() + ": " + firstDifference(want, got));
+      }
     }
   }
 

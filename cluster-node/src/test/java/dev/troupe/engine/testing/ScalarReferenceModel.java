@@ -12,7 +12,7 @@ import dev.troupe.engine.model.WeightSource;
 public final class ScalarReferenceModel {
   private final ModelConfig c;
   private final WeightSource w;
-  private final boolean bf16Inputs;
+  private final boolean bf16Inputs, bf16Head;
 
   public ScalarReferenceModel(ModelConfig c, WeightSource w) {
     this(c, w, false);
@@ -23,9 +23,15 @@ public final class ScalarReferenceModel {
    * head) are rounded to BF16 first, as a BF16 matmul of PyTorch or oneDNN rounds its activations.
    */
   public ScalarReferenceModel(ModelConfig c, WeightSource w, boolean bf16Inputs) {
+    this(c, w, bf16Inputs, false);
+  }
+
+  /** With {@code bf16Head}, the LM head's inputs are rounded to BF16 too. */
+  public ScalarReferenceModel(ModelConfig c, WeightSource w, boolean bf16Inputs, boolean bf16Head) {
     this.c = c;
     this.w = w;
     this.bf16Inputs = bf16Inputs;
+    this.bf16Head = bf16Head;
   }
 
   /** Logits of every position of {@code tokens}: {@code [T][vocab]}. */
@@ -98,7 +104,7 @@ public final class ScalarReferenceModel {
     float[] wm = w.floats(module + ".weight");
     float[] bias = w.contains(module + ".bias") ? w.floats(module + ".bias") : null;
     int in = x[0].length, out = wm.length / in;
-    boolean round = bf16Inputs && module.startsWith("model.layers.");
+    boolean round = bf16Inputs && (bf16Head || module.startsWith("model.layers."));
     double[][] y = new double[x.length][out];
     for (int t = 0; t < x.length; t++)
       for (int o = 0; o < out; o++) {

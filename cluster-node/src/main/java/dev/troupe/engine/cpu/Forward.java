@@ -22,13 +22,13 @@ import java.util.Arrays;
  * <p>With oneDNN's BF16 matmul ({@link Bf16Gemm}) a row's result depends only on what the row is,
  * never on the rest of the step: the step's rows come in two ranges ({@link Step}), its prompt
  * tokens' rows on oneDNN (any number), its generated tokens' rows {@code [0, fp32Rows)} on the
- * kernels with oneDNN's bits ({@link Bf16Gemm#decodeRows}: every product input rounded to BF16 where
- * it is made, the kernels adding as oneDNN does), or on oneDNN with the prompt rows when a step has
- * at least {@code decodeRows} of them; so a request re-prefilled elsewhere (migration, recompute)
- * writes the keys and values its first replica wrote, whatever its companions. Each product is then
- * one or two calls; the LM head follows the same rule. Where oneDNN's bits are not the kernels'
- * ({@code decodeRows} 0), generated rows and every LM head row take the FP32 path unrounded
- * (kernels up to {@link #KERNEL_MAX_ROWS} rows, OpenBLAS beyond).
+ * kernels with oneDNN's bits ({@link Bf16Gemm#decodeRows}: every product input rounded to BF16
+ * where it is made, the kernels adding as oneDNN does), or on oneDNN with the prompt rows when a
+ * step has at least {@code decodeRows} of them; so a request re-prefilled elsewhere (migration,
+ * recompute) writes the keys and values its first replica wrote, whatever its companions. Each
+ * product is then one or two calls; the LM head follows the same rule. Where oneDNN's bits are not
+ * the kernels' ({@code decodeRows} 0), generated rows and every LM head row take the FP32 path
+ * unrounded (kernels up to {@link #KERNEL_MAX_ROWS} rows, OpenBLAS beyond).
  */
 final class Forward implements AutoCloseable {
   /** Most rows a product sends to the Vector API kernels; more go to BLAS GEMM (measured). */

@@ -9,10 +9,10 @@ import java.util.function.IntFunction;
  *
  * <p>With {@code splitPrompt} (the runner computes prompt rows on oneDNN) the rows are ordered in
  * two ranges: first every chunk's generated tokens ({@code [0, fp32Rows)}, the kernels' path, which
- * {@link Forward} may send to oneDNN with the rest when they are many), then
- * every chunk's prompt tokens ({@code [fp32Rows, T)}); a chunk holding both (a resumed request's
- * re-prefill) becomes two pieces, each attending over the cache as a chunk of its own. Without it
- * the rows keep the batch's order and all are FP32 rows.
+ * {@link Forward} may send to oneDNN with the rest when they are many), then every chunk's prompt
+ * tokens ({@code [fp32Rows, T)}); a chunk holding both (a resumed request's re-prefill) becomes two
+ * pieces, each attending over the cache as a chunk of its own. Without it the rows keep the batch's
+ * order and all are FP32 rows.
  */
 final class Step {
   int[] tokens;

@@ -11,10 +11,10 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 
 /**
- * {@link Bf16RowPathTest}'s two properties with {@code --quantization q8_0}: prompt rows on oneDNN
- * from the 8-bit matrices' BF16 form, generated rows on the 8-bit kernels, and still a resumed
- * request continues token for token and another request's prefills beside it leave its tokens as
- * they are alone.
+ * {@link Bf16RowPathTest}'s properties with {@code --quantization q8_0}: prompt rows on oneDNN from
+ * the 8-bit matrices' BF16 form, generated rows on the 8-bit kernels however many, and still a
+ * resumed request continues token for token, a request among many decodes as alone, and another
+ * request's prefills beside it leave its tokens as they are alone.
  */
 class Q8RowPathTest extends Bf16RowPathTest {
   /** Runs after the superclass's: the same random Llama, served 8-bit. */

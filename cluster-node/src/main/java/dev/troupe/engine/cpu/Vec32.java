@@ -30,15 +30,23 @@ final class Vec32 {
   static void toBf16(float[] x, int xo, short[] b, int bo, int n) {
     int i = 0;
     for (int up = S.loopBound(n); i < up; i += S.length()) {
-      IntVector u = FloatVector.fromArray(S, x, xo + i).reinterpretAsInts();
-      IntVector high = u.lanewise(VectorOperators.LSHR, 16);
-      VectorMask<Integer> nan = u.and(0x7fffffff).compare(VectorOperators.GT, 0x7f800000);
-      VectorMask<Integer> tiny = u.and(0x7f800000).compare(VectorOperators.EQ, 0);
-      IntVector r = u.add(high.and(1)).add(0x7fff).lanewise(VectorOperators.LSHR, 16);
-      r = r.blend(high.or(0x40), nan).blend(high.and(0x8000), tiny);
+      IntVector r = bf16Bits(FloatVector.fromArray(S, x, xo + i));
       ((ShortVector) r.convertShape(VectorOperators.I2S, HALF, 0)).intoArray(b, bo + i);
     }
     for (; i < n; i++) b[bo + i] = Scalar16.toBf16(x[xo + i]);
+  }
+
+  /**
+   * Each lane's BF16 bits (in the low 16 bits of the int): round to nearest even, NaN kept quiet,
+   * subnormals to signed zero.
+   */
+  private static IntVector bf16Bits(FloatVector v) {
+    IntVector u = v.reinterpretAsInts();
+    IntVector high = u.lanewise(VectorOperators.LSHR, 16);
+    VectorMask<Integer> nan = u.and(0x7fffffff).compare(VectorOperators.GT, 0x7f800000);
+    VectorMask<Integer> tiny = u.and(0x7f800000).compare(VectorOperators.EQ, 0);
+    IntVector r = u.add(high.and(1)).add(0x7fff).lanewise(VectorOperators.LSHR, 16);
+    return r.blend(high.or(0x40), nan).blend(high.and(0x8000), tiny);
   }
 
   /**
@@ -46,15 +54,11 @@ final class Vec32 {
    */
   static void roundToBf16(float[] a, int off, int n) {
     int i = 0;
-    for (int up = S.loopBound(n); i < up; i += S.length()) {
-      IntVector u = FloatVector.fromArray(S, a, off + i).reinterpretAsInts();
-      IntVector high = u.lanewise(VectorOperators.LSHR, 16);
-      VectorMask<Integer> nan = u.and(0x7fffffff).compare(VectorOperators.GT, 0x7f800000);
-      VectorMask<Integer> tiny = u.and(0x7f800000).compare(VectorOperators.EQ, 0);
-      IntVector r = u.add(high.and(1)).add(0x7fff).lanewise(VectorOperators.LSHR, 16);
-      r = r.blend(high.or(0x40), nan).blend(high.and(0x8000), tiny);
-      r.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(a, off + i);
-    }
+    for (int up = S.loopBound(n); i < up; i += S.length())
+      bf16Bits(FloatVector.fromArray(S, a, off + i))
+          .lanewise(VectorOperators.LSHL, 16)
+          .reinterpretAsFloats()
+          .intoArray(a, off + i);
     for (; i < n; i++) a[off + i] = Scalar16.roundToBf16(a[off + i]);
   }
 

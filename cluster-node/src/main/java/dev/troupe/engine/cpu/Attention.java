@@ -14,10 +14,11 @@ package dev.troupe.engine.cpu;
  * AttentionVec#scores}: multiply-adds with the query element broadcast, no horizontal sums), takes
  * the softmax of the visible positions and sums their value rows ({@link AttentionVec#values}).
  * Against dot products over position-major keys, this halved a decode layer's attention ({@code
- * AttentionBench}, docs/benchmarks.md). Prefill chunks of {@link #BLAS_MIN_ROWS} or more tokens:
- * two GEMMs per head ({@code S = Q Kᵀ / √d}, causal softmax, {@code O = P V}) on OpenBLAS, by
- * member 0. Outputs are written in the o-projection's input layout: rows below {@code packedRows}
- * packed ({@link Activations}), the others natural.
+ * AttentionBench}, docs/benchmarks.md). Prefill chunks of {@link #BLAS_MIN_ROWS} or more prompt
+ * tokens (a moved request's re-prefilled generated tokens stay token by token, as their decode
+ * steps were: {@link Step#generatedRows}): two GEMMs per head ({@code S = Q Kᵀ / √d}, causal
+ * softmax, {@code O = P V}) on OpenBLAS, by member 0. Outputs are written in the o-projection's
+ * input layout: rows below {@code packedRows} packed ({@link Activations}), the others natural.
  */
 final class Attention {
   /** Below this many query rows a chunk is attended token by token. */
@@ -82,7 +83,9 @@ final class Attention {
     long total = 0;
     for (int ci = 0; ci < nChunks; ci++) {
       int from = s.chunkStart[ci], to = ci + 1 < nChunks ? s.chunkStart[ci + 1] : T;
-      if (to - from >= BLAS_MIN_ROWS) {
+      // generated tokens' pieces (a moved request's re-prefill) token by token, as their decode
+      // steps attended: the BLAS GEMMs' sums differ in the last bits
+      if (to - from >= BLAS_MIN_ROWS && from >= s.generatedRows) {
         blas[nb++] = ci;
         continue;
       }

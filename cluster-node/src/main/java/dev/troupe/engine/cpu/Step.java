@@ -24,6 +24,7 @@ final class Step {
   Lora[] adapters; // per row, null = base
   boolean anyAdapter;
   int fp32Rows; // rows [0, fp32Rows) take the kernels' path, the rest oneDNN
+  int generatedRows; // with splitPrompt, rows [0, generatedRows) are generated tokens; else 0
   int[] logitRows; // per logits row (in the batch's order), its row
 
   /**
@@ -55,6 +56,7 @@ final class Step {
     s.blockTables = new int[pieces][];
     s.logitRows = new int[R];
     s.fp32Rows = G;
+    s.generatedRows = splitPrompt ? G : 0;
     Lora[] lora = new Lora[batch.size()];
     for (int ci = 0; ci < batch.size(); ci++) {
       SequenceChunk c = batch.get(ci);

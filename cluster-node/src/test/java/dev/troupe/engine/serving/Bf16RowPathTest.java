@@ -109,6 +109,31 @@ class Bf16RowPathTest {
   }
 
   /**
+   * A seeded sampled request resumed after 20 tokens continues draw for draw: its re-prefilled
+   * generated tokens attend token by token, as their decode steps did (a piece of 8 or more rows
+   * used to take the BLAS GEMMs, whose last bits differ; with activations rounded to BF16 after the
+   * attention that showed as a different draw five tokens on, with the demo model: {@link
+   * DemoRowPathTest}).
+   */
+  @Test
+  void aSeededRequestResumedContinuesDrawForDraw() {
+    SamplingParams p =
+        SamplingParams.builder().temperature(0.9).seed(4321L).maxTokens(64).ignoreEos(true).build();
+    GenerationRequest whole =
+        GenerationRequest.prompt("seeded", "Tell me a story about the sea.", p);
+    List<Integer> tokens = alone(whole);
+    for (int cut : new int[] {5, 17, 20}) {
+      GenerationRequest resumed =
+          whole.toBuilder()
+              .requestId("seeded-" + cut)
+              .resume(new Resume(List.of(new ResumedChoice(tokens.subList(0, cut), false))))
+              .build();
+      List<Integer> want = tokens.subList(cut, tokens.size()), got = alone(resumed);
+      assertEquals(want, got, "resumed after " + cut + ": " + firstDifference(want, got));
+    }
+  }
+
+  /**
    * Generated rows compute oneDNN's bits ({@code bf16-gemm-decode-rows}): a request decoding beside
    * 17 others (steps of 18 generated rows, on oneDNN) generates what it generates alone (one row,
    * on the kernels), and so do the others. (8-bit: every generated row on the 8-bit kernels.)

@@ -212,8 +212,8 @@ final class Forward implements AutoCloseable {
       product(m, M, s, li, l.down(), act, as, packed, x, true, kern, 4, slot++, false);
     }
     team.barrier();
-    // final norm of the rows whose logits are wanted, then the LM head: on the FP32 path for
-    // every row (it feeds no keys or values; a generated row's logits must be its decode step's)
+    // final norm of the rows whose logits are wanted, then the LM head: every row by the step's
+    // rule (on oneDNN's bits, kernels or oneDNN by the row count; else the FP32 path)
     int R = s.logitRows.length, rs = Activations.stride(H, headPacked);
     int[] rr = Team.share(R, M, m, 1);
     for (int r = rr[0]; r < rr[1]; r++) {

@@ -131,6 +131,20 @@ final class Bf16Gemm implements AutoCloseable {
     return impl.startsWith("brg");
   }
 
+  /**
+   * oneDNN's BF16 matmul here ({@code brg_matmul:avx512_core_bf16}, {@code
+   * brg_matmul:avx10_1_512_amx}, …), or why there is none.
+   */
+  static String implementation() {
+    available();
+    return implementation;
+  }
+
+  /** Whether oneDNN runs the products on AMX tiles (whose sums are not the kernels' chains). */
+  static boolean onAmx() {
+    return available() && implementation().contains("amx");
+  }
+
   private static String probe() {
     boolean enabled = ComputeSettings.jvm().bf16Gemm();
     if (!enabled || Matrix.GROUP != 64) {
@@ -179,9 +193,10 @@ final class Bf16Gemm implements AutoCloseable {
     if (wanted == 0 || !available()) return 0;
     String mismatch = kernelsMismatch();
     if (mismatch != null) {
-      log.warn(
-          "generated rows stay on the FP32 path: oneDNN's BF16 products here are not the kernels'"
-              + " bits ({})",
+      log.info(
+          "generated rows stay on the FP32 path: oneDNN's BF16 products here ({}) are not the"
+              + " kernels' bits ({})",
+          implementation(),
           mismatch);
       return 0;
     }
@@ -242,18 +257,24 @@ final class Bf16Gemm implements AutoCloseable {
     product(w, x, 0, rows, y, add);
   }
 
-  /** {@link #product(Matrix, float[], int, float[], boolean)} of rows {@code [from, from+rows)}. */
+  /**
+   * {@link #product(Matrix, float[], int, float[], boolean)} of rows {@code [from, from+rows)}. A
+   * single row goes to oneDNN twice, as a call of two rows: with AMX, oneDNN 3.11 sums a short last
+   * chunk (32 inputs) of a one-row call otherwise than in calls of more rows.
+   */
   void product(Matrix w, float[] x, int from, int rows, float[] y, boolean add) {
     int in = w.in, out = w.out, half = (in + 1) / 2, xn = rows * in;
+    int calls = Math.max(2, rows); // rows in each oneDNN call
     IntPointer[] kept = resident(w);
     int groupsPerTile = Math.max(1, Math.min(TILE_INTS / (half * Matrix.GROUP), (out + 63) / 64));
     int tileRows = groupsPerTile * Matrix.GROUP;
-    if (xs.length < xn) xs = new short[Math.max(xn, xs.length * 3 / 2)];
+    if (xs.length < calls * in) xs = new short[Math.max(calls * in, xs.length * 3 / 2)];
     if (VectorSupport.AVAILABLE) Vec32.toBf16(x, from * in, xs, 0, xn);
     else for (int i = 0; i < xn; i++) xs[i] = Scalar16.toBf16(x[from * in + i]);
-    xb = grow(xb, xn, ShortPointer::new);
-    xb.position(0).put(xs, 0, xn);
-    yf = grow(yf, (long) rows * Math.min(out, tileRows), FloatPointer::new);
+    if (rows == 1) System.arraycopy(xs, 0, xs, in, in);
+    xb = grow(xb, (long) calls * in, ShortPointer::new);
+    xb.position(0).put(xs, 0, calls * in);
+    yf = grow(yf, (long) calls * Math.min(out, tileRows), FloatPointer::new);
     if (kept == null) wb = grow(wb, (long) tileRows * half, IntPointer::new);
     for (int p = 0; p < w.parts(); p++) {
       int[] ints = w.quantized ? null : w.ints(p);
@@ -283,8 +304,8 @@ final class Bf16Gemm implements AutoCloseable {
           boolean sum = k > 0;
           Prim mm =
               cached(
-                  List.of(sum ? 2 : 1, rows, in, 2 * pairs, n),
-                  () -> matmul(rows, in, 2 * pairs, n, sum));
+                  List.of(sum ? 2 : 1, calls, in, 2 * pairs, n),
+                  () -> matmul(calls, in, 2 * pairs, n, sum));
           execute(mm, xb.getPointer(2L * k), tile, yf.position(0));
         }
         collect(y, from * out + o0, out, rows, n, add);

@@ -33,6 +33,18 @@ final class LlamaServer implements AutoCloseable {
     this.port = port;
   }
 
+  /**
+   * Whether {@code gguf} is an 8-bit model on a CPU with AMX: there ggml's AMX Q8_0 kernel (an
+   * "extra buffer type" of the repacked weights) dies at its first {@code tilezero} with SIGILL
+   * (llama.cpp from node-llama-cpp 3.22.1, Emerald Rapids, 2026-11-28), so the server runs without
+   * repacking, on ggml's AVX512-VNNI Q8_0 kernels.
+   */
+  private static boolean amxQ8Trap(Path gguf) throws IOException {
+    if (!gguf.getFileName().toString().contains("q8_0")) return false;
+    Path cpuinfo = Path.of("/proc/cpuinfo");
+    return Files.isReadable(cpuinfo) && Files.readString(cpuinfo).contains(" amx_int8");
+  }
+
   /** Starts {@code bin/llama-server} on {@code gguf}; returns once a completion succeeded. */
   static LlamaServer start(Path bin, Path gguf, int threads, int slots, int ctxPerSlot, Path log)
       throws Exception {
@@ -60,6 +72,7 @@ final class LlamaServer implements AutoCloseable {
                 Integer.toString(slots * ctxPerSlot),
                 "--no-cache-prompt",
                 "--no-webui"));
+    if (amxQ8Trap(gguf)) cmd.add("--no-repack");
     ProcessBuilder pb =
         new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
     LlamaServer l = new LlamaServer(pb.start(), port);

@@ -69,6 +69,9 @@ final class Bf16Gemm implements AutoCloseable {
   /** Weights per copied tile: 8 MiB of BF16, whole groups. */
   private static final int TILE_INTS = 1 << 21;
 
+  /** Most outputs of a resident matrix's tile: 32 MiB of FP32 (a 32-row LM head in one). */
+  private static final int TILE_OUT_FLOATS = 1 << 23;
+
   /** Primitives kept (prefill chunk lengths vary; each shape's primitive is compiled once). */
   private static final int CACHED = 64;
 
@@ -105,13 +108,26 @@ final class Bf16Gemm implements AutoCloseable {
     this.residentBudget = residentBudget;
   }
 
-  /** A compiled primitive, its arguments' ids and descriptors, and what else it was made from. */
-  private record Prim(primitive p, int[] args, memory.desc[] descs, List<Pointer> keep)
+  /**
+   * A compiled primitive with its arguments' memory objects (made once, each call points them at
+   * its buffers: {@code set_data_handle}), and what else it was made from.
+   */
+  private record Prim(primitive p, memory[] args, IntMemoryMap map, List<Pointer> keep)
       implements AutoCloseable {
+    Prim(primitive p, int[] ids, memory.desc[] descs, engine eng, List<Pointer> keep) {
+      this(p, new memory[descs.length], new IntMemoryMap(), new ArrayList<>(keep));
+      for (int i = 0; i < descs.length; i++) {
+        args[i] = new memory(descs[i], eng, (Pointer) null); // no buffer until a call sets one
+        map.put(ids[i], args[i]);
+        this.keep.add(descs[i]);
+      }
+    }
+
     @Override
     public void close() {
       p.close();
-      for (memory.desc d : descs) d.close();
+      map.close();
+      for (memory m : args) m.close();
       for (Pointer k : keep) k.close();
     }
   }
@@ -266,7 +282,11 @@ final class Bf16Gemm implements AutoCloseable {
     int in = w.in, out = w.out, half = (in + 1) / 2, xn = rows * in;
     int calls = Math.max(2, rows); // rows in each oneDNN call
     IntPointer[] kept = resident(w);
-    int groupsPerTile = Math.max(1, Math.min(TILE_INTS / (half * Matrix.GROUP), (out + 63) / 64));
+    int groups = (out + Matrix.GROUP - 1) / Matrix.GROUP;
+    int groupsPerTile = Math.max(1, Math.min(TILE_INTS / (half * Matrix.GROUP), groups));
+    if (kept != null) // nothing to copy: as wide as the output buffer allows (the LM head in one)
+    groupsPerTile =
+          Math.max(groupsPerTile, Math.min(groups, TILE_OUT_FLOATS / (calls * Matrix.GROUP)));
     int tileRows = groupsPerTile * Matrix.GROUP;
     if (xs.length < calls * in) xs = new short[Math.max(calls * in, xs.length * 3 / 2)];
     if (VectorSupport.AVAILABLE) Vec32.toBf16(x, from * in, xs, 0, xn);
@@ -458,23 +478,15 @@ final class Bf16Gemm implements AutoCloseable {
         new matmul(pd),
         new int[] {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
         new memory.desc[] {s, w, d},
+        eng,
         keep);
   }
 
   /** Runs a matmul (src, weights, dst) on these buffers, each at its position. */
   private void execute(Prim prim, Pointer... buffers) {
-    List<memory> mems = new ArrayList<>();
-    try (IntMemoryMap map = new IntMemoryMap()) {
-      for (int i = 0; i < buffers.length; i++) {
-        memory m = new memory(prim.descs()[i], eng, buffers[i]);
-        mems.add(m);
-        map.put(prim.args()[i], m);
-      }
-      prim.p().execute(st, map);
-      st._wait();
-    } finally {
-      for (memory m : mems) m.close();
-    }
+    for (int i = 0; i < buffers.length; i++) prim.args()[i].set_data_handle(buffers[i]);
+    prim.p().execute(st, prim.map());
+    st._wait();
   }
 
   private static memory.desc desc(long a, long b, memory.data_type t, memory.format_tag tag) {

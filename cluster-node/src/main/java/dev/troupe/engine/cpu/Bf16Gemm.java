@@ -284,9 +284,9 @@ final class Bf16Gemm implements AutoCloseable {
     IntPointer[] kept = resident(w);
     int groups = (out + Matrix.GROUP - 1) / Matrix.GROUP;
     int groupsPerTile = Math.max(1, Math.min(TILE_INTS / (half * Matrix.GROUP), groups));
-    if (kept != null) // nothing to copy: as wide as the output buffer allows (the LM head in one)
-    groupsPerTile =
-          Math.max(groupsPerTile, Math.min(groups, TILE_OUT_FLOATS / (calls * Matrix.GROUP)));
+    // resident: nothing to copy, so tiles as wide as the output buffer allows (an LM head in one)
+    int widest = Math.min(groups, TILE_OUT_FLOATS / (calls * Matrix.GROUP));
+    if (kept != null) groupsPerTile = Math.max(groupsPerTile, widest);
     int tileRows = groupsPerTile * Matrix.GROUP;
     if (xs.length < calls * in) xs = new short[Math.max(calls * in, xs.length * 3 / 2)];
     if (VectorSupport.AVAILABLE) Vec32.toBf16(x, from * in, xs, 0, xn);

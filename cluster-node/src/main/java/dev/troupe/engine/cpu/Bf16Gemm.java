@@ -42,18 +42,19 @@ import org.slf4j.LoggerFactory;
  * {@link Bf16Kernel#CHUNK_PAIRS} pairs (512 inputs), one call each, the chunks' FP32 sums added in
  * order by oneDNN's {@code sum} post-op: oneDNN's own blocking of a longer reduction depends on the
  * number of rows (1,536 or 2,816 inputs: blocks of 512 for 1–3 rows, 1,024 for more), while within
- * 512 inputs its sum is one chain, {@code vdpbf16ps}'s, which {@link Bf16Kernel} computes too
- * ({@link #decodeRows}). So the weights are copied chunk-major (each chunk's groups together, a
- * dense {@code BA16a64b2a} matrix): from the heap to native memory once and kept there while the
- * resident budget lasts ({@code troupe.worker.compute.bf16-gemm-resident}: each matrix whole, in
- * the order products first meet them); beyond it, to a native buffer in tiles of whole groups at
- * every product. The activations are rounded to BF16 on the Vector API ({@link Vec32#toBf16}:
- * oneDNN's reorder's bits, round to nearest even as PyTorch's BF16 linear and llama.cpp's BF16
- * matmul round them) and copied once per product as BF16. Products write FP32, copied to the heap
- * in one piece where a tile is whole rows of the output; the residual add is done in that copy. (A
- * oneDNN reorder for the rounding and a {@code sum} post-op for the residual add, as first built,
- * took a fifth of the products' time on the small model's prefill: each reorder woke oneDNN's
- * threads, and the post-op needed y's rows copied in.)
+ * 512 inputs its sum is one chain, {@code vdpbf16ps}'s (on AMX: per 32 inputs two, {@code
+ * tdpbf16ps}'s), which {@link Bf16Kernel} computes too ({@link #decodeRows}). So the weights are
+ * copied chunk-major (each chunk's groups together, a dense {@code BA16a64b2a} matrix): from the
+ * heap to native memory once and kept there while the resident budget lasts ({@code
+ * troupe.worker.compute.bf16-gemm-resident}: each matrix whole, in the order products first meet
+ * them); beyond it, to a native buffer in tiles of whole groups at every product. The activations
+ * are rounded to BF16 on the Vector API ({@link Vec32#toBf16}: oneDNN's reorder's bits, round to
+ * nearest even as PyTorch's BF16 linear and llama.cpp's BF16 matmul round them) and copied once per
+ * product as BF16. Products write FP32, copied to the heap in one piece where a tile is whole rows
+ * of the output; the residual add is done in that copy. (A oneDNN reorder for the rounding and a
+ * {@code sum} post-op for the residual add, as first built, took a fifth of the products' time on
+ * the small model's prefill: each reorder woke oneDNN's threads, and the post-op needed y's rows
+ * copied in.)
  *
  * <p>Used only where oneDNN picks a hardware BF16 implementation ({@link #available}): elsewhere
  * oneDNN offers only its reference matmul (or none for this layout, on AVX2), and the FP32 OpenBLAS
@@ -156,7 +157,10 @@ final class Bf16Gemm implements AutoCloseable {
     return implementation;
   }
 
-  /** Whether oneDNN runs the products on AMX tiles (whose sums are not the kernels' chains). */
+  /**
+   * Whether oneDNN runs the products on AMX tiles, which add otherwise than {@code vdpbf16ps} (the
+   * kernels then add as they do: {@link Scalar16#tileOrder}).
+   */
   static boolean onAmx() {
     return available() && implementation().contains("amx");
   }

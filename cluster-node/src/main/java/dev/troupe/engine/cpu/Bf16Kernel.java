@@ -25,6 +25,12 @@ import jdk.incubator.vector.VectorSpecies;
  * Bf16Gemm}: {@code vdpbf16ps} adds a pair's odd product first, each step an FP32 fused add, and a
  * call's reduction of up to 512 inputs is one such chain, whatever its rows).
  *
+ * <p>Where oneDNN runs its BF16 products on AMX tiles ({@link Scalar16#tileOrder}), the kernels add
+ * as {@code tdpbf16ps} does instead: per block of {@link #TILE_PAIRS} pairs (32 inputs, one tile
+ * instruction), the even products in one chain and the odd ones in another, each from zero, then
+ * the chunk's sum plus (even + odd); the chunks as before. Two chains per output do not fit 4
+ * activation rows in the 32 vector registers, so that order runs blocks of 2 rows.
+ *
  * <p>Written for C2: the widening is a constant of the class (one class per dtype rather than a
  * flag) and vectors never leave a method un-inlined (the stores are written out in each block:
  * through a helper taking the accumulators, C2 ran out of inlining budget in the 4-row block and
@@ -44,6 +50,9 @@ final class Bf16Kernel {
   static final int CHUNK_PAIRS = 256;
 
   private static final ThreadLocal<float[]> TOTALS = ThreadLocal.withInitial(() -> new float[0]);
+
+  /** Input pairs per AMX tile instruction's sums (32 BF16 inputs). */
+  static final int TILE_PAIRS = 16;
 
   /** Ints per vector: a quarter of {@link Matrix#GROUP}. */
   static final int LANES = L;
@@ -67,15 +76,32 @@ final class Bf16Kernel {
       int o0,
       int o1,
       boolean add) {
+    range(Scalar16.tileOrder(), x, rows, half, w, wRow0, y, yStride, yOff, o0, o1, add);
+  }
+
+  /** {@link #range} adding in AMX's order ({@code tiles}) or {@code vdpbf16ps}'s. */
+  static void range(
+      boolean tiles,
+      float[] x,
+      int rows,
+      int half,
+      int[] w,
+      int wRow0,
+      float[] y,
+      int yStride,
+      int yOff,
+      int o0,
+      int o1,
+      boolean add) {
     int o = o0;
     if ((o - wRow0) % G != 0) { // a partial first group
       int end = Math.min(o1, o - (o - wRow0) % G + G);
-      partial(x, rows, half, w, wRow0, y, yStride, yOff, o, end, add);
+      partial(tiles, x, rows, half, w, wRow0, y, yStride, yOff, o, end, add);
       o = end;
     }
     int full = o + (o1 - o) / G * G;
     if ((long) rows * half * 8 <= X_IN_L1)
-      groups(x, 0, rows, half, w, wRow0, y, yStride, yOff, o, full, add);
+      groups(tiles, x, 0, rows, half, w, wRow0, y, yStride, yOff, o, full, add);
     else
       // the activation rows outgrow L1: a chunk of groups that stays in L2 meets the activations 4
       // rows at a time, so each 4-row block of x is read from L1, the chunk's weights from L2, and
@@ -83,9 +109,9 @@ final class Bf16Kernel {
       for (int c = o, step = chunkRows(half * 4L); c < full; c += step) {
         int c1 = Math.min(full, c + step);
         for (int b = 0; b < rows; b += 4)
-          groups(x, b, Math.min(rows, b + 4), half, w, wRow0, y, yStride, yOff, c, c1, add);
+          groups(tiles, x, b, Math.min(rows, b + 4), half, w, wRow0, y, yStride, yOff, c, c1, add);
       }
-    if (full < o1) partial(x, rows, half, w, wRow0, y, yStride, yOff, full, o1, add);
+    if (full < o1) partial(tiles, x, rows, half, w, wRow0, y, yStride, yOff, full, o1, add);
   }
 
   /**
@@ -104,6 +130,7 @@ final class Bf16Kernel {
 
   /** Whole groups {@code [o, o1)} for activation rows {@code [b0, b1)}, stored in y. */
   private static void groups(
+      boolean tiles,
       float[] x,
       int b0,
       int b1,
@@ -120,6 +147,12 @@ final class Bf16Kernel {
     for (; o < o1; o += G) {
       int g = (o - wRow0) * half; // the group's first int
       int b = b0;
+      if (tiles) {
+        for (; b + 1 < b1; b += 2)
+          twoTiles(x, b * xs, xs, half, w, g, y, b * yStride + yOff + o, yStride, add);
+        if (b < b1) oneTiles(x, b * xs, half, w, g, y, b * yStride + yOff + o, add);
+        continue;
+      }
       for (; b + 3 < b1; b += 4)
         four(x, b * xs, xs, half, w, g, y, b * yStride + yOff + o, yStride, add);
       for (; b < b1; b++) one(x, b * xs, half, w, g, y, b * yStride + yOff + o, add);
@@ -155,6 +188,32 @@ final class Bf16Kernel {
     store(t, 1, y, y0, 0, add);
   }
 
+  /** {@link #tile2} over the whole reduction, chunk by chunk as {@link #four}. */
+  private static void twoTiles(
+      float[] x, int x0, int xs, int half, int[] w, int g, float[] y, int y0, int ys, boolean add) {
+    if (half <= CHUNK_PAIRS) {
+      tile2(x, x0, xs, half, 0, half, w, g, y, y0, ys, add);
+      return;
+    }
+    float[] t = totals(2 * G);
+    for (int k = 0; k < half; k += CHUNK_PAIRS)
+      tile2(x, x0, xs, half, k, Math.min(half, k + CHUNK_PAIRS), w, g, t, 0, G, k > 0);
+    store(t, 2, y, y0, ys, add);
+  }
+
+  /** {@link #twoTiles} for one activation row. */
+  private static void oneTiles(
+      float[] x, int x0, int half, int[] w, int g, float[] y, int y0, boolean add) {
+    if (half <= CHUNK_PAIRS) {
+      tile1(x, x0, half, 0, half, w, g, y, y0, add);
+      return;
+    }
+    float[] t = totals(G);
+    for (int k = 0; k < half; k += CHUNK_PAIRS)
+      tile1(x, x0, half, k, Math.min(half, k + CHUNK_PAIRS), w, g, t, 0, k > 0);
+    store(t, 1, y, y0, 0, add);
+  }
+
   private static float[] totals(int n) {
     float[] t = TOTALS.get();
     if (t.length < n) TOTALS.set(t = new float[n]);
@@ -176,6 +235,7 @@ final class Bf16Kernel {
    * into y (the first or last group of a range that does not cover it).
    */
   private static void partial(
+      boolean tiles,
       float[] x,
       int rows,
       int half,
@@ -191,8 +251,13 @@ final class Bf16Kernel {
     float[] s = PARTIAL.get();
     if (s.length < rows * G) PARTIAL.set(s = new float[rows * G]);
     int xs = 2 * half, b = 0;
-    for (; b + 3 < rows; b += 4) four(x, b * xs, xs, half, w, g, s, b * G, G, false);
-    for (; b < rows; b++) one(x, b * xs, half, w, g, s, b * G, false);
+    if (tiles) {
+      for (; b + 1 < rows; b += 2) twoTiles(x, b * xs, xs, half, w, g, s, b * G, G, false);
+      if (b < rows) oneTiles(x, b * xs, half, w, g, s, b * G, false);
+    } else {
+      for (; b + 3 < rows; b += 4) four(x, b * xs, xs, half, w, g, s, b * G, G, false);
+      for (; b < rows; b++) one(x, b * xs, half, w, g, s, b * G, false);
+    }
     copyPart(s, rows, start, o, end, y, yStride, yOff, add);
   }
 
@@ -349,5 +414,127 @@ final class Bf16Kernel {
     a1.intoArray(y, y0 + L);
     a2.intoArray(y, y0 + 2 * L);
     a3.intoArray(y, y0 + 3 * L);
+  }
+
+  /**
+   * One group × activation rows {@code x0} and {@code x0 + xs}, pairs {@code [k0, k1)}, in AMX's
+   * order: per {@link #TILE_PAIRS} pairs an even chain and an odd chain, then {@code c += even +
+   * odd}.
+   */
+  private static void tile2(
+      float[] x,
+      int x0,
+      int xs,
+      int half,
+      int k0,
+      int k1,
+      int[] w,
+      int g,
+      float[] y,
+      int y0,
+      int ys,
+      boolean add) {
+    int x1 = x0 + xs;
+    FloatVector c00 = FloatVector.zero(F), c01 = c00, c02 = c00, c03 = c00;
+    FloatVector c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+    for (int b = k0; b < k1; b += TILE_PAIRS) {
+      FloatVector e00 = FloatVector.zero(F), e01 = e00, e02 = e00, e03 = e00;
+      FloatVector o00 = e00, o01 = e00, o02 = e00, o03 = e00;
+      FloatVector e10 = e00, e11 = e00, e12 = e00, e13 = e00;
+      FloatVector o10 = e00, o11 = e00, o12 = e00, o13 = e00;
+      for (int k = b, at = g + b * G, end = Math.min(k1, b + TILE_PAIRS); k < end; k++, at += G) {
+        IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
+        IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
+        IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
+        FloatVector l0 = lo(v0), l1 = lo(v1), l2 = lo(v2), l3 = lo(v3);
+        FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
+        FloatVector f = FloatVector.broadcast(F, x[x1 + k]);
+        e00 = l0.fma(e, e00);
+        e01 = l1.fma(e, e01);
+        e02 = l2.fma(e, e02);
+        e03 = l3.fma(e, e03);
+        e10 = l0.fma(f, e10);
+        e11 = l1.fma(f, e11);
+        e12 = l2.fma(f, e12);
+        e13 = l3.fma(f, e13);
+        FloatVector h0 = hi(v0), h1 = hi(v1), h2 = hi(v2), h3 = hi(v3);
+        e = FloatVector.broadcast(F, x[x0 + half + k]);
+        f = FloatVector.broadcast(F, x[x1 + half + k]);
+        o00 = h0.fma(e, o00);
+        o01 = h1.fma(e, o01);
+        o02 = h2.fma(e, o02);
+        o03 = h3.fma(e, o03);
+        o10 = h0.fma(f, o10);
+        o11 = h1.fma(f, o11);
+        o12 = h2.fma(f, o12);
+        o13 = h3.fma(f, o13);
+      }
+      c00 = c00.add(e00.add(o00));
+      c01 = c01.add(e01.add(o01));
+      c02 = c02.add(e02.add(o02));
+      c03 = c03.add(e03.add(o03));
+      c10 = c10.add(e10.add(o10));
+      c11 = c11.add(e11.add(o11));
+      c12 = c12.add(e12.add(o12));
+      c13 = c13.add(e13.add(o13));
+    }
+    int y1 = y0 + ys;
+    if (add) {
+      c00 = c00.add(FloatVector.fromArray(F, y, y0));
+      c01 = c01.add(FloatVector.fromArray(F, y, y0 + L));
+      c02 = c02.add(FloatVector.fromArray(F, y, y0 + 2 * L));
+      c03 = c03.add(FloatVector.fromArray(F, y, y0 + 3 * L));
+      c10 = c10.add(FloatVector.fromArray(F, y, y1));
+      c11 = c11.add(FloatVector.fromArray(F, y, y1 + L));
+      c12 = c12.add(FloatVector.fromArray(F, y, y1 + 2 * L));
+      c13 = c13.add(FloatVector.fromArray(F, y, y1 + 3 * L));
+    }
+    c00.intoArray(y, y0);
+    c01.intoArray(y, y0 + L);
+    c02.intoArray(y, y0 + 2 * L);
+    c03.intoArray(y, y0 + 3 * L);
+    c10.intoArray(y, y1);
+    c11.intoArray(y, y1 + L);
+    c12.intoArray(y, y1 + 2 * L);
+    c13.intoArray(y, y1 + 3 * L);
+  }
+
+  /** One group × one activation row at {@code x0}, in {@link #tile2}'s order. */
+  private static void tile1(
+      float[] x, int x0, int half, int k0, int k1, int[] w, int g, float[] y, int y0, boolean add) {
+    FloatVector c0 = FloatVector.zero(F), c1 = c0, c2 = c0, c3 = c0;
+    for (int b = k0; b < k1; b += TILE_PAIRS) {
+      FloatVector e0 = FloatVector.zero(F), e1 = e0, e2 = e0, e3 = e0;
+      FloatVector o0 = e0, o1 = e0, o2 = e0, o3 = e0;
+      for (int k = b, at = g + b * G, end = Math.min(k1, b + TILE_PAIRS); k < end; k++, at += G) {
+        FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
+        FloatVector d = FloatVector.broadcast(F, x[x0 + half + k]);
+        IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
+        IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
+        IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
+        e0 = lo(v0).fma(e, e0);
+        e1 = lo(v1).fma(e, e1);
+        e2 = lo(v2).fma(e, e2);
+        e3 = lo(v3).fma(e, e3);
+        o0 = hi(v0).fma(d, o0);
+        o1 = hi(v1).fma(d, o1);
+        o2 = hi(v2).fma(d, o2);
+        o3 = hi(v3).fma(d, o3);
+      }
+      c0 = c0.add(e0.add(o0));
+      c1 = c1.add(e1.add(o1));
+      c2 = c2.add(e2.add(o2));
+      c3 = c3.add(e3.add(o3));
+    }
+    if (add) {
+      c0 = c0.add(FloatVector.fromArray(F, y, y0));
+      c1 = c1.add(FloatVector.fromArray(F, y, y0 + L));
+      c2 = c2.add(FloatVector.fromArray(F, y, y0 + 2 * L));
+      c3 = c3.add(FloatVector.fromArray(F, y, y0 + 3 * L));
+    }
+    c0.intoArray(y, y0);
+    c1.intoArray(y, y0 + L);
+    c2.intoArray(y, y0 + 2 * L);
+    c3.intoArray(y, y0 + 3 * L);
   }
 }

@@ -168,15 +168,6 @@ public final class CpuModelRunner implements ModelRunner {
     return forward.decodeRows();
   }
 
-  /**
-   * Whether oneDNN runs this runner's prompt rows on AMX tiles, whose sums no kernel here computes:
-   * then generated rows keep the FP32 path whatever their number ({@link
-   * #generatedRowsOnOneDnnFrom} 0).
-   */
-  public boolean promptRowsOnAmx() {
-    return promptRowsOnOneDnn() && Bf16Gemm.onAmx();
-  }
-
   /** Bytes of weights on the heap. */
   public long weightBytes() {
     return model.weightBytes();

@@ -1,5 +1,6 @@
 package dev.troupe.engine.cpu;
 
+import dev.troupe.engine.ComputeSettings;
 import dev.troupe.engine.model.DType;
 
 /**
@@ -10,6 +11,32 @@ import dev.troupe.engine.model.DType;
  */
 final class Scalar16 {
   private Scalar16() {}
+
+  /**
+   * Whether this JVM's kernels add in AMX's order: where oneDNN's BF16 products run on AMX tiles
+   * ({@link Bf16Gemm#onAmx}), so that generated rows keep one set of bits on either path; else in
+   * {@code vdpbf16ps}'s, the faster for the kernels from 8 rows up (also where oneDNN is off or
+   * absent, or generated rows are kept off it: {@code bf16-gemm-decode-rows = 0}). Decided at the
+   * first product (here, not in {@link Bf16Kernel}, which needs the Vector API), not when a class
+   * loads: {@link VectorSupport}'s self-check runs before {@link Matrix} (which oneDNN's probe
+   * reads) is set up.
+   */
+  static boolean tileOrder() {
+    return Order.TILES;
+  }
+
+  private static final class Order {
+    static final boolean TILES = onAmx();
+
+    private static boolean onAmx() {
+      if (ComputeSettings.jvm().bf16GemmDecodeRows() == 0) return false; // no row goes to AMX
+      try {
+        return Bf16Gemm.onAmx();
+      } catch (LinkageError e) { // oneDNN's classes left out (the GPU test bundle)
+        return false;
+      }
+    }
+  }
 
   /**
    * {@code f} to BF16 as oneDNN's f32 → bf16 reorder (and the CPU's {@code vcvtneps2bf16}) rounds
@@ -50,6 +77,25 @@ final class Scalar16 {
       int o0,
       int o1,
       boolean add) {
+    boolean tiles = !f16 && tileOrder();
+    range(f16, tiles, x, rows, half, w, wRow0, y, yStride, yOff, o0, o1, add);
+  }
+
+  /** {@link #range}, BF16 in AMX's order ({@code tiles}) or {@code vdpbf16ps}'s. */
+  static void range(
+      boolean f16,
+      boolean tiles,
+      float[] x,
+      int rows,
+      int half,
+      int[] w,
+      int wRow0,
+      float[] y,
+      int yStride,
+      int yOff,
+      int o0,
+      int o1,
+      boolean add) {
     for (int o = o0; o < o1; o++) {
       int r = o - wRow0, at = Matrix.tiled(r, 0, half);
       for (int b = 0; b < rows; b++) {
@@ -60,13 +106,25 @@ final class Scalar16 {
             int v = w[at + k * Matrix.GROUP];
             s = Math.fma(hi(true, v), x[xo + half + k], Math.fma(lo(true, v), x[xo + k], s));
           }
-        else // Bf16Kernel's chunks, each pair's odd element first
+        else // Bf16Kernel's chunks: each pair's odd element first, or AMX's blocks of two chains
         for (int k0 = 0; k0 < half; k0 += Bf16Kernel.CHUNK_PAIRS) {
             float c = 0;
-            for (int k = k0; k < Math.min(half, k0 + Bf16Kernel.CHUNK_PAIRS); k++) {
-              int v = w[at + k * Matrix.GROUP];
-              c = Math.fma(lo(false, v), x[xo + k], Math.fma(hi(false, v), x[xo + half + k], c));
-            }
+            int k1 = Math.min(half, k0 + Bf16Kernel.CHUNK_PAIRS);
+            if (tiles)
+              for (int t = k0; t < k1; t += Bf16Kernel.TILE_PAIRS) {
+                float even = 0, odd = 0;
+                for (int k = t; k < Math.min(k1, t + Bf16Kernel.TILE_PAIRS); k++) {
+                  int v = w[at + k * Matrix.GROUP];
+                  even = Math.fma(lo(false, v), x[xo + k], even);
+                  odd = Math.fma(hi(false, v), x[xo + half + k], odd);
+                }
+                c += even + odd;
+              }
+            else
+              for (int k = k0; k < k1; k++) {
+                int v = w[at + k * Matrix.GROUP];
+                c = Math.fma(lo(false, v), x[xo + k], Math.fma(hi(false, v), x[xo + half + k], c));
+              }
             s = k0 == 0 ? c : s + c;
           }
         int yi = b * yStride + yOff + o;

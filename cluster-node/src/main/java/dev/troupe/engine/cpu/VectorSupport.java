@@ -41,7 +41,7 @@ final class VectorSupport {
       wb[0] = 0x3f803f80;
       wb[group] = 0x3f80;
       float[] xp = {1, 3, 2, 0}, yb = new float[1];
-      Bf16Kernel.range(xp, 1, 2, wb, 0, yb, 1, 0, 0, 1, false);
+      Bf16Kernel.range(false, xp, 1, 2, wb, 0, yb, 1, 0, 0, 1, false); // not yet the order
       if (y[0] != 6f || y[1] != 5f || yb[0] != 6f)
         throw new IllegalStateException("self-check gave " + y[0] + ", " + y[1] + ", " + yb[0]);
       log.info(

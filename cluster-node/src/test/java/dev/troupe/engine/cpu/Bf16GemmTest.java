@@ -2,7 +2,6 @@ package dev.troupe.engine.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -202,13 +201,15 @@ class Bf16GemmTest {
 
   /**
    * oneDNN's products are the Vector API kernels' bits on the same BF16-rounded activations (so a
-   * step's generated rows may take either path, {@code bf16-gemm-decode-rows}): for reductions of
-   * one, three and six chunks (a short last one among them), 1 to 70 rows, weights resident or
-   * copied per call, and the runner's start-up check agrees.
+   * step's generated rows may take either path, {@code bf16-gemm-decode-rows}), in the order of the
+   * instructions oneDNN runs here ({@code vdpbf16ps}, or AMX's {@code tdpbf16ps}: {@link
+   * Scalar16#tileOrder}): for reductions of one, three and six chunks (a short last one among
+   * them), 1 to 70 rows, weights resident or copied per call, and the runner's start-up check
+   * agrees.
    */
   @Test
   void oneDnnAddsAsTheKernelsDo() {
-    Assumptions.assumeFalse(Bf16Gemm.onAmx(), "oneDNN adds on AMX tiles here");
+    assertEquals(Bf16Gemm.onAmx(), Scalar16.tileOrder(), Bf16Gemm.implementation());
     assertEquals(null, Bf16Gemm.kernelsMismatch());
     Random r = new Random(29);
     int[][] shapes = {{512, 200}, {1536, 130}, {2816, 64}}; // in, out
@@ -234,20 +235,17 @@ class Bf16GemmTest {
   }
 
   /**
-   * The runner's start-up decision: where oneDNN adds as {@code vdpbf16ps} does (AVX512_BF16),
-   * generated rows round to BF16 and many of them go to oneDNN; where it adds on AMX tiles, whose
-   * sums are none of the kernels' chains (Sapphire and Emerald Rapids: 12–14% of outputs differ in
-   * the last bit even over 32 inputs), the check finds it and generated rows stay on the FP32 path.
-   * ({@code DNNL_MAX_CPU_ISA=AVX512_CORE_BF16} keeps oneDNN off AMX: the pom runs these tests so
-   * too.)
+   * The runner's start-up decision: oneDNN adds as the kernels do (as {@code vdpbf16ps} does with
+   * AVX512_BF16; on AMX tiles, Sapphire and Emerald Rapids, as {@code tdpbf16ps} does, whose sums
+   * the kernels compute there instead), so generated rows round to BF16 and many of them go to
+   * oneDNN. ({@code DNNL_MAX_CPU_ISA=AVX512_CORE_BF16} keeps oneDNN off AMX: the pom runs these
+   * tests so too, and the kernels then add in {@code vdpbf16ps}'s order.)
    */
   @Test
-  void generatedRowsGoToOneDnnOnlyWhereItAddsAsTheKernelsDo() {
-    String mismatch = Bf16Gemm.kernelsMismatch();
-    if (Bf16Gemm.onAmx()) assertNotNull(mismatch, Bf16Gemm.implementation());
-    else assertNull(mismatch, Bf16Gemm.implementation());
+  void generatedRowsGoToOneDnnWhereItAddsAsTheKernelsDo() {
+    assertNull(Bf16Gemm.kernelsMismatch(), Bf16Gemm.implementation());
     int wanted = Math.min(16, ComputeSettings.jvm().kernelMaxRows() + 1);
-    assertEquals(mismatch == null ? wanted : 0, Bf16Gemm.decodeRows());
+    assertEquals(wanted, Bf16Gemm.decodeRows());
   }
 
   /**

@@ -223,6 +223,65 @@ class ProductKernelsTest {
     }
   }
 
+  /**
+   * Both orders of BF16 addition ({@link Scalar16#tileOrder}: {@code vdpbf16ps}'s, AMX's), on any
+   * machine: the kernels give each row its bits alone, the plain-Java fallback's, and a reference
+   * written here from the instructions' definitions (per chunk of 512 inputs one sum; {@code
+   * vdpbf16ps}: a chain over the pairs, odd product first; {@code tdpbf16ps}: per 32 inputs an even
+   * chain and an odd chain from zero, then sum + (even + odd)) — a partial first block, partial
+   * groups, a short last chunk, 1–9 rows (the tile order's blocks of 2 and each tail) and 17.
+   */
+  @Test
+  void bothBf16AdditionOrdersAreTheirDefinitions() {
+    for (int[] sh : new int[][] {{301, 130}, {150, 1088}}) {
+      int out = sh[0], in = sh[1], half = in / 2;
+      Matrix m = matrix(DType.BF16, out, in);
+      float[] w = exact(m);
+      int xs = m.xStride();
+      for (boolean tiles : new boolean[] {false, true})
+        for (int rows : new int[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {
+          float[] x = random(rows * in), xl = new float[rows * xs];
+          for (int b = 0; b < rows; b++) Activations.put(x, b * in, in, xl, b * xs, true);
+          float[] batched = new float[rows * out], scalar = new float[rows * out];
+          Bf16Kernel.range(tiles, xl, rows, half, m.ints(0), 0, batched, out, 0, 0, out, false);
+          Scalar16.range(false, tiles, xl, rows, half, m.ints(0), 0, scalar, out, 0, 0, out, false);
+          String what = in + " inputs, " + (tiles ? "AMX" : "vdpbf16ps") + ", rows=" + rows;
+          assertArrayEquals(scalar, batched, what + ": kernels = plain Java");
+          for (int b = 0; b < rows; b++) {
+            float[] alone = new float[out], want = new float[out];
+            float[] xb = Arrays.copyOfRange(xl, b * xs, (b + 1) * xs);
+            Bf16Kernel.range(tiles, xb, 1, half, m.ints(0), 0, alone, out, 0, 0, out, false);
+            assertArrayEquals(alone, Arrays.copyOfRange(batched, b * out, (b + 1) * out), what);
+            for (int o = 0; o < out; o++) want[o] = definition(tiles, x, b * in, w, o * in, in);
+            assertArrayEquals(want, alone, what + ", row " + b + ": the definition");
+          }
+        }
+    }
+  }
+
+  /** Row x · row w summed as the instruction that {@code tiles} names does it. */
+  private static float definition(boolean tiles, float[] x, int xi, float[] w, int wi, int in) {
+    float total = 0;
+    for (int c = 0; c < in; c += 512) {
+      float sum = 0;
+      int end = Math.min(in, c + 512);
+      if (tiles)
+        for (int t = c; t < end; t += 32) {
+          float even = 0, odd = 0;
+          for (int i = t; i < Math.min(end, t + 32); i += 2) {
+            even = Math.fma(w[wi + i], x[xi + i], even);
+            odd = Math.fma(w[wi + i + 1], x[xi + i + 1], odd);
+          }
+          sum += even + odd;
+        }
+      else
+        for (int i = c; i < end; i += 2)
+          sum = Math.fma(w[wi + i], x[xi + i], Math.fma(w[wi + i + 1], x[xi + i + 1], sum));
+      total = c == 0 ? sum : total + sum;
+    }
+    return total;
+  }
+
   @Test
   void cacheBlockedProductsMatchRowByRow() {
     // wide rows: a few activation rows outgrow L1, so the kernel walks the weights in chunks of

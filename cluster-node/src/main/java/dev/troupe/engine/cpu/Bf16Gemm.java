@@ -222,7 +222,10 @@ final class Bf16Gemm implements AutoCloseable {
     }
     int rows = Math.min(wanted, ComputeSettings.jvm().kernelMaxRows() + 1);
     log.info(
-        "generated rows round their activations to BF16; steps of {}+ of them run on oneDNN", rows);
+        "generated rows round their activations to BF16 (the kernels adding as {} does); steps of"
+            + " {}+ of them run on oneDNN",
+        Scalar16.tileOrder() ? "AMX's tdpbf16ps" : "vdpbf16ps",
+        rows);
     return rows;
   }
 

@@ -148,9 +148,10 @@ final class Bf16Kernel {
       int g = (o - wRow0) * half; // the group's first int
       int b = b0;
       if (tiles) {
-        for (; b + 1 < b1; b += 2)
-          twoTiles(x, b * xs, xs, half, w, g, y, b * yStride + yOff + o, yStride, add);
-        if (b < b1) oneTiles(x, b * xs, half, w, g, y, b * yStride + yOff + o, add);
+        for (; b < b1; b += 2) {
+          int n = Math.min(2, b1 - b);
+          tiles(n, x, b * xs, xs, half, w, g, y, b * yStride + yOff + o, yStride, add);
+        }
         continue;
       }
       for (; b + 3 < b1; b += 4)
@@ -188,30 +189,34 @@ final class Bf16Kernel {
     store(t, 1, y, y0, 0, add);
   }
 
-  /** {@link #tile2} over the whole reduction, chunk by chunk as {@link #four}. */
-  private static void twoTiles(
-      float[] x, int x0, int xs, int half, int[] w, int g, float[] y, int y0, int ys, boolean add) {
+  /**
+   * {@link #tile2} (2 rows) or {@link #tile1} (1) over the whole reduction, chunk by chunk as
+   * {@link #four}.
+   */
+  private static void tiles(
+      int rows,
+      float[] x,
+      int x0,
+      int xs,
+      int half,
+      int[] w,
+      int g,
+      float[] y,
+      int y0,
+      int ys,
+      boolean add) {
     if (half <= CHUNK_PAIRS) {
-      tile2(x, x0, xs, half, 0, half, w, g, y, y0, ys, add);
+      if (rows == 2) tile2(x, x0, xs, half, 0, half, w, g, y, y0, ys, add);
+      else tile1(x, x0, half, 0, half, w, g, y, y0, add);
       return;
     }
-    float[] t = totals(2 * G);
-    for (int k = 0; k < half; k += CHUNK_PAIRS)
-      tile2(x, x0, xs, half, k, Math.min(half, k + CHUNK_PAIRS), w, g, t, 0, G, k > 0);
-    store(t, 2, y, y0, ys, add);
-  }
-
-  /** {@link #twoTiles} for one activation row. */
-  private static void oneTiles(
-      float[] x, int x0, int half, int[] w, int g, float[] y, int y0, boolean add) {
-    if (half <= CHUNK_PAIRS) {
-      tile1(x, x0, half, 0, half, w, g, y, y0, add);
-      return;
+    float[] t = totals(rows * G);
+    for (int k = 0; k < half; k += CHUNK_PAIRS) {
+      int k1 = Math.min(half, k + CHUNK_PAIRS);
+      if (rows == 2) tile2(x, x0, xs, half, k, k1, w, g, t, 0, G, k > 0);
+      else tile1(x, x0, half, k, k1, w, g, t, 0, k > 0);
     }
-    float[] t = totals(G);
-    for (int k = 0; k < half; k += CHUNK_PAIRS)
-      tile1(x, x0, half, k, Math.min(half, k + CHUNK_PAIRS), w, g, t, 0, k > 0);
-    store(t, 1, y, y0, 0, add);
+    store(t, rows, y, y0, ys, add);
   }
 
   private static float[] totals(int n) {
@@ -252,8 +257,8 @@ final class Bf16Kernel {
     if (s.length < rows * G) PARTIAL.set(s = new float[rows * G]);
     int xs = 2 * half, b = 0;
     if (tiles) {
-      for (; b + 1 < rows; b += 2) twoTiles(x, b * xs, xs, half, w, g, s, b * G, G, false);
-      if (b < rows) oneTiles(x, b * xs, half, w, g, s, b * G, false);
+      for (; b < rows; b += 2)
+        tiles(Math.min(2, rows - b), x, b * xs, xs, half, w, g, s, b * G, G, false);
     } else {
       for (; b + 3 < rows; b += 4) four(x, b * xs, xs, half, w, g, s, b * G, G, false);
       for (; b < rows; b++) one(x, b * xs, half, w, g, s, b * G, false);

@@ -15,7 +15,7 @@ final class Scalar16 {
   /**
    * Whether this JVM's kernels add in AMX's order: where oneDNN's BF16 products run on AMX tiles
    * ({@link Bf16Gemm#onAmx}), so that generated rows keep one set of bits on either path; else in
-   * {@code vdpbf16ps}'s, the faster for the kernels from 8 rows up (also where oneDNN is off or
+   * {@code vdpbf16ps}'s, the faster for the kernels at 4–15 rows (also where oneDNN is off or
    * absent, or generated rows are kept off it: {@code bf16-gemm-decode-rows = 0}). Decided at the
    * first product (here, not in {@link Bf16Kernel}, which needs the Vector API), not when a class
    * loads: {@link VectorSupport}'s self-check runs before {@link Matrix} (which oneDNN's probe

@@ -144,13 +144,14 @@ final class Bf16Kernel {
       int o1,
       boolean add) {
     int xs = 2 * half;
+    float[] sums = tiles ? totals(4 * G) : null;
     for (; o < o1; o += G) {
       int g = (o - wRow0) * half; // the group's first int
       int b = b0;
       if (tiles) {
         for (; b < b1; b += 2) {
           int n = Math.min(2, b1 - b);
-          tiles(n, x, b * xs, xs, half, w, g, y, b * yStride + yOff + o, yStride, add);
+          tiles(n, x, b * xs, xs, half, w, g, y, b * yStride + yOff + o, yStride, add, sums);
         }
         continue;
       }
@@ -190,8 +191,9 @@ final class Bf16Kernel {
   }
 
   /**
-   * {@link #tile2} (2 rows) or {@link #tile1} (1) over the whole reduction, chunk by chunk as
-   * {@link #four}.
+   * {@link #tile2} (2 rows) or {@link #tile1} (1) over the whole reduction: each chunk's sums into
+   * {@code sums} ({@code 4 × G} floats: the total so far, then the chunk's), added in order, then
+   * into (or added to) y.
    */
   private static void tiles(
       int rows,
@@ -204,19 +206,24 @@ final class Bf16Kernel {
       float[] y,
       int y0,
       int ys,
-      boolean add) {
-    if (half <= CHUNK_PAIRS) {
-      if (rows == 2) tile2(x, x0, xs, half, 0, half, w, g, y, y0, ys, add);
-      else tile1(x, x0, half, 0, half, w, g, y, y0, add);
-      return;
-    }
-    float[] t = totals(rows * G);
+      boolean add,
+      float[] sums) {
+    int n = rows * G, chunk = 2 * G;
     for (int k = 0; k < half; k += CHUNK_PAIRS) {
-      int k1 = Math.min(half, k + CHUNK_PAIRS);
-      if (rows == 2) tile2(x, x0, xs, half, k, k1, w, g, t, 0, G, k > 0);
-      else tile1(x, x0, half, k, k1, w, g, t, 0, k > 0);
+      int k1 = Math.min(half, k + CHUNK_PAIRS), at = k == 0 ? 0 : chunk;
+      java.util.Arrays.fill(sums, at, at + n, 0f);
+      for (int b = k; b < k1; b += TILE_PAIRS) {
+        int end = Math.min(k1, b + TILE_PAIRS);
+        if (rows == 2) tile2(x, x0, xs, half, b, end, w, g, sums, at);
+        else tile1(x, x0, half, b, end, w, g, sums, at);
+      }
+      if (k > 0)
+        for (int i = 0; i < n; i += L)
+          FloatVector.fromArray(F, sums, i)
+              .add(FloatVector.fromArray(F, sums, chunk + i))
+              .intoArray(sums, i);
     }
-    store(t, rows, y, y0, ys, add);
+    store(sums, rows, y, y0, ys, add);
   }
 
   private static float[] totals(int n) {
@@ -229,9 +236,12 @@ final class Bf16Kernel {
   private static void store(float[] t, int rows, float[] y, int y0, int ys, boolean add) {
     for (int b = 0; b < rows; b++)
       for (int i = 0; i < G; i += L) {
-        FloatVector v = FloatVector.fromArray(F, t, b * G + i);
-        if (add) v = v.add(FloatVector.fromArray(F, y, y0 + b * ys + i));
-        v.intoArray(y, y0 + b * ys + i);
+        int at = y0 + b * ys + i;
+        if (add)
+          FloatVector.fromArray(F, t, b * G + i)
+              .add(FloatVector.fromArray(F, y, at))
+              .intoArray(y, at);
+        else FloatVector.fromArray(F, t, b * G + i).intoArray(y, at);
       }
   }
 
@@ -257,8 +267,9 @@ final class Bf16Kernel {
     if (s.length < rows * G) PARTIAL.set(s = new float[rows * G]);
     int xs = 2 * half, b = 0;
     if (tiles) {
+      float[] sums = totals(4 * G);
       for (; b < rows; b += 2)
-        tiles(Math.min(2, rows - b), x, b * xs, xs, half, w, g, s, b * G, G, false);
+        tiles(Math.min(2, rows - b), x, b * xs, xs, half, w, g, s, b * G, G, false, sums);
     } else {
       for (; b + 3 < rows; b += 4) four(x, b * xs, xs, half, w, g, s, b * G, G, false);
       for (; b < rows; b++) one(x, b * xs, half, w, g, s, b * G, false);
@@ -422,32 +433,24 @@ final class Bf16Kernel {
   }
 
   /**
-   * One group × activation rows {@code x0} and {@code x0 + xs}, pairs {@code [k0, k1)}, in AMX's
-   * order: per {@link #TILE_PAIRS} pairs an even chain and an odd chain, then {@code c += even +
-   * odd}.
+   * One tile of pairs {@code [k0, k1)} ({@link #TILE_PAIRS} or fewer) × one group × activation rows
+   * {@code x0} and {@code x0 + xs}, in AMX's order: an even chain and an odd chain, then {@code c
+   * += even + odd} for the chunk's sums {@code c} in {@code s} (row 0 at {@code s0}, row 1 {@code
+   * G} after it). One tile per call, the sums in memory, so that the method is {@link #block4}'s
+   * shape (accumulators from zero, one loop, then stores): with the tiles' loop inside and the sums
+   * in registers across it, C2 compiled the stores as calls in about one JVM in three (the same
+   * code and run: the medium model at 6 streams on an Emerald Rapids VM, 2026-11-28), boxing every
+   * sum: ~1–3 GB/s of garbage, a young GC every 0.2–0.7 s, half the decode rate for the JVM's life.
    */
   private static void tile2(
-      float[] x,
-      int x0,
-      int xs,
-      int half,
-      int k0,
-      int k1,
-      int[] w,
-      int g,
-      float[] y,
-      int y0,
-      int ys,
-      boolean add) {
-    int x1 = x0 + xs;
-    FloatVector c00 = FloatVector.zero(F), c01 = c00, c02 = c00, c03 = c00;
-    FloatVector c10 = c00, c11 = c00, c12 = c00, c13 = c00;
-    for (int b = k0; b < k1; b += TILE_PAIRS) {
+      float[] x, int x0, int xs, int half, int k0, int k1, int[] w, int g, float[] s, int s0) {
+    int x1 = x0 + xs, s1 = s0 + G;
+    {
       FloatVector e00 = FloatVector.zero(F), e01 = e00, e02 = e00, e03 = e00;
       FloatVector o00 = e00, o01 = e00, o02 = e00, o03 = e00;
       FloatVector e10 = e00, e11 = e00, e12 = e00, e13 = e00;
       FloatVector o10 = e00, o11 = e00, o12 = e00, o13 = e00;
-      for (int k = b, at = g + b * G, end = Math.min(k1, b + TILE_PAIRS); k < end; k++, at += G) {
+      for (int k = k0, at = g + k0 * G; k < k1; k++, at += G) {
         IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
         IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
         IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
@@ -474,44 +477,24 @@ final class Bf16Kernel {
         o12 = h2.fma(f, o12);
         o13 = h3.fma(f, o13);
       }
-      c00 = c00.add(e00.add(o00));
-      c01 = c01.add(e01.add(o01));
-      c02 = c02.add(e02.add(o02));
-      c03 = c03.add(e03.add(o03));
-      c10 = c10.add(e10.add(o10));
-      c11 = c11.add(e11.add(o11));
-      c12 = c12.add(e12.add(o12));
-      c13 = c13.add(e13.add(o13));
+      FloatVector.fromArray(F, s, s0).add(e00.add(o00)).intoArray(s, s0);
+      FloatVector.fromArray(F, s, s0 + L).add(e01.add(o01)).intoArray(s, s0 + L);
+      FloatVector.fromArray(F, s, s0 + 2 * L).add(e02.add(o02)).intoArray(s, s0 + 2 * L);
+      FloatVector.fromArray(F, s, s0 + 3 * L).add(e03.add(o03)).intoArray(s, s0 + 3 * L);
+      FloatVector.fromArray(F, s, s1).add(e10.add(o10)).intoArray(s, s1);
+      FloatVector.fromArray(F, s, s1 + L).add(e11.add(o11)).intoArray(s, s1 + L);
+      FloatVector.fromArray(F, s, s1 + 2 * L).add(e12.add(o12)).intoArray(s, s1 + 2 * L);
+      FloatVector.fromArray(F, s, s1 + 3 * L).add(e13.add(o13)).intoArray(s, s1 + 3 * L);
     }
-    int y1 = y0 + ys;
-    if (add) {
-      c00 = c00.add(FloatVector.fromArray(F, y, y0));
-      c01 = c01.add(FloatVector.fromArray(F, y, y0 + L));
-      c02 = c02.add(FloatVector.fromArray(F, y, y0 + 2 * L));
-      c03 = c03.add(FloatVector.fromArray(F, y, y0 + 3 * L));
-      c10 = c10.add(FloatVector.fromArray(F, y, y1));
-      c11 = c11.add(FloatVector.fromArray(F, y, y1 + L));
-      c12 = c12.add(FloatVector.fromArray(F, y, y1 + 2 * L));
-      c13 = c13.add(FloatVector.fromArray(F, y, y1 + 3 * L));
-    }
-    c00.intoArray(y, y0);
-    c01.intoArray(y, y0 + L);
-    c02.intoArray(y, y0 + 2 * L);
-    c03.intoArray(y, y0 + 3 * L);
-    c10.intoArray(y, y1);
-    c11.intoArray(y, y1 + L);
-    c12.intoArray(y, y1 + 2 * L);
-    c13.intoArray(y, y1 + 3 * L);
   }
 
-  /** One group × one activation row at {@code x0}, in {@link #tile2}'s order. */
+  /** One tile × one group × one activation row at {@code x0}, as {@link #tile2}. */
   private static void tile1(
-      float[] x, int x0, int half, int k0, int k1, int[] w, int g, float[] y, int y0, boolean add) {
-    FloatVector c0 = FloatVector.zero(F), c1 = c0, c2 = c0, c3 = c0;
-    for (int b = k0; b < k1; b += TILE_PAIRS) {
+      float[] x, int x0, int half, int k0, int k1, int[] w, int g, float[] s, int s0) {
+    {
       FloatVector e0 = FloatVector.zero(F), e1 = e0, e2 = e0, e3 = e0;
       FloatVector o0 = e0, o1 = e0, o2 = e0, o3 = e0;
-      for (int k = b, at = g + b * G, end = Math.min(k1, b + TILE_PAIRS); k < end; k++, at += G) {
+      for (int k = k0, at = g + k0 * G; k < k1; k++, at += G) {
         FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
         FloatVector d = FloatVector.broadcast(F, x[x0 + half + k]);
         IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
@@ -526,20 +509,10 @@ final class Bf16Kernel {
         o2 = hi(v2).fma(d, o2);
         o3 = hi(v3).fma(d, o3);
       }
-      c0 = c0.add(e0.add(o0));
-      c1 = c1.add(e1.add(o1));
-      c2 = c2.add(e2.add(o2));
-      c3 = c3.add(e3.add(o3));
+      FloatVector.fromArray(F, s, s0).add(e0.add(o0)).intoArray(s, s0);
+      FloatVector.fromArray(F, s, s0 + L).add(e1.add(o1)).intoArray(s, s0 + L);
+      FloatVector.fromArray(F, s, s0 + 2 * L).add(e2.add(o2)).intoArray(s, s0 + 2 * L);
+      FloatVector.fromArray(F, s, s0 + 3 * L).add(e3.add(o3)).intoArray(s, s0 + 3 * L);
     }
-    if (add) {
-      c0 = c0.add(FloatVector.fromArray(F, y, y0));
-      c1 = c1.add(FloatVector.fromArray(F, y, y0 + L));
-      c2 = c2.add(FloatVector.fromArray(F, y, y0 + 2 * L));
-      c3 = c3.add(FloatVector.fromArray(F, y, y0 + 3 * L));
-    }
-    c0.intoArray(y, y0);
-    c1.intoArray(y, y0 + L);
-    c2.intoArray(y, y0 + 2 * L);
-    c3.intoArray(y, y0 + 3 * L);
   }
 }

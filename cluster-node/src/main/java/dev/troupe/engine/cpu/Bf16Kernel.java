@@ -1,5 +1,6 @@
 package dev.troupe.engine.cpu;
 
+import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
@@ -211,7 +212,7 @@ final class Bf16Kernel {
     int n = rows * G, chunk = 2 * G;
     for (int k = 0; k < half; k += CHUNK_PAIRS) {
       int k1 = Math.min(half, k + CHUNK_PAIRS), at = k == 0 ? 0 : chunk;
-      java.util.Arrays.fill(sums, at, at + n, 0f);
+      Arrays.fill(sums, at, at + n, 0f);
       for (int b = k; b < k1; b += TILE_PAIRS) {
         int end = Math.min(k1, b + TILE_PAIRS);
         if (rows == 2) tile2(x, x0, xs, half, b, end, w, g, sums, at);
@@ -445,74 +446,70 @@ final class Bf16Kernel {
   private static void tile2(
       float[] x, int x0, int xs, int half, int k0, int k1, int[] w, int g, float[] s, int s0) {
     int x1 = x0 + xs, s1 = s0 + G;
-    {
-      FloatVector e00 = FloatVector.zero(F), e01 = e00, e02 = e00, e03 = e00;
-      FloatVector o00 = e00, o01 = e00, o02 = e00, o03 = e00;
-      FloatVector e10 = e00, e11 = e00, e12 = e00, e13 = e00;
-      FloatVector o10 = e00, o11 = e00, o12 = e00, o13 = e00;
-      for (int k = k0, at = g + k0 * G; k < k1; k++, at += G) {
-        IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
-        IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
-        IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
-        FloatVector l0 = lo(v0), l1 = lo(v1), l2 = lo(v2), l3 = lo(v3);
-        FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
-        FloatVector f = FloatVector.broadcast(F, x[x1 + k]);
-        e00 = l0.fma(e, e00);
-        e01 = l1.fma(e, e01);
-        e02 = l2.fma(e, e02);
-        e03 = l3.fma(e, e03);
-        e10 = l0.fma(f, e10);
-        e11 = l1.fma(f, e11);
-        e12 = l2.fma(f, e12);
-        e13 = l3.fma(f, e13);
-        FloatVector h0 = hi(v0), h1 = hi(v1), h2 = hi(v2), h3 = hi(v3);
-        e = FloatVector.broadcast(F, x[x0 + half + k]);
-        f = FloatVector.broadcast(F, x[x1 + half + k]);
-        o00 = h0.fma(e, o00);
-        o01 = h1.fma(e, o01);
-        o02 = h2.fma(e, o02);
-        o03 = h3.fma(e, o03);
-        o10 = h0.fma(f, o10);
-        o11 = h1.fma(f, o11);
-        o12 = h2.fma(f, o12);
-        o13 = h3.fma(f, o13);
-      }
-      FloatVector.fromArray(F, s, s0).add(e00.add(o00)).intoArray(s, s0);
-      FloatVector.fromArray(F, s, s0 + L).add(e01.add(o01)).intoArray(s, s0 + L);
-      FloatVector.fromArray(F, s, s0 + 2 * L).add(e02.add(o02)).intoArray(s, s0 + 2 * L);
-      FloatVector.fromArray(F, s, s0 + 3 * L).add(e03.add(o03)).intoArray(s, s0 + 3 * L);
-      FloatVector.fromArray(F, s, s1).add(e10.add(o10)).intoArray(s, s1);
-      FloatVector.fromArray(F, s, s1 + L).add(e11.add(o11)).intoArray(s, s1 + L);
-      FloatVector.fromArray(F, s, s1 + 2 * L).add(e12.add(o12)).intoArray(s, s1 + 2 * L);
-      FloatVector.fromArray(F, s, s1 + 3 * L).add(e13.add(o13)).intoArray(s, s1 + 3 * L);
+    FloatVector e00 = FloatVector.zero(F), e01 = e00, e02 = e00, e03 = e00;
+    FloatVector o00 = e00, o01 = e00, o02 = e00, o03 = e00;
+    FloatVector e10 = e00, e11 = e00, e12 = e00, e13 = e00;
+    FloatVector o10 = e00, o11 = e00, o12 = e00, o13 = e00;
+    for (int k = k0, at = g + k0 * G; k < k1; k++, at += G) {
+      IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
+      IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
+      IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
+      FloatVector l0 = lo(v0), l1 = lo(v1), l2 = lo(v2), l3 = lo(v3);
+      FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
+      FloatVector f = FloatVector.broadcast(F, x[x1 + k]);
+      e00 = l0.fma(e, e00);
+      e01 = l1.fma(e, e01);
+      e02 = l2.fma(e, e02);
+      e03 = l3.fma(e, e03);
+      e10 = l0.fma(f, e10);
+      e11 = l1.fma(f, e11);
+      e12 = l2.fma(f, e12);
+      e13 = l3.fma(f, e13);
+      FloatVector h0 = hi(v0), h1 = hi(v1), h2 = hi(v2), h3 = hi(v3);
+      e = FloatVector.broadcast(F, x[x0 + half + k]);
+      f = FloatVector.broadcast(F, x[x1 + half + k]);
+      o00 = h0.fma(e, o00);
+      o01 = h1.fma(e, o01);
+      o02 = h2.fma(e, o02);
+      o03 = h3.fma(e, o03);
+      o10 = h0.fma(f, o10);
+      o11 = h1.fma(f, o11);
+      o12 = h2.fma(f, o12);
+      o13 = h3.fma(f, o13);
     }
+    FloatVector.fromArray(F, s, s0).add(e00.add(o00)).intoArray(s, s0);
+    FloatVector.fromArray(F, s, s0 + L).add(e01.add(o01)).intoArray(s, s0 + L);
+    FloatVector.fromArray(F, s, s0 + 2 * L).add(e02.add(o02)).intoArray(s, s0 + 2 * L);
+    FloatVector.fromArray(F, s, s0 + 3 * L).add(e03.add(o03)).intoArray(s, s0 + 3 * L);
+    FloatVector.fromArray(F, s, s1).add(e10.add(o10)).intoArray(s, s1);
+    FloatVector.fromArray(F, s, s1 + L).add(e11.add(o11)).intoArray(s, s1 + L);
+    FloatVector.fromArray(F, s, s1 + 2 * L).add(e12.add(o12)).intoArray(s, s1 + 2 * L);
+    FloatVector.fromArray(F, s, s1 + 3 * L).add(e13.add(o13)).intoArray(s, s1 + 3 * L);
   }
 
   /** One tile × one group × one activation row at {@code x0}, as {@link #tile2}. */
   private static void tile1(
       float[] x, int x0, int half, int k0, int k1, int[] w, int g, float[] s, int s0) {
-    {
-      FloatVector e0 = FloatVector.zero(F), e1 = e0, e2 = e0, e3 = e0;
-      FloatVector o0 = e0, o1 = e0, o2 = e0, o3 = e0;
-      for (int k = k0, at = g + k0 * G; k < k1; k++, at += G) {
-        FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
-        FloatVector d = FloatVector.broadcast(F, x[x0 + half + k]);
-        IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
-        IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
-        IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
-        e0 = lo(v0).fma(e, e0);
-        e1 = lo(v1).fma(e, e1);
-        e2 = lo(v2).fma(e, e2);
-        e3 = lo(v3).fma(e, e3);
-        o0 = hi(v0).fma(d, o0);
-        o1 = hi(v1).fma(d, o1);
-        o2 = hi(v2).fma(d, o2);
-        o3 = hi(v3).fma(d, o3);
-      }
-      FloatVector.fromArray(F, s, s0).add(e0.add(o0)).intoArray(s, s0);
-      FloatVector.fromArray(F, s, s0 + L).add(e1.add(o1)).intoArray(s, s0 + L);
-      FloatVector.fromArray(F, s, s0 + 2 * L).add(e2.add(o2)).intoArray(s, s0 + 2 * L);
-      FloatVector.fromArray(F, s, s0 + 3 * L).add(e3.add(o3)).intoArray(s, s0 + 3 * L);
+    FloatVector e0 = FloatVector.zero(F), e1 = e0, e2 = e0, e3 = e0;
+    FloatVector o0 = e0, o1 = e0, o2 = e0, o3 = e0;
+    for (int k = k0, at = g + k0 * G; k < k1; k++, at += G) {
+      FloatVector e = FloatVector.broadcast(F, x[x0 + k]);
+      FloatVector d = FloatVector.broadcast(F, x[x0 + half + k]);
+      IntVector v0 = IntVector.fromArray(I, w, at), v1 = IntVector.fromArray(I, w, at + L);
+      IntVector v2 = IntVector.fromArray(I, w, at + 2 * L);
+      IntVector v3 = IntVector.fromArray(I, w, at + 3 * L);
+      e0 = lo(v0).fma(e, e0);
+      e1 = lo(v1).fma(e, e1);
+      e2 = lo(v2).fma(e, e2);
+      e3 = lo(v3).fma(e, e3);
+      o0 = hi(v0).fma(d, o0);
+      o1 = hi(v1).fma(d, o1);
+      o2 = hi(v2).fma(d, o2);
+      o3 = hi(v3).fma(d, o3);
     }
+    FloatVector.fromArray(F, s, s0).add(e0.add(o0)).intoArray(s, s0);
+    FloatVector.fromArray(F, s, s0 + L).add(e1.add(o1)).intoArray(s, s0 + L);
+    FloatVector.fromArray(F, s, s0 + 2 * L).add(e2.add(o2)).intoArray(s, s0 + 2 * L);
+    FloatVector.fromArray(F, s, s0 + 3 * L).add(e3.add(o3)).intoArray(s, s0 + 3 * L);
   }
 }

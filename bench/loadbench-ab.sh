@@ -17,7 +17,7 @@ if [ $# -lt 3 ]; then
 fi
 A=$(cd "$1" && pwd); B=$(cd "$2" && pwd); PAIRS=$3; shift 3
 OUT=${AB_OUT:-/tmp/loadbench-ab}; mkdir -p "$OUT"
-JVM=(-Xmx3g -XX:+UseG1GC --add-modules jdk.incubator.vector
+JVM=(-Xmx3g -XX:+UseG1GC --add-modules jdk.incubator.vector -XX:PerMethodTrapLimit=1000
   --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED
   --add-opens java.base/sun.nio.ch=ALL-UNNAMED)
 

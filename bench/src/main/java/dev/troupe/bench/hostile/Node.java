@@ -51,6 +51,7 @@ final class Node implements AutoCloseable {
         List.of(
             "-Xmx" + heap,
             "-XX:+UseG1GC",
+            "-XX:PerMethodTrapLimit=1000", // as the ./troupe launcher
             "--add-modules",
             "jdk.incubator.vector",
             "--add-opens",

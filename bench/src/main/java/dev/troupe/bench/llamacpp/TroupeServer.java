@@ -73,7 +73,8 @@ public final class TroupeServer implements AutoCloseable {
             "-XX:+UseG1GC", // as the ./troupe launcher
             "-XX:MinHeapFreeRatio=5",
             "-XX:MaxHeapFreeRatio=15",
-            "-XX:G1PeriodicGCInterval=10000"));
+            "-XX:G1PeriodicGCInterval=10000",
+            "-XX:PerMethodTrapLimit=1000")); // the kernels' compiles, as the launcher
     cmd.addAll(jvm);
     cmd.addAll(
         List.of(

@@ -16,7 +16,50 @@ final class VectorSupport {
 
   static final boolean AVAILABLE = detect();
 
+  /**
+   * The least {@code -XX:PerMethodTrapLimit} under which C2 compiles the kernels with their vectors
+   * in registers (the launcher's and the image's value; docs/engine.md, "Boxed kernels").
+   */
+  static final long TRAP_LIMIT = 1000;
+
   private VectorSupport() {}
+
+  /**
+   * A warning when a JVM with this {@code PerMethodTrapLimit} (null: unknown, not HotSpot) may
+   * compile the kernels with boxed vectors; null when it will not. C2 stops speculating on types in
+   * a compile once the traps of one kind in its inlined methods add up to the limit, and a kernel
+   * inlines the Vector API's checks a few dozen times: 4–6 traps in those JDK methods while the
+   * engine warms up (7 JVMs of 40 here) took the default 100 to 102–120, and the kernel's stores
+   * then became calls, boxing its vectors (up to half the decode rate, a young GC every 0.2 s).
+   */
+  static String trapLimitAdvice(String perMethodTrapLimit) {
+    if (perMethodTrapLimit == null) return null;
+    long limit;
+    try {
+      limit = Long.parseLong(perMethodTrapLimit.trim());
+    } catch (NumberFormatException e) {
+      return null;
+    }
+    if (limit >= TRAP_LIMIT) return null;
+    return "this JVM runs with -XX:PerMethodTrapLimit="
+        + limit
+        + ": C2 may compile the vector kernels with their vectors boxed (in some JVMs, decoding"
+        + " at up to half speed for the JVM's life); start it with -XX:PerMethodTrapLimit="
+        + TRAP_LIMIT
+        + " as ./troupe and the image do";
+  }
+
+  /** A HotSpot flag's value in this JVM, or null where there is none (another JVM). */
+  private static String vmOption(String name) {
+    try {
+      return java.lang.management.ManagementFactory.getPlatformMXBean(
+              com.sun.management.HotSpotDiagnosticMXBean.class)
+          .getVMOption(name)
+          .getValue();
+    } catch (Throwable t) { // no jdk.management, no such flag
+      return null;
+    }
+  }
 
   private static boolean detect() {
     if (!ComputeSettings.jvm().vectorKernels()) {
@@ -47,6 +90,8 @@ final class VectorSupport {
       log.info(
           "vector kernels on: {} float lanes",
           jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.length());
+      String trapAdvice = trapLimitAdvice(vmOption("PerMethodTrapLimit"));
+      if (trapAdvice != null) log.warn(trapAdvice);
       return true;
     } catch (Throwable t) { // LinkageError included: the module can be present but unusable
       log.warn("vector kernels unavailable ({}): products run on plain Java", t.toString());

@@ -115,7 +115,7 @@ $JAVA -version 2>&1 | head -1
 JAVA=(env LD_LIBRARY_PATH="$CUDA_LD" "$JAVA")
 # the large resources travel once, as tracked files (prepare.sh leaves their copies out of the bundle)
 CP="$CLASSES/classes:cluster-node/src/main/resources:cluster-node/src/test/resources:$(ls gpu-bundle/lib/*.jar | grep -v console-standalone | paste -sd:)"
-JVM=(-Xmx16g --add-modules jdk.incubator.vector -Dtroupe.worker.compute.cuda-kernel-cache=/tmp/troupe-cuda)
+JVM=(-Xmx16g --add-modules jdk.incubator.vector -XX:PerMethodTrapLimit=1000 -Dtroupe.worker.compute.cuda-kernel-cache=/tmp/troupe-cuda)
 timeout 60 "${JAVA[@]}" "${JVM[@]}" -cp "$CP" dev.troupe.bench.cuda.CudaBench --probe 2>&1 | grep -v '^WARNING: Using incubator'
 [ "${PIPESTATUS[0]}" -eq 0 ] || echo "!! the probe found no usable GPU (above): every CUDA test will abort"
 

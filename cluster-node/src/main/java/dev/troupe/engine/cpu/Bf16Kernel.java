@@ -442,6 +442,9 @@ final class Bf16Kernel {
    * in registers across it, C2 compiled the stores as calls in about one JVM in three (the same
    * code and run: the medium model at 6 streams on an Emerald Rapids VM, 2026-11-28), boxing every
    * sum: ~1–3 GB/s of garbage, a young GC every 0.2–0.7 s, half the decode rate for the JVM's life.
+   * The cause was C2's class-check trap limit, which a compile with more inlined vector calls
+   * reaches sooner; JVMs now start with {@code -XX:PerMethodTrapLimit=1000} ({@link
+   * VectorSupport#TRAP_LIMIT}, docs/engine.md "Boxed kernels"), and this shape keeps the margin.
    */
   private static void tile2(
       float[] x, int x0, int xs, int half, int k0, int k1, int[] w, int g, float[] s, int s0) {
